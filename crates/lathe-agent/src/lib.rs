@@ -1,0 +1,2 @@
+//! lathe-agent
+#![deny(missing_docs)]

@@ -1,0 +1,2 @@
+//! lathe-exec
+#![deny(missing_docs)]

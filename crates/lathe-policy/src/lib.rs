@@ -1,0 +1,2 @@
+//! lathe-policy
+#![deny(missing_docs)]

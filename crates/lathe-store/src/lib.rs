@@ -1,0 +1,2 @@
+//! lathe-store
+#![deny(missing_docs)]

@@ -1,0 +1,2 @@
+//! lathe-testkit
+#![deny(missing_docs)]

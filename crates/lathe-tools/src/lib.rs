@@ -1,0 +1,2 @@
+//! lathe-tools
+#![deny(missing_docs)]
