@@ -1,2 +1,34 @@
-//! lathe-tools
+//! Lathe's tool runtime: the typed tool contract, the registry that erases it once, workspace
+//! containment, and the built-in tools. No model, no HTTP, no terminal.
+//!
+//! ```
+//! use lathe_tools::{Registry, Session, ToolConfig, ToolContext, Workspace};
+//!
+//! # let dir = tempfile::tempdir().unwrap();
+//! # std::fs::write(dir.path().join("hello.txt"), "hi\n").unwrap();
+//! let workspace = Workspace::new(dir.path()).unwrap();
+//! let session = Session::new(workspace, ToolConfig::default(), dir.path().join(".state")).unwrap();
+//! let registry = Registry::builtin();
+//! let runtime = tokio::runtime::Runtime::new().unwrap();
+//! let output = runtime.block_on(registry.call(
+//!     "no_such_tool",
+//!     serde_json::json!({}),
+//!     ToolContext::new(session),
+//! ));
+//! assert!(output.is_error);
+//! ```
 #![deny(missing_docs)]
+
+pub mod args;
+pub mod budget;
+pub mod registry;
+pub mod schema;
+pub mod session;
+pub mod tool;
+pub mod tools;
+pub mod workspace;
+
+pub use registry::{PreparedCall, Registry, ToolDefinition};
+pub use session::{Session, ToolConfig};
+pub use tool::{ProgressSink, Tool, ToolContext, ToolHints, ToolKind, ToolOutput, ToolProgress};
+pub use workspace::{Access, PathError, ResolvedPath, Workspace};

@@ -1,0 +1,278 @@
+//! The registry: typed tools erased once, serving the agent and the MCP server alike.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::args::{self, fold_name};
+use crate::budget;
+use crate::schema::tool_schema;
+use crate::tool::{Tool, ToolContext, ToolHints, ToolKind, ToolOutput};
+
+/// A tool's definition as sent to models and MCP clients.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolDefinition {
+    /// The model-facing name.
+    pub name: &'static str,
+    /// The description (the input type's doc comment).
+    pub description: String,
+    /// The JSON Schema of the parameters.
+    pub parameters: Value,
+    /// What the tool does to the world.
+    #[serde(skip)]
+    pub kind: ToolKind,
+    /// Hints for MCP clients.
+    #[serde(skip)]
+    pub hints: ToolHints,
+}
+
+impl ToolDefinition {
+    /// The function-calling shape OpenAI and Ollama accept.
+    pub fn to_function(&self) -> Value {
+        json!({
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            }
+        })
+    }
+}
+
+/// A call whose tool name was resolved and whose arguments were normalised and validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreparedCall {
+    /// The registered name the call resolved to.
+    pub name: &'static str,
+    /// The normalised arguments.
+    pub arguments: Value,
+    /// What the tool does to the world.
+    pub kind: ToolKind,
+}
+
+trait ErasedTool: Send + Sync {
+    fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<'static, Result<ToolOutput, String>>;
+}
+
+struct Erased<T: Tool>(Arc<T>);
+
+impl<T: Tool> ErasedTool for Erased<T> {
+    fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<'static, Result<ToolOutput, String>> {
+        let tool = Arc::clone(&self.0);
+        Box::pin(async move {
+            let input: T::Input = serde_json::from_value(args).map_err(|err| err.to_string())?;
+            Ok(tool.run(input, ctx).await)
+        })
+    }
+}
+
+struct Entry {
+    definition: ToolDefinition,
+    tool: Box<dyn ErasedTool>,
+}
+
+/// All the tools one session can call.
+#[derive(Default)]
+pub struct Registry {
+    entries: Vec<Entry>,
+    by_name: HashMap<&'static str, usize>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.entries.iter().map(|e| e.definition.name)).finish()
+    }
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Registry::default()
+    }
+
+    /// A registry with every built-in tool.
+    pub fn builtin() -> Self {
+        let mut registry = Registry::new();
+        crate::tools::register_builtin(&mut registry);
+        registry
+    }
+
+    /// Adds a tool.
+    ///
+    /// # Panics
+    /// When a tool of the same name is already registered: that is a programming error.
+    pub fn register<T: Tool>(&mut self, tool: T) {
+        assert!(
+            !self.by_name.contains_key(T::NAME),
+            "tool `{}` registered twice",
+            T::NAME
+        );
+        let (description, parameters) = tool_schema::<T::Input>();
+        let definition = ToolDefinition {
+            name: T::NAME,
+            description,
+            parameters,
+            kind: tool.kind(),
+            hints: tool.hints(),
+        };
+        self.by_name.insert(T::NAME, self.entries.len());
+        self.entries.push(Entry {
+            definition,
+            tool: Box::new(Erased(Arc::new(tool))),
+        });
+    }
+
+    /// Keeps only the tools `keep` accepts (for sub-agents and read-only sessions).
+    pub fn retain(&mut self, mut keep: impl FnMut(&ToolDefinition) -> bool) {
+        self.entries.retain(|e| keep(&e.definition));
+        self.by_name = self
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.definition.name, i))
+            .collect();
+    }
+
+    /// The definitions, in registration order.
+    pub fn definitions(&self) -> impl Iterator<Item = &ToolDefinition> {
+        self.entries.iter().map(|e| &e.definition)
+    }
+
+    /// The definitions in the function-calling shape, as one JSON array.
+    pub fn function_definitions(&self) -> Value {
+        Value::Array(self.definitions().map(ToolDefinition::to_function).collect())
+    }
+
+    /// The definition of `name` (exact).
+    pub fn definition(&self, name: &str) -> Option<&ToolDefinition> {
+        self.by_name.get(name).map(|&i| &self.entries[i].definition)
+    }
+
+    /// The registered names.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.definitions().map(|d| d.name).collect()
+    }
+
+    /// Resolves a tool name as a model wrote it: exactly, then after folding case, `_`, `-` and
+    /// `.`. On failure, the closest real names (at most three).
+    pub fn resolve_name(&self, name: &str) -> Result<&'static str, Vec<&'static str>> {
+        if let Some(&i) = self.by_name.get(name) {
+            return Ok(self.entries[i].definition.name);
+        }
+        let folded = fold_name(name);
+        if let Some(def) = self.definitions().find(|d| fold_name(d.name) == folded) {
+            return Ok(def.name);
+        }
+        Err(closest(name, &self.names()))
+    }
+
+    /// Resolves the name and normalises the arguments, or returns the result the model should
+    /// read (unknown tool, bad arguments).
+    pub fn prepare(&self, name: &str, arguments: Value) -> Result<PreparedCall, ToolOutput> {
+        let name = self.resolve_name(name).map_err(|close| {
+            let hint = if close.is_empty() {
+                String::new()
+            } else {
+                format!("; did you mean {}?", quote_list(&close))
+            };
+            ToolOutput::error(format!(
+                "unknown tool `{name}`{hint} The tools are: {}",
+                self.names().join(", ")
+            ))
+        })?;
+        let definition = self.definition(name).expect("resolved names are registered");
+        let arguments = args::normalize(arguments, &definition.parameters).map_err(|err| {
+            ToolOutput::error(format!("invalid arguments for `{name}`: {err}"))
+        })?;
+        Ok(PreparedCall {
+            name,
+            arguments,
+            kind: definition.kind,
+        })
+    }
+
+    /// Runs a call: resolves, normalises, runs, and fits the result to the budget.
+    pub async fn call(&self, name: &str, arguments: Value, ctx: ToolContext) -> ToolOutput {
+        match self.prepare(name, arguments) {
+            Ok(call) => self.run_prepared(&call, ctx).await,
+            Err(output) => output,
+        }
+    }
+
+    /// Runs a call that [`Registry::prepare`] accepted.
+    pub async fn run_prepared(&self, call: &PreparedCall, ctx: ToolContext) -> ToolOutput {
+        let Some(&index) = self.by_name.get(call.name) else {
+            return ToolOutput::error(format!("unknown tool `{}`", call.name));
+        };
+        let session = Arc::clone(&ctx.session);
+        let future = self.entries[index].tool.call(call.arguments.clone(), ctx);
+        let mut output = match AssertUnwindSafe(future).catch_unwind().await {
+            Ok(Ok(output)) => output,
+            Ok(Err(serde_message)) => ToolOutput::error(format!(
+                "invalid arguments for `{}`: {serde_message}",
+                call.name
+            )),
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("unknown panic");
+                ToolOutput::error(format!(
+                    "internal error in `{}`: {what}. This is a bug in Lathe, not in the call; try another way",
+                    call.name
+                ))
+            }
+        };
+        let budget_chars = session.config().result_budget;
+        let (text, saved) = budget::fit(std::mem::take(&mut output.text), budget_chars, &session);
+        output.text = text;
+        if let Some(saved) = saved {
+            output
+                .metadata
+                .insert("full_result".into(), Value::String(saved.display().to_string()));
+        }
+        output
+    }
+}
+
+fn quote_list(names: &[&str]) -> String {
+    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+}
+
+/// The names most like `name`: by edit distance after folding, and names sharing a word.
+pub fn closest(name: &str, names: &[&'static str]) -> Vec<&'static str> {
+    let folded = fold_name(name);
+    let mut scored: Vec<(f64, &'static str)> = names
+        .iter()
+        .map(|candidate| {
+            let other = fold_name(candidate);
+            let mut score = strsim::jaro_winkler(&folded, &other);
+            if !folded.is_empty() && (other.contains(&folded) || folded.contains(&other)) {
+                score += 0.2;
+            }
+            let words = |s: &str| {
+                s.split(|c: char| !c.is_alphanumeric())
+                    .filter(|w| w.len() > 2)
+                    .map(str::to_lowercase)
+                    .collect::<Vec<_>>()
+            };
+            let shared = words(name)
+                .iter()
+                .any(|w| words(candidate).contains(w));
+            if shared {
+                score += 0.15;
+            }
+            (score, *candidate)
+        })
+        .filter(|(score, _)| *score >= 0.7)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    scored.into_iter().take(3).map(|(_, n)| n).collect()
+}

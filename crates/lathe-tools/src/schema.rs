@@ -1,0 +1,163 @@
+//! Turning a Rust input type into the JSON Schema models read: inlined, without `$schema`,
+//! titles or nullable unions, with enums as plain `enum` lists.
+
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde_json::{Map, Value};
+
+/// The tool description (the input type's doc comment) and its parameters schema.
+pub fn tool_schema<T: JsonSchema>() -> (String, Value) {
+    let settings = SchemaSettings::draft07().with(|s| {
+        s.inline_subschemas = true;
+        s.meta_schema = None;
+    });
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let mut value = schema.to_value();
+    let description = value
+        .as_object_mut()
+        .and_then(|o| o.remove("description"))
+        .and_then(|d| d.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    clean(&mut value);
+    if let Some(object) = value.as_object_mut() {
+        object.remove("title");
+        object.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+        object.insert("type".into(), Value::String("object".into()));
+    }
+    (description, value)
+}
+
+fn clean(value: &mut Value) {
+    match value {
+        Value::Object(object) => {
+            object.remove("$schema");
+            object.remove("title");
+            object.remove("definitions");
+            if object.get("format").and_then(Value::as_str).is_some_and(|f| {
+                matches!(f, "uint" | "uint8" | "uint16" | "uint32" | "uint64" | "int" | "int32" | "int64" | "double" | "float")
+            }) {
+                object.remove("format");
+            }
+            // Option<T>: ["integer", "null"] -> "integer"; absence already means "not given".
+            if let Some(Value::Array(types)) = object.get("type") {
+                let kept: Vec<Value> = types
+                    .iter()
+                    .filter(|t| t.as_str() != Some("null"))
+                    .cloned()
+                    .collect();
+                if kept.len() == 1 {
+                    object.insert("type".into(), kept[0].clone());
+                } else {
+                    object.insert("type".into(), Value::Array(kept));
+                }
+            }
+            // anyOf [X, {type: null}] -> X
+            for key in ["anyOf", "oneOf"] {
+                if let Some(Value::Array(options)) = object.get(key) {
+                    let non_null: Vec<Value> = options
+                        .iter()
+                        .filter(|o| o.get("type").and_then(Value::as_str) != Some("null"))
+                        .cloned()
+                        .collect();
+                    let all_consts = !non_null.is_empty()
+                        && non_null.iter().all(|o| o.get("const").is_some() || o.get("enum").is_some());
+                    if all_consts {
+                        let mut values = Vec::new();
+                        let mut docs = Vec::new();
+                        for option in &non_null {
+                            let consts: Vec<Value> = match option.get("const") {
+                                Some(c) => vec![c.clone()],
+                                None => option["enum"].as_array().cloned().unwrap_or_default(),
+                            };
+                            if let Some(doc) = option.get("description").and_then(Value::as_str) {
+                                for c in &consts {
+                                    docs.push(format!("`{}`: {doc}", c.as_str().unwrap_or_default()));
+                                }
+                            }
+                            values.extend(consts);
+                        }
+                        object.remove(key);
+                        object.insert("type".into(), Value::String("string".into()));
+                        object.insert("enum".into(), Value::Array(values));
+                        if !docs.is_empty() {
+                            let base = object
+                                .get("description")
+                                .and_then(Value::as_str)
+                                .map(|d| format!("{d} "))
+                                .unwrap_or_default();
+                            object.insert("description".into(), Value::String(format!("{base}{}", docs.join("; "))));
+                        }
+                    } else if non_null.len() == 1 && options.len() == 2 {
+                        let only = non_null[0].clone();
+                        object.remove(key);
+                        if let Value::Object(inner) = only {
+                            for (k, v) in inner {
+                                object.entry(k).or_insert(v);
+                            }
+                        }
+                    }
+                }
+            }
+            if let Some(Value::Array(values)) = object.get_mut("enum") {
+                values.retain(|v| !v.is_null());
+            }
+            for child in object.values_mut() {
+                clean(child);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(clean),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    /// Reads things.
+    ///
+    /// Second paragraph.
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Input {
+        /// The path.
+        path: String,
+        /// How many.
+        limit: Option<u32>,
+        /// What to show.
+        mode: Option<Mode>,
+        /// Items.
+        items: Option<Vec<Item>>,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(rename_all = "snake_case")]
+    #[allow(dead_code)]
+    enum Mode {
+        /// Lines.
+        Content,
+        /// Numbers.
+        Count,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Item {
+        /// A name.
+        name: String,
+    }
+
+    #[test]
+    fn schema_is_inlined_and_plain() {
+        let (description, schema) = tool_schema::<Input>();
+        assert_eq!(description, "Reads things.\n\nSecond paragraph.");
+        let text = schema.to_string();
+        assert!(!text.contains("$ref") && !text.contains("null") && !text.contains("title"), "{text}");
+        assert!(!text.contains("\"format\""), "{text}");
+        assert_eq!(schema["properties"]["limit"]["type"], "integer");
+        assert_eq!(schema["properties"]["mode"]["enum"], serde_json::json!(["content", "count"]));
+        assert_eq!(schema["properties"]["items"]["items"]["properties"]["name"]["type"], "string");
+        assert_eq!(schema["required"], serde_json::json!(["path"]));
+    }
+}

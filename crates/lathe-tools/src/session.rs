@@ -1,0 +1,203 @@
+//! One session's state: the workspace, the configuration, and what the tools remember between
+//! calls (which files were read, running commands, pending previews).
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+
+use crate::workspace::Workspace;
+
+/// Default cap on one tool result, in characters.
+pub const DEFAULT_RESULT_BUDGET: usize = 20_000;
+
+/// Configuration of the tool runtime. Every field has a default; the binary fills it from
+/// configuration files and flags.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolConfig {
+    /// The largest result, in characters, handed to the model. By default, 20,000.
+    pub result_budget: usize,
+    /// Extra directories the tools may read but never write.
+    pub read_roots: Vec<PathBuf>,
+}
+
+impl Default for ToolConfig {
+    fn default() -> Self {
+        ToolConfig {
+            result_budget: DEFAULT_RESULT_BUDGET,
+            read_roots: Vec::new(),
+        }
+    }
+}
+
+/// What the session knows of a file's content when it last read or wrote it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp {
+    /// Length in bytes.
+    pub len: u64,
+    /// A hash of the bytes (not cryptographic; detects change, not tampering).
+    pub hash: u64,
+}
+
+impl FileStamp {
+    /// The stamp of `bytes`.
+    pub fn of(bytes: &[u8]) -> Self {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        bytes.hash(&mut hasher);
+        FileStamp {
+            len: bytes.len() as u64,
+            hash: hasher.finish(),
+        }
+    }
+}
+
+/// A session: created once per agent session, MCP connection or `lathe tool` run.
+pub struct Session {
+    workspace: Workspace,
+    config: ToolConfig,
+    state_dir: PathBuf,
+    files: Mutex<HashMap<PathBuf, FileStamp>>,
+    extensions: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    result_counter: std::sync::atomic::AtomicU64,
+    shutdown_hooks: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("workspace", &self.workspace.root())
+            .field("state_dir", &self.state_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// A session over `workspace`, keeping its state (artifacts, saved results) in `state_dir`,
+    /// which is created if missing and becomes readable (not writable) by the tools, as do the
+    /// configured `read_roots`.
+    pub fn new(
+        mut workspace: Workspace,
+        config: ToolConfig,
+        state_dir: PathBuf,
+    ) -> std::io::Result<Arc<Self>> {
+        std::fs::create_dir_all(&state_dir)?;
+        let state_dir = state_dir.canonicalize()?;
+        // Saved results and artifacts are readable by the model, never writable.
+        workspace.add_read_root(&state_dir)?;
+        for root in &config.read_roots {
+            workspace.add_read_root(root)?;
+        }
+        Ok(Arc::new(Session {
+            workspace,
+            config,
+            state_dir,
+            files: Mutex::new(HashMap::new()),
+            extensions: Mutex::new(HashMap::new()),
+            result_counter: std::sync::atomic::AtomicU64::new(0),
+            shutdown_hooks: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// The workspace every path is resolved against.
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ToolConfig {
+        &self.config
+    }
+
+    /// The directory that holds this session's artifacts.
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    /// Remembers the content of `path` as this session last saw it (after a read or a write).
+    pub fn record_file(&self, path: &Path, bytes: &[u8]) {
+        lock(&self.files).insert(path.to_path_buf(), FileStamp::of(bytes));
+    }
+
+    /// Forgets `path` (it was deleted or moved).
+    pub fn forget_file(&self, path: &Path) {
+        lock(&self.files).remove(path);
+    }
+
+    /// The stamp recorded for `path`, if this session has read or written it.
+    pub fn file_stamp(&self, path: &Path) -> Option<FileStamp> {
+        lock(&self.files).get(path).copied()
+    }
+
+    /// Checks that `current` (the bytes on disk now) is what this session last read or wrote at
+    /// `path`. A file the session never saw passes. The error is the model-facing explanation.
+    pub fn check_unchanged(&self, path: &Path, current: &[u8], shown: &str) -> Result<(), String> {
+        match self.file_stamp(path) {
+            Some(stamp) if stamp != FileStamp::of(current) => Err(format!(
+                "{shown} changed on disk since this session last read or wrote it; \
+                 read it again with read_file, then retry with the current content"
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Per-session state of type `T`, created by `init` on first use. Tools keep their own
+    /// state here (background commands, pending previews) without this type knowing them.
+    pub fn extension<T, F>(&self, init: F) -> Arc<T>
+    where
+        T: Any + Send + Sync,
+        F: FnOnce() -> T,
+    {
+        let mut map = lock(&self.extensions);
+        let entry = map
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(init()) as Arc<dyn Any + Send + Sync>);
+        Arc::clone(entry)
+            .downcast::<T>()
+            .unwrap_or_else(|_| unreachable!("extension map is keyed by TypeId"))
+    }
+
+    /// Per-session state of type `T` if it was created.
+    pub fn existing_extension<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        let map = lock(&self.extensions);
+        map.get(&TypeId::of::<T>())
+            .map(|entry| Arc::clone(entry).downcast::<T>().ok())?
+    }
+
+    /// Registers work to do when the session ends (kill running commands, remove temporary
+    /// files). Hooks run once, in reverse order of registration.
+    pub fn on_shutdown(&self, hook: impl FnOnce() + Send + 'static) {
+        lock(&self.shutdown_hooks).push(Box::new(hook));
+    }
+
+    /// Ends the session: runs the shutdown hooks. Also done when the session is dropped.
+    pub fn shutdown(&self) {
+        let hooks = std::mem::take(&mut *lock(&self.shutdown_hooks));
+        for hook in hooks.into_iter().rev() {
+            hook();
+        }
+    }
+
+    /// A fresh number, unique in this session (for saved results and similar).
+    pub fn next_number(&self) -> u64 {
+        self.result_counter
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Locks a mutex, recovering from poisoning: a panicked tool must not wedge the session.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
