@@ -1,2 +1,3 @@
 //! lathe-exec
 #![deny(missing_docs)]
+pub mod sandbox;
