@@ -1,1 +1,66 @@
-fn main() {}
+//! `lathe`: the binary. Thin: parses flags, loads configuration, and hands off to the crates.
+
+mod cli;
+mod config;
+mod setup;
+mod state;
+mod tool_cmd;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+
+/// Exit code when the task or tool failed.
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit code for usage or configuration errors.
+pub const EXIT_USAGE: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("lathe: cannot start the async runtime: {err}");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    };
+    let result = runtime.block_on(run(cli));
+    // Background work (killed commands' reapers) must not keep the process alive.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("lathe: {err:#}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let common = cli.common;
+    match cli.command {
+        Command::Tools(args) => tool_cmd::list(&common, args),
+        Command::Tool(args) => tool_cmd::run(&common, args).await,
+    }
+}
+
+/// Logs go to stderr (never stdout: stdout carries results and, for `lathe mcp`, the protocol).
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("LATHE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

@@ -1,0 +1,69 @@
+//! Command-line flags.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Lathe: a coding agent and tool runtime for local models.
+#[derive(Debug, Parser)]
+#[command(name = "lathe", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Flags every command takes.
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// More logging on stderr (-v info, -vv debug); LATHE_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every command takes.
+#[derive(Debug, Args, Clone)]
+pub struct CommonArgs {
+    /// The workspace root (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// A configuration file, read over the user's and the workspace's.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the tool definitions as sent to the model.
+    Tools(ToolsArgs),
+    /// Run one tool (or a batch of calls) with no model.
+    Tool(ToolArgs),
+}
+
+/// `lathe tools`.
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// Print the definitions as JSON (the function-calling shape).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `lathe tool`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  lathe tool read_file '{\"path\": \"src/main.rs\", \"offset\": 10}'\n  echo '{\"pattern\": \"TODO\"}' | lathe tool grep -\n  lathe tool --batch < calls.jsonl"
+)]
+pub struct ToolArgs {
+    /// The tool's name (see `lathe tools`).
+    #[arg(required_unless_present = "batch", conflicts_with = "batch")]
+    pub name: Option<String>,
+    /// The arguments as a JSON object, or `-` to read them from stdin (default: `{}`).
+    #[arg(value_name = "ARGS_JSON")]
+    pub arguments: Option<String>,
+    /// Print `{"text", "is_error", "metadata"}` as JSON instead of the text.
+    #[arg(long)]
+    pub json: bool,
+    /// Read JSON lines `{"name": ..., "arguments": {...}}` from stdin and run them in order in
+    /// one session, writing one JSON result per line.
+    #[arg(long)]
+    pub batch: bool,
+}

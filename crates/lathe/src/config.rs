@@ -1,0 +1,86 @@
+//! Configuration: `.lathe/config.toml` in the workspace over `~/.config/lathe/config.toml` over
+//! the defaults, and a `--config FILE` over both. Environment variables and flags are applied on
+//! top by the commands that read them.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::Deserialize;
+
+use lathe_tools::ToolConfig;
+
+/// The whole configuration file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// The tool runtime.
+    pub tools: ToolConfig,
+}
+
+/// The files read, lowest precedence first.
+pub fn files(workspace: &Path, explicit: Option<&Path>) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    if let Some(dir) = crate::state::config_dir() {
+        files.push(dir.join("config.toml"));
+    }
+    files.push(workspace.join(".lathe").join("config.toml"));
+    if let Some(explicit) = explicit {
+        files.push(explicit.to_path_buf());
+    }
+    files
+}
+
+/// Loads and merges the configuration files for `workspace`.
+pub fn load(workspace: &Path, explicit: Option<&Path>) -> anyhow::Result<Config> {
+    let mut merged = toml::Table::new();
+    for path in files(workspace, explicit) {
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound && Some(path.as_path()) != explicit => {
+                continue;
+            }
+            Err(err) => {
+                return Err(err).with_context(|| format!("cannot read config file {}", path.display()));
+            }
+        };
+        let table: toml::Table = toml::from_str(&text)
+            .with_context(|| format!("invalid config file {}", path.display()))?;
+        merge(&mut merged, table);
+    }
+    Config::deserialize(toml::Value::Table(merged)).context("invalid configuration")
+}
+
+/// Merges `over` into `base`: tables merge key by key, anything else replaces.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(base_table)), toml::Value::Table(over_table)) => {
+                merge(base_table, over_table);
+            }
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn later_files_win_and_tables_merge() {
+        let mut base: toml::Table = toml::from_str("[tools]\nresult_budget = 10\nread_roots = [\"/a\"]\n").unwrap();
+        merge(&mut base, toml::from_str("[tools]\nresult_budget = 20\n").unwrap());
+        let config = Config::deserialize(toml::Value::Table(base)).unwrap();
+        assert_eq!(config.tools.result_budget, 20);
+        assert_eq!(config.tools.read_roots, vec![PathBuf::from("/a")]);
+    }
+
+    #[test]
+    fn unknown_keys_are_errors() {
+        let table: toml::Table = toml::from_str("[tools]\nresult_budjet = 10\n").unwrap();
+        let err = Config::deserialize(toml::Value::Table(table)).unwrap_err();
+        assert!(err.to_string().contains("result_budjet"), "{err}");
+    }
+}

@@ -1,0 +1,42 @@
+//! What every command that runs tools sets up: the workspace, the configuration and the session.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use lathe_tools::{Session, Workspace};
+
+use crate::cli::CommonArgs;
+use crate::config::{self, Config};
+
+/// A loaded workspace and configuration.
+pub struct Setup {
+    /// The workspace root as given (canonicalised by [`Workspace`]).
+    pub root: PathBuf,
+    /// The merged configuration.
+    pub config: Config,
+}
+
+impl Setup {
+    /// Finds the workspace (the flag, else the current directory) and loads the configuration.
+    pub fn load(common: &CommonArgs) -> anyhow::Result<Setup> {
+        let root = match &common.workspace {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().context("cannot read the current directory")?,
+        };
+        if !root.is_dir() {
+            anyhow::bail!("workspace {} is not a directory", root.display());
+        }
+        let config = config::load(&root, common.config.as_deref())?;
+        Ok(Setup { root, config })
+    }
+
+    /// A tool session over the workspace with its state in `state_dir`.
+    pub fn session(&self, state_dir: PathBuf) -> anyhow::Result<Arc<Session>> {
+        let workspace = Workspace::new(&self.root)
+            .with_context(|| format!("cannot open workspace {}", self.root.display()))?;
+        Session::new(workspace, self.config.tools.clone(), state_dir.clone())
+            .with_context(|| format!("cannot create state directory {}", state_dir.display()))
+    }
+}

@@ -1,0 +1,161 @@
+//! `lathe tools` and `lathe tool`: the tool runtime with no model.
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use lathe_tools::{Registry, Session, ToolContext, ToolOutput};
+
+use crate::cli::{CommonArgs, ToolArgs, ToolsArgs};
+use crate::setup::Setup;
+use crate::{EXIT_FAILURE, EXIT_USAGE};
+
+/// `lathe tools [--json]`.
+pub fn list(_common: &CommonArgs, args: ToolsArgs) -> anyhow::Result<ExitCode> {
+    let registry = Registry::builtin();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &registry.function_definitions())?;
+        writeln!(out)?;
+    } else {
+        for definition in registry.definitions() {
+            let summary = definition.description.lines().next().unwrap_or_default();
+            writeln!(out, "{:<16} {summary}", definition.name)?;
+            if let Some(props) = definition.parameters["properties"].as_object() {
+                let required: Vec<&str> = definition.parameters["required"]
+                    .as_array()
+                    .map(|r| r.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                let params: Vec<String> = props
+                    .keys()
+                    .map(|k| if required.contains(&k.as_str()) { k.clone() } else { format!("[{k}]") })
+                    .collect();
+                writeln!(out, "{:<16} {}", "", params.join(" "))?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `lathe tool NAME [ARGS]` and `lathe tool --batch`.
+pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode> {
+    let setup = Setup::load(common)?;
+    let session = setup.session(crate::state::new_run_dir())?;
+    let registry = Registry::builtin();
+    let code = if args.batch {
+        batch(&registry, &session).await?
+    } else {
+        let name = args.name.as_deref().unwrap_or_default();
+        let arguments = match read_arguments(args.arguments.as_deref()) {
+            Ok(arguments) => arguments,
+            Err(message) => {
+                eprintln!("lathe: {message}");
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
+        };
+        let output = call_cancellable(&registry, &session, name, arguments).await;
+        let mut out = std::io::stdout().lock();
+        if args.json {
+            serde_json::to_writer(&mut out, &output)?;
+            writeln!(out)?;
+        } else {
+            out.write_all(output.text.as_bytes())?;
+            if !output.text.ends_with('\n') {
+                writeln!(out)?;
+            }
+        }
+        out.flush()?;
+        if output.is_error { EXIT_FAILURE } else { 0 }
+    };
+    session.shutdown();
+    Ok(ExitCode::from(code))
+}
+
+fn read_arguments(given: Option<&str>) -> Result<Value, String> {
+    let text = match given {
+        None => return Ok(json!({})),
+        Some("-") => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|err| format!("cannot read the arguments from stdin: {err}"))?;
+            text
+        }
+        Some(text) => text.to_owned(),
+    };
+    if text.trim().is_empty() {
+        return Ok(json!({}));
+    }
+    serde_json::from_str(&text).map_err(|err| {
+        format!("the arguments are not valid JSON ({err}); pass a JSON object such as '{{\"path\": \"src/main.rs\"}}'")
+    })
+}
+
+/// Runs one call; Ctrl-C cancels it (the tool kills what it started and says so).
+async fn call_cancellable(registry: &Registry, session: &Arc<Session>, name: &str, arguments: Value) -> ToolOutput {
+    let mut ctx = ToolContext::new(Arc::clone(session));
+    let cancel: CancellationToken = ctx.cancel.clone();
+    let watcher = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            cancel.cancel();
+        }
+    });
+    ctx.call_id = None;
+    let output = registry.call(name, arguments, ctx).await;
+    watcher.abort();
+    output
+}
+
+#[derive(Deserialize)]
+struct BatchLine {
+    #[serde(alias = "tool")]
+    name: String,
+    #[serde(default, alias = "args", alias = "input")]
+    arguments: Value,
+}
+
+/// Runs JSON lines from stdin in order in one session, answering each line before reading the
+/// next so that a driving program can use one result in its next call.
+async fn batch(registry: &Registry, session: &Arc<Session>) -> anyhow::Result<u8> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<std::io::Result<String>>(1);
+    // stdin is read on its own thread: a blocking read must not hold an async worker.
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let stop = line.is_err();
+            if tx.blocking_send(line).is_err() || stop {
+                break;
+            }
+        }
+    });
+    let mut code = 0u8;
+    while let Some(line) = rx.recv().await {
+        let line = line.context("cannot read stdin")?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let output = match serde_json::from_str::<BatchLine>(&line) {
+            Ok(call) => {
+                let output = call_cancellable(registry, session, &call.name, call.arguments).await;
+                if output.is_error && code == 0 {
+                    code = EXIT_FAILURE;
+                }
+                output
+            }
+            Err(err) => {
+                code = EXIT_USAGE;
+                ToolOutput::error(format!(
+                    "unreadable line ({err}); each line must be {{\"name\": \"tool\", \"arguments\": {{...}}}}"
+                ))
+            }
+        };
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer(&mut out, &output)?;
+        writeln!(out)?;
+        out.flush()?;
+    }
+    Ok(code)
+}
