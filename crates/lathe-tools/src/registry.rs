@@ -179,10 +179,10 @@ impl Registry {
             let hint = if close.is_empty() {
                 String::new()
             } else {
-                format!("; did you mean {}?", quote_list(&close))
+                format!(" Did you mean {}?", quote_list(&close))
             };
             ToolOutput::error(format!(
-                "unknown tool `{name}`{hint} The tools are: {}",
+                "unknown tool `{name}`.{hint} The tools are: {}.",
                 self.names().join(", ")
             ))
         })?;

@@ -172,10 +172,12 @@ impl Workspace {
                 input: trimmed.to_owned(),
                 root: self.root().display().to_string(),
                 via: match via_link {
-                    Some(target) if target != joined => {
-                        format!(" (it resolves through a symlink to {})", abs.display())
-                    }
-                    _ => String::new(),
+                    Some(link) => format!(
+                        " (through the symlink {}, which points to {})",
+                        self.shown(&link),
+                        abs.display()
+                    ),
+                    None => String::new(),
                 },
                 verb: match access {
                     Access::Read => "read",

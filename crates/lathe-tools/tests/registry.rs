@@ -1,0 +1,223 @@
+//! The registry's contract, with a small tool of the test's own.
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use lathe_tools::{Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace};
+
+/// Repeats a word.
+///
+/// Use it to test things.
+#[derive(Deserialize, JsonSchema)]
+struct EchoInput {
+    /// The file the word is about.
+    path: String,
+    /// How many times (default 1).
+    times: Option<u32>,
+    /// Shout it.
+    #[serde(default)]
+    loud: bool,
+    /// Panic instead.
+    #[serde(default)]
+    explode: bool,
+}
+
+struct Echo;
+
+impl Tool for Echo {
+    const NAME: &'static str = "echo_path";
+    type Input = EchoInput;
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+
+    async fn run(&self, input: EchoInput, _ctx: ToolContext) -> ToolOutput {
+        assert!(!input.explode, "the tool exploded");
+        let word = if input.loud {
+            input.path.to_uppercase()
+        } else {
+            input.path
+        };
+        ToolOutput::ok(vec![word; input.times.unwrap_or(1) as usize].join("\n"))
+    }
+}
+
+fn setup(budget: usize) -> (tempfile::TempDir, Registry, Arc<Session>) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    let ws = Workspace::new(dir.path().join("ws")).unwrap();
+    let config = ToolConfig {
+        result_budget: budget,
+        ..ToolConfig::default()
+    };
+    let session = Session::new(ws, config, dir.path().join("state")).unwrap();
+    let mut registry = Registry::new();
+    registry.register(Echo);
+    (dir, registry, session)
+}
+
+async fn call(registry: &Registry, session: &Arc<Session>, name: &str, args: Value) -> ToolOutput {
+    registry
+        .call(name, args, ToolContext::new(Arc::clone(session)))
+        .await
+}
+
+#[test]
+fn definitions_have_the_function_calling_shape() {
+    let (_d, registry, _s) = setup(100);
+    let defs = registry.function_definitions();
+    let def = &defs[0];
+    assert_eq!(def["type"], "function");
+    assert_eq!(def["function"]["name"], "echo_path");
+    assert_eq!(
+        def["function"]["description"],
+        "Repeats a word.\n\nUse it to test things."
+    );
+    let params = &def["function"]["parameters"];
+    assert_eq!(params["type"], "object");
+    assert_eq!(params["required"], json!(["path"]));
+    assert_eq!(params["properties"]["times"]["type"], "integer");
+    assert_eq!(
+        params["properties"]["path"]["description"],
+        "The file the word is about."
+    );
+}
+
+#[tokio::test]
+async fn lenient_arguments_reach_the_tool() {
+    let (_d, registry, session) = setup(1000);
+    let out = call(
+        &registry,
+        &session,
+        "echo_path",
+        json!({"filePath": "a", "Times": "2", "LOUD": "true"}),
+    )
+    .await;
+    assert!(!out.is_error, "{}", out.text);
+    assert_eq!(out.text, "A\nA");
+    // Names are folded too.
+    let out = call(&registry, &session, "Echo-Path", json!({"file": "b"})).await;
+    assert_eq!(out.text, "b");
+}
+
+#[tokio::test]
+async fn unknown_tools_name_the_closest() {
+    let (_d, registry, session) = setup(1000);
+    let out = call(&registry, &session, "echo_paths", json!({})).await;
+    assert!(out.is_error);
+    assert!(out.text.contains("unknown tool `echo_paths`"), "{}", out.text);
+    assert!(out.text.contains("Did you mean `echo_path`?"), "{}", out.text);
+    let out = call(&registry, &session, "zzzz", json!({})).await;
+    assert!(!out.text.contains("Did you mean"), "{}", out.text);
+    assert!(out.text.contains("The tools are: echo_path."), "{}", out.text);
+}
+
+#[tokio::test]
+async fn bad_arguments_say_which_and_what() {
+    let (_d, registry, session) = setup(1000);
+    let out = call(&registry, &session, "echo_path", json!({"times": 2})).await;
+    assert!(out.is_error);
+    assert!(
+        out.text
+            .contains("missing required parameter `path` (a string): The file the word is about."),
+        "{}",
+        out.text
+    );
+    let out = call(
+        &registry,
+        &session,
+        "echo_path",
+        json!({"path": "a", "times": "many"}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert!(
+        out.text
+            .contains("parameter `times` must be an integer, got \"many\""),
+        "{}",
+        out.text
+    );
+    let out = call(
+        &registry,
+        &session,
+        "echo_path",
+        json!({"path": "a", "times": -3}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert!(out.text.contains("invalid arguments for `echo_path`"), "{}", out.text);
+}
+
+#[tokio::test]
+async fn results_over_budget_keep_head_tail_and_are_saved() {
+    let (_d, registry, session) = setup(500);
+    let out = call(
+        &registry,
+        &session,
+        "echo_path",
+        json!({"path": "abcdefghij", "times": 400}),
+    )
+    .await;
+    assert!(!out.is_error);
+    assert!(out.text.chars().count() <= 500, "{}", out.text.len());
+    assert!(out.text.starts_with("abcdefghij\n"));
+    assert!(out.text.ends_with("abcdefghij"));
+    assert!(out.text.contains("characters cut"), "{}", out.text);
+    let saved = out.metadata["full_result"].as_str().unwrap();
+    let full = std::fs::read_to_string(saved).unwrap();
+    assert_eq!(full.lines().count(), 400);
+    // The saved result is readable through the workspace (a read-only root).
+    assert!(
+        session
+            .workspace()
+            .resolve(saved, lathe_tools::Access::Read)
+            .is_ok()
+    );
+    assert!(
+        session
+            .workspace()
+            .resolve(saved, lathe_tools::Access::Write)
+            .is_err()
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_tool_becomes_an_error_result() {
+    let (_d, registry, session) = setup(1000);
+    let out = call(
+        &registry,
+        &session,
+        "echo_path",
+        json!({"path": "a", "explode": true}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert!(out.text.contains("the tool exploded"), "{}", out.text);
+}
+
+#[test]
+#[should_panic(expected = "registered twice")]
+fn duplicate_names_are_rejected() {
+    let mut registry = Registry::new();
+    registry.register(Echo);
+    registry.register(Echo);
+}
+
+#[test]
+fn builtin_names_are_unique_and_documented() {
+    let registry = Registry::builtin();
+    for def in registry.definitions() {
+        assert!(!def.description.is_empty(), "{} has no description", def.name);
+        for (name, prop) in def.parameters["properties"].as_object().unwrap() {
+            assert!(
+                prop.get("description").is_some(),
+                "{}.{name} has no description",
+                def.name
+            );
+        }
+    }
+}
