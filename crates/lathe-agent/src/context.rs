@@ -1,0 +1,450 @@
+//! Keeping a conversation inside the model's context window.
+//!
+//! Every request is estimated in tokens before it is sent. When the estimate nears the window,
+//! old tool results are shortened first (oldest first), each to a one-line summary that keeps
+//! any artifact id so the model can read the output again; only when that is not enough are old
+//! thinking and then old long texts cut. Messages are never removed: each tool call keeps its
+//! result, so the history stays well-formed for every server.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::Value;
+
+use crate::message::Message;
+
+/// Shortening starts when a request is estimated above this share of the window...
+const TRIGGER_PERCENT: u64 = 75;
+/// ...and goes on until it is under this share, so that the next requests share a long,
+/// unchanged prefix (servers cache it) instead of shortening one result per turn.
+const TARGET_PERCENT: u64 = 50;
+/// Tokens counted for each message's framing (role, separators).
+const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
+/// Old texts longer than this are cut in the last resort, keeping their head.
+const LONG_TEXT_CHARS: usize = 2_000;
+/// Longest one-line summary kept from a result's first line.
+const SUMMARY_CHARS: usize = 160;
+/// The estimate only ever grows from what the server reports, and at most by this factor.
+const MAX_CALIBRATION: f64 = 3.0;
+
+/// What the runner knew about a result when it was made: its one-line summary and the ids of
+/// what it left behind (artifacts, saved results).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ResultNote {
+    /// `shell cargo test -> exit 0, 3.2 s`.
+    pub summary: String,
+    /// Artifact ids and saved-result paths the model can use to read the output again.
+    pub artifacts: Vec<String>,
+}
+
+impl ResultNote {
+    /// A note from a call's summary and its result metadata.
+    pub fn new(summary: impl Into<String>, metadata: &serde_json::Map<String, Value>) -> Self {
+        let mut artifacts = Vec::new();
+        for key in ["artifact", "artifact_id", "command_id", "id", "full_result"] {
+            match metadata.get(key) {
+                Some(Value::String(s)) if !s.is_empty() => artifacts.push(s.clone()),
+                Some(Value::Number(n)) => artifacts.push(n.to_string()),
+                _ => {}
+            }
+        }
+        ResultNote {
+            summary: summary.into(),
+            artifacts,
+        }
+    }
+}
+
+/// What one shortening pass did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shortening {
+    /// The estimate before, in tokens.
+    pub before: u64,
+    /// The estimate after.
+    pub after: u64,
+    /// How many tool results were shortened.
+    pub results: usize,
+    /// How many other messages were cut (thinking dropped, long text cut).
+    pub others: usize,
+}
+
+/// The model's window and what is known about the history's results.
+#[derive(Debug, Clone)]
+pub struct ContextWindow {
+    window: u64,
+    calibration: f64,
+    notes: HashMap<usize, ResultNote>,
+}
+
+impl ContextWindow {
+    /// A window of `window` tokens.
+    pub fn new(window: u64) -> Self {
+        ContextWindow {
+            window: window.max(1),
+            calibration: 1.0,
+            notes: HashMap::new(),
+        }
+    }
+
+    /// The window, in tokens.
+    pub fn window(&self) -> u64 {
+        self.window
+    }
+
+    /// Remembers what the tool result at `index` in the history was about.
+    pub fn note(&mut self, index: usize, note: ResultNote) {
+        self.notes.insert(index, note);
+    }
+
+    /// Learns from the server's own count of a prompt the estimate put at `estimated` tokens.
+    /// Only ever raises the estimate: a server that under-reports must not make Lathe overflow.
+    pub fn calibrate(&mut self, estimated: u64, actual: u64) {
+        if estimated == 0 {
+            return;
+        }
+        let ratio = actual as f64 / estimated as f64;
+        if ratio > self.calibration {
+            self.calibration = ratio.min(MAX_CALIBRATION);
+        }
+    }
+
+    /// The estimated tokens of a request with `messages` and `tools`.
+    pub fn estimate(&self, messages: &[Message], tools: &[Value]) -> u64 {
+        let raw: u64 = messages.iter().map(message_tokens).sum::<u64>()
+            + tools
+                .iter()
+                .map(|t| text_tokens(&t.to_string()))
+                .sum::<u64>();
+        (raw as f64 * self.calibration).ceil() as u64
+    }
+
+    /// Shortens `messages` when a request with them and `tools` nears the window. Tool results
+    /// after the last assistant message (the ones the model has not seen yet) are kept whole.
+    pub fn fit(&self, messages: &mut [Message], tools: &[Value]) -> Option<Shortening> {
+        let before = self.estimate(messages, tools);
+        if before * 100 <= self.window * TRIGGER_PERCENT {
+            return None;
+        }
+        let target = self.window * TARGET_PERCENT / 100;
+        let fixed = self.estimate(&[], tools);
+        let mut sizes: Vec<u64> = messages
+            .iter()
+            .map(|m| (message_tokens(m) as f64 * self.calibration).ceil() as u64)
+            .collect();
+        let mut total = fixed + sizes.iter().sum::<u64>();
+        let protected_from = messages
+            .iter()
+            .rposition(|m| matches!(m, Message::Assistant(_)))
+            .unwrap_or(messages.len());
+        let mut results = 0;
+        let mut others = 0;
+
+        // First: old tool results, oldest first.
+        for index in 0..protected_from {
+            if total <= target {
+                break;
+            }
+            let Message::Tool(result) = &mut messages[index] else {
+                continue;
+            };
+            if is_shortened(&result.content) {
+                continue;
+            }
+            let short =
+                shortened_result(&result.tool_name, &result.content, self.notes.get(&index));
+            if short.len() >= result.content.len() {
+                continue;
+            }
+            result.content = short;
+            results += 1;
+            total = resize(&mut sizes, index, &messages[index], total, self.calibration);
+        }
+        // Then: old thinking, then old long texts (never the first user message: the task).
+        let first_user = messages
+            .iter()
+            .position(|m| matches!(m, Message::User { .. }));
+        for pass in [Pass::Thinking, Pass::LongText] {
+            for index in 0..protected_from {
+                if total <= target {
+                    break;
+                }
+                if Some(index) == first_user {
+                    continue;
+                }
+                if cut_message(&mut messages[index], pass) {
+                    others += 1;
+                    total = resize(&mut sizes, index, &messages[index], total, self.calibration);
+                }
+            }
+        }
+        (results + others > 0).then_some(Shortening {
+            before,
+            after: total,
+            results,
+            others,
+        })
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Pass {
+    Thinking,
+    LongText,
+}
+
+fn resize(sizes: &mut [u64], index: usize, message: &Message, total: u64, calibration: f64) -> u64 {
+    let new = (message_tokens(message) as f64 * calibration).ceil() as u64;
+    let old = std::mem::replace(&mut sizes[index], new);
+    total - old + new
+}
+
+fn cut_message(message: &mut Message, pass: Pass) -> bool {
+    match (message, pass) {
+        (Message::Assistant(a), Pass::Thinking) => {
+            let long = a.thinking.as_ref().is_some_and(|t| t.len() > 200);
+            if long {
+                a.thinking = Some("[earlier thinking removed to save context]".to_owned());
+            }
+            long
+        }
+        (Message::Assistant(a), Pass::LongText) => cut_text(&mut a.content),
+        (Message::User { content }, Pass::LongText) => cut_text(content),
+        (Message::Tool(t), Pass::LongText) if !is_shortened(&t.content) => cut_text(&mut t.content),
+        _ => false,
+    }
+}
+
+fn cut_text(text: &mut String) -> bool {
+    if text.chars().count() <= LONG_TEXT_CHARS {
+        return false;
+    }
+    let head: String = text.chars().take(LONG_TEXT_CHARS / 2).collect();
+    let cut = text.chars().count() - LONG_TEXT_CHARS / 2;
+    *text = format!("{head}\n[... {cut} more characters removed to save context ...]");
+    true
+}
+
+const SHORTENED_PREFIX: &str = "[shortened to save context:";
+
+fn is_shortened(content: &str) -> bool {
+    content.starts_with(SHORTENED_PREFIX)
+}
+
+/// The one-line form of an old result: what it was, where its output can be read again, and
+/// how big it was.
+pub fn shortened_result(tool: &str, content: &str, note: Option<&ResultNote>) -> String {
+    let summary = match note.map(|n| n.summary.trim()).filter(|s| !s.is_empty()) {
+        Some(summary) => summary.to_owned(),
+        None => {
+            let first = content
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("");
+            let first: String = first.chars().take(SUMMARY_CHARS).collect();
+            format!("{tool}: {first}")
+        }
+    };
+    let mut artifacts: Vec<String> = note.map(|n| n.artifacts.clone()).unwrap_or_default();
+    for found in artifact_mentions(content) {
+        if !artifacts.contains(&found) {
+            artifacts.push(found);
+        }
+    }
+    let mut text = format!("{SHORTENED_PREFIX} {summary}");
+    if !artifacts.is_empty() {
+        text.push_str(&format!("; output kept as {}", artifacts.join(", ")));
+    }
+    text.push_str(&format!(
+        "; it was {} characters. Call the tool again if you need it.]",
+        content.chars().count()
+    ));
+    text
+}
+
+/// Artifact ids and saved-result paths named in a result's text.
+fn artifact_mentions(content: &str) -> Vec<String> {
+    static PATTERNS: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r#"(?i)\bartifact(?:\s+id)?\s*[:=]?\s*[`'"]?([A-Za-z0-9][A-Za-z0-9_.:/-]{1,80})|\bcommand_output\b[^\n]*?\bid\s*[:=]\s*[`'"]?([A-Za-z0-9_.:-]{1,80})|\bsaved at (/\S+?)[:,]?(?:\s|$)|\b(cmd-[0-9]+)\b"#,
+        )
+        .expect("the artifact pattern is valid")
+    });
+    let mut found = Vec::new();
+    for captures in PATTERNS.captures_iter(content) {
+        if let Some(m) = (1..=4).find_map(|group| captures.get(group)) {
+            let id = m.as_str().trim_end_matches(['.', ',', ':', ')']).to_owned();
+            if !found.contains(&id) {
+                found.push(id);
+            }
+        }
+        if found.len() >= 4 {
+            break;
+        }
+    }
+    found
+}
+
+fn message_tokens(message: &Message) -> u64 {
+    let body = match message {
+        Message::System { content } | Message::User { content } => text_tokens(content),
+        Message::Assistant(a) => {
+            text_tokens(&a.content)
+                + a.thinking.as_deref().map_or(0, text_tokens)
+                + a.tool_calls
+                    .iter()
+                    .map(|c| text_tokens(&c.name) + text_tokens(&c.arguments.to_string()) + 3)
+                    .sum::<u64>()
+        }
+        Message::Tool(t) => text_tokens(&t.content) + text_tokens(&t.tool_name),
+    };
+    body + MESSAGE_OVERHEAD_TOKENS
+}
+
+/// Tokens of `text`, estimated: about 3.5 bytes a token, which is near what code and prose
+/// average in current tokenizers and errs toward more tokens for code.
+pub fn text_tokens(text: &str) -> u64 {
+    (text.len() as u64 * 2).div_ceil(7)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{AssistantMessage, ToolCall};
+    use serde_json::json;
+
+    fn turn(i: usize, size: usize) -> Vec<Message> {
+        let call = ToolCall::new("read_file", json!({"path": format!("f{i}.rs")}));
+        vec![
+            Message::Assistant(AssistantMessage {
+                tool_calls: vec![call.clone()],
+                ..AssistantMessage::default()
+            }),
+            Message::tool_result(&call, format!("line one of f{i}\n{}", "x".repeat(size))),
+        ]
+    }
+
+    fn history(turns: usize, size: usize) -> Vec<Message> {
+        let mut messages = vec![Message::system("sys"), Message::user("do the task")];
+        for i in 0..turns {
+            messages.extend(turn(i, size));
+        }
+        messages
+    }
+
+    #[test]
+    fn small_requests_are_left_alone() {
+        let window = ContextWindow::new(100_000);
+        let mut messages = history(3, 100);
+        let before = messages.clone();
+        assert_eq!(window.fit(&mut messages, &[]), None);
+        assert_eq!(messages, before);
+    }
+
+    #[test]
+    fn old_tool_results_are_shortened_first_oldest_first() {
+        let mut window = ContextWindow::new(4_000);
+        let mut messages = history(6, 3_500);
+        window.note(
+            3,
+            ResultNote {
+                summary: "read_file f0.rs (lines 1-2)".into(),
+                artifacts: vec![],
+            },
+        );
+        let done = window.fit(&mut messages, &[]).unwrap();
+        assert!(
+            done.after < done.before && done.results > 0 && done.others == 0,
+            "{done:?}"
+        );
+        assert!(done.after <= 2_000, "{done:?}");
+        assert_eq!(
+            messages[3].content(),
+            "[shortened to save context: read_file f0.rs (lines 1-2); it was 3515 characters. Call the tool again if you need it.]"
+        );
+        assert!(
+            messages[5]
+                .content()
+                .starts_with("[shortened to save context: read_file: line one of f1")
+        );
+        // The newest result (after the last assistant message) is whole.
+        assert!(messages.last().unwrap().content().len() > 3_500);
+        // Every call still has its result.
+        assert_eq!(
+            messages
+                .iter()
+                .filter(|m| matches!(m, Message::Tool(_)))
+                .count(),
+            6
+        );
+        // A second pass finds nothing more to do.
+        assert_eq!(window.fit(&mut messages, &[]), None);
+    }
+
+    #[test]
+    fn artifact_ids_survive_shortening() {
+        let metadata = json!({"artifact": "cmd-7", "exit_code": 0});
+        let note = ResultNote::new(
+            "shell cargo test -> exit 0, 3.2 s",
+            metadata.as_object().unwrap(),
+        );
+        let text = shortened_result("shell", "lots of output", Some(&note));
+        assert!(
+            text.contains("shell cargo test -> exit 0, 3.2 s; output kept as cmd-7;"),
+            "{text}"
+        );
+        let mentioned = shortened_result(
+            "shell",
+            "exit 1\n[... 1,000 of 9,000 characters cut; the full result is saved at /s/results/result-3.txt: read ...]\nartifact: a-12",
+            None,
+        );
+        assert!(mentioned.contains("/s/results/result-3.txt"), "{mentioned}");
+        assert!(mentioned.contains("a-12"), "{mentioned}");
+    }
+
+    #[test]
+    fn long_texts_are_cut_when_results_are_not_enough() {
+        let window = ContextWindow::new(2_000);
+        let mut messages = vec![
+            Message::system("sys"),
+            Message::user(&"task ".repeat(400)),
+            Message::assistant("y".repeat(6_000)),
+            Message::user("z".repeat(6_000)),
+            Message::assistant("ok"),
+        ];
+        let done = window.fit(&mut messages, &[]).unwrap();
+        assert_eq!(done.others, 2, "{done:?}");
+        assert!(messages[1].content().starts_with("task task"));
+        assert_eq!(
+            messages[1].content().len(),
+            2_000,
+            "the task itself is never cut"
+        );
+        assert!(
+            messages[2]
+                .content()
+                .contains("more characters removed to save context")
+        );
+    }
+
+    #[test]
+    fn calibration_only_raises_the_estimate() {
+        let mut window = ContextWindow::new(10_000);
+        let messages = history(1, 700);
+        let estimate = window.estimate(&messages, &[]);
+        window.calibrate(estimate, 10);
+        assert_eq!(window.estimate(&messages, &[]), estimate);
+        window.calibrate(estimate, estimate * 2);
+        assert!(window.estimate(&messages, &[]) >= estimate * 2 - 1);
+        window.calibrate(estimate, estimate * 100);
+        assert!(window.estimate(&messages, &[]) <= estimate * 3 + 1);
+    }
+
+    #[test]
+    fn token_estimate_grows_with_text() {
+        assert_eq!(text_tokens(""), 0);
+        assert_eq!(text_tokens("abcdefg"), 2);
+        assert!(text_tokens(&"x".repeat(3_500)) == 1_000);
+    }
+}

@@ -1,0 +1,182 @@
+//! The system prompt: where the model is, what it may do and how, and the project's own
+//! instructions from `AGENTS.md`.
+//!
+//! For a model without native tool calling, the `<tool_call>` protocol and the tool definitions
+//! are appended to this prompt by [`crate::provider::AutoProtocol`] when it switches the model
+//! to the text protocol, so the prompt and the protocol can never disagree about the tools.
+
+use std::io::Read;
+use std::path::Path;
+
+/// The project's instruction file, read from the workspace root.
+pub const PROJECT_INSTRUCTIONS_FILE: &str = "AGENTS.md";
+/// `AGENTS.md` beyond this many bytes is cut: it is read on every request, and a huge one would
+/// crowd out the work itself.
+pub const MAX_PROJECT_INSTRUCTIONS_BYTES: usize = 32 * 1024;
+
+/// The marker a model may write to say the task is done.
+pub const COMPLETION_MARKER: &str = "[TASK_COMPLETE]";
+
+/// Everything the system prompt is built from.
+#[derive(Debug, Clone, Default)]
+pub struct PromptInputs {
+    /// The workspace root, as an absolute path.
+    pub workspace: String,
+    /// `linux x86_64`.
+    pub platform: String,
+    /// Today, `2025-05-01`.
+    pub date: String,
+    /// The tool names, in registry order.
+    pub tools: Vec<String>,
+    /// The project's own instructions (`AGENTS.md`).
+    pub project_instructions: Option<String>,
+}
+
+impl PromptInputs {
+    /// Inputs for `workspace` today on this machine, with the project's `AGENTS.md` if present.
+    pub fn for_workspace(workspace: &Path, tools: Vec<String>) -> Self {
+        PromptInputs {
+            workspace: workspace.display().to_string(),
+            platform: format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
+            date: today(),
+            tools,
+            project_instructions: project_instructions(workspace),
+        }
+    }
+}
+
+/// Today's date in UTC, `YYYY-MM-DD`.
+pub fn today() -> String {
+    let stamp = lathe_store::Timestamp::now().to_string();
+    stamp.get(..10).unwrap_or(&stamp).to_owned()
+}
+
+/// The content of `AGENTS.md` at `root`, cut to [`MAX_PROJECT_INSTRUCTIONS_BYTES`] with a note,
+/// or `None` when there is none (or it is empty or unreadable).
+pub fn project_instructions(root: &Path) -> Option<String> {
+    let file = std::fs::File::open(root.join(PROJECT_INSTRUCTIONS_FILE)).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_PROJECT_INSTRUCTIONS_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    let cut = bytes.len() > MAX_PROJECT_INSTRUCTIONS_BYTES;
+    bytes.truncate(MAX_PROJECT_INSTRUCTIONS_BYTES);
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    if cut {
+        // Do not end on half a character.
+        while text.ends_with('\u{FFFD}') {
+            text.pop();
+        }
+        text.push_str(&format!(
+            "\n[{PROJECT_INSTRUCTIONS_FILE} is longer; the rest was cut. Read it with read_file if you need it.]"
+        ));
+    }
+    let trimmed = text.trim();
+    (!trimmed.is_empty()).then(|| trimmed.to_owned())
+}
+
+/// The system prompt.
+pub fn system_prompt(inputs: &PromptInputs) -> String {
+    let mut prompt = String::with_capacity(4096);
+    prompt.push_str(
+        "You are Lathe, a coding agent working in the user's project on their machine. You do \
+         the task with the tools below: read the code, change files, run commands, check your \
+         work. Be direct and brief in what you write to the user.\n\n",
+    );
+    prompt.push_str("# Environment\n");
+    prompt.push_str(&format!("- Workspace root: {}\n", inputs.workspace));
+    prompt.push_str(&format!("- Platform: {}\n", inputs.platform));
+    prompt.push_str(&format!("- Date: {}\n", inputs.date));
+    if !inputs.tools.is_empty() {
+        prompt.push_str(&format!("- Tools: {}\n", inputs.tools.join(", ")));
+    }
+    prompt.push_str(TOOL_RULES);
+    if let Some(project) = &inputs.project_instructions {
+        prompt.push_str(&format!(
+            "\n# Project instructions ({PROJECT_INSTRUCTIONS_FILE})\n\
+             The project's maintainers wrote these for agents; follow them.\n\n{project}\n"
+        ));
+    }
+    prompt
+}
+
+const TOOL_RULES: &str = "
+# Rules for tools
+- Act with the tools; do not describe what you would do instead of doing it.
+- Paths are relative to the workspace root.
+- Read a file before you change it. Use edit_file for changes to an existing file (old_string \
+must match the file exactly, including indentation) and write_file for new files or full rewrites.
+- Run builds, tests and other programs with shell. Check the result of what you changed.
+- Calls that only read (read_file, grep, glob, list_files) may be made several in one turn; they \
+run in parallel. Calls that change things run one at a time, in the order you give them.
+- A result starting with an error says what to fix: fix the call and try again, do not repeat it \
+unchanged. Repeating the same call with the same arguments will not give another answer.
+- If the user denies a call, do not retry it: do something else or ask them.
+- Long results are cut in the middle; where the rest is kept is said in the result.
+- When the task is done, answer without calling a tool: say briefly what you did and what the \
+user should know. You may end that answer with [TASK_COMPLETE].
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_names_the_workspace_platform_date_and_tools() {
+        let inputs = PromptInputs {
+            workspace: "/home/me/proj".into(),
+            platform: "linux x86_64".into(),
+            date: "2025-05-01".into(),
+            tools: vec!["read_file".into(), "shell".into()],
+            project_instructions: None,
+        };
+        let prompt = system_prompt(&inputs);
+        assert!(prompt.contains("Workspace root: /home/me/proj"));
+        assert!(prompt.contains("Platform: linux x86_64"));
+        assert!(prompt.contains("Date: 2025-05-01"));
+        assert!(prompt.contains("Tools: read_file, shell"));
+        assert!(prompt.contains(COMPLETION_MARKER));
+        assert!(!prompt.contains("<tool_call>"));
+        assert!(!prompt.contains(PROJECT_INSTRUCTIONS_FILE));
+    }
+
+    #[test]
+    fn project_instructions_are_included() {
+        let inputs = PromptInputs {
+            project_instructions: Some("Run `make check` before finishing.".into()),
+            ..PromptInputs::default()
+        };
+        let prompt = system_prompt(&inputs);
+        assert!(prompt.contains("(AGENTS.md)"));
+        assert!(prompt.contains("Run `make check` before finishing."));
+    }
+
+    #[test]
+    fn agents_md_is_read_and_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(project_instructions(dir.path()), None);
+        std::fs::write(dir.path().join("AGENTS.md"), "  \n").unwrap();
+        assert_eq!(project_instructions(dir.path()), None);
+        std::fs::write(dir.path().join("AGENTS.md"), "Use tabs.\n").unwrap();
+        assert_eq!(
+            project_instructions(dir.path()).as_deref(),
+            Some("Use tabs.")
+        );
+        let huge = "é".repeat(MAX_PROJECT_INSTRUCTIONS_BYTES);
+        std::fs::write(dir.path().join("AGENTS.md"), huge).unwrap();
+        let text = project_instructions(dir.path()).unwrap();
+        assert!(text.len() < MAX_PROJECT_INSTRUCTIONS_BYTES + 200);
+        assert!(text.ends_with("Read it with read_file if you need it.]"));
+        assert!(!text.contains('\u{FFFD}'));
+    }
+
+    #[test]
+    fn today_looks_like_a_date() {
+        let date = today();
+        assert_eq!(date.len(), 10);
+        assert_eq!(&date[4..5], "-");
+    }
+}
