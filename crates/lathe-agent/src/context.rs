@@ -141,11 +141,11 @@ impl ContextWindow {
         let mut others = 0;
 
         // First: old tool results, oldest first.
-        for index in 0..protected_from {
+        for (index, message) in messages[..protected_from].iter_mut().enumerate() {
             if total <= target {
                 break;
             }
-            let Message::Tool(result) = &mut messages[index] else {
+            let Message::Tool(result) = message else {
                 continue;
             };
             if is_shortened(&result.content) {
@@ -158,23 +158,23 @@ impl ContextWindow {
             }
             result.content = short;
             results += 1;
-            total = resize(&mut sizes, index, &messages[index], total, self.calibration);
+            total = resize(&mut sizes, index, message, total, self.calibration);
         }
         // Then: old thinking, then old long texts (never the first user message: the task).
         let first_user = messages
             .iter()
             .position(|m| matches!(m, Message::User { .. }));
         for pass in [Pass::Thinking, Pass::LongText] {
-            for index in 0..protected_from {
+            for (index, message) in messages[..protected_from].iter_mut().enumerate() {
                 if total <= target {
                     break;
                 }
                 if Some(index) == first_user {
                     continue;
                 }
-                if cut_message(&mut messages[index], pass) {
+                if cut_message(message, pass) {
                     others += 1;
-                    total = resize(&mut sizes, index, &messages[index], total, self.calibration);
+                    total = resize(&mut sizes, index, message, total, self.calibration);
                 }
             }
         }
@@ -408,7 +408,7 @@ mod tests {
         let window = ContextWindow::new(2_000);
         let mut messages = vec![
             Message::system("sys"),
-            Message::user(&"task ".repeat(400)),
+            Message::user("task ".repeat(400)),
             Message::assistant("y".repeat(6_000)),
             Message::user("z".repeat(6_000)),
             Message::assistant("ok"),

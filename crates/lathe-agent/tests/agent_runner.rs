@@ -1,0 +1,359 @@
+//! The tool runner with small tools of the test's own: concurrency of reads, order of changes,
+//! approvals, denials, refusals, cancellation and the events of each call.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::sync::Barrier;
+use tokio_util::sync::CancellationToken;
+
+use lathe_agent::approval::{
+    ApprovalDecision, ApprovalMode, ApprovalRequest, Approver, FixedAnswer, Gate, NonInteractive,
+};
+use lathe_agent::events::{Event, ToolStatus};
+use lathe_agent::message::ToolCall;
+use lathe_agent::runner::{PlannedCall, ToolRunner};
+use lathe_agent::sink::EventSink;
+use lathe_tools::{
+    Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput, ToolProgress, Workspace,
+};
+
+/// Waits until `parties` calls of it are running at once.
+#[derive(Deserialize, JsonSchema)]
+struct MeetInput {
+    /// A label.
+    label: String,
+}
+
+struct Meet(Arc<Barrier>);
+
+impl Tool for Meet {
+    const NAME: &'static str = "meet";
+    type Input = MeetInput;
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+    async fn run(&self, input: MeetInput, _ctx: ToolContext) -> ToolOutput {
+        // Sequential execution would wait here forever; the deadline turns that into a failure.
+        match tokio::time::timeout(Duration::from_secs(30), self.0.wait()).await {
+            Ok(_) => ToolOutput::ok(format!("met {}", input.label)),
+            Err(_) => ToolOutput::error("nobody came"),
+        }
+    }
+}
+
+/// Appends a line to a file in the workspace.
+#[derive(Deserialize, JsonSchema)]
+struct AppendInput {
+    /// The file.
+    path: String,
+    /// The line.
+    line: String,
+}
+
+struct Append;
+
+impl Tool for Append {
+    const NAME: &'static str = "append";
+    type Input = AppendInput;
+    fn kind(&self) -> ToolKind {
+        ToolKind::Edit
+    }
+    async fn run(&self, input: AppendInput, ctx: ToolContext) -> ToolOutput {
+        let path = ctx.session.workspace().root().join(&input.path);
+        let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+        text.push_str(&input.line);
+        text.push('\n');
+        std::fs::write(&path, text).unwrap();
+        ToolOutput::ok("appended")
+            .with_meta("path", input.path)
+            .with_meta("added", 1)
+            .with_meta("removed", 0)
+    }
+}
+
+/// Prints, then waits until cancelled.
+#[derive(Deserialize, JsonSchema)]
+struct ForeverInput {}
+
+struct Forever;
+
+impl Tool for Forever {
+    const NAME: &'static str = "forever";
+    type Input = ForeverInput;
+    fn kind(&self) -> ToolKind {
+        ToolKind::Execute
+    }
+    async fn run(&self, _input: ForeverInput, ctx: ToolContext) -> ToolOutput {
+        ctx.report(ToolProgress::Output {
+            text: "started\n".into(),
+        });
+        ctx.cancel.cancelled().await;
+        ToolOutput::error("killed: the call was cancelled")
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: std::path::PathBuf,
+    runner: ToolRunner,
+    events: Arc<Mutex<Vec<Event>>>,
+    sink: EventSink,
+}
+
+fn fixture(mode: ApprovalMode, approver: Arc<dyn Approver>, meet: usize) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    std::fs::create_dir(&root).unwrap();
+    let session = Session::new(
+        Workspace::new(&root).unwrap(),
+        ToolConfig::default(),
+        dir.path().join("state"),
+    )
+    .unwrap();
+    let mut registry = Registry::new();
+    registry.register(Meet(Arc::new(Barrier::new(meet))));
+    registry.register(Append);
+    registry.register(Forever);
+    let runner = ToolRunner::new(
+        Arc::new(registry),
+        session,
+        Arc::new(Gate::new(mode)),
+        approver,
+    );
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&events);
+    let sink = EventSink::detached(Arc::new(move |e: &Event| {
+        seen.lock().unwrap().push(e.clone())
+    }));
+    Fixture {
+        root: root.canonicalize().unwrap(),
+        _dir: dir,
+        runner,
+        events,
+        sink,
+    }
+}
+
+fn planned(i: usize, name: &str, arguments: serde_json::Value) -> PlannedCall {
+    PlannedCall {
+        call: ToolCall::new(name, arguments),
+        call_id: format!("c{i}"),
+        refusal: None,
+    }
+}
+
+#[tokio::test]
+async fn reads_run_concurrently_and_changes_in_order() {
+    let f = fixture(ApprovalMode::Full, Arc::new(NonInteractive), 3);
+    let calls = vec![
+        planned(0, "meet", json!({"label": "a"})),
+        planned(1, "meet", json!({"label": "b"})),
+        planned(2, "meet", json!({"label": "c"})),
+        planned(3, "append", json!({"path": "log.txt", "line": "one"})),
+        planned(4, "append", json!({"path": "log.txt", "line": "two"})),
+    ];
+    let results = f
+        .runner
+        .run_batch(&calls, &f.sink, &CancellationToken::new())
+        .await;
+    let texts: Vec<&str> = results.iter().map(|r| r.output.text.as_str()).collect();
+    assert_eq!(texts, ["met a", "met b", "met c", "appended", "appended"]);
+    assert_eq!(
+        std::fs::read_to_string(f.root.join("log.txt")).unwrap(),
+        "one\ntwo\n"
+    );
+    let events = f.events.lock().unwrap();
+    let finished: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCallFinished {
+                call_id,
+                status,
+                stats,
+                ..
+            } => Some((call_id.clone(), *status, *stats)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finished.len(), 5);
+    assert!(
+        finished
+            .iter()
+            .all(|(_, status, _)| *status == ToolStatus::Ok)
+    );
+    assert_eq!(finished[4].2.unwrap().added, 1);
+    assert!(matches!(events.last(), Some(Event::FilesChanged { paths }) if paths == &["log.txt"]));
+}
+
+#[tokio::test]
+async fn ask_mode_asks_and_a_denial_is_a_result() {
+    let f = fixture(
+        ApprovalMode::Ask,
+        Arc::new(FixedAnswer(ApprovalDecision::Deny {
+            message: Some("not that file".into()),
+        })),
+        1,
+    );
+    let calls = vec![
+        planned(0, "append", json!({"path": "x.txt", "line": "no"})),
+        planned(1, "meet", json!({"label": "r"})),
+    ];
+    let results = f
+        .runner
+        .run_batch(&calls, &f.sink, &CancellationToken::new())
+        .await;
+    assert_eq!(results[0].status, ToolStatus::Denied);
+    assert_eq!(
+        results[0].output.text,
+        "the user denied this: not that file"
+    );
+    assert!(results[0].output.is_error);
+    assert_eq!(results[1].status, ToolStatus::Ok, "reads do not ask");
+    assert!(!f.root.join("x.txt").exists());
+    let events = f.events.lock().unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::ApprovalRequested { tool, .. } if tool == "append"))
+    );
+    assert!(events.iter().any(|e| matches!(
+        e,
+        Event::ApprovalResolved {
+            decision: ApprovalDecision::Deny { .. },
+            ..
+        }
+    )));
+}
+
+/// Counts the requests it answers, allowing each for the session.
+struct Counting(Mutex<Vec<ApprovalRequest>>);
+
+impl Approver for Counting {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
+        self.0.lock().unwrap().push(request.clone());
+        Box::pin(async { ApprovalDecision::AllowSession })
+    }
+}
+
+#[tokio::test]
+async fn allow_for_the_session_is_asked_once() {
+    let approver = Arc::new(Counting(Mutex::new(Vec::new())));
+    let f = fixture(ApprovalMode::Ask, approver.clone(), 1);
+    std::fs::write(f.root.join("a.txt"), "zero\n").unwrap();
+    let calls = vec![
+        planned(0, "append", json!({"path": "a.txt", "line": "one"})),
+        planned(1, "append", json!({"path": "a.txt", "line": "two"})),
+    ];
+    let results = f
+        .runner
+        .run_batch(&calls, &f.sink, &CancellationToken::new())
+        .await;
+    assert!(results.iter().all(|r| r.status == ToolStatus::Ok));
+    let requests = approver.0.lock().unwrap();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].tool, "append");
+}
+
+#[tokio::test]
+async fn exec_without_a_terminal_denies_with_a_message() {
+    let f = fixture(ApprovalMode::Ask, Arc::new(NonInteractive), 1);
+    let results = f
+        .runner
+        .run_batch(
+            &[planned(0, "forever", json!({}))],
+            &f.sink,
+            &CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(results[0].status, ToolStatus::Denied);
+    assert!(results[0].output.text.starts_with("the user denied this: "));
+    assert!(results[0].output.text.contains("--approval auto"));
+}
+
+#[tokio::test]
+async fn read_only_mode_refuses_changes_without_asking() {
+    let approver = Arc::new(Counting(Mutex::new(Vec::new())));
+    let f = fixture(ApprovalMode::ReadOnly, approver.clone(), 1);
+    let results = f
+        .runner
+        .run_batch(
+            &[planned(0, "append", json!({"path": "a", "line": "x"}))],
+            &f.sink,
+            &CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(results[0].status, ToolStatus::Denied);
+    assert!(
+        results[0].output.text.contains("read-only"),
+        "{}",
+        results[0].output.text
+    );
+    assert!(approver.0.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn unknown_tools_and_refusals_are_results() {
+    let f = fixture(ApprovalMode::Full, Arc::new(NonInteractive), 1);
+    let mut repeated = planned(1, "meet", json!({"label": "x"}));
+    repeated.refusal = Some("you made this same call three times in a row".into());
+    let results = f
+        .runner
+        .run_batch(
+            &[planned(0, "meat", json!({})), repeated],
+            &f.sink,
+            &CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(results[0].status, ToolStatus::Refused);
+    assert!(
+        results[0].output.text.contains("`meet`"),
+        "{}",
+        results[0].output.text
+    );
+    assert_eq!(results[1].status, ToolStatus::Refused);
+    assert_eq!(
+        results[1].output.text,
+        "you made this same call three times in a row"
+    );
+}
+
+#[tokio::test]
+async fn cancelling_stops_the_running_call_and_skips_the_rest() {
+    let f = fixture(ApprovalMode::Full, Arc::new(NonInteractive), 1);
+    let cancel = CancellationToken::new();
+    let calls = vec![
+        planned(0, "forever", json!({})),
+        planned(1, "append", json!({"path": "a", "line": "x"})),
+    ];
+    let stopper = cancel.clone();
+    let events = Arc::clone(&f.events);
+    tokio::spawn(async move {
+        // Cancel once the command has printed (no wall-clock assumption).
+        loop {
+            let started = events
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|e| matches!(e, Event::ToolOutputDelta { .. }));
+            if started {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        stopper.cancel();
+    });
+    let results = tokio::time::timeout(
+        Duration::from_secs(30),
+        f.runner.run_batch(&calls, &f.sink, &cancel),
+    )
+    .await
+    .expect("the batch ends once cancelled");
+    assert_eq!(results[0].status, ToolStatus::Cancelled);
+    assert_eq!(results[1].status, ToolStatus::Cancelled);
+    assert!(!f.root.join("a").exists());
+}
