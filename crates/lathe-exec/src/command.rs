@@ -189,6 +189,9 @@ pub(crate) struct CommandEntry {
     pub(crate) sandbox: Option<String>,
     pub(crate) tag: TagMatch,
     pub(crate) hard_timeout: Option<Duration>,
+    /// The shell's pid, and whether tokio has reaped it (after which the pid may be reused).
+    pub(crate) pid: Option<i32>,
+    pub(crate) reaped: AtomicBool,
     background: AtomicBool,
     state: Mutex<EntryState>,
     kill: CancellationToken,
@@ -205,6 +208,7 @@ impl CommandEntry {
         sandbox: Option<String>,
         tag: TagMatch,
         hard_timeout: Option<Duration>,
+        pid: Option<i32>,
     ) -> Self {
         CommandEntry {
             id,
@@ -215,6 +219,8 @@ impl CommandEntry {
             sandbox,
             tag,
             hard_timeout,
+            pid,
+            reaped: AtomicBool::new(false),
             background: AtomicBool::new(false),
             state: Mutex::new(EntryState {
                 status: CommandStatus::Running,
@@ -316,9 +322,10 @@ pub(crate) async fn monitor(
             // The shell is not reaped until `wait` below, so its pid (and so its session and
             // process group ids) cannot be reused while the tree is being killed.
             let target = TreeTarget {
-                main: pid,
-                tag: entry.tag.clone(),
+                mains: pid.into_iter().collect(),
+                tag: Some(entry.tag.clone()),
                 not_before,
+                orphans: false,
             };
             let killed = tokio::task::spawn_blocking(move || tree::kill_tree(&target, grace)).await;
             if let Err(error) = killed {
@@ -328,6 +335,7 @@ pub(crate) async fn monitor(
             status
         }
     };
+    entry.reaped.store(true, Ordering::SeqCst);
     if let Some(pid) = pid {
         tree::release_owned(pid);
     }

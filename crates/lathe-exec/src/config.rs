@@ -1,5 +1,6 @@
 //! How a [`Supervisor`](crate::Supervisor) is configured.
 
+use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -76,6 +77,7 @@ pub(crate) struct Config {
     pub(crate) keep_env: Vec<String>,
     pub(crate) kill_grace: Duration,
     pub(crate) shell: Option<PathBuf>,
+    pub(crate) base_env: Option<Vec<(OsString, OsString)>>,
 }
 
 impl Config {
@@ -90,6 +92,7 @@ impl Config {
             keep_env: Vec::new(),
             kill_grace: DEFAULT_KILL_GRACE,
             shell: None,
+            base_env: None,
         }
     }
 

@@ -162,6 +162,13 @@ impl SupervisorBuilder {
         self
     }
 
+    /// The environment commands start from (secrets are still removed and the agent settings
+    /// still applied). By default, this process's environment when the supervisor is built.
+    pub fn base_env(mut self, vars: Vec<(OsString, OsString)>) -> Self {
+        self.config.base_env = Some(vars);
+        self
+    }
+
     /// The shell run as `SHELL -c COMMAND`. By default, `bash` from `PATH`, or `sh` where bash
     /// is missing.
     pub fn shell(mut self, shell: impl Into<PathBuf>) -> Self {
@@ -192,9 +199,15 @@ impl SupervisorBuilder {
             .max()
             .unwrap_or(0);
         tree::ensure_subreaper();
-        tree::supervisor_alive(true);
-        let shell = config.shell.clone().unwrap_or_else(default_shell);
-        let env = crate::env::prepare_env(std::env::vars_os(), &config.keep_env);
+        tree::supervisor_started();
+        let shell = config.shell.clone().unwrap_or_else(|| {
+            find_shell(&std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()))
+        });
+        let base_env = match &config.base_env {
+            Some(vars) => vars.clone(),
+            None => std::env::vars_os().collect(),
+        };
+        let env = crate::env::prepare_env(base_env, &config.keep_env);
         Ok(Supervisor {
             shell,
             env,
@@ -232,10 +245,10 @@ impl fmt::Debug for Supervisor {
     }
 }
 
-fn default_shell() -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+/// `bash` from `path`, else `sh`, else `/bin/sh`.
+fn find_shell(path: &std::ffi::OsStr) -> PathBuf {
     let find = |name: &str| {
-        std::env::split_paths(&path)
+        std::env::split_paths(path)
             .map(|dir| dir.join(name))
             .find(|candidate| {
                 use std::os::unix::fs::PermissionsExt;
@@ -410,6 +423,7 @@ impl Supervisor {
             spec.sandbox.as_ref().map(|s| s.enforcement().to_string()),
             tag,
             self.config.hard_timeout_for(&spec.command),
+            child.id().and_then(|p| i32::try_from(p).ok()),
         ));
         let sink = ReaderSink {
             id,
@@ -423,9 +437,10 @@ impl Supervisor {
             Ok(reader) => reader,
             Err(source) => {
                 let target = TreeTarget {
-                    main: child.id().and_then(|p| i32::try_from(p).ok()),
-                    tag: entry.tag.clone(),
+                    mains: entry.pid.into_iter().collect(),
+                    tag: Some(entry.tag.clone()),
                     not_before: self.not_before,
+                    orphans: false,
                 };
                 tree::kill_tree(&target, Duration::ZERO);
                 return Err(capture_error(source));
@@ -534,9 +549,10 @@ impl Supervisor {
             });
         }
         let target = TreeTarget {
-            main: None,
-            tag: entry.tag.clone(),
+            mains: Vec::new(),
+            tag: Some(entry.tag.clone()),
             not_before: self.not_before,
+            orphans: false,
         };
         let grace = self.config.kill_grace;
         let leftovers_killed = tokio::task::spawn_blocking(move || tree::kill_tree(&target, grace))
@@ -667,7 +683,11 @@ impl Supervisor {
         }
         let target = self.session_target();
         let grace = self.config.kill_grace;
-        let _ = tokio::task::spawn_blocking(move || tree::kill_tree(&target, grace)).await;
+        let _ = tokio::task::spawn_blocking(move || {
+            tree::kill_tree(&target, grace);
+            tree::sweep_orphans_if_last(grace);
+        })
+        .await;
     }
 
     /// Like [`shutdown`](Self::shutdown), for callers that cannot await (a drop, a synchronous
@@ -678,15 +698,26 @@ impl Supervisor {
         for entry in &entries {
             entry.request_kill(KillReason::Shutdown);
         }
-        tree::kill_tree(&self.session_target(), self.config.kill_grace);
+        // Shells not yet reaped anchor their trees (the monitors may be gone with the runtime).
+        // A shell reaped between this check and the kill could in theory see its pid reused
+        // by then; that takes the kernel cycling through every free pid in those microseconds.
+        let mut target = self.session_target();
+        target.mains = entries
+            .iter()
+            .filter(|e| e.is_running() && !e.reaped.load(Ordering::SeqCst))
+            .filter_map(|e| e.pid)
+            .collect();
+        tree::kill_tree(&target, self.config.kill_grace);
+        tree::sweep_orphans_if_last(self.config.kill_grace);
     }
 
     /// Every process started by any command of this supervisor.
     fn session_target(&self) -> TreeTarget {
         TreeTarget {
-            main: None,
-            tag: TagMatch::Name(format!("{}=", self.tag_name).into_bytes()),
+            mains: Vec::new(),
+            tag: Some(TagMatch::Name(format!("{}=", self.tag_name).into_bytes())),
             not_before: self.not_before,
+            orphans: false,
         }
     }
 }
@@ -696,6 +727,36 @@ impl Drop for Supervisor {
         if !self.shut_down.load(Ordering::SeqCst) {
             self.shutdown_blocking();
         }
-        tree::supervisor_alive(false);
+        tree::supervisor_ended();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn shell_is_bash_else_sh() {
+        let dir = tempfile::tempdir().unwrap();
+        let with_bash = dir.path().join("a");
+        let only_sh = dir.path().join("b");
+        for (folder, names) in [(&with_bash, &["bash", "sh"][..]), (&only_sh, &["sh"][..])] {
+            std::fs::create_dir(folder).unwrap();
+            for name in names {
+                let file = folder.join(name);
+                std::fs::write(&file, "").unwrap();
+                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+        // A non-executable bash is skipped.
+        std::fs::write(only_sh.join("bash"), "").unwrap();
+        let path = std::env::join_paths([&only_sh, &with_bash]).unwrap();
+        assert_eq!(find_shell(&path), with_bash.join("bash"));
+        assert_eq!(find_shell(only_sh.as_os_str()), only_sh.join("sh"));
+        assert_eq!(
+            find_shell(std::ffi::OsStr::new("/nonexistent")),
+            PathBuf::from("/bin/sh")
+        );
     }
 }

@@ -18,15 +18,17 @@
 //!   deliberately clears its environment.
 //!
 //! The kill repeats "scan, signal what is found" until a scan finds nothing, so processes forked
-//! during the kill die too.
+//! during the kill die too. One case carries none of the three marks: a process that cleared its
+//! environment, started its own session and lost its parent. It is still re-parented to us, so
+//! when the last supervisor of the process ends, every orphan of ours from outside our session is
+//! killed as well.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::io;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::{Pid, getsid};
 
@@ -34,6 +36,9 @@ use crate::procfs::{self, ProcStat, TagMatch};
 
 /// Pause between scans while waiting for processes to die: short, since most die at once.
 const KILL_POLL: Duration = Duration::from_millis(10);
+/// Scans while freezing a tree before going on with what was found: each round stops the new
+/// members, so a tree settles in two or three; the bound only stops a pathological fork loop.
+const FREEZE_ROUNDS: usize = 50;
 /// Scans in the SIGKILL phase before giving up on a process that will not die (one stuck in
 /// uninterruptible sleep on a dead network file system, for instance): about 3 s.
 const KILL_ROUNDS: usize = 300;
@@ -44,7 +49,9 @@ const REAP_INTERVAL: Duration = Duration::from_secs(2);
 /// orphan reaper leaves them alone. Held while spawning so no new child is seen unregistered.
 static OWNED: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 /// Supervisors alive in this process; the background reaper only works while there are any.
-static LIVE_SUPERVISORS: AtomicUsize = AtomicUsize::new(0);
+/// A mutex, not an atomic: the last supervisor sweeps unattributed orphans while holding it, so
+/// no new supervisor can start commands whose orphans the sweep would take.
+static LIVE_SUPERVISORS: Mutex<usize> = Mutex::new(0);
 static SUBREAPER: OnceLock<bool> = OnceLock::new();
 
 fn owned() -> MutexGuard<'static, BTreeSet<i32>> {
@@ -67,7 +74,7 @@ pub(crate) fn ensure_subreaper() -> bool {
             .spawn(|| {
                 loop {
                     std::thread::sleep(REAP_INTERVAL);
-                    if LIVE_SUPERVISORS.load(Ordering::Relaxed) > 0 {
+                    if *live_supervisors() > 0 {
                         reap_orphans();
                     }
                 }
@@ -79,13 +86,38 @@ pub(crate) fn ensure_subreaper() -> bool {
     })
 }
 
-/// Counts a supervisor in (`true`) or out (`false`) for the background reaper.
-pub(crate) fn supervisor_alive(alive: bool) {
-    if alive {
-        LIVE_SUPERVISORS.fetch_add(1, Ordering::Relaxed);
-    } else {
-        LIVE_SUPERVISORS.fetch_sub(1, Ordering::Relaxed);
+fn live_supervisors() -> MutexGuard<'static, usize> {
+    LIVE_SUPERVISORS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Counts a supervisor in.
+pub(crate) fn supervisor_started() {
+    *live_supervisors() += 1;
+}
+
+/// Counts a supervisor out.
+pub(crate) fn supervisor_ended() {
+    let mut live = live_supervisors();
+    *live = live.saturating_sub(1);
+}
+
+/// When the calling supervisor is the only one left, kills the orphans re-parented to us that no
+/// tag attributes to a session (a process that cleared its environment, started its own session
+/// and lost its parent): with no other supervisor alive, they can only be ours.
+pub(crate) fn sweep_orphans_if_last(grace: Duration) {
+    let live = live_supervisors();
+    if *live <= 1 {
+        let target = TreeTarget {
+            mains: Vec::new(),
+            tag: None,
+            not_before: u64::MAX,
+            orphans: true,
+        };
+        kill_tree(&target, grace);
     }
+    drop(live);
 }
 
 /// Spawns with `spawn` while holding the registry of owned pids, and registers the new pid, so
@@ -134,18 +166,36 @@ pub(crate) fn reap_orphans() {
 /// Which processes belong to one command (or to all commands of a supervisor).
 #[derive(Debug, Clone)]
 pub(crate) struct TreeTarget {
-    /// The command's shell, leader of its session and process group; only while not reaped.
-    pub(crate) main: Option<i32>,
-    /// The environment entry the command's processes inherit.
-    pub(crate) tag: TagMatch,
+    /// The commands' shells, leaders of their sessions and process groups. Only shells not yet
+    /// reaped belong here: until then their pids cannot be reused.
+    pub(crate) mains: Vec<i32>,
+    /// The environment entry the commands' processes inherit.
+    pub(crate) tag: Option<TagMatch>,
     /// Processes started before this (clock ticks after boot) cannot carry the tag.
     pub(crate) not_before: u64,
+    /// Also every orphan re-parented to us from outside our session (see
+    /// [`sweep_orphans_if_last`]).
+    pub(crate) orphans: bool,
 }
 
-/// The live processes of `target`, never this process itself nor PID 1.
-pub(crate) fn members(target: &TreeTarget) -> Vec<ProcStat> {
+type ProcKey = (i32, u64);
+
+fn key(p: &ProcStat) -> ProcKey {
+    (p.pid, p.starttime)
+}
+
+/// The live processes of `target`, plus the live processes in `known` (found by an earlier
+/// scan: their parent may have died since, breaking the chain), plus all their descendants.
+/// Never this process itself nor PID 1.
+pub(crate) fn members(target: &TreeTarget, known: &HashSet<ProcKey>) -> Vec<ProcStat> {
     let me = std::process::id() as i32;
+    let my_session = getsid(None).map_or(0, Pid::as_raw);
     let procs = procfs::scan();
+    let owned_pids: BTreeSet<i32> = if target.orphans {
+        owned().clone()
+    } else {
+        BTreeSet::new()
+    };
     let mut children: HashMap<i32, Vec<usize>> = HashMap::new();
     let mut selected: HashSet<i32> = HashSet::new();
     let mut queue: VecDeque<i32> = VecDeque::new();
@@ -155,18 +205,24 @@ pub(crate) fn members(target: &TreeTarget) -> Vec<ProcStat> {
             continue;
         }
         let by_leader = target
-            .main
-            .is_some_and(|m| p.pid == m || p.session == m || p.pgrp == m);
-        if by_leader
-            || (p.starttime >= target.not_before && procfs::environ_has(p.pid, &target.tag))
-        {
+            .mains
+            .iter()
+            .any(|&m| p.pid == m || p.session == m || p.pgrp == m);
+        let by_tag = || {
+            target.tag.as_ref().is_some_and(|tag| {
+                p.starttime >= target.not_before && procfs::environ_has(p.pid, tag)
+            })
+        };
+        let orphan = target.orphans
+            && p.ppid == me
+            && p.session != my_session
+            && !owned_pids.contains(&p.pid);
+        if by_leader || known.contains(&key(p)) || orphan || by_tag() {
             selected.insert(p.pid);
             queue.push_back(p.pid);
         }
     }
-    if let Some(main) = target.main {
-        queue.push_back(main);
-    }
+    queue.extend(target.mains.iter().copied());
     while let Some(pid) = queue.pop_front() {
         for &i in children.get(&pid).into_iter().flatten() {
             let child = &procs[i];
@@ -181,53 +237,73 @@ pub(crate) fn members(target: &TreeTarget) -> Vec<ProcStat> {
         .collect()
 }
 
-/// Kills every process of `target`: SIGTERM (and SIGCONT, so stopped ones can act on it), up to
-/// `grace` for them to exit, then SIGKILL until a scan finds none. Blocking; returns how many
-/// distinct processes were signalled.
+fn signal_all(procs: &[ProcStat], signal: Signal) {
+    for p in procs {
+        let _ = kill(Pid::from_raw(p.pid), signal);
+    }
+}
+
+/// Kills every process of `target` and returns how many distinct processes were found.
+///
+/// First the tree is frozen: SIGSTOP to every member, rescanning until no new member appears,
+/// so nothing can fork or exit (and break a parent chain) while it is being enumerated. Then
+/// SIGTERM and SIGCONT, up to `grace` for the processes to exit, and SIGKILL until a scan finds
+/// none. Processes found once stay tracked by pid and start time, so a member whose parent died
+/// mid-kill is not lost. Blocking.
 pub(crate) fn kill_tree(target: &TreeTarget, grace: Duration) -> usize {
-    let mut signalled: HashSet<(i32, u64)> = HashSet::new();
-    let started = Instant::now();
-    if !grace.is_zero() {
-        if let Some(main) = target.main {
-            let _ = killpg(Pid::from_raw(main), Signal::SIGTERM);
-            let _ = killpg(Pid::from_raw(main), Signal::SIGCONT);
+    let mut known: HashSet<ProcKey> = HashSet::new();
+    let mut alive = Vec::new();
+    for _ in 0..FREEZE_ROUNDS {
+        alive = members(target, &known);
+        let fresh: Vec<ProcStat> = alive
+            .iter()
+            .filter(|p| known.insert(key(p)))
+            .copied()
+            .collect();
+        if fresh.is_empty() {
+            break;
         }
+        signal_all(&fresh, Signal::SIGSTOP);
+    }
+    if alive.is_empty() {
+        return known.len();
+    }
+    if !grace.is_zero() {
+        let started = Instant::now();
+        let mut termed: HashSet<ProcKey> = HashSet::new();
         loop {
-            let alive = members(target);
-            if alive.is_empty() {
-                return signalled.len();
-            }
-            for p in &alive {
-                if signalled.insert((p.pid, p.starttime)) {
-                    let _ = kill(Pid::from_raw(p.pid), Signal::SIGTERM);
-                    let _ = kill(Pid::from_raw(p.pid), Signal::SIGCONT);
-                }
-            }
+            let fresh: Vec<ProcStat> = alive
+                .iter()
+                .filter(|p| termed.insert(key(p)))
+                .copied()
+                .collect();
+            signal_all(&fresh, Signal::SIGTERM);
+            signal_all(&fresh, Signal::SIGCONT);
             if started.elapsed() >= grace {
                 break;
             }
-            reap_orphans();
             std::thread::sleep(KILL_POLL);
+            reap_orphans();
+            alive = members(target, &known);
+            known.extend(alive.iter().map(key));
+            if alive.is_empty() {
+                return known.len();
+            }
         }
     }
     for _ in 0..KILL_ROUNDS {
-        let alive = members(target);
+        alive = members(target, &known);
+        known.extend(alive.iter().map(key));
         if alive.is_empty() {
-            return signalled.len();
+            return known.len();
         }
-        if let Some(main) = target.main {
-            let _ = killpg(Pid::from_raw(main), Signal::SIGKILL);
-        }
-        for p in &alive {
-            signalled.insert((p.pid, p.starttime));
-            let _ = kill(Pid::from_raw(p.pid), Signal::SIGKILL);
-        }
-        reap_orphans();
+        signal_all(&alive, Signal::SIGKILL);
         std::thread::sleep(KILL_POLL);
+        reap_orphans();
     }
-    let left: Vec<i32> = members(target).iter().map(|p| p.pid).collect();
+    let left: Vec<i32> = members(target, &known).iter().map(|p| p.pid).collect();
     if !left.is_empty() {
         tracing::warn!("processes {left:?} survived SIGKILL (uninterruptible sleep?)");
     }
-    signalled.len()
+    known.len()
 }

@@ -1,0 +1,84 @@
+//! Helpers shared by the integration tests: supervisors in temporary directories, unique
+//! markers for the processes a test starts, and a `/proc` scan that finds them.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use lathe_exec::{Supervisor, SupervisorBuilder};
+
+/// A builder over `dir` with a short kill grace, so tests with processes ignoring SIGTERM
+/// stay quick.
+pub fn builder(dir: &Path) -> SupervisorBuilder {
+    Supervisor::builder(dir).kill_grace(Duration::from_millis(500))
+}
+
+pub fn supervisor(dir: &Path) -> Supervisor {
+    builder(dir).build().expect("supervisor")
+}
+
+/// A number like `1000.<pid><n>`: valid for `sleep`, unique to this test process and call, so a
+/// `/proc` scan finds exactly the processes this test started.
+pub fn marker() -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    format!(
+        "1000.{}{:03}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Live processes whose command line contains `needle` (zombies have an empty command line).
+pub fn processes_with(needle: &str) -> Vec<(i32, String)> {
+    let me = std::process::id() as i32;
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(needle) {
+            found.push((pid, cmdline));
+        }
+    }
+    found
+}
+
+/// Live `sleep` processes carrying `marker`.
+pub fn sleeps_with(marker: &str) -> usize {
+    processes_with(marker)
+        .iter()
+        .filter(|(_, cmdline)| cmdline.starts_with("sleep "))
+        .count()
+}
+
+/// Polls `condition` every 20 ms for up to 30 s.
+pub async fn wait_until(mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if condition() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    condition()
+}
+
+/// Newlines in `bytes`, the slow obvious way.
+pub fn newlines(bytes: &[u8]) -> u64 {
+    bytes.iter().filter(|&&b| b == b'\n').count() as u64
+}
