@@ -36,6 +36,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod builder;
 mod capture;
 mod command;
 mod config;
@@ -45,8 +46,11 @@ mod output;
 mod preview;
 mod procfs;
 mod reader;
+mod reading;
 mod report;
 pub mod sandbox;
+mod search;
+mod spec;
 mod supervisor;
 mod tree;
 
@@ -57,13 +61,16 @@ pub use config::{
     DEFAULT_ARTIFACT_CAP, DEFAULT_KILL_GRACE, DEFAULT_MAX_RUNNING, ParseBudgetError, PreviewBudget,
 };
 pub use error::ExecError;
+pub use builder::SupervisorBuilder;
 pub use output::{
     DEFAULT_READ_LIMIT, DEFAULT_SEARCH_LIMIT, MAX_READ_LIMIT, OutputPage, SearchMatch,
-    SearchResult, compile_pattern,
+    SearchResult,
 };
+pub use search::compile_pattern;
+pub use spec::{CommandSpec, Launch};
 pub use preview::{Omission, Preview, clean};
 pub use report::{
     ArtifactInfo, CommandReport, CommandSummary, Detached, KillOutcome, format_duration,
     format_size, render_list,
 };
-pub use supervisor::{CommandSpec, Launch, Supervisor, SupervisorBuilder};
+pub use supervisor::Supervisor;

@@ -13,226 +13,30 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::builder::SupervisorBuilder;
 use crate::capture::Capture;
-use crate::command::{self, CommandEntry, CommandId, KillReason, OutputObserver, lock};
-use crate::config::{Config, PreviewBudget};
+use crate::command::{self, CommandEntry, CommandId, KillReason, lock};
+use crate::config::Config;
 use crate::error::ExecError;
-use crate::output::{
-    self, DEFAULT_READ_LIMIT, DEFAULT_SEARCH_LIMIT, MAX_READ_LIMIT, OutputPage, SearchResult,
-};
 use crate::preview::Preview;
-use crate::procfs::{self, TagMatch};
+use crate::procfs::TagMatch;
 use crate::reader::{self, ReaderSink};
 use crate::report::{ArtifactInfo, CommandReport, CommandSummary, Detached, KillOutcome};
-use crate::sandbox::PreparedSandbox;
+use crate::spec::{CommandSpec, Launch};
 use crate::tree::{self, TreeTarget};
-
-/// How the caller waits for a command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Launch {
-    /// Wait until it ends, is cancelled, or `soft_timeout` expires (then it keeps running in the
-    /// background and the call returns the output so far).
-    Foreground {
-        /// The caller's patience; `None` waits for the end.
-        soft_timeout: Option<Duration>,
-    },
-    /// Return at once with the command's id.
-    Background,
-}
-
-/// What to run and how.
-#[derive(Clone)]
-pub struct CommandSpec {
-    /// The shell command line (`bash -c COMMAND`).
-    pub command: String,
-    /// The working directory (absolute; the caller checks it is allowed).
-    pub cwd: PathBuf,
-    /// How the caller waits.
-    pub launch: Launch,
-    /// The Landlock sandbox to run it in, if any; the result header says "sandboxed" when set.
-    pub sandbox: Option<PreparedSandbox>,
-    /// Called with each chunk of output as it arrives.
-    pub on_output: Option<OutputObserver>,
-}
-
-impl fmt::Debug for CommandSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CommandSpec")
-            .field("command", &self.command)
-            .field("cwd", &self.cwd)
-            .field("launch", &self.launch)
-            .field("sandbox", &self.sandbox.is_some())
-            .field("on_output", &self.on_output.is_some())
-            .finish()
-    }
-}
-
-impl CommandSpec {
-    /// A foreground command without a timeout, unsandboxed.
-    pub fn new(command: impl Into<String>, cwd: impl Into<PathBuf>) -> Self {
-        CommandSpec {
-            command: command.into(),
-            cwd: cwd.into(),
-            launch: Launch::Foreground { soft_timeout: None },
-            sandbox: None,
-            on_output: None,
-        }
-    }
-
-    /// Waits at most `timeout`, then leaves the command running in the background.
-    pub fn soft_timeout(mut self, timeout: Duration) -> Self {
-        self.launch = Launch::Foreground {
-            soft_timeout: Some(timeout),
-        };
-        self
-    }
-
-    /// Starts the command in the background.
-    pub fn background(mut self) -> Self {
-        self.launch = Launch::Background;
-        self
-    }
-
-    /// Runs the command in `sandbox`.
-    pub fn sandbox(mut self, sandbox: PreparedSandbox) -> Self {
-        self.sandbox = Some(sandbox);
-        self
-    }
-
-    /// Calls `observer` with each chunk of output.
-    pub fn on_output(mut self, observer: OutputObserver) -> Self {
-        self.on_output = Some(observer);
-        self
-    }
-}
-
-/// Builds a [`Supervisor`].
-#[derive(Debug, Clone)]
-pub struct SupervisorBuilder {
-    config: Config,
-}
-
-impl SupervisorBuilder {
-    /// A supervisor keeping its artifacts (`cmd-<id>`) in `state_dir`, created if missing.
-    pub fn new(state_dir: impl Into<PathBuf>) -> Self {
-        SupervisorBuilder {
-            config: Config::new(state_dir.into()),
-        }
-    }
-
-    /// How much output the result shows. By default, medium (about 10 KB).
-    pub fn preview_budget(mut self, budget: PreviewBudget) -> Self {
-        self.config.budget = budget;
-        self
-    }
-
-    /// The most bytes kept per artifact; past it bytes are counted, not kept. By default, 1 GiB.
-    pub fn artifact_cap(mut self, bytes: u64) -> Self {
-        self.config.artifact_cap = bytes;
-        self
-    }
-
-    /// The hard limit after which a command is killed. By default, none.
-    pub fn command_timeout(mut self, limit: Option<Duration>) -> Self {
-        self.config.command_timeout = limit;
-        self
-    }
-
-    /// Command prefixes (whole words) exempt from the hard limit. By default, none.
-    pub fn timeout_exempt(mut self, prefixes: Vec<String>) -> Self {
-        self.config.timeout_exempt = prefixes;
-        self
-    }
-
-    /// The most commands running at once. By default, 16.
-    pub fn max_running(mut self, limit: usize) -> Self {
-        self.config.max_running = limit.max(1);
-        self
-    }
-
-    /// Secret-looking variables to pass to commands anyway (exact names). By default, none.
-    pub fn keep_env(mut self, names: Vec<String>) -> Self {
-        self.config.keep_env = names;
-        self
-    }
-
-    /// Time between SIGTERM and SIGKILL. By default, 2 s.
-    pub fn kill_grace(mut self, grace: Duration) -> Self {
-        self.config.kill_grace = grace;
-        self
-    }
-
-    /// The environment commands start from (secrets are still removed and the agent settings
-    /// still applied). By default, this process's environment when the supervisor is built.
-    pub fn base_env(mut self, vars: Vec<(OsString, OsString)>) -> Self {
-        self.config.base_env = Some(vars);
-        self
-    }
-
-    /// The shell run as `SHELL -c COMMAND`. By default, `bash` from `PATH`, or `sh` where bash
-    /// is missing.
-    pub fn shell(mut self, shell: impl Into<PathBuf>) -> Self {
-        self.config.shell = Some(shell.into());
-        self
-    }
-
-    /// Creates the state directory and the supervisor. Makes this process a child subreaper
-    /// (see the `tree` module) so no descendant of a command can escape.
-    pub fn build(self) -> Result<Supervisor, ExecError> {
-        let config = self.config;
-        let state_error = |source| ExecError::StateDir {
-            path: config.state_dir.clone(),
-            source,
-        };
-        std::fs::create_dir_all(&config.state_dir).map_err(state_error)?;
-        // Ids continue after artifacts already there (a resumed session), never overwriting.
-        let last_id = std::fs::read_dir(&config.state_dir)
-            .map_err(state_error)?
-            .filter_map(|e| {
-                e.ok()?
-                    .file_name()
-                    .to_str()?
-                    .strip_prefix("cmd-")?
-                    .parse::<u64>()
-                    .ok()
-            })
-            .max()
-            .unwrap_or(0);
-        tree::ensure_subreaper();
-        tree::supervisor_started();
-        let shell = config.shell.clone().unwrap_or_else(|| {
-            find_shell(&std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()))
-        });
-        let base_env = match &config.base_env {
-            Some(vars) => vars.clone(),
-            None => std::env::vars_os().collect(),
-        };
-        let env = crate::env::prepare_env(base_env, &config.keep_env);
-        Ok(Supervisor {
-            shell,
-            env,
-            tag_name: format!("LATHE_CMD_{:016x}", nonce()),
-            not_before: procfs::self_starttime(),
-            commands: Mutex::new(BTreeMap::new()),
-            next_id: AtomicU64::new(last_id + 1),
-            shut_down: AtomicBool::new(false),
-            config,
-        })
-    }
-}
 
 /// A session's commands. Dropping it (or [`shutdown`](Self::shutdown)) kills every process
 /// its commands started.
 pub struct Supervisor {
-    config: Config,
-    shell: PathBuf,
-    env: Vec<(OsString, OsString)>,
+    pub(crate) config: Config,
+    pub(crate) shell: PathBuf,
+    pub(crate) env: Vec<(OsString, OsString)>,
     /// Every command's processes inherit `tag_name=<id>`: how they are found after escaping.
-    tag_name: String,
-    not_before: u64,
-    commands: Mutex<BTreeMap<CommandId, Arc<CommandEntry>>>,
-    next_id: AtomicU64,
-    shut_down: AtomicBool,
+    pub(crate) tag_name: String,
+    pub(crate) not_before: u64,
+    pub(crate) commands: Mutex<BTreeMap<CommandId, Arc<CommandEntry>>>,
+    pub(crate) next_id: AtomicU64,
+    pub(crate) shut_down: AtomicBool,
 }
 
 impl fmt::Debug for Supervisor {
@@ -243,36 +47,6 @@ impl fmt::Debug for Supervisor {
             .field("commands", &lock(&self.commands).len())
             .finish_non_exhaustive()
     }
-}
-
-/// `bash` from `path`, else `sh`, else `/bin/sh`.
-fn find_shell(path: &std::ffi::OsStr) -> PathBuf {
-    let find = |name: &str| {
-        std::env::split_paths(path)
-            .map(|dir| dir.join(name))
-            .find(|candidate| {
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::metadata(candidate)
-                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            })
-    };
-    find("bash")
-        .or_else(|| find("sh"))
-        .unwrap_or_else(|| PathBuf::from("/bin/sh"))
-}
-
-fn nonce() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u32(std::process::id());
-    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    hasher.finish()
 }
 
 impl Supervisor {
@@ -458,7 +232,7 @@ impl Supervisor {
         Ok(entry)
     }
 
-    fn entry(&self, id: CommandId) -> Result<Arc<CommandEntry>, ExecError> {
+    pub(crate) fn entry(&self, id: CommandId) -> Result<Arc<CommandEntry>, ExecError> {
         lock(&self.commands)
             .get(&id)
             .cloned()
@@ -565,111 +339,6 @@ impl Supervisor {
         })
     }
 
-    /// Reads `limit` bytes (by default 40 KiB, at most 4 MiB) of command `id`'s output from
-    /// `offset`, with the number of the line the range starts in.
-    pub async fn read_output(
-        &self,
-        id: CommandId,
-        offset: u64,
-        limit: Option<usize>,
-    ) -> Result<OutputPage, ExecError> {
-        let entry = self.entry(id)?;
-        let limit = limit.unwrap_or(DEFAULT_READ_LIMIT).clamp(1, MAX_READ_LIMIT);
-        let status = entry.status();
-        let (available, base, total_bytes, complete) = {
-            let capture = lock(&entry.capture);
-            let available = capture.kept_bytes();
-            (
-                available,
-                capture.line_index_base(offset.min(available)),
-                capture.total_bytes(),
-                capture.is_closed(),
-            )
-        };
-        let mut page = OutputPage {
-            id,
-            offset: offset.min(available),
-            bytes: Vec::new(),
-            first_line: 1,
-            available,
-            total_bytes,
-            status,
-            complete,
-        };
-        if available == 0 || offset >= available {
-            page.offset = offset;
-            return Ok(page);
-        }
-        let path = entry.artifact_path.clone();
-        let read = tokio::task::spawn_blocking(move || {
-            let file = File::open(&path)?;
-            output::read_page(&file, offset, limit, available, base)
-        })
-        .await
-        .map_err(|e| ExecError::Internal(format!("reading command {id}: {e}")))?;
-        let (bytes, first_line) = read.map_err(|source| ExecError::Artifact {
-            id,
-            path: entry.artifact_path.clone(),
-            source,
-        })?;
-        page.bytes = bytes;
-        page.first_line = first_line;
-        Ok(page)
-    }
-
-    /// Searches command `id`'s output from byte `offset` for lines matching `pattern`
-    /// (case-insensitive regex; an invalid one is searched as literal text). Returns the first
-    /// `limit` (by default 100) numbered lines and the total count.
-    pub async fn search_output(
-        &self,
-        id: CommandId,
-        pattern: &str,
-        offset: u64,
-        limit: Option<usize>,
-    ) -> Result<SearchResult, ExecError> {
-        let entry = self.entry(id)?;
-        let limit = limit.unwrap_or(DEFAULT_SEARCH_LIMIT).max(1);
-        let (regex, literal_because) = output::compile_pattern(pattern);
-        let status = entry.status();
-        let (available, base) = {
-            let capture = lock(&entry.capture);
-            let available = capture.kept_bytes();
-            (available, capture.line_index_base(offset.min(available)))
-        };
-        let start = offset.min(available);
-        let mut result = SearchResult {
-            id,
-            pattern: pattern.to_owned(),
-            literal_because,
-            start,
-            end: available,
-            matches: Vec::new(),
-            total_matches: 0,
-            next_offset: None,
-            status,
-        };
-        if start >= available {
-            return Ok(result);
-        }
-        let path = entry.artifact_path.clone();
-        let scan = tokio::task::spawn_blocking(move || {
-            let file = File::open(&path)?;
-            let newlines = base.1 + output::count_newlines_in(&file, base.0.min(start), start)?;
-            output::search_range(&file, start, available, newlines + 1, &regex, limit)
-        })
-        .await
-        .map_err(|e| ExecError::Internal(format!("searching command {id}: {e}")))?
-        .map_err(|source| ExecError::Artifact {
-            id,
-            path: entry.artifact_path.clone(),
-            source,
-        })?;
-        result.matches = scan.matches;
-        result.total_matches = scan.total;
-        result.next_offset = scan.next_offset;
-        Ok(result)
-    }
-
     /// Ends the session: refuses new commands, kills every running command (SIGTERM, the grace
     /// period, SIGKILL) and every process finished commands left behind, and waits for them.
     pub async fn shutdown(&self) {
@@ -728,35 +397,5 @@ impl Drop for Supervisor {
             self.shutdown_blocking();
         }
         tree::supervisor_ended();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::PermissionsExt;
-
-    #[test]
-    fn shell_is_bash_else_sh() {
-        let dir = tempfile::tempdir().unwrap();
-        let with_bash = dir.path().join("a");
-        let only_sh = dir.path().join("b");
-        for (folder, names) in [(&with_bash, &["bash", "sh"][..]), (&only_sh, &["sh"][..])] {
-            std::fs::create_dir(folder).unwrap();
-            for name in names {
-                let file = folder.join(name);
-                std::fs::write(&file, "").unwrap();
-                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
-            }
-        }
-        // A non-executable bash is skipped.
-        std::fs::write(only_sh.join("bash"), "").unwrap();
-        let path = std::env::join_paths([&only_sh, &with_bash]).unwrap();
-        assert_eq!(find_shell(&path), with_bash.join("bash"));
-        assert_eq!(find_shell(only_sh.as_os_str()), only_sh.join("sh"));
-        assert_eq!(
-            find_shell(std::ffi::OsStr::new("/nonexistent")),
-            PathBuf::from("/bin/sh")
-        );
     }
 }
