@@ -2,7 +2,7 @@
 //!
 //! A [`Supervisor`] owns one session's commands. Each command runs as `bash -c COMMAND` (or
 //! `sh -c` where bash is missing) in its own session and process group, with stdin from
-//! `/dev/null` and an environment prepared for a non-interactive agent (see [`env`]). Its
+//! `/dev/null` and an environment prepared for a non-interactive agent (see [`mod@env`]). Its
 //! stdout and stderr share one pipe, so they arrive interleaved exactly as written; a reader
 //! thread copies the raw bytes into an artifact file (`cmd-<id>` in the session's state
 //! directory, capped) and keeps only a bounded head and tail in memory, so memory stays bounded
