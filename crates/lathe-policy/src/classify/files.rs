@@ -1,0 +1,614 @@
+//! Programs that change files: delete, move, copy, permissions, disks, archives.
+
+use super::{Cmd, Verdict};
+use crate::paths::{Location, locate, protected, resolve};
+use crate::severity::Severity;
+use crate::word::Word;
+
+pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
+    let p = cmd.program;
+    let v = match p {
+        "rm" => rm(cmd),
+        "rmdir" => writes_all(
+            cmd,
+            Verdict::normal("rmdir removes empty directories"),
+            &["--ignore-fail-on-non-empty"],
+        ),
+        "unlink" => writes_all(
+            cmd,
+            Verdict::normal("unlink deletes a file").destroys(),
+            &[],
+        ),
+        "shred" | "wipe" | "srm" => writes_all(
+            cmd,
+            Verdict::dangerous(format!("{p} overwrites files so they cannot be recovered"))
+                .destroys(),
+            &["-n", "-s", "--iterations", "--size", "--random-source"],
+        ),
+        "mv" => copy_like(
+            cmd,
+            Verdict::normal("mv moves or renames files").destroys(),
+            true,
+        ),
+        "cp" | "install" => {
+            if p == "install" && cmd.flag('d', &["--directory"]) {
+                writes_all(
+                    cmd,
+                    Verdict::normal("install -d creates directories"),
+                    &["-m", "-o", "-g", "--mode", "--owner", "--group"],
+                )
+            } else {
+                copy_like(cmd, Verdict::normal(format!("{p} copies files")), false)
+            }
+        }
+        "ln" => copy_like(cmd, Verdict::normal("ln creates links"), false),
+        "touch" => writes_all(
+            cmd,
+            Verdict::normal("touch creates or updates files"),
+            &["-r", "-d", "-t", "--reference", "--date"],
+        ),
+        "mkdir" => writes_all(
+            cmd,
+            Verdict::normal("mkdir creates directories"),
+            &["-m", "--mode", "--context"],
+        ),
+        "mkfifo" => writes_all(
+            cmd,
+            Verdict::normal("mkfifo creates pipes"),
+            &["-m", "--mode"],
+        ),
+        "truncate" => writes_all(
+            cmd,
+            Verdict::normal("truncate cuts files to a size").destroys(),
+            &["-s", "-r", "--size", "--reference", "-o"],
+        ),
+        "mknod" => Verdict::dangerous("mknod creates device files"),
+        "chmod" | "chown" | "chgrp" | "setfacl" => permissions(cmd),
+        "chattr" => Verdict::dangerous("chattr changes file attributes such as immutability"),
+        "dd" => dd(cmd),
+        "tee" => {
+            let files = cmd.operands(&[]);
+            if files.is_empty() {
+                Verdict::safe("tee without files only passes data through")
+            } else {
+                writes_all(cmd, Verdict::normal("tee writes its input to files"), &[])
+            }
+        }
+        "tar" | "bsdtar" | "gtar" => tar(cmd),
+        "unzip" => {
+            if cmd.flag('l', &[])
+                || cmd.flag('t', &[])
+                || cmd.flag('v', &[])
+                || cmd.flag('Z', &[])
+                || cmd.flag('p', &[])
+                || cmd.flag('c', &[])
+            {
+                Verdict::safe("unzip -l/-t/-p only lists, tests or prints")
+            } else {
+                let mut v = Verdict::normal("unzip extracts files");
+                let dirs = cmd.option_values(&["-d"], &[]);
+                v.writes = if dirs.is_empty() {
+                    vec![Word::literal(".")]
+                } else {
+                    dirs
+                };
+                v
+            }
+        }
+        "zip" => {
+            let mut v = Verdict::normal("zip writes an archive");
+            if cmd.has(&["-TT", "--unzip-command"]) {
+                v.raise(Severity::Dangerous, "zip -TT runs a program");
+            }
+            if let Some(archive) = cmd
+                .operands(&[
+                    "-TT",
+                    "-b",
+                    "-n",
+                    "-t",
+                    "-tt",
+                    "-x",
+                    "-i",
+                    "-P",
+                    "--password",
+                ])
+                .first()
+            {
+                v.write(archive);
+            }
+            v
+        }
+        "gzip" | "gunzip" | "bzip2" | "bunzip2" | "xz" | "unxz" | "zstd" | "unzstd" | "lz4"
+        | "unlz4" | "compress" | "uncompress" | "pigz" | "lzma" | "unlzma" | "brotli" => {
+            if cmd.flag('c', &["--stdout", "--to-stdout"])
+                || cmd.flag('l', &["--list"])
+                || cmd.flag('t', &["--test"])
+            {
+                Verdict::safe(format!("{p} -c/-l/-t only prints or tests"))
+            } else {
+                writes_all(
+                    cmd,
+                    Verdict::normal(format!("{p} replaces files with (de)compressed ones"))
+                        .destroys(),
+                    &["-S", "--suffix", "-o", "-T", "--threads", "-b"],
+                )
+            }
+        }
+        "7z" | "7za" | "7zz" => match cmd.first_operand().map(|(_, v)| v) {
+            Some("l" | "t") => Verdict::safe("7z l/t only lists or tests"),
+            _ => Verdict::normal("7z writes archives or extracted files"),
+        },
+        "patch" => {
+            if cmd.has(&["--dry-run", "-C", "--check"]) {
+                Verdict::safe("patch --dry-run only tests")
+            } else {
+                let mut v = Verdict::normal("patch changes files");
+                v.writes = cmd.option_values(&["-o"], &["--output"]);
+                v
+            }
+        }
+        "rsync" => rsync(cmd),
+        "scp" | "sftp" => {
+            let mut v = Verdict::dangerous(format!("{p} copies files over the network"));
+            v.downloads = true;
+            if let Some(dest) = cmd
+                .operands(&["-P", "-i", "-o", "-F", "-c", "-l", "-S", "-J"])
+                .last()
+                && !is_remote(dest)
+            {
+                v.write(dest);
+            }
+            v
+        }
+        "split" | "csplit" => Verdict::normal(format!("{p} writes pieces of a file")),
+        "dos2unix" | "unix2dos" => writes_all(
+            cmd,
+            Verdict::normal(format!("{p} converts files in place")),
+            &[],
+        ),
+        _ if is_disk_tool(p) => {
+            Verdict::critical(format!("{p} formats, partitions or wipes disks")).destroys()
+        }
+        _ => return None,
+    };
+    Some(v)
+}
+
+fn is_disk_tool(p: &str) -> bool {
+    p.starts_with("mkfs")
+        || p.starts_with("mke2fs")
+        || matches!(
+            p,
+            "mkswap"
+                | "mkdosfs"
+                | "mkntfs"
+                | "fdisk"
+                | "sfdisk"
+                | "cfdisk"
+                | "gdisk"
+                | "sgdisk"
+                | "parted"
+                | "wipefs"
+                | "blkdiscard"
+                | "cryptsetup"
+                | "badblocks"
+                | "e2fsck"
+                | "fsck"
+                | "resize2fs"
+                | "lvremove"
+                | "vgremove"
+                | "pvremove"
+                | "mdadm"
+                | "zpool"
+                | "hdparm"
+                | "nvme"
+                | "diskutil"
+                | "format"
+                | "dmsetup"
+                | "losetup"
+                | "tune2fs"
+                | "debugfs"
+                | "partprobe"
+                | "sfill"
+                | "zerofree"
+        )
+}
+
+fn writes_all(cmd: &Cmd<'_>, mut v: Verdict, valued: &[&str]) -> Verdict {
+    for w in cmd.operands(valued) {
+        v.write(w);
+    }
+    v
+}
+
+fn is_remote(w: &Word) -> bool {
+    let v = w.known().unwrap_or(&w.display);
+    match v.find(':') {
+        Some(i) => !v[..i].contains('/') && i > 0,
+        None => false,
+    }
+}
+
+fn rm(cmd: &Cmd<'_>) -> Verdict {
+    let recursive = cmd.flag('r', &["--recursive"]) || cmd.flag('R', &[]);
+    let mut v = Verdict::normal("rm deletes files").destroys();
+    if recursive {
+        v.raise(Severity::Dangerous, "rm -r deletes whole directory trees");
+    }
+    if cmd.has(&["--no-preserve-root"]) {
+        v.raise(Severity::Critical, "--no-preserve-root lets rm delete /");
+    }
+    for t in cmd.operands(&[]) {
+        v.write(t);
+        let Some(value) = t.known() else {
+            let worst = resolve(&t.worst, cmd.cwd, cmd.ctx);
+            match worst
+                .as_deref()
+                .and_then(|p| protected(p, cmd.ctx).map(|w| (p.to_string(), w)))
+            {
+                Some((p, what)) if recursive && t.worst.starts_with('/') => v.raise(
+                    Severity::Critical,
+                    format!(
+                        "`rm -r {}` deletes {what} (`{p}`) if its variables are empty",
+                        t.display
+                    ),
+                ),
+                _ => v.raise(
+                    Severity::Dangerous,
+                    format!("deletes `{}`, a path not known until run time", t.display),
+                ),
+            }
+            continue;
+        };
+        let Some(abs) = resolve(value, cmd.cwd, cmd.ctx) else {
+            v.raise(
+                Severity::Dangerous,
+                format!(
+                    "deletes `{}` in a directory not known until run time",
+                    t.display
+                ),
+            );
+            continue;
+        };
+        if !recursive {
+            continue;
+        }
+        if let Some(what) = protected(&abs, cmd.ctx) {
+            v.raise(
+                Severity::Critical,
+                format!("rm -r deletes {what} (`{}`)", t.display),
+            );
+        }
+        match locate(&abs, cmd.ctx) {
+            Location::Outside | Location::Device => v.raise(
+                Severity::Critical,
+                format!("rm -r deletes `{}` outside the workspace", t.display),
+            ),
+            Location::Unknown => v.raise(
+                Severity::Dangerous,
+                format!("deletes `{}`, a path not known until run time", t.display),
+            ),
+            _ => {}
+        }
+    }
+    v
+}
+
+/// `cp`/`mv`/`ln`/`install`: the destination is written; for `mv` the sources too.
+fn copy_like(cmd: &Cmd<'_>, mut v: Verdict, moves: bool) -> Verdict {
+    let valued = [
+        "-t",
+        "--target-directory",
+        "-S",
+        "--suffix",
+        "-m",
+        "--mode",
+        "-o",
+        "--owner",
+        "-g",
+        "--group",
+        "-Z",
+        "--context",
+    ];
+    let targets = cmd.option_values(&["-t"], &["--target-directory"]);
+    let ops = cmd.operands(&valued);
+    let (sources, dest): (Vec<&Word>, Option<Word>) = match targets.first() {
+        Some(t) => (ops.clone(), Some(t.clone())),
+        None if ops.len() >= 2 => (
+            ops[..ops.len() - 1].to_vec(),
+            ops.last().map(|w| (*w).clone()),
+        ),
+        None if cmd.program == "ln" => (ops.clone(), Some(Word::literal("."))),
+        None => (ops.clone(), None),
+    };
+    if let Some(d) = dest {
+        v.write(&d);
+    }
+    if moves {
+        for s in sources {
+            v.write(s);
+            if let Some(abs) = s.known().and_then(|x| resolve(x, cmd.cwd, cmd.ctx))
+                && let Some(what) = protected(&abs, cmd.ctx)
+            {
+                v.raise(
+                    Severity::Critical,
+                    format!("mv moves {what} (`{}`) away", s.display),
+                );
+            }
+        }
+    }
+    v
+}
+
+fn permissions(cmd: &Cmd<'_>) -> Verdict {
+    let p = cmd.program;
+    let recursive = cmd.flag('R', &["--recursive"]);
+    let mode_as_option = p == "chmod"
+        && cmd.values().any(|v| {
+            v.len() > 1 && v.starts_with('-') && v[1..].chars().all(|c| "rwxXst".contains(c))
+        });
+    let valued = [
+        "--reference",
+        "-m",
+        "-M",
+        "-x",
+        "-X",
+        "--modify",
+        "--remove",
+        "--set",
+        "--set-file",
+        "--from",
+    ];
+    let ops = cmd.operands(&valued);
+    let skip = usize::from(!(mode_as_option || cmd.has(&["--reference"]) || p == "setfacl"));
+    let mode = if skip == 1 {
+        ops.first().map(|w| w.display.clone()).unwrap_or_default()
+    } else {
+        String::new()
+    };
+    let mut v = Verdict::normal(format!("{p} changes file permissions or owners"));
+    if recursive {
+        v.raise(
+            Severity::Dangerous,
+            format!("{p} -R changes whole directory trees"),
+        );
+    }
+    if p == "chmod"
+        && (mode.contains('s')
+            || mode.len() == 4 && matches!(mode.chars().next(), Some('2' | '4' | '6' | '7')))
+    {
+        v.raise(Severity::Dangerous, "chmod sets the setuid/setgid bit");
+    }
+    for t in ops.iter().skip(skip) {
+        v.write(t);
+        let Some(abs) = t.known().and_then(|x| resolve(x, cmd.cwd, cmd.ctx)) else {
+            v.raise(
+                Severity::Dangerous,
+                format!(
+                    "{p} changes `{}`, a path not known until run time",
+                    t.display
+                ),
+            );
+            continue;
+        };
+        let outside = matches!(locate(&abs, cmd.ctx), Location::Outside | Location::Device);
+        if let Some(what) = protected(&abs, cmd.ctx) {
+            let sev = if recursive || abs == "/" {
+                Severity::Critical
+            } else {
+                Severity::Dangerous
+            };
+            v.raise(sev, format!("{p} changes {what} (`{}`)", t.display));
+        } else if recursive && outside {
+            v.raise(
+                Severity::Critical,
+                format!("{p} -R changes `{}` outside the workspace", t.display),
+            );
+        }
+    }
+    v
+}
+
+fn dd(cmd: &Cmd<'_>) -> Verdict {
+    let mut v = Verdict::normal("dd copies raw data");
+    for w in cmd.args {
+        let Some(value) = w.known() else { continue };
+        if let Some(out) = value.strip_prefix("of=") {
+            let mut target = Word::literal(out);
+            target.display = out.to_string();
+            v.write(&target);
+            v.destructive = true;
+        } else if let Some(input) = value.strip_prefix("if=") {
+            v.reads.push(Word::literal(input));
+            let abs = resolve(input, cmd.cwd, cmd.ctx).unwrap_or_default();
+            if locate(&abs, cmd.ctx) == Location::Device
+                && !matches!(abs.as_str(), "/dev/urandom" | "/dev/random")
+            {
+                v.raise(
+                    Severity::Dangerous,
+                    format!("dd reads the raw device `{input}`"),
+                );
+            }
+        }
+    }
+    v
+}
+
+fn tar(cmd: &Cmd<'_>) -> Verdict {
+    let mut letters = String::new();
+    for (i, value) in cmd.values().enumerate() {
+        if i == 0 && !value.starts_with('-') {
+            letters.push_str(value);
+        } else if value.starts_with('-') && !value.starts_with("--") {
+            letters.push_str(&value[1..]);
+        }
+    }
+    let long = |names: &[&str]| cmd.has(names);
+    let mut v = if letters.contains('t') || long(&["--list"]) {
+        Verdict::safe("tar -t only lists an archive")
+    } else if letters.contains('x') || long(&["--extract", "--get"]) {
+        let mut v = Verdict::normal("tar -x extracts files");
+        let dirs = cmd.option_values(&["-C"], &["--directory"]);
+        v.writes = if dirs.is_empty() {
+            vec![Word::literal(".")]
+        } else {
+            dirs
+        };
+        if letters.contains('P') || long(&["--absolute-names"]) {
+            v.raise(
+                Severity::Dangerous,
+                "tar -P extracts absolute paths, which can land anywhere",
+            );
+        }
+        v
+    } else {
+        let mut v = Verdict::normal("tar writes an archive");
+        let files = cmd.option_values(&["-f"], &["--file"]);
+        if files.is_empty()
+            && cmd
+                .arg(0)
+                .is_some_and(|a| !a.starts_with('-') && a.contains('f'))
+            && let Some(f) = cmd.args.get(1)
+        {
+            v.write(f);
+        }
+        for f in files.iter().filter(|f| f.known() != Some("-")) {
+            v.write(f);
+        }
+        v
+    };
+    let runs = [
+        "--to-command",
+        "--use-compress-program",
+        "--checkpoint-action",
+        "--info-script",
+        "--new-volume-script",
+        "--rsh-command",
+        "-I",
+        "-F",
+    ];
+    if cmd.has(&runs) {
+        v.raise(
+            Severity::Dangerous,
+            "tar runs another program (--to-command, -I, --checkpoint-action)",
+        );
+    }
+    v
+}
+
+fn rsync(cmd: &Cmd<'_>) -> Verdict {
+    let mut v = Verdict::normal("rsync copies files");
+    let valued = [
+        "-e",
+        "--rsh",
+        "--exclude",
+        "--include",
+        "--filter",
+        "-f",
+        "--exclude-from",
+        "--include-from",
+        "--files-from",
+        "--chmod",
+        "--chown",
+        "--rsync-path",
+        "--port",
+        "--password-file",
+        "-T",
+        "--temp-dir",
+        "--backup-dir",
+        "--suffix",
+        "--log-file",
+    ];
+    let ops = cmd.operands(&valued);
+    if cmd
+        .values()
+        .any(|x| x.starts_with("--delete") || x == "--remove-source-files")
+    {
+        v.raise(
+            Severity::Dangerous,
+            "rsync --delete deletes files at the destination",
+        );
+        v.destructive = true;
+    }
+    if ops.iter().any(|w| is_remote(w)) {
+        v.raise(
+            Severity::Dangerous,
+            "rsync copies files to or from another machine",
+        );
+        v.downloads = true;
+    }
+    if let Some(dest) = ops.last().filter(|d| ops.len() >= 2 && !is_remote(d)) {
+        v.write(dest);
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::classify::test_support::expect;
+    use crate::severity::Severity::*;
+
+    #[test]
+    fn deleting() {
+        expect(&[
+            ("rm target/debug/foo", Normal),
+            ("rm -rf target", Dangerous),
+            ("rm -rf /", Critical),
+            ("rm -fr /*", Critical),
+            ("rm -r -f ~", Critical),
+            ("rm -rf ~/", Critical),
+            ("rm -rf $HOME", Critical),
+            ("rm -rf \"${HOME}\"", Critical),
+            ("rm -rf ..", Critical),
+            ("rm -rf ../other", Critical),
+            ("rm -rf .", Critical),
+            ("rm -rf /tmp/build", Dangerous),
+            ("rm -rf \"$DIR\"/", Critical),
+            ("rm -rf \"$DIR\"", Dangerous),
+            ("rm ../notes.txt", Dangerous),
+            ("rm /etc/passwd", Critical),
+            ("rm --recursive --force /", Critical),
+            ("cd / && rm -rf *", Critical),
+            ("cd src && rm -rf ../..", Critical),
+            ("rm -rf --no-preserve-root /", Critical),
+            ("shred -u secrets.txt", Dangerous),
+        ]);
+    }
+
+    #[test]
+    fn moving_copying_permissions() {
+        expect(&[
+            ("mv a.txt b.txt", Normal),
+            ("mv a.txt /tmp/", Normal),
+            ("mv ~ /dev/null", Critical),
+            ("mv src ../elsewhere", Dangerous),
+            ("cp -r src /tmp/backup", Normal),
+            ("cp .env /tmp/x", Normal),
+            ("cp ~/.ssh/id_rsa .", Critical),
+            ("cp x /etc/hosts", Critical),
+            ("cp /dev/zero /dev/sda", Critical),
+            ("mkdir -p build/out", Normal),
+            ("touch ~/.bashrc", Dangerous),
+            ("chmod +x script.sh", Normal),
+            ("chmod -R 755 src", Dangerous),
+            ("chmod -R 777 /", Critical),
+            ("chmod 777 /etc", Critical),
+            ("chown -R me /home", Critical),
+            ("chmod u+s ./bin", Dangerous),
+            ("dd if=/dev/zero of=/dev/sda bs=1M", Critical),
+            ("dd if=/dev/urandom of=test.bin bs=1k count=1", Normal),
+            ("mkfs.ext4 /dev/sdb1", Critical),
+            ("echo hi | tee out.txt", Normal),
+            ("echo hi | tee -a ~/.bashrc", Dangerous),
+            ("tar -tzf a.tgz", Safe),
+            ("tar xzf a.tgz", Normal),
+            ("tar -xf a.tar -C /", Dangerous),
+            ("tar czf out.tgz src", Normal),
+            ("tar -xf a.tar --to-command='sh'", Dangerous),
+            ("unzip -l a.zip", Safe),
+            ("rsync -a --delete src/ backup/", Dangerous),
+            ("rsync -a src host:dst", Dangerous),
+            ("scp file host:/tmp", Dangerous),
+        ]);
+    }
+}

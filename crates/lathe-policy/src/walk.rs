@@ -1,0 +1,624 @@
+//! Walks the tree-sitter syntax tree and finds every simple command a script would run.
+
+use std::collections::{HashMap, HashSet};
+
+use tree_sitter::{Node, Parser};
+
+use crate::analysis::{Finding, SimpleCommand};
+use crate::context::AnalysisContext;
+use crate::dispatch::{Invocation, dispatch, risky_env};
+use crate::redirect::{Follower, RedirectSpec};
+use crate::severity::Severity;
+use crate::word::{Word, WordBuilder, is_secret_name};
+
+/// `bash -c "bash -c \"...\""` nesting deeper than this is not followed: it is rare in honest
+/// commands and unbounded recursion would let a crafted command exhaust the stack.
+pub(crate) const MAX_SCRIPT_DEPTH: usize = 8;
+/// Syntax trees deeper than this are not walked further, for the same reason.
+const MAX_NODE_DEPTH: usize = 200;
+
+/// What the shell knows at a point of the script.
+#[derive(Debug, Clone)]
+pub(crate) struct Scope {
+    /// The current directory; None once a `cd` to an unknown place ran.
+    pub cwd: Option<String>,
+    /// Variables assigned in the script: Some(value) when the value is literal.
+    pub vars: HashMap<String, Option<String>>,
+    /// Shell functions defined so far.
+    pub functions: HashSet<String>,
+}
+
+impl Scope {
+    pub fn new(ctx: &AnalysisContext) -> Self {
+        Scope {
+            cwd: Some(ctx.cwd().to_string()),
+            vars: HashMap::new(),
+            functions: HashSet::new(),
+        }
+    }
+
+    /// The value of a variable, if the script alone decides it.
+    pub fn var(&self, name: &str, ctx: &AnalysisContext) -> Option<String> {
+        if let Some(v) = self.vars.get(name) {
+            return v.clone();
+        }
+        match name {
+            "HOME" => Some(ctx.home().to_string()),
+            "PWD" => self.cwd.clone(),
+            _ => None,
+        }
+    }
+}
+
+/// Where a command's standard input comes from.
+#[derive(Debug, Clone)]
+pub(crate) enum Stdin {
+    /// Whatever Lathe gives it (no redirection, not in a pipeline).
+    Terminal,
+    /// An earlier stage of a pipeline; `download` when a network download feeds it.
+    Pipe { download: bool },
+    /// `< file`.
+    File(Word),
+    /// A here-document with this body.
+    Heredoc { body: String },
+    /// `<<< word`.
+    Herestring(Word),
+}
+
+/// What surrounds the commands of a nested script: the wrappers that run it and what they
+/// impose (`sudo` makes everything inside critical).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Frame {
+    pub texts: Vec<String>,
+    pub imposed: Vec<(Severity, String)>,
+    /// Set inside `xargs` / `find -exec`: a destructive command runs once per input item.
+    pub per_item: Option<String>,
+}
+
+/// What the walk collects.
+#[derive(Debug, Default)]
+pub(crate) struct Output {
+    pub commands: Vec<SimpleCommand>,
+    pub findings: Vec<Finding>,
+    pub parse_error: bool,
+}
+
+impl Output {
+    pub fn finding(&mut self, severity: Severity, reason: impl Into<String>) {
+        let reason = reason.into();
+        if !self.findings.iter().any(|f| f.reason == reason) {
+            self.findings.push(Finding { severity, reason });
+        }
+    }
+
+    /// Whether any command recorded since `from` downloads from the network.
+    pub fn downloads_since(&self, from: usize) -> bool {
+        self.commands
+            .get(from..)
+            .is_some_and(|c| c.iter().any(|c| c.downloads))
+    }
+}
+
+/// Parses `text` as a shell script and records every command in it.
+pub(crate) fn analyze_script(
+    ctx: &AnalysisContext,
+    text: &str,
+    scope: &mut Scope,
+    depth: usize,
+    frame: Frame,
+    out: &mut Output,
+) {
+    if depth > MAX_SCRIPT_DEPTH {
+        out.finding(
+            Severity::Dangerous,
+            format!("scripts nested more than {MAX_SCRIPT_DEPTH} levels deep are not analysed"),
+        );
+        return;
+    }
+    let mut parser = Parser::new();
+    if parser
+        .set_language(&tree_sitter_bash::LANGUAGE.into())
+        .is_err()
+    {
+        out.parse_error = true;
+        out.finding(Severity::Dangerous, "the shell grammar could not be loaded");
+        return;
+    }
+    let Some(tree) = parser.parse(text, None) else {
+        out.parse_error = true;
+        out.finding(Severity::Dangerous, "the command could not be parsed");
+        return;
+    };
+    let root = tree.root_node();
+    if root.has_error() {
+        out.parse_error = true;
+        out.finding(Severity::Dangerous, describe_error(root, text));
+    }
+    let mut walker = Walker {
+        ctx,
+        src: text,
+        depth,
+        frame,
+        out,
+    };
+    walker.walk(root, scope, &Stdin::Terminal, 0);
+}
+
+fn describe_error(root: Node<'_>, text: &str) -> String {
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if node.is_missing() {
+            let p = node.start_position();
+            return format!(
+                "the command does not parse as shell: missing `{}` at line {} column {}; \
+                 a command that does not parse is treated as dangerous",
+                node.kind(),
+                p.row + 1,
+                p.column + 1
+            );
+        }
+        if node.is_error() {
+            let p = node.start_position();
+            let near: String = text
+                .get(node.byte_range())
+                .unwrap_or("")
+                .chars()
+                .take(30)
+                .collect();
+            return format!(
+                "the command does not parse as shell: syntax error near `{near}` at line {} \
+                 column {}; a command that does not parse is treated as dangerous",
+                p.row + 1,
+                p.column + 1
+            );
+        }
+        let mut cursor = node.walk();
+        let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev().filter(|c| c.has_error()));
+    }
+    "the command does not parse as shell; a command that does not parse is treated as dangerous"
+        .to_string()
+}
+
+pub(crate) struct Walker<'a> {
+    pub ctx: &'a AnalysisContext,
+    pub src: &'a str,
+    pub depth: usize,
+    pub frame: Frame,
+    pub out: &'a mut Output,
+}
+
+pub(crate) fn children(node: Node<'_>) -> Vec<Node<'_>> {
+    let mut cursor = node.walk();
+    node.children(&mut cursor).collect()
+}
+
+/// Children with the field name each has in its parent.
+pub(crate) fn fields<'t>(node: Node<'t>) -> Vec<(Option<&'t str>, Node<'t>)> {
+    let mut cursor = node.walk();
+    let mut out = Vec::new();
+    if cursor.goto_first_child() {
+        loop {
+            out.push((cursor.field_name(), cursor.node()));
+            if !cursor.goto_next_sibling() {
+                break;
+            }
+        }
+    }
+    out
+}
+
+impl<'a> Walker<'a> {
+    pub fn text(&self, node: Node<'_>) -> &'a str {
+        self.src.get(node.byte_range()).unwrap_or("")
+    }
+
+    fn too_deep(&mut self) {
+        self.out.finding(
+            Severity::Dangerous,
+            "the command is nested too deeply to analyse completely",
+        );
+    }
+
+    pub fn walk(&mut self, node: Node<'_>, scope: &mut Scope, stdin: &Stdin, nd: usize) {
+        if nd > MAX_NODE_DEPTH {
+            self.too_deep();
+            return;
+        }
+        match node.kind() {
+            "command" => self.command(node, scope, &[], stdin, self.text(node), nd),
+            "redirected_statement" => self.redirected(node, scope, stdin, nd),
+            "pipeline" => self.stages(node, scope, stdin.clone(), nd),
+            "list" => self.list(node, scope, stdin, nd),
+            "subshell" | "command_substitution" | "process_substitution" => {
+                let mut inner = scope.clone();
+                self.walk_children(node, &mut inner, stdin, nd);
+            }
+            "function_definition" => self.function(node, scope, nd),
+            "variable_assignment" => {
+                let (name, value) = self.assignment(node, scope, nd);
+                self.set_var(&name, &value, scope);
+            }
+            "declaration_command" | "unset_command" => self.declaration(node, scope, nd),
+            "for_statement" => {
+                if let Some(var) = node.child_by_field_name("variable") {
+                    scope.vars.insert(self.text(var).to_string(), None);
+                }
+                self.walk_children(node, scope, stdin, nd);
+            }
+            "ERROR" => {
+                self.out.parse_error = true;
+                self.walk_children(node, scope, stdin, nd);
+            }
+            "comment" | "heredoc_start" | "heredoc_end" | "heredoc_content" => {}
+            _ => self.walk_children(node, scope, stdin, nd),
+        }
+    }
+
+    pub fn walk_children(&mut self, node: Node<'_>, scope: &mut Scope, stdin: &Stdin, nd: usize) {
+        for child in children(node) {
+            if child.is_named() {
+                self.walk(child, scope, stdin, nd + 1);
+            }
+        }
+    }
+
+    /// Pipeline stages each run in a subshell; once a download feeds the pipe, every later
+    /// stage may be reading it.
+    fn stages(&mut self, node: Node<'_>, scope: &Scope, input: Stdin, nd: usize) {
+        let mut download = matches!(input, Stdin::Pipe { download: true });
+        let mut first = true;
+        for child in children(node) {
+            if !child.is_named() || child.kind() == "comment" {
+                continue;
+            }
+            let stage_in = if first {
+                input.clone()
+            } else {
+                Stdin::Pipe { download }
+            };
+            first = false;
+            let before = self.out.commands.len();
+            let mut inner = scope.clone();
+            self.walk(child, &mut inner, &stage_in, nd + 1);
+            download |= self.out.downloads_since(before);
+        }
+    }
+
+    fn list(&mut self, node: Node<'_>, scope: &mut Scope, stdin: &Stdin, nd: usize) {
+        let start_cwd = scope.cwd.clone();
+        for child in children(node) {
+            if !child.is_named() {
+                // after `a || b`, b runs only if a failed: a `cd` in a may not have happened
+                if child.kind() == "||" && scope.cwd != start_cwd {
+                    scope.cwd = None;
+                }
+                continue;
+            }
+            self.walk(child, scope, stdin, nd + 1);
+        }
+    }
+
+    fn function(&mut self, node: Node<'_>, scope: &mut Scope, nd: usize) {
+        let name = node
+            .child_by_field_name("name")
+            .map(|n| self.text(n).to_string())
+            .unwrap_or_default();
+        scope.functions.insert(name.clone());
+        let before = self.out.commands.len();
+        let mut inner = scope.clone();
+        for (field, child) in fields(node) {
+            if field == Some("name") || !child.is_named() {
+                continue;
+            }
+            self.walk(child, &mut inner, &Stdin::Terminal, nd + 1);
+        }
+        let recursive = self.out.commands[before..]
+            .iter()
+            .any(|c| c.program == name);
+        if recursive {
+            let body = node
+                .child_by_field_name("body")
+                .map(|b| self.text(b))
+                .unwrap_or("");
+            if body.contains('|') || body.contains('&') {
+                self.out.finding(
+                    Severity::Critical,
+                    format!("fork bomb: the function `{name}` starts copies of itself until the machine stops"),
+                );
+            } else {
+                self.out.finding(
+                    Severity::Dangerous,
+                    format!("the function `{name}` calls itself without end"),
+                );
+            }
+        }
+    }
+
+    pub fn assignment(&mut self, node: Node<'_>, scope: &Scope, nd: usize) -> (String, Word) {
+        let name = node
+            .child_by_field_name("name")
+            .map(|n| self.text(n).to_string())
+            .unwrap_or_default();
+        let appends = children(node).iter().any(|c| c.kind() == "+=");
+        let value = match node.child_by_field_name("value") {
+            Some(v) => self.word(v, scope, nd + 1),
+            None => Word::literal(""),
+        };
+        if appends {
+            return (
+                name.clone(),
+                Word::unknown(&value.display, "an appended variable"),
+            );
+        }
+        (name, value)
+    }
+
+    fn set_var(&mut self, name: &str, value: &Word, scope: &mut Scope) {
+        if let Some(why) = risky_env(name) {
+            self.out.finding(
+                Severity::Dangerous,
+                format!("sets {name}={}, which {why}", value.display),
+            );
+        }
+        scope.vars.insert(name.to_string(), value.value.clone());
+    }
+
+    fn declaration(&mut self, node: Node<'_>, scope: &mut Scope, nd: usize) {
+        let unset = node.kind() == "unset_command";
+        for child in children(node) {
+            match child.kind() {
+                "variable_assignment" => {
+                    let (name, value) = self.assignment(child, scope, nd);
+                    self.set_var(&name, &value, scope);
+                }
+                "variable_name" | "word" if unset => {
+                    scope.vars.insert(self.text(child).to_string(), None);
+                }
+                _ if child.is_named() => {
+                    let _ = self.word(child, scope, nd + 1);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn redirected(&mut self, node: Node<'_>, scope: &mut Scope, stdin: &Stdin, nd: usize) {
+        let mut body = None;
+        let mut redirects = Vec::new();
+        for (field, child) in fields(node) {
+            match field {
+                Some("body") => body = Some(child),
+                _ if child.kind().ends_with("redirect") => redirects.push(child),
+                _ => {}
+            }
+        }
+        match body {
+            Some(b) if b.kind() == "command" => {
+                self.command(b, scope, &redirects, stdin, self.text(node), nd)
+            }
+            _ => {
+                // a block, loop or pipeline with redirections: judge them for the whole block
+                let mut extra = Vec::new();
+                let specs = self.redirect_specs(&redirects, scope, nd, &mut extra);
+                let block_in = RedirectSpec::stdin(&specs).unwrap_or_else(|| stdin.clone());
+                let before = self.out.commands.len();
+                if let Some(b) = body {
+                    self.walk(b, scope, &block_in, nd + 1);
+                }
+                let (_, _, assessment) = crate::redirect::judge(&specs, scope, self.ctx);
+                for reason in assessment.reasons {
+                    self.out.finding(
+                        assessment.severity,
+                        format!("{}: {reason}", self.text(node).lines().next().unwrap_or("")),
+                    );
+                }
+                self.followers(extra, scope, before, nd);
+            }
+        }
+    }
+
+    /// Runs the commands that hang off a here-document (`cat <<EOF | sh`, `cat <<EOF && x`).
+    fn followers(
+        &mut self,
+        followers: Vec<Follower<'_>>,
+        scope: &mut Scope,
+        from: usize,
+        nd: usize,
+    ) {
+        let download = self.out.downloads_since(from);
+        for f in followers {
+            match f {
+                Follower::Pipe(n) => self.stages(n, scope, Stdin::Pipe { download }, nd + 1),
+                Follower::Then(n) => self.walk(n, scope, &Stdin::Terminal, nd + 1),
+                Follower::Arg(_) => {}
+            }
+        }
+    }
+
+    fn command(
+        &mut self,
+        node: Node<'_>,
+        scope: &mut Scope,
+        outer: &[Node<'_>],
+        stdin: &Stdin,
+        source: &str,
+        nd: usize,
+    ) {
+        let mut assigns = Vec::new();
+        let mut argv = Vec::new();
+        let mut redirect_nodes = Vec::new();
+        for (field, child) in fields(node) {
+            match (field, child.kind()) {
+                (Some("name"), _) => argv.extend(self.word(child, scope, nd + 1).fields()),
+                (Some("argument"), _) => argv.extend(self.word(child, scope, nd + 1).fields()),
+                (Some("redirect"), _) => redirect_nodes.push(child),
+                (_, "variable_assignment") => assigns.push(self.assignment(child, scope, nd)),
+                (_, k) if k.ends_with("redirect") => redirect_nodes.push(child),
+                _ if child.is_named() => {
+                    let mut inner = scope.clone();
+                    self.walk(child, &mut inner, stdin, nd + 1);
+                }
+                _ => {}
+            }
+        }
+        redirect_nodes.extend_from_slice(outer);
+        let mut extra = Vec::new();
+        let specs = self.redirect_specs(&redirect_nodes, scope, nd, &mut extra);
+        for f in &extra {
+            if let Follower::Arg(n) = f {
+                argv.extend(self.word(*n, scope, nd + 1).fields());
+            }
+        }
+        let stdin = RedirectSpec::stdin(&specs).unwrap_or_else(|| stdin.clone());
+        let before = self.out.commands.len();
+        let invocation = Invocation {
+            assigns,
+            argv,
+            redirects: specs,
+            stdin,
+            source: source.to_string(),
+        };
+        dispatch(self, invocation, scope);
+        self.followers(extra, scope, before, nd);
+    }
+
+    /// Resolves a word node, walking any command substitution inside it.
+    pub fn word(&mut self, node: Node<'_>, scope: &Scope, nd: usize) -> Word {
+        let mut b = WordBuilder::new(self.text(node));
+        self.word_part(node, scope, nd, &mut b, true, false);
+        b.finish()
+    }
+
+    fn word_part(
+        &mut self,
+        node: Node<'_>,
+        scope: &Scope,
+        nd: usize,
+        b: &mut WordBuilder,
+        first: bool,
+        in_quotes: bool,
+    ) {
+        let text = self.text(node);
+        if nd > MAX_NODE_DEPTH {
+            self.too_deep();
+            b.dynamic(text, "a part nested too deeply to analyse".into());
+            return;
+        }
+        match node.kind() {
+            "word" | "brace_expression" => b.unquoted(text, first, self.ctx.home()),
+            "number" if node.named_child_count() == 0 => b.unquoted(text, first, self.ctx.home()),
+            "raw_string" => {
+                let inner = text.strip_prefix('\'').unwrap_or(text);
+                b.quoted(inner.strip_suffix('\'').unwrap_or(inner));
+            }
+            "ansi_c_string" => {
+                let inner = text.strip_prefix("$'").unwrap_or(text);
+                b.ansi_c(inner.strip_suffix('\'').unwrap_or(inner));
+            }
+            "string" => self.double_quoted(node, scope, nd, b),
+            "translated_string" => {
+                for child in children(node) {
+                    if child.kind() == "string" {
+                        self.double_quoted(child, scope, nd, b);
+                    }
+                }
+            }
+            "simple_expansion" | "expansion" => self.expansion(node, scope, nd, b, in_quotes),
+            "command_substitution" | "process_substitution" => {
+                let before = self.out.commands.len();
+                let mut inner = scope.clone();
+                self.walk_children(node, &mut inner, &Stdin::Terminal, nd + 1);
+                if self.out.downloads_since(before) {
+                    b.download();
+                }
+                if node.kind() == "process_substitution" {
+                    b.process();
+                }
+                let short: String = text.chars().take(40).collect();
+                b.dynamic(text, format!("the output of `{short}`"));
+            }
+            "concatenation" | "command_name" => {
+                let mut first_part = first;
+                for child in children(node) {
+                    if child.is_named() {
+                        self.word_part(child, scope, nd + 1, b, first_part, in_quotes);
+                    } else {
+                        b.unquoted(self.text(child), first_part, self.ctx.home());
+                    }
+                    first_part = false;
+                }
+            }
+            "regex" | "extglob_pattern" | "test_operator" | "variable_name" => b.quoted(text),
+            _ => {
+                let mut inner = scope.clone();
+                self.walk_children(node, &mut inner, &Stdin::Terminal, nd + 1);
+                let short: String = text.chars().take(40).collect();
+                b.dynamic(text, format!("`{short}`"));
+            }
+        }
+    }
+
+    fn double_quoted(&mut self, node: Node<'_>, scope: &Scope, nd: usize, b: &mut WordBuilder) {
+        let start = node.start_byte();
+        let end = node.end_byte();
+        let text = self.text(node);
+        let mut pos = start + usize::from(text.starts_with('"'));
+        let inner_end = if text.len() >= 2 && text.ends_with('"') {
+            end - 1
+        } else {
+            end
+        };
+        b.quoted("");
+        for child in children(node) {
+            if !child.is_named() {
+                continue;
+            }
+            if child.start_byte() > pos {
+                b.double_quoted(self.src.get(pos..child.start_byte()).unwrap_or(""));
+            }
+            if child.kind() == "string_content" {
+                b.double_quoted(self.text(child));
+            } else {
+                self.word_part(child, scope, nd + 1, b, false, true);
+            }
+            pos = child.end_byte();
+        }
+        if inner_end > pos {
+            b.double_quoted(self.src.get(pos..inner_end).unwrap_or(""));
+        }
+    }
+
+    fn expansion(
+        &mut self,
+        node: Node<'_>,
+        scope: &Scope,
+        nd: usize,
+        b: &mut WordBuilder,
+        in_quotes: bool,
+    ) {
+        let text = self.text(node);
+        let kids = children(node);
+        let named: Vec<&Node<'_>> = kids.iter().filter(|c| c.is_named()).collect();
+        for n in &named {
+            if n.kind() == "variable_name" && is_secret_name(self.text(**n)) {
+                b.secret(self.text(**n));
+            }
+        }
+        let simple_name = match (node.kind(), named.as_slice()) {
+            ("simple_expansion", [n]) if n.kind() == "variable_name" => Some(self.text(**n)),
+            ("expansion", [n]) if n.kind() == "variable_name" && kids.len() == 3 => {
+                Some(self.text(**n))
+            }
+            _ => None,
+        };
+        match simple_name.and_then(|n| scope.var(n, self.ctx).map(|v| (n, v))) {
+            Some((name, value)) => b.expanded(name, &value, in_quotes),
+            None => {
+                let mut inner = scope.clone();
+                self.walk_children(node, &mut inner, &Stdin::Terminal, nd + 1);
+                b.dynamic(text, format!("the variable {text}"));
+            }
+        }
+    }
+}
