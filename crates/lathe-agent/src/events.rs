@@ -1,0 +1,268 @@
+//! Every user-visible step of a run, as data (DESIGN.md, "One turn, as data").
+//!
+//! Events are stored as JSON and printed by `lathe exec --json`, so each serialises as an object
+//! with a `type` tag: `{"type":"text_delta","text":"Hel"}`.
+
+use crate::provider::Usage;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A request to the model is about to be sent.
+    TurnStarted {
+        /// 1-based number of the model turn within the run.
+        turn: u32,
+        /// Model name.
+        model: String,
+    },
+    /// Text the user sees, already cleaned of recovered tool calls and the completion marker.
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// Thinking text.
+    ThinkingDelta {
+        /// The new thinking text.
+        text: String,
+    },
+    /// The model stopped thinking.
+    ThinkingDone {
+        /// How long this stretch of thinking lasted, in milliseconds.
+        duration_ms: u64,
+    },
+    /// The model asked for a tool call (native or recovered from its text).
+    ToolCallSeen {
+        /// Position of the call in the turn, from 0.
+        index: usize,
+        /// Tool name as resolved (or as written, when unknown).
+        name: String,
+        /// Arguments.
+        arguments: Value,
+    },
+    /// A tool call starts running.
+    ToolCallStarted {
+        /// Call id (the model's, or one given by the executor).
+        call_id: String,
+        /// Tool name.
+        name: String,
+        /// Arguments.
+        arguments: Value,
+        /// One line for humans: `read_file src/main.rs (lines 1-120)`.
+        summary: String,
+    },
+    /// The user is asked to approve a call.
+    ApprovalRequested {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// What the call would do, for humans.
+        description: String,
+        /// A unified diff, for edits.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        diff: Option<String>,
+    },
+    /// The user (or the policy) answered an approval request.
+    ApprovalResolved {
+        /// Call id.
+        call_id: String,
+        /// The answer.
+        decision: ApprovalDecision,
+    },
+    /// Output from a running call (a shell command's stdout or stderr).
+    ToolOutputDelta {
+        /// Call id.
+        call_id: String,
+        /// Which stream.
+        stream: OutputStream,
+        /// The new text.
+        text: String,
+    },
+    /// A call finished.
+    ToolCallFinished {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        name: String,
+        /// How it ended.
+        status: ToolStatus,
+        /// One line for humans: `shell cargo test -> exit 0, 3.2 s`.
+        summary: String,
+        /// Lines added and removed, for calls that changed files.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stats: Option<DiffStats>,
+        /// Wall time, in milliseconds.
+        duration_ms: u64,
+    },
+    /// Files changed by the calls of a turn, relative to the workspace root.
+    FilesChanged {
+        /// The paths.
+        paths: Vec<String>,
+    },
+    /// Something the user should know that is not an error (for example: switched to the text
+    /// tool protocol for this model).
+    Notice {
+        /// The message.
+        message: String,
+    },
+    /// A model turn ended.
+    TurnFinished {
+        /// 1-based number of the model turn.
+        turn: u32,
+        /// Why the model stopped, as the server said (`stop`, `length`, `tool_calls`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        finish_reason: Option<String>,
+        /// Token counts, when the server sent them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+        /// Whether the model wrote the completion marker.
+        task_complete: bool,
+    },
+    /// The whole run ended.
+    RunFinished {
+        /// How.
+        status: RunStatus,
+        /// Model turns used.
+        turns: u32,
+        /// A closing line for humans, when there is one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// A fault of the runtime or the model server (not a tool's error, which is a result).
+    Error {
+        /// The message, lowercase, with the offending value.
+        message: String,
+    },
+}
+
+/// The answer to an approval request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    /// Run this call.
+    AllowOnce,
+    /// Run this call and the same kind for the rest of the session.
+    AllowSession,
+    /// Do not run it; the model reads `message` when there is one.
+    Deny {
+        /// What to tell the model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+}
+
+/// Which output stream a delta came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputStream {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
+
+/// How a tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// It ran and succeeded.
+    Ok,
+    /// It ran and reported an error the model can fix.
+    Error,
+    /// The user or the policy denied it.
+    Denied,
+    /// Lathe refused it before running (unknown tool, a truncated write, a repeated call).
+    Refused,
+    /// It was stopped by the user.
+    Cancelled,
+}
+
+/// Lines added and removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct DiffStats {
+    /// Lines added.
+    pub added: u64,
+    /// Lines removed.
+    pub removed: u64,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The model answered without a call, or wrote the completion marker.
+    Finished,
+    /// The turn limit was reached.
+    MaxTurns,
+    /// An unrecoverable error.
+    Failed,
+    /// The user stopped it.
+    Stopped,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn events_carry_a_type_tag_and_round_trip() {
+        let events = vec![
+            Event::TurnStarted {
+                turn: 1,
+                model: "m".into(),
+            },
+            Event::TextDelta { text: "hi".into() },
+            Event::ThinkingDone { duration_ms: 1200 },
+            Event::ToolCallSeen {
+                index: 0,
+                name: "read_file".into(),
+                arguments: json!({"path": "a"}),
+            },
+            Event::ApprovalResolved {
+                call_id: "c".into(),
+                decision: ApprovalDecision::Deny {
+                    message: Some("no".into()),
+                },
+            },
+            Event::ToolCallFinished {
+                call_id: "c".into(),
+                name: "edit_file".into(),
+                status: ToolStatus::Ok,
+                summary: "edit_file a.rs".into(),
+                stats: Some(DiffStats {
+                    added: 3,
+                    removed: 1,
+                }),
+                duration_ms: 5,
+            },
+            Event::TurnFinished {
+                turn: 1,
+                finish_reason: Some("stop".into()),
+                usage: Some(Usage {
+                    prompt_tokens: Some(10),
+                    completion_tokens: None,
+                }),
+                task_complete: true,
+            },
+            Event::RunFinished {
+                status: RunStatus::MaxTurns,
+                turns: 50,
+                message: None,
+            },
+        ];
+        for event in events {
+            let value = serde_json::to_value(&event).unwrap();
+            assert!(value["type"].is_string(), "{value}");
+            let back: Event = serde_json::from_value(value).unwrap();
+            assert_eq!(back, event);
+        }
+        assert_eq!(
+            serde_json::to_string(&Event::TextDelta { text: "x".into() }).unwrap(),
+            r#"{"type":"text_delta","text":"x"}"#
+        );
+    }
+}

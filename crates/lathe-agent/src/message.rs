@@ -1,0 +1,186 @@
+//! Provider-neutral conversation history.
+//!
+//! Each provider writes these in its own wire format (see `provider::ollama` and
+//! `provider::openai`); the history itself stays faithful to what the model produced: an
+//! assistant turn keeps its thinking, text and tool calls, and each tool result names the call
+//! it answers.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One message of the conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    /// Instructions for the model.
+    System {
+        /// The text.
+        content: String,
+    },
+    /// What the user said.
+    User {
+        /// The text.
+        content: String,
+    },
+    /// What the model answered.
+    Assistant(AssistantMessage),
+    /// The result of one tool call.
+    Tool(ToolResult),
+}
+
+/// An assistant turn as the model produced it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AssistantMessage {
+    /// The text the model wrote, with recovered tool calls and the completion marker removed.
+    pub content: String,
+    /// The model's thinking, when it sent any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<String>,
+    /// Tool calls, native or recovered from text, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+}
+
+/// The result of one tool call, sent back to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The id of the call this answers, when the call had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// The name of the tool that was called.
+    pub tool_name: String,
+    /// What the model reads.
+    pub content: String,
+}
+
+/// One tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The call id the server gave, when it gave one (Ollama often does not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Tool name.
+    pub name: String,
+    /// Arguments, normally a JSON object.
+    pub arguments: Value,
+}
+
+impl Message {
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Message::System {
+            content: content.into(),
+        }
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Message::User {
+            content: content.into(),
+        }
+    }
+
+    /// An assistant message with text only.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Message::Assistant(AssistantMessage {
+            content: content.into(),
+            ..AssistantMessage::default()
+        })
+    }
+
+    /// The result of `call`, carrying its id and name.
+    pub fn tool_result(call: &ToolCall, content: impl Into<String>) -> Self {
+        Message::Tool(ToolResult {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            content: content.into(),
+        })
+    }
+
+    /// The text of the message (an assistant's content, a tool's output).
+    pub fn content(&self) -> &str {
+        match self {
+            Message::System { content } | Message::User { content } => content,
+            Message::Assistant(a) => &a.content,
+            Message::Tool(t) => &t.content,
+        }
+    }
+}
+
+impl ToolCall {
+    /// A call without an id.
+    pub fn new(name: impl Into<String>, arguments: Value) -> Self {
+        ToolCall {
+            id: None,
+            name: name.into(),
+            arguments,
+        }
+    }
+
+    /// The arguments as an object: an object as is, a string holding a JSON object parsed, and
+    /// anything else (null, a broken string) as an empty object. For wire formats that require
+    /// an object.
+    pub fn arguments_object(&self) -> serde_json::Map<String, Value> {
+        match &self.arguments {
+            Value::Object(map) => map.clone(),
+            Value::String(s) => match serde_json::from_str::<Value>(s) {
+                Ok(Value::Object(map)) => map,
+                _ => serde_json::Map::new(),
+            },
+            _ => serde_json::Map::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn messages_serialise_with_a_role_tag() {
+        let call = ToolCall {
+            id: Some("c1".into()),
+            name: "read_file".into(),
+            arguments: json!({"path": "a"}),
+        };
+        let history = vec![
+            Message::system("s"),
+            Message::user("u"),
+            Message::Assistant(AssistantMessage {
+                content: String::new(),
+                thinking: Some("t".into()),
+                tool_calls: vec![call.clone()],
+            }),
+            Message::tool_result(&call, "out"),
+        ];
+        let value = serde_json::to_value(&history).unwrap();
+        assert_eq!(value[0], json!({"role": "system", "content": "s"}));
+        assert_eq!(value[2]["role"], "assistant");
+        assert_eq!(value[2]["tool_calls"][0]["arguments"]["path"], "a");
+        assert_eq!(
+            value[3],
+            json!({"role": "tool", "tool_call_id": "c1", "tool_name": "read_file", "content": "out"})
+        );
+        let back: Vec<Message> = serde_json::from_value(value).unwrap();
+        assert_eq!(back, history);
+    }
+
+    #[test]
+    fn arguments_object_accepts_strings_and_tolerates_junk() {
+        assert_eq!(
+            ToolCall::new("x", json!("{\"a\":1}")).arguments_object()["a"],
+            1
+        );
+        assert!(
+            ToolCall::new("x", json!("{broken"))
+                .arguments_object()
+                .is_empty()
+        );
+        assert!(
+            ToolCall::new("x", Value::Null)
+                .arguments_object()
+                .is_empty()
+        );
+    }
+}

@@ -1,0 +1,253 @@
+//! The tools that exist, and how a name the model wrote maps onto one.
+
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// Prefixes models put before tool names (`functions.read_file` from OpenAI-style prompts,
+/// `default_api.read_file` from Gemini-style ones).
+const NAMESPACES: &[&str] = &[
+    "functions.",
+    "function.",
+    "tools.",
+    "tool.",
+    "default_api.",
+    "api.",
+];
+
+/// How many close names an unknown-tool answer lists.
+const SUGGESTIONS: usize = 3;
+
+/// The names (and parameter names) of the tools the model may call.
+#[derive(Debug, Clone, Default)]
+pub struct ToolNames {
+    names: Vec<String>,
+    normalised: HashMap<String, usize>,
+    /// Parameter names per tool, required ones first, for positional arguments.
+    params: Vec<Vec<String>>,
+}
+
+/// How a written name matched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NameMatch {
+    /// The exact name.
+    Exact(String),
+    /// A real name after normalising case, `_`, `-`, `.` and namespaces.
+    Normalised(String),
+    /// No tool by that name; the closest real names, best first.
+    Unknown(Vec<String>),
+}
+
+impl ToolNames {
+    /// Tools with these names and no known parameters.
+    pub fn new<I, S>(names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut out = ToolNames::default();
+        for name in names {
+            out.add(name.into(), Vec::new());
+        }
+        out
+    }
+
+    /// Tools from definitions in the function-calling shape (`{"type": "function", "function":
+    /// {"name", "parameters"}}`, or the bare function object).
+    pub fn from_definitions(definitions: &[Value]) -> Self {
+        let mut out = ToolNames::default();
+        for definition in definitions {
+            let function = definition.get("function").unwrap_or(definition);
+            let Some(name) = function["name"].as_str() else {
+                continue;
+            };
+            let parameters = &function["parameters"];
+            let mut params: Vec<String> = parameters["required"]
+                .as_array()
+                .map(|r| {
+                    r.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let Some(properties) = parameters["properties"].as_object() {
+                for key in properties.keys() {
+                    if !params.contains(key) {
+                        params.push(key.clone());
+                    }
+                }
+            }
+            out.add(name.to_string(), params);
+        }
+        out
+    }
+
+    fn add(&mut self, name: String, params: Vec<String>) {
+        if self.names.contains(&name) {
+            return;
+        }
+        self.normalised
+            .entry(normalise(&name))
+            .or_insert(self.names.len());
+        self.names.push(name);
+        self.params.push(params);
+    }
+
+    /// Whether there are no tools.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// The names, in the order given.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The parameter names of `tool` (required first), when known.
+    pub fn params(&self, tool: &str) -> &[String] {
+        self.names
+            .iter()
+            .position(|n| n == tool)
+            .map(|i| self.params[i].as_slice())
+            .unwrap_or(&[])
+    }
+
+    /// Matches `written` exactly, then normalised (case, `_`, `-`, `.`, spaces, then without a
+    /// namespace such as `functions.`).
+    pub fn resolve(&self, written: &str) -> NameMatch {
+        let written = written.trim();
+        if self.names.iter().any(|n| n == written) {
+            return NameMatch::Exact(written.to_string());
+        }
+        if let Some(name) = self.find_normalised(written) {
+            return NameMatch::Normalised(name);
+        }
+        let lower = written.to_ascii_lowercase();
+        for ns in NAMESPACES {
+            if let Some(rest) = lower.strip_prefix(ns)
+                && let Some(name) = self.find_normalised(rest)
+            {
+                return NameMatch::Normalised(name);
+            }
+        }
+        NameMatch::Unknown(self.closest(written))
+    }
+
+    /// The resolved name, when `written` names a real tool.
+    pub fn known(&self, written: &str) -> Option<String> {
+        match self.resolve(written) {
+            NameMatch::Exact(n) | NameMatch::Normalised(n) => Some(n),
+            NameMatch::Unknown(_) => None,
+        }
+    }
+
+    fn find_normalised(&self, written: &str) -> Option<String> {
+        self.normalised
+            .get(&normalise(written))
+            .map(|&i| self.names[i].clone())
+    }
+
+    /// The real names closest to `written`, best first.
+    pub fn closest(&self, written: &str) -> Vec<String> {
+        let target = normalise(written);
+        let mut scored: Vec<(f64, &String)> = self
+            .names
+            .iter()
+            .map(|n| (strsim::jaro_winkler(&target, &normalise(n)), n))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        scored
+            .into_iter()
+            .take(SUGGESTIONS)
+            .map(|(_, n)| n.clone())
+            .collect()
+    }
+
+    /// How alike `written` is to the closest real name, from 0 to 1.
+    pub(crate) fn similarity(&self, written: &str) -> f64 {
+        let target = normalise(written);
+        self.names
+            .iter()
+            .map(|n| strsim::normalized_damerau_levenshtein(&target, &normalise(n)))
+            .fold(0.0, f64::max)
+    }
+}
+
+/// Lower case without `_`, `-`, `.` and spaces: `Read-File`, `readFile`, `read.file` all become
+/// `readfile`.
+pub(crate) fn normalise(name: &str) -> String {
+    name.chars()
+        .filter(|c| !matches!(c, '_' | '-' | '.' | ' '))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn names() -> ToolNames {
+        ToolNames::new([
+            "read_file",
+            "write_file",
+            "edit_file",
+            "grep",
+            "list_files",
+            "shell",
+        ])
+    }
+
+    #[test]
+    fn exact_then_normalised() {
+        let n = names();
+        assert_eq!(n.resolve("read_file"), NameMatch::Exact("read_file".into()));
+        for written in [
+            "ReadFile",
+            "read-file",
+            "READ_FILE",
+            "read.file",
+            "readFile",
+            " read_file ",
+            "functions.read_file",
+            "default_api.read_file",
+        ] {
+            let got = n.resolve(written);
+            assert!(
+                got == NameMatch::Normalised("read_file".into())
+                    || got == NameMatch::Exact("read_file".into()),
+                "{written}: {got:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_names_get_the_closest_real_ones() {
+        let n = names();
+        match n.resolve("raed_file") {
+            NameMatch::Unknown(s) => assert_eq!(s[0], "read_file"),
+            other => panic!("{other:?}"),
+        }
+        match n.resolve("run_shell_command") {
+            NameMatch::Unknown(s) => assert!(s.contains(&"shell".to_string()), "{s:?}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(n.similarity("raed_file") > 0.7);
+        assert!(n.similarity("my-app") < 0.5);
+        assert_eq!(
+            ToolNames::default().resolve("x"),
+            NameMatch::Unknown(vec![])
+        );
+    }
+
+    #[test]
+    fn definitions_give_names_and_parameters() {
+        let n = ToolNames::from_definitions(&[
+            json!({"type": "function", "function": {"name": "read_file",
+            "parameters": {"type": "object", "properties": {"offset": {}, "path": {}, "limit": {}}, "required": ["path"]}}}),
+        ]);
+        assert_eq!(n.names(), ["read_file"]);
+        assert_eq!(n.params("read_file"), ["path", "offset", "limit"]);
+        assert!(n.params("nope").is_empty());
+    }
+}

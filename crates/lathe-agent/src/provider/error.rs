@@ -1,0 +1,223 @@
+//! Errors from talking to a model server, kept structured: callers branch on the variant (and
+//! the HTTP status), never on the message text.
+
+use std::time::Duration;
+
+/// Something went wrong talking to the model server.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    /// Nothing accepted the connection.
+    #[error("no model server at {url}: start it (ollama serve) or pass --base-url")]
+    NoServer {
+        /// The base URL that was tried.
+        url: String,
+    },
+    /// The server does not have the model.
+    #[error("{}", unknown_model_message(.model, .url, .available))]
+    UnknownModel {
+        /// The model asked for.
+        model: String,
+        /// The server.
+        url: String,
+        /// The models the server has.
+        available: Vec<String>,
+    },
+    /// The server refused a request because it carried tools.
+    #[error("model '{model}' does not support native tool calls: {message}")]
+    ToolsUnsupported {
+        /// The model.
+        model: String,
+        /// What the server said.
+        message: String,
+    },
+    /// The server answered with an error status.
+    #[error("model server answered http {status}: {body}")]
+    Http {
+        /// Status code.
+        status: u16,
+        /// The body (the server's `error` message when it sent JSON), cut to a readable length.
+        body: String,
+        /// The server's `Retry-After`, when it sent one.
+        retry_after: Option<Duration>,
+    },
+    /// The connection failed after it was made and before a response (reset, closed).
+    #[error("connection to the model server at {url} failed: {message}")]
+    Transport {
+        /// The server.
+        url: String,
+        /// What happened.
+        message: String,
+    },
+    /// The stream broke or reported an error after output had started.
+    #[error("the model stream failed: {0}")]
+    MidStream(String),
+    /// The server sent something that is not the expected wire format.
+    #[error("unexpected response from the model server: {0}")]
+    Protocol(String),
+    /// The configuration cannot work (a base URL that does not parse).
+    #[error("invalid model server configuration: {0}")]
+    Config(String),
+}
+
+impl ProviderError {
+    /// Whether a request that failed this way, before any output, may be sent again.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ProviderError::Transport { .. } => true,
+            ProviderError::Http { status, .. } => RETRYABLE_STATUSES.contains(status),
+            _ => false,
+        }
+    }
+}
+
+/// Statuses that mean "try again shortly": a proxy or server that is starting, overloaded or
+/// restarting. A 500 is not here: Ollama uses it for model load failures that do not heal.
+pub(crate) const RETRYABLE_STATUSES: &[u16] = &[429, 502, 503, 504];
+
+fn unknown_model_message(model: &str, url: &str, available: &[String]) -> String {
+    if available.is_empty() {
+        format!(
+            "model '{model}' is not on the model server at {url}, which has no models: pull one (ollama pull {model})"
+        )
+    } else {
+        format!(
+            "model '{model}' is not on the model server at {url}; it has: {} (pass one with --model, or pull it)",
+            available.join(", ")
+        )
+    }
+}
+
+/// Whether an error body says the server cannot take `tools` for this model. Servers only say
+/// so in prose, so this is the one place that reads their words:
+/// - Ollama (native and `/v1`): `registry.ollama.ai/library/gemma:2b does not support tools`
+/// - vLLM: `"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set`
+/// - llama.cpp without `--jinja`: `tools param requires --jinja flag`
+pub(crate) fn refuses_tools(body: &str) -> bool {
+    const PHRASES: &[&str] = &[
+        "does not support tools",
+        "--enable-auto-tool-choice",
+        "tools param requires --jinja",
+        "tool calling is not supported",
+        "tools are not supported",
+    ];
+    let lower = body.to_ascii_lowercase();
+    PHRASES.iter().any(|p| lower.contains(p))
+}
+
+/// The readable message in an error body: Ollama's `{"error": "..."}`, OpenAI's
+/// `{"error": {"message": ...}}`, vLLM's `{"message": ...}`, or the text itself, cut to
+/// `MAX_ERROR_BODY` characters.
+pub(crate) fn error_message(body: &str) -> String {
+    let text = match serde_json::from_str::<serde_json::Value>(body) {
+        Ok(v) => {
+            let msg = v
+                .get("error")
+                .and_then(|e| {
+                    e.as_str().map(str::to_string).or_else(|| {
+                        e.get("message")
+                            .and_then(|m| m.as_str())
+                            .map(str::to_string)
+                    })
+                })
+                .or_else(|| {
+                    v.get("message")
+                        .and_then(|m| m.as_str())
+                        .map(str::to_string)
+                })
+                .or_else(|| v.get("detail").and_then(|m| m.as_str()).map(str::to_string));
+            msg.unwrap_or_else(|| body.trim().to_string())
+        }
+        Err(_) => body.trim().to_string(),
+    };
+    cut(&text, MAX_ERROR_BODY)
+}
+
+/// Error bodies are shown to users; an HTML error page should not flood the terminal.
+const MAX_ERROR_BODY: usize = 600;
+
+pub(crate) fn cut(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_users_can_act_on() {
+        let e = ProviderError::NoServer {
+            url: "http://127.0.0.1:11434".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "no model server at http://127.0.0.1:11434: start it (ollama serve) or pass --base-url"
+        );
+        let e = ProviderError::UnknownModel {
+            model: "x".into(),
+            url: "u".into(),
+            available: vec!["a".into(), "b".into()],
+        };
+        assert!(e.to_string().contains("it has: a, b"));
+        let e = ProviderError::UnknownModel {
+            model: "x".into(),
+            url: "u".into(),
+            available: vec![],
+        };
+        assert!(e.to_string().contains("no models"));
+    }
+
+    #[test]
+    fn tool_refusals_from_each_server() {
+        assert!(refuses_tools(
+            "registry.ollama.ai/library/gemma:2b does not support tools"
+        ));
+        assert!(refuses_tools(
+            "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set"
+        ));
+        assert!(refuses_tools("tools param requires --jinja flag"));
+        assert!(!refuses_tools("model is loading"));
+    }
+
+    #[test]
+    fn error_messages_are_extracted_from_each_shape() {
+        assert_eq!(error_message(r#"{"error":"boom"}"#), "boom");
+        assert_eq!(
+            error_message(r#"{"error":{"message":"bad","type":"x"}}"#),
+            "bad"
+        );
+        assert_eq!(
+            error_message(r#"{"object":"error","message":"vllm"}"#),
+            "vllm"
+        );
+        assert_eq!(error_message("plain\n"), "plain");
+        assert_eq!(
+            error_message(&"é".repeat(700)).chars().count(),
+            MAX_ERROR_BODY + 1
+        );
+    }
+
+    #[test]
+    fn transient_errors() {
+        let http = |status| ProviderError::Http {
+            status,
+            body: String::new(),
+            retry_after: None,
+        };
+        assert!(http(503).is_transient());
+        assert!(http(502).is_transient());
+        assert!(!http(500).is_transient());
+        assert!(!http(400).is_transient());
+        assert!(
+            ProviderError::Transport {
+                url: "u".into(),
+                message: "reset".into()
+            }
+            .is_transient()
+        );
+        assert!(!ProviderError::NoServer { url: "u".into() }.is_transient());
+        assert!(!ProviderError::MidStream("x".into()).is_transient());
+    }
+}
