@@ -201,3 +201,72 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+/// Computes a [`FileStamp`] piece by piece, for files too large to hold in memory. Fed the
+/// pieces of some bytes in order, it finishes with exactly [`FileStamp::of`] those bytes.
+pub struct StampBuilder {
+    hasher: std::collections::hash_map::DefaultHasher,
+    expected: u64,
+    seen: u64,
+}
+
+impl StampBuilder {
+    /// A builder for content of `len` bytes (the length is hashed first, as `FileStamp::of`
+    /// hashes a slice: its length, then its bytes).
+    pub fn new(len: u64) -> Self {
+        use std::hash::Hasher;
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        hasher.write_usize(len as usize);
+        StampBuilder {
+            hasher,
+            expected: len,
+            seen: 0,
+        }
+    }
+
+    /// Adds the next piece.
+    pub fn update(&mut self, bytes: &[u8]) {
+        use std::hash::Hasher;
+        self.hasher.write(bytes);
+        self.seen += bytes.len() as u64;
+    }
+
+    /// The stamp, or `None` when the pieces did not add up to the announced length (the file
+    /// changed while it was read, so no stamp describes it).
+    pub fn finish(self) -> Option<FileStamp> {
+        use std::hash::Hasher;
+        (self.seen == self.expected).then(|| FileStamp {
+            len: self.seen,
+            hash: self.hasher.finish(),
+        })
+    }
+}
+
+impl Session {
+    /// Remembers a stamp computed elsewhere (see [`StampBuilder`]) for `path`, as
+    /// [`Session::record_file`] does for bytes in memory.
+    pub fn record_stamp(&self, path: &Path, stamp: FileStamp) {
+        lock(&self.files).insert(path.to_path_buf(), stamp);
+    }
+}
+
+#[cfg(test)]
+mod stamp_tests {
+    use super::*;
+
+    #[test]
+    fn streamed_stamp_equals_stamp_of_whole_bytes() {
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for piece in [1usize, 3, 8, 13, 4096, 100_000] {
+            let mut builder = StampBuilder::new(bytes.len() as u64);
+            for chunk in bytes.chunks(piece) {
+                builder.update(chunk);
+            }
+            assert_eq!(builder.finish(), Some(FileStamp::of(&bytes)), "pieces of {piece}");
+        }
+        assert_eq!(StampBuilder::new(0).finish(), Some(FileStamp::of(b"")));
+        let mut short = StampBuilder::new(10);
+        short.update(b"abc");
+        assert_eq!(short.finish(), None);
+    }
+}

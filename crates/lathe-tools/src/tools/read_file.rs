@@ -1,0 +1,289 @@
+//! `read_file`: numbered lines of a text file, by range, in bounded memory.
+
+mod scan;
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::sync::Arc;
+
+use nix::fcntl::OFlag;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::session::Session;
+use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tools::suggest;
+use crate::tools::text::{group, human_size};
+use crate::workspace::{Access, ResolvedPath};
+
+/// Lines shown when the call gives no `limit`.
+pub const DEFAULT_LIMIT: u64 = 2000;
+/// Lines longer than this many characters are cut.
+pub const MAX_LINE_CHARS: usize = 2000;
+/// How much of the start of a file decides whether it is binary.
+const SNIFF_BYTES: usize = 8192;
+/// A sample with more than this share of control bytes is binary.
+const MAX_CONTROL_SHARE: f64 = 0.3;
+
+/// Read a text file. Shows its lines numbered like `cat -n` (number, tab, text).
+///
+/// Shows lines 1-2000 by default; for more, call again with `offset` = the first line to show.
+/// Lines longer than 2000 characters are cut. When only part of the file is shown, a last note
+/// says `showing lines A-B of N` and which offset reads on. For a directory use list_files.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ReadFileInput {
+    /// The file, relative to the workspace root (an absolute path inside it also works).
+    pub path: String,
+    /// The first line to show, counting from 1. Default: 1.
+    pub offset: Option<i64>,
+    /// The most lines to show. Default: 2000.
+    pub limit: Option<i64>,
+}
+
+/// The `read_file` tool.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ReadFileTool;
+
+impl Tool for ReadFileTool {
+    const NAME: &'static str = "read_file";
+    type Input = ReadFileInput;
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+
+    async fn run(&self, input: ReadFileInput, ctx: ToolContext) -> ToolOutput {
+        let session = Arc::clone(&ctx.session);
+        let cancel = ctx.cancel.clone();
+        tokio::task::spawn_blocking(move || read(&session, &input, &cancel))
+            .await
+            .unwrap_or_else(|err| ToolOutput::error(format!("read_file stopped unexpectedly: {err}")))
+    }
+}
+
+fn read(session: &Session, input: &ReadFileInput, cancel: &CancellationToken) -> ToolOutput {
+    let offset = match input.offset {
+        None | Some(0) => 1,
+        Some(n) if n < 0 => {
+            return ToolOutput::error(format!(
+                "offset must be a line number of 1 or more (the first line is 1), got {n}"
+            ));
+        }
+        Some(n) => n as u64,
+    };
+    let limit = match input.limit {
+        None => DEFAULT_LIMIT,
+        Some(n) if n < 1 => {
+            return ToolOutput::error(format!(
+                "limit must be 1 or more (the most lines to show; default {DEFAULT_LIMIT}), got {n}"
+            ));
+        }
+        Some(n) => n as u64,
+    };
+    let workspace = session.workspace();
+    let resolved = match workspace.resolve(&input.path, Access::Read) {
+        Ok(resolved) => resolved,
+        Err(err) => return ToolOutput::error(err.to_string()),
+    };
+    let shown = resolved.shown().to_owned();
+    // O_NONBLOCK: opening a FIFO must not wait for a writer; regular files ignore the flag.
+    let mut file = match workspace.open(&resolved, OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0) {
+        Ok(file) => file,
+        Err(err) => return open_error(session, &resolved, &err),
+    };
+    let meta = match file.metadata() {
+        Ok(meta) => meta,
+        Err(err) => return ToolOutput::error(format!("cannot read {shown}: {err}")),
+    };
+    if meta.is_dir() {
+        return ToolOutput::error(format!(
+            "{shown} is a directory, not a file; use list_files with path=\"{shown}\" to see what it holds"
+        ))
+        .with_meta("path", shown);
+    }
+    if !meta.is_file() {
+        return ToolOutput::error(format!(
+            "{shown} is not a regular file (a device, FIFO or socket); read_file reads regular files only"
+        ))
+        .with_meta("path", shown);
+    }
+    let prefix = match read_prefix(&mut file, SNIFF_BYTES) {
+        Ok(prefix) => prefix,
+        Err(err) => return ToolOutput::error(format!("cannot read {shown}: {err}")),
+    };
+    if let Some(kind) = binary_kind(&prefix) {
+        return ToolOutput::ok(format!(
+            "{shown} is a binary file ({kind}, {}); read_file shows text only. \
+             Use the shell (e.g. `file` or `xxd | head`) to inspect it.",
+            human_size(meta.len())
+        ))
+        .with_meta("path", shown)
+        .with_meta("binary", true)
+        .with_meta("bytes", meta.len());
+    }
+    let request = scan::Request {
+        offset,
+        limit,
+        max_line_chars: MAX_LINE_CHARS,
+    };
+    let scan = match scan::scan(&mut file, &prefix, meta.len(), request, cancel) {
+        Ok(scan) => scan,
+        Err(err) if err.kind() == io::ErrorKind::Interrupted => {
+            return ToolOutput::error(format!("reading {shown} was cancelled"));
+        }
+        Err(err) => return ToolOutput::error(format!("cannot read {shown}: {err}")),
+    };
+    match scan.stamp {
+        Some(stamp) => session.record_stamp(resolved.abs(), stamp),
+        // It changed while being read: whatever was remembered no longer describes it.
+        None => session.forget_file(resolved.abs()),
+    }
+    render(&shown, offset, &scan)
+}
+
+fn open_error(session: &Session, resolved: &ResolvedPath, err: &io::Error) -> ToolOutput {
+    let shown = resolved.shown();
+    let missing = err.kind() == io::ErrorKind::NotFound || err.raw_os_error() == Some(libc::ENOTDIR);
+    if missing {
+        let similar = suggest::similar_paths(session.workspace(), resolved.abs(), 3);
+        return ToolOutput::error(format!(
+            "{shown} does not exist.{} Use list_files to see which files there are.",
+            suggest::did_you_mean(&similar)
+        ))
+        .with_meta("path", shown)
+        .with_meta("suggestions", similar);
+    }
+    ToolOutput::error(format!("cannot read {shown}: {err}")).with_meta("path", shown)
+}
+
+/// Reads up to `max` bytes (fewer only at end of file).
+fn read_prefix(file: &mut File, max: usize) -> io::Result<Vec<u8>> {
+    let mut prefix = Vec::with_capacity(max);
+    file.by_ref().take(max as u64).read_to_end(&mut prefix)?;
+    Ok(prefix)
+}
+
+/// What a binary sample looks like, or `None` for text: a NUL byte, or mostly control bytes.
+fn binary_kind(sample: &[u8]) -> Option<String> {
+    const MAGIC: &[(&[u8], &str)] = &[
+        (b"\x89PNG", "PNG image"),
+        (b"\xFF\xD8\xFF", "JPEG image"),
+        (b"GIF8", "GIF image"),
+        (b"%PDF", "PDF document"),
+        (b"PK\x03\x04", "zip archive"),
+        (b"\x1F\x8B", "gzip data"),
+        (b"\x7FELF", "ELF executable"),
+        (b"SQLite format 3\0", "SQLite database"),
+        (b"\0asm", "WebAssembly module"),
+        (b"\xFF\xFE", "UTF-16 text, which read_file cannot show"),
+        (b"\xFE\xFF", "UTF-16 text, which read_file cannot show"),
+    ];
+    let has_nul = sample.contains(&0);
+    let control = sample
+        .iter()
+        .filter(|&&b| (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0C | 0x1B)) || b == 0x7F)
+        .count();
+    let mostly_control = !sample.is_empty() && control as f64 / sample.len() as f64 > MAX_CONTROL_SHARE;
+    if !has_nul && !mostly_control {
+        return None;
+    }
+    let kind = MAGIC
+        .iter()
+        .find(|(magic, _)| sample.starts_with(magic))
+        .map_or("binary data", |(_, kind)| kind);
+    Some(kind.to_owned())
+}
+
+fn render(shown: &str, offset: u64, scan: &scan::Scan) -> ToolOutput {
+    let total = scan.total_lines;
+    if total == 0 {
+        return ToolOutput::ok(format!("{shown} is empty ({}).", human_size(scan.bytes)))
+            .with_meta("path", shown)
+            .with_meta("total_lines", 0)
+            .with_meta("bytes", scan.bytes);
+    }
+    let (Some(first), Some(last)) = (scan.lines.first(), scan.lines.last()) else {
+        return ToolOutput::error(format!(
+            "offset {offset} is past the end of {shown}, which has {total} line{}; \
+             use an offset from 1 to {total}",
+            if total == 1 { "" } else { "s" }
+        ))
+        .with_meta("path", shown)
+        .with_meta("total_lines", total);
+    };
+    let mut text = String::with_capacity(scan.lines.iter().map(|l| l.text.len() + 10).sum());
+    let mut cut_lines = 0u64;
+    for line in &scan.lines {
+        text.push_str(&format!("{:>6}\t{}", line.number, line.text));
+        if let Some(chars) = line.cut_from {
+            cut_lines += 1;
+            text.push_str(&format!(
+                " [... line cut: showing {MAX_LINE_CHARS} of {} characters]",
+                group(chars)
+            ));
+        }
+        text.push('\n');
+    }
+    let (a, b) = (first.number, last.number);
+    let mut notes = Vec::new();
+    if b < total {
+        notes.push(format!(
+            "showing lines {a}-{b} of {total}; to read on, call read_file with offset={}",
+            b + 1
+        ));
+    } else if a > 1 {
+        notes.push(format!("showing lines {a}-{b} of {total}; this is the end of the file"));
+    }
+    if b == total && scan.no_final_newline {
+        notes.push("the file does not end with a newline".to_owned());
+    }
+    if cut_lines > 0 {
+        notes.push(format!(
+            "{cut_lines} line{} longer than {MAX_LINE_CHARS} characters {} cut",
+            if cut_lines == 1 { "" } else { "s" },
+            if cut_lines == 1 { "was" } else { "were" }
+        ));
+    }
+    if scan.invalid_utf8 {
+        notes.push("the file is not valid UTF-8: bytes that are not UTF-8 are shown as \u{FFFD}".to_owned());
+    }
+    if scan.crlf {
+        notes.push("the file has CRLF line endings, shown without \\r (edit_file keeps them)".to_owned());
+    }
+    if !notes.is_empty() {
+        text.push('\n');
+        for note in notes {
+            text.push_str(&format!("({note})\n"));
+        }
+    }
+    ToolOutput::ok(text)
+        .with_meta("path", shown)
+        .with_meta("offset", a)
+        .with_meta("end", b)
+        .with_meta("total_lines", total)
+        .with_meta("bytes", scan.bytes)
+        .with_meta("complete", a == 1 && b == total)
+        .with_meta("cut_lines", cut_lines)
+        .with_meta("encoding", json!(if scan.invalid_utf8 { "lossy" } else { "utf-8" }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binary_detection() {
+        assert_eq!(binary_kind(b"fn main() {}\n\ttab\r\n"), None);
+        assert_eq!(binary_kind(b"").as_deref(), None);
+        assert_eq!(binary_kind(b"\x89PNG\r\n\x1a\n\0\0").as_deref(), Some("PNG image"));
+        assert_eq!(binary_kind(b"abc\0def").as_deref(), Some("binary data"));
+        let controls: Vec<u8> = (0..100).map(|i| if i % 2 == 0 { 1 } else { b'a' }).collect();
+        assert!(binary_kind(&controls).is_some());
+        let few: Vec<u8> = (0..100).map(|i| if i % 10 == 0 { 1 } else { b'a' }).collect();
+        assert_eq!(binary_kind(&few), None);
+        let ansi = b"\x1b[31mred\x1b[0m\n".repeat(10);
+        assert_eq!(binary_kind(&ansi), None);
+    }
+}

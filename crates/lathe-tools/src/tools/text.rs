@@ -1,0 +1,180 @@
+//! Text helpers shared by the file tools: the UTF-8 byte-order mark, line endings, line counts,
+//! sizes as people read them, and unified diffs with their +/- counts.
+
+use std::time::Duration;
+
+use similar::{ChangeTag, TextDiff};
+
+/// The UTF-8 byte-order mark.
+pub const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// How long a diff may search for the smallest edit before settling for a correct, larger one.
+/// Diffs are for people and counts; a pathological input must not stall a tool call.
+const DIFF_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Counts `\n` bytes. Written so the compiler vectorises it: the inner loop sums byte flags in
+/// a `u8`, which cannot overflow in blocks of 255.
+pub fn count_newlines(bytes: &[u8]) -> u64 {
+    let mut total = 0u64;
+    for block in bytes.chunks(255) {
+        let n = block.iter().fold(0u8, |acc, &b| acc + u8::from(b == b'\n'));
+        total += u64::from(n);
+    }
+    total
+}
+
+/// The number of lines as `read_file` numbers them: every `\n` ends a line, and text after the
+/// last `\n` is one more line.
+pub fn line_count(text: &str) -> usize {
+    let newlines = count_newlines(text.as_bytes()) as usize;
+    if text.is_empty() || text.ends_with('\n') {
+        newlines
+    } else {
+        newlines + 1
+    }
+}
+
+/// `12345` -> `12,345`.
+pub fn group(n: u64) -> String {
+    crate::budget::group(n as usize)
+}
+
+/// A size as people read it: `812 bytes`, `4.2 KiB (4,301 bytes)`, `1.5 GiB (1,610,612,736 bytes)`.
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} bytes");
+    }
+    let mut value = bytes as f64;
+    let mut unit = "";
+    for name in UNITS {
+        value /= 1024.0;
+        unit = name;
+        if value < 1024.0 {
+            break;
+        }
+    }
+    format!("{value:.1} {unit} ({} bytes)", group(bytes))
+}
+
+/// Removes `\r` directly before each `\n` (CRLF -> LF); a lone `\r` stays.
+pub fn crlf_to_lf(text: &str) -> String {
+    if !text.contains("\r\n") {
+        return text.to_owned();
+    }
+    text.replace("\r\n", "\n")
+}
+
+/// Line counts of a change, and its unified diff.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DiffSummary {
+    /// Lines added.
+    pub added: usize,
+    /// Lines removed.
+    pub removed: usize,
+    /// The unified diff, cut to the requested number of lines (with a note saying so).
+    pub unified: String,
+}
+
+/// Counts added and removed lines between `old` and `new`.
+pub fn diff_counts(old: &str, new: &str) -> (usize, usize) {
+    let diff = line_diff(old, new);
+    let mut added = 0;
+    let mut removed = 0;
+    for change in diff.iter_all_changes() {
+        match change.tag() {
+            ChangeTag::Insert => added += 1,
+            ChangeTag::Delete => removed += 1,
+            ChangeTag::Equal => {}
+        }
+    }
+    (added, removed)
+}
+
+/// The unified diff of `old` -> `new` labelled with `shown`, with `context` lines around each
+/// change, cut after `max_lines` lines, and its counts.
+pub fn diff(old: &str, new: &str, shown: &str, context: usize, max_lines: usize) -> DiffSummary {
+    let text_diff = line_diff(old, new);
+    let (added, removed) = diff_counts(old, new);
+    let full = text_diff
+        .unified_diff()
+        .context_radius(context)
+        .header(&format!("a/{shown}"), &format!("b/{shown}"))
+        .to_string();
+    let total_lines = full.lines().count();
+    let unified = if total_lines > max_lines {
+        let mut cut: String = full
+            .split_inclusive('\n')
+            .take(max_lines)
+            .collect();
+        if !cut.ends_with('\n') {
+            cut.push('\n');
+        }
+        cut.push_str(&format!(
+            "... (diff cut: {} more lines; read the file to see the rest)\n",
+            total_lines - max_lines
+        ));
+        cut
+    } else {
+        full
+    };
+    DiffSummary {
+        added,
+        removed,
+        unified,
+    }
+}
+
+fn line_diff<'a>(old: &'a str, new: &'a str) -> TextDiff<'a, 'a, str> {
+    TextDiff::configure()
+        .timeout(DIFF_TIMEOUT)
+        .diff_lines(old, new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newlines_are_counted_across_blocks() {
+        let text = "a\n".repeat(1000) + "tail";
+        assert_eq!(count_newlines(text.as_bytes()), 1000);
+        assert_eq!(count_newlines(&[b'\n'; 600]), 600);
+        assert_eq!(count_newlines(b""), 0);
+    }
+
+    #[test]
+    fn line_counts_follow_read_file_numbering() {
+        assert_eq!(line_count(""), 0);
+        assert_eq!(line_count("a"), 1);
+        assert_eq!(line_count("a\n"), 1);
+        assert_eq!(line_count("a\nb"), 2);
+        assert_eq!(line_count("\n\n"), 2);
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(human_size(0), "0 bytes");
+        assert_eq!(human_size(1023), "1023 bytes");
+        assert_eq!(human_size(1536), "1.5 KiB (1,536 bytes)");
+        assert_eq!(human_size(3 << 30), "3.0 GiB (3,221,225,472 bytes)");
+    }
+
+    #[test]
+    fn crlf_becomes_lf_but_lone_cr_stays() {
+        assert_eq!(crlf_to_lf("a\r\nb\rc\r\n"), "a\nb\rc\n");
+    }
+
+    #[test]
+    fn diff_counts_and_cuts() {
+        let old = "a\nb\nc\n";
+        let new = "a\nB\nc\nd\n";
+        let summary = diff(old, new, "f.txt", 3, 100);
+        assert_eq!((summary.added, summary.removed), (2, 1));
+        assert!(summary.unified.starts_with("--- a/f.txt\n+++ b/f.txt\n@@"), "{}", summary.unified);
+        assert!(summary.unified.contains("-b\n+B\n"), "{}", summary.unified);
+        let cut = diff(old, new, "f.txt", 3, 3);
+        assert!(cut.unified.contains("diff cut: "), "{}", cut.unified);
+        assert_eq!(cut.unified.lines().count(), 4);
+    }
+}
