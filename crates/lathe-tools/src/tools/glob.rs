@@ -153,7 +153,11 @@ fn normalize(pattern: &str, root: &SearchRoot) -> Result<String, String> {
 /// True when an absolute pattern's first component names a directory at the file system root
 /// that is not also under the search root: the pattern is a path elsewhere, not an anchor.
 fn names_outside(pattern: &str, root: &SearchRoot) -> bool {
-    let first = pattern.trim_start_matches('/').split('/').next().unwrap_or("");
+    let first = pattern
+        .trim_start_matches('/')
+        .split('/')
+        .next()
+        .unwrap_or("");
     let literal = !first.is_empty() && !first.contains(['*', '?', '[', '{', '\\']);
     literal && Path::new("/").join(first).exists() && !root.abs.join(first).exists()
 }
@@ -225,7 +229,8 @@ fn execute(input: &GlobInput, ctx: &ToolContext) -> ToolOutput {
         WalkState::Continue
     });
     if ctx.cancel.is_cancelled() {
-        return ToolOutput::error("glob was cancelled; nothing is shown").with_meta("cancelled", true);
+        return ToolOutput::error("glob was cancelled; nothing is shown")
+            .with_meta("cancelled", true);
     }
     let mut found = Vec::new();
     let mut any_case = Vec::new();
@@ -243,7 +248,11 @@ fn execute(input: &GlobInput, ctx: &ToolContext) -> ToolOutput {
     }
     if by_time {
         // Newest first; files whose time cannot be read go last; ties by path.
-        found.sort_unstable_by(|a, b| b.modified.cmp(&a.modified).then_with(|| a.path.cmp(&b.path)));
+        found.sort_unstable_by(|a, b| {
+            b.modified
+                .cmp(&a.modified)
+                .then_with(|| a.path.cmp(&b.path))
+        });
     } else {
         found.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     }
@@ -302,7 +311,10 @@ fn nothing_found(
     };
     let mut text = format!("No files match {:?} in {place}.", input.pattern);
     if !any_case.is_empty() {
-        let names: Vec<String> = any_case.iter().map(|p| search_walk::shown(workspace, p)).collect();
+        let names: Vec<String> = any_case
+            .iter()
+            .map(|p| search_walk::shown(workspace, p))
+            .collect();
         text.push_str(&format!(
             " Ignoring case, these match: {} (the pattern is case-sensitive).",
             names.join(", ")
@@ -311,7 +323,11 @@ fn nothing_found(
     if walk.filters_apply() {
         let excluded = search_walk::unfiltered_count(
             walk,
-            |path| patterns.exact.is_match(path.strip_prefix(&root.abs).unwrap_or(path)),
+            |path| {
+                patterns
+                    .exact
+                    .is_match(path.strip_prefix(&root.abs).unwrap_or(path))
+            },
             EXCLUDED_ENOUGH,
             &ctx.cancel,
         );
@@ -326,7 +342,11 @@ fn nothing_found(
             } else {
                 plural(excluded.count, "file", "files")
             };
-            let hidden = if walk.hidden { "" } else { " pass hidden: true to include hidden files;" };
+            let hidden = if walk.hidden {
+                ""
+            } else {
+                " pass hidden: true to include hidden files;"
+            };
             text.push_str(&format!(
                 " {count} that match are hidden or ignored by .gitignore/.ignore/.rgignore (e.g. {}):{hidden} \
                  to list an ignored directory, give it as path.",
@@ -357,7 +377,11 @@ mod tests {
         assert_eq!(normalize("/a/*.rs", &root()).unwrap(), "a/*.rs");
         assert_eq!(normalize("a/", &root()).unwrap(), "a/**");
         assert_eq!(normalize("/ws/src/a/*.rs", &root()).unwrap(), "a/*.rs");
-        assert!(normalize("/usr/*.rs", &root()).unwrap_err().contains("outside"));
+        assert!(
+            normalize("/usr/*.rs", &root())
+                .unwrap_err()
+                .contains("outside")
+        );
         assert!(normalize("  ", &root()).unwrap_err().contains("empty"));
     }
 

@@ -7,6 +7,7 @@
 //! match and are not counted), files in `files_with_matches` and `count` modes. A line of a
 //! multi-line match counts as one matching line each.
 
+mod file;
 mod pattern;
 mod render;
 mod search;
@@ -63,7 +64,11 @@ pub struct GrepInput {
     pub glob: Option<Vec<String>>,
     /// File type or list of types, by ripgrep's names: `rust`, `py`, `js`, `ts`, `go`, `c`,
     /// `cpp`, `java`, `md`, `json`, `yaml`, ...; a leading `!` excludes a type.
-    #[serde(default, rename = "type", deserialize_with = "search_walk::one_or_many")]
+    #[serde(
+        default,
+        rename = "type",
+        deserialize_with = "search_walk::one_or_many"
+    )]
     pub file_type: Option<Vec<String>>,
     /// Match letters in either case. Default false.
     #[serde(default)]
@@ -136,7 +141,9 @@ fn execute(input: &GrepInput, ctx: &ToolContext) -> ToolOutput {
     let glob_root = if root.is_dir {
         root.abs.clone()
     } else {
-        root.abs.parent().map_or_else(|| root.abs.clone(), std::path::Path::to_path_buf)
+        root.abs
+            .parent()
+            .map_or_else(|| root.abs.clone(), std::path::Path::to_path_buf)
     };
     let overrides = match search_walk::overrides(&glob_root, &globs) {
         Ok(overrides) => overrides,
@@ -158,7 +165,9 @@ fn execute(input: &GrepInput, ctx: &ToolContext) -> ToolOutput {
     let walk = WalkSpec {
         root: root.abs.clone(),
         hidden: input.hidden
-            || globs.iter().any(|g| !g.trim().starts_with('!') && search_walk::names_hidden(g)),
+            || globs
+                .iter()
+                .any(|g| !g.trim().starts_with('!') && search_walk::names_hidden(g)),
         overrides,
         types,
     };
@@ -247,8 +256,12 @@ impl Report<'_> {
                 };
                 let shown = search_walk::shown(workspace, &file.path);
                 match search::page_lines(&file.path, &spec) {
-                    Ok(lines) => render::push_file_lines(&mut text, &shown, &lines, before + after > 0),
-                    Err(err) => problems.add(format!("{shown}: {}", err.to_string().to_lowercase())),
+                    Ok(lines) => {
+                        render::push_file_lines(&mut text, &shown, &lines, before + after > 0)
+                    }
+                    Err(err) => {
+                        problems.add(format!("{shown}: {}", err.to_string().to_lowercase()))
+                    }
                 }
             }
             if file_end >= end {
@@ -257,12 +270,18 @@ impl Report<'_> {
             first_of_file = file_end;
         }
         if self.ctx.cancel.is_cancelled() {
-            return ToolOutput::error("grep was cancelled while reading the page; nothing is shown");
+            return ToolOutput::error(
+                "grep was cancelled while reading the page; nothing is shown",
+            );
         }
         let files = self.census.files.len();
         let summary = (offset > 0 || end < total).then(|| {
             let range = if offset == 0 {
-                format!("showing {} of {} matching lines", group(end as usize), group(total as usize))
+                format!(
+                    "showing {} of {} matching lines",
+                    group(end as usize),
+                    group(total as usize)
+                )
             } else {
                 format!(
                     "showing matching lines {}-{} of {}",
@@ -271,7 +290,11 @@ impl Report<'_> {
                     group(total as usize)
                 )
             };
-            format!("{range} in {}{}", plural(files, "file", "files"), next_page(end, total))
+            format!(
+                "{range} in {}{}",
+                plural(files, "file", "files"),
+                next_page(end, total)
+            )
         });
         let (lines_total, shown) = (total, end - offset);
         self.finish(text, summary, problems)
@@ -302,9 +325,18 @@ impl Report<'_> {
         let lines_total = self.total_lines();
         let summary = (offset > 0 || end < total).then(|| {
             let range = if offset == 0 {
-                format!("showing {} of {} files with matches", group(end), group(total))
+                format!(
+                    "showing {} of {} files with matches",
+                    group(end),
+                    group(total)
+                )
             } else {
-                format!("showing files {}-{} of {} with matches", group(offset + 1), group(end), group(total))
+                format!(
+                    "showing files {}-{} of {} with matches",
+                    group(offset + 1),
+                    group(end),
+                    group(total)
+                )
             };
             let lines = if counting {
                 format!(" ({} matching lines in all)", group(lines_total as usize))
@@ -321,7 +353,12 @@ impl Report<'_> {
     }
 
     /// Appends the summary and notes, and the metadata every result carries.
-    fn finish(self, mut text: String, summary: Option<String>, page_problems: search_walk::Problems) -> ToolOutput {
+    fn finish(
+        self,
+        mut text: String,
+        summary: Option<String>,
+        page_problems: search_walk::Problems,
+    ) -> ToolOutput {
         let mut notes: Vec<String> = summary.into_iter().collect();
         notes.extend(self.binary_note());
         let mut problems = self.census.problems;
@@ -347,14 +384,21 @@ impl Report<'_> {
         }
         let workspace = self.ctx.session.workspace();
         if !self.root.is_dir {
-            return Some(format!("'{}' is a binary file; grep does not search binary files", self.root.shown));
+            return Some(format!(
+                "'{}' is a binary file; grep does not search binary files",
+                self.root.shown
+            ));
         }
         let named: Vec<String> = binary
             .iter()
             .take(BINARY_EXAMPLES)
             .map(|p| search_walk::shown(workspace, p))
             .collect();
-        let more = if binary.len() > BINARY_EXAMPLES { ", ..." } else { "" };
+        let more = if binary.len() > BINARY_EXAMPLES {
+            ", ..."
+        } else {
+            ""
+        };
         Some(format!(
             "skipped {} (not searched): {}{more}",
             plural(binary.len(), "binary file", "binary files"),
@@ -407,7 +451,8 @@ impl Report<'_> {
             return None;
         }
         let searched = self.census.searched as usize;
-        let unfiltered = search_walk::unfiltered_count(self.walk, |_| true, searched + 1, &self.ctx.cancel);
+        let unfiltered =
+            search_walk::unfiltered_count(self.walk, |_| true, searched + 1, &self.ctx.cancel);
         if unfiltered.count <= searched {
             return None;
         }
@@ -438,4 +483,3 @@ fn next_page(end: u64, total: u64) -> String {
         String::new()
     }
 }
-

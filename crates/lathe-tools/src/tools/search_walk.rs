@@ -3,10 +3,12 @@
 //!
 //! - Ignore files: `.gitignore`, `.ignore` and `.rgignore` in the searched directories and their
 //!   parents, git's `info/exclude` and its global excludes file, with ripgrep's precedence. Unlike
-//!   ripgrep's default, a `.gitignore` applies outside a git repository too
-//!   (`require_git(false)`): a checkout without `.git` (a tarball, a copy, a fresh `cargo new`
-//!   before `git init`) is searched as its authors meant it, which is what editors and agents
-//!   expect. Inside a repository, `.gitignore` files above the repository root are not used.
+//!   ripgrep's default, a `.gitignore` applies outside a git repository too: a tree without
+//!   `.git` (a tarball, a copy, a fresh project before `git init`) is searched as its authors
+//!   meant it, which is what editors and agents expect. Inside a repository the walk keeps git's
+//!   boundaries: `.gitignore` files above the repository root (or above a nested repository's
+//!   root) do not apply. (The `ignore` crate's `require_git(false)` would drop those boundaries,
+//!   so it is only used when the searched path is in no repository.)
 //! - Hidden files and directories (names starting with `.`) are skipped unless asked for; the
 //!   version-control directories (`.git`, `.hg`, `.svn`, `.jj`) are never walked.
 //! - Symbolic links are never followed nor reported: a link cannot lead a search outside the
@@ -22,9 +24,14 @@ use ignore::types::{Types, TypesBuilder};
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
 use tokio_util::sync::CancellationToken;
 
-use crate::budget::group;
 use crate::tool::{ToolContext, ToolOutput};
 use crate::workspace::{Access, Workspace};
+
+mod call;
+mod problems;
+
+pub(crate) use call::{one_or_many, run_blocking};
+pub(crate) use problems::{Problems, plural};
 
 /// Directory names that hold version-control internals: never searched, even with hidden files.
 const VCS_DIRS: &[&str] = &[".git", ".hg", ".svn", ".jj"];
@@ -32,8 +39,8 @@ const VCS_DIRS: &[&str] = &[".git", ".hg", ".svn", ".jj"];
 /// The ignore file ripgrep reads besides `.gitignore` and `.ignore`.
 const RG_IGNORE: &str = ".rgignore";
 
-/// How many problem paths a note names before it only counts.
-const PROBLEM_EXAMPLES: usize = 3;
+/// Paths named when a note gives examples.
+const EXAMPLES: usize = 3;
 
 /// What a search walks: a resolved root (file or directory) and the filters.
 pub(crate) struct WalkSpec {
@@ -54,7 +61,7 @@ impl WalkSpec {
         builder
             .standard_filters(true)
             .hidden(!self.hidden)
-            .require_git(false)
+            .require_git(in_repository(&self.root))
             .follow_links(false)
             .add_custom_ignore_filename(RG_IGNORE)
             .overrides(self.overrides.clone())
@@ -82,6 +89,12 @@ impl WalkSpec {
     }
 }
 
+/// True when `path` is inside a git (or jj) repository: it or an ancestor holds `.git`/`.jj`.
+fn in_repository(path: &Path) -> bool {
+    path.ancestors()
+        .any(|dir| dir.join(".git").exists() || dir.join(".jj").exists())
+}
+
 fn is_vcs_dir(entry: &DirEntry) -> bool {
     entry.depth() > 0
         && VCS_DIRS
@@ -92,7 +105,11 @@ fn is_vcs_dir(entry: &DirEntry) -> bool {
 /// True when the root or one of its ancestors holds an ignore file. A cheap, partial answer
 /// (nested ignore files are not looked for), used only to word a note.
 fn ignore_files_above(root: &Path) -> bool {
-    let dir = if root.is_dir() { Some(root) } else { root.parent() };
+    let dir = if root.is_dir() {
+        Some(root)
+    } else {
+        root.parent()
+    };
     dir.into_iter().flat_map(Path::ancestors).any(|dir| {
         [".gitignore", ".ignore", RG_IGNORE]
             .iter()
@@ -121,7 +138,11 @@ pub(crate) fn overrides(root: &Path, globs: &[String]) -> Result<Override, Strin
             None => (false, trimmed),
         };
         let body = body.strip_prefix("./").unwrap_or(body);
-        let normalized = if negated { format!("!{body}") } else { body.to_owned() };
+        let normalized = if negated {
+            format!("!{body}")
+        } else {
+            body.to_owned()
+        };
         builder
             .add(&normalized)
             .map_err(|err| format!("parameter `glob`: {}", glob_error(glob, &err)))?;
@@ -172,14 +193,18 @@ pub(crate) fn types(names: &[String]) -> Result<Types, String> {
             "yml" => "yaml".to_owned(),
             _ => bare,
         };
-        if !known.iter().any(|k| *k == bare) {
+        if !known.contains(&bare) {
             let mut scored: Vec<(f64, &String)> = known
                 .iter()
                 .map(|k| (strsim::jaro_winkler(&bare, k), k))
                 .filter(|(score, _)| *score > 0.75)
                 .collect();
             scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
-            let close: Vec<String> = scored.iter().take(5).map(|(_, k)| format!("`{k}`")).collect();
+            let close: Vec<String> = scored
+                .iter()
+                .take(5)
+                .map(|(_, k)| format!("`{k}`"))
+                .collect();
             let hint = if close.is_empty() {
                 String::new()
             } else {
@@ -233,7 +258,10 @@ pub(crate) struct SearchRoot {
 
 /// Resolves the `path` argument (default: the workspace root) through workspace containment, or
 /// returns the result that tells the model what to fix.
-pub(crate) fn resolve_root(ctx: &ToolContext, path: Option<&str>) -> Result<SearchRoot, ToolOutput> {
+pub(crate) fn resolve_root(
+    ctx: &ToolContext,
+    path: Option<&str>,
+) -> Result<SearchRoot, ToolOutput> {
     let workspace = ctx.session.workspace();
     let given = path.map(str::trim).filter(|p| !p.is_empty()).unwrap_or(".");
     let resolved = workspace
@@ -255,7 +283,10 @@ pub(crate) fn resolve_root(ctx: &ToolContext, path: Option<&str>) -> Result<Sear
             resolved.shown(),
             suggest_sibling(&abs, workspace)
         ))),
-        Err(err) => Err(ToolOutput::error(format!("cannot read '{}': {err}", resolved.shown()))),
+        Err(err) => Err(ToolOutput::error(format!(
+            "cannot read '{}': {err}",
+            resolved.shown()
+        ))),
     }
 }
 
@@ -268,92 +299,25 @@ fn suggest_sibling(abs: &Path, workspace: &Workspace) -> String {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return String::new();
     };
+    // Typos: a transposition, a missing or extra letter, or a difference in case.
+    let allowed = (name.chars().count() / 4).max(1);
     let best = entries
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .map(|other| (strsim::jaro_winkler(&name, &other), other))
-        .filter(|(score, _)| *score > 0.85)
-        .max_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)));
+        .map(|other| {
+            (
+                strsim::damerau_levenshtein(&name.to_lowercase(), &other.to_lowercase()),
+                other,
+            )
+        })
+        .filter(|(distance, _)| *distance <= allowed)
+        .min();
     match best {
-        Some((_, other)) => format!(" (did you mean '{}'?)", shown(workspace, &parent.join(other))),
+        Some((_, other)) => format!(
+            " (did you mean '{}'?)",
+            shown(workspace, &parent.join(other))
+        ),
         None => String::new(),
-    }
-}
-
-/// Paths the walk could not read (permissions, broken ignore files), counted, with a few named.
-#[derive(Debug, Default)]
-pub(crate) struct Problems {
-    count: usize,
-    examples: Vec<String>,
-}
-
-impl Problems {
-    /// Records one problem.
-    pub fn add(&mut self, message: String) {
-        self.count += 1;
-        if self.examples.len() < PROBLEM_EXAMPLES * 4 {
-            self.examples.push(message);
-        }
-    }
-
-    /// Records a walk error, its paths shown relative to the workspace.
-    pub fn add_walk_error(&mut self, err: &ignore::Error, workspace: &Workspace) {
-        self.add(describe_walk_error(err, workspace));
-    }
-
-    /// Merges another thread's problems.
-    pub fn merge(&mut self, other: Problems) {
-        self.count += other.count;
-        self.examples.extend(other.examples);
-    }
-
-    /// The note, if anything went wrong.
-    pub fn note(mut self) -> Option<String> {
-        if self.count == 0 {
-            return None;
-        }
-        self.examples.sort();
-        self.examples.dedup();
-        self.examples.truncate(PROBLEM_EXAMPLES);
-        let more = self.count.saturating_sub(self.examples.len());
-        let tail = if more > 0 {
-            format!("; and {} more", group(more))
-        } else {
-            String::new()
-        };
-        Some(format!(
-            "{} could not be read: {}{tail}",
-            plural(self.count, "path", "paths"),
-            self.examples.join("; ")
-        ))
-    }
-}
-
-fn describe_walk_error(err: &ignore::Error, workspace: &Workspace) -> String {
-    match err {
-        ignore::Error::WithPath { path, err } => {
-            format!("{}: {}", shown(workspace, path), describe_walk_error(err, workspace))
-        }
-        ignore::Error::WithDepth { err, .. } => describe_walk_error(err, workspace),
-        ignore::Error::WithLineNumber { line, err } => {
-            format!("line {line}: {}", describe_walk_error(err, workspace))
-        }
-        ignore::Error::Partial(errs) => errs
-            .iter()
-            .map(|e| describe_walk_error(e, workspace))
-            .collect::<Vec<_>>()
-            .join("; "),
-        ignore::Error::Io(io) => io.to_string().to_lowercase(),
-        other => other.to_string(),
-    }
-}
-
-/// `1 file` / `2 files`, with thousands separators.
-pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
-    if n == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{} {many}", group(n))
     }
 }
 
@@ -415,7 +379,8 @@ where
         visit: &visit,
         out: &out,
     });
-    out.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)
+    out.into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Files the filters excluded: found by the unfiltered walk, accepted by `wanted`, beyond the
@@ -458,69 +423,11 @@ pub(crate) fn unfiltered_count(
     let mut examples: Vec<PathBuf> = found.into_iter().flatten().collect();
     let count = examples.len();
     examples.sort();
-    examples.truncate(PROBLEM_EXAMPLES);
+    examples.truncate(EXAMPLES);
     Excluded {
         count,
         capped: count >= enough,
         examples,
-    }
-}
-
-/// Deserializes a parameter given as one string or a list of strings (models send both).
-pub(crate) fn one_or_many<'de, D>(deserializer: D) -> Result<Option<Vec<String>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-{
-    #[derive(serde::Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany {
-        One(String),
-        Many(Vec<String>),
-    }
-    let value: Option<OneOrMany> = serde::Deserialize::deserialize(deserializer)?;
-    Ok(match value {
-        None => None,
-        Some(OneOrMany::One(one)) if one.trim().is_empty() => None,
-        Some(OneOrMany::One(one)) => Some(vec![one]),
-        Some(OneOrMany::Many(many)) if many.is_empty() => None,
-        Some(OneOrMany::Many(many)) => Some(many),
-    })
-}
-
-/// After a cancellation, how long a search thread is given to notice it and stop; it checks
-/// the token between files and between reads, so this is only reached on a stuck file system.
-const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Runs a search on a blocking thread (never on the async runtime) and waits for it, or for the
-/// call to be cancelled. The search sees the same token and stops by itself; its own result
-/// (which says it was cancelled and how far it got) is returned when it arrives in time.
-pub(crate) async fn run_blocking<F>(tool: &'static str, cancel: &CancellationToken, job: F) -> ToolOutput
-where
-    F: FnOnce() -> ToolOutput + Send + 'static,
-{
-    let mut handle = tokio::task::spawn_blocking(job);
-    let joined = tokio::select! {
-        joined = &mut handle => joined,
-        () = cancel.cancelled() => match tokio::time::timeout(CANCEL_GRACE, &mut handle).await {
-            Ok(joined) => joined,
-            Err(_) => return ToolOutput::error(format!("{tool} was cancelled")),
-        },
-    };
-    match joined {
-        Ok(output) => output,
-        Err(err) => {
-            let what = match err.try_into_panic() {
-                Ok(panic) => panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                    .unwrap_or_else(|| "unknown panic".to_owned()),
-                Err(err) => err.to_string(),
-            };
-            ToolOutput::error(format!(
-                "internal error in `{tool}`: {what}. This is a bug in Lathe, not in the call; try another way"
-            ))
-        }
     }
 }
 
@@ -542,7 +449,10 @@ mod tests {
     fn type_names_and_suggestions() {
         assert!(types(&["rust".into(), "python".into(), "!md".into()]).is_ok());
         let err = types(&["rusty".into()]).unwrap_err();
-        assert!(err.contains("unknown file type \"rusty\"") && err.contains("`rust`"), "{err}");
+        assert!(
+            err.contains("unknown file type \"rusty\"") && err.contains("`rust`"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -551,11 +461,5 @@ mod tests {
         assert!(err.contains("empty glob"), "{err}");
         let err = overrides(Path::new("/"), &["src/[a".into()]).unwrap_err();
         assert!(err.contains("invalid glob \"src/[a\""), "{err}");
-    }
-
-    #[test]
-    fn plurals() {
-        assert_eq!(plural(1, "file", "files"), "1 file");
-        assert_eq!(plural(1234, "file", "files"), "1,234 files");
     }
 }

@@ -30,7 +30,9 @@ pub(super) fn build(pattern: &str, flags: PatternFlags) -> Result<RegexMatcher, 
         // A matcher that knows the line terminator lets the searcher skip to candidate lines.
         builder.line_terminator(Some(b'\n'));
     }
-    builder.build(pattern).map_err(|err| explain(pattern, flags, &err))
+    builder
+        .build(pattern)
+        .map_err(|err| explain(pattern, flags, &err))
 }
 
 fn explain(pattern: &str, flags: PatternFlags, err: &grep_regex::Error) -> String {
@@ -82,7 +84,10 @@ fn explain(pattern: &str, flags: PatternFlags, err: &grep_regex::Error) -> Strin
              `(['\"]).*\\1` -> `'.*'|\".*\"`), or search for the wider pattern and check the \
              results; {literal}"
         ),
-        _ => format!("the pattern is not a valid regex.\n{syntax}\n{}", capitalized(&literal)),
+        _ => format!(
+            "the pattern is not a valid regex.\n{syntax}\n{}",
+            capitalized(&literal)
+        ),
     }
 }
 
@@ -127,13 +132,19 @@ mod tests {
     fn newline_needs_multiline() {
         let message = error("a\nb");
         assert!(message.contains("multiline: true"), "{message}");
-        let flags = PatternFlags { multiline: true, ..PatternFlags::default() };
+        let flags = PatternFlags {
+            multiline: true,
+            ..PatternFlags::default()
+        };
         assert!(build("a\nb", flags).is_ok());
     }
 
     #[test]
     fn fixed_strings_accept_anything() {
-        let flags = PatternFlags { fixed_strings: true, ..PatternFlags::default() };
+        let flags = PatternFlags {
+            fixed_strings: true,
+            ..PatternFlags::default()
+        };
         assert!(build("foo(?=bar)\\1[", flags).is_ok());
     }
 }

@@ -29,11 +29,17 @@ pub(super) fn line_text(bytes: &[u8], focus: Option<Range<usize>>) -> String {
     }
     let mut out = String::with_capacity(MAX_LINE_CHARS + 80);
     if start > 0 {
-        out.push_str(&format!("[... {} chars cut ...] ", group(char_count(&bytes[..start]))));
+        out.push_str(&format!(
+            "[... {} chars cut ...] ",
+            group(char_count(&bytes[..start]))
+        ));
     }
     out.push_str(&String::from_utf8_lossy(&bytes[start..end]));
     if end < bytes.len() {
-        out.push_str(&format!(" [... {} chars cut ...]", group(char_count(&bytes[end..]))));
+        out.push_str(&format!(
+            " [... {} chars cut ...]",
+            group(char_count(&bytes[end..]))
+        ));
     }
     out
 }
@@ -143,9 +149,21 @@ mod tests {
     #[test]
     fn layout_with_and_without_separators() {
         let lines = vec![
-            PageLine { number: 1, is_match: false, text: "a".into() },
-            PageLine { number: 2, is_match: true, text: "b".into() },
-            PageLine { number: 9, is_match: true, text: "c".into() },
+            PageLine {
+                number: 1,
+                is_match: false,
+                text: "a".into(),
+            },
+            PageLine {
+                number: 2,
+                is_match: true,
+                text: "b".into(),
+            },
+            PageLine {
+                number: 9,
+                is_match: true,
+                text: "c".into(),
+            },
         ];
         let mut out = String::new();
         push_file_lines(&mut out, "f.rs", &lines, true);

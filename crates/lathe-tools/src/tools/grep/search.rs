@@ -3,18 +3,17 @@
 //! reads only the files the requested page shows, with context, and keeps only those lines.
 
 use std::collections::VecDeque;
-use std::fs::File;
-use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use grep_matcher::Matcher;
 use grep_regex::RegexMatcher;
-use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use grep_searcher::{Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use ignore::WalkState;
 use tokio_util::sync::CancellationToken;
 
+use super::file::{FileSearcher, Verdict};
 use super::render::line_text;
 use crate::tool::{ProgressSink, ToolProgress};
 use crate::tools::search_walk::{self, Problems, WalkSpec};
@@ -22,9 +21,6 @@ use crate::workspace::Workspace;
 
 /// Files searched between two progress reports.
 const PROGRESS_EVERY: u64 = 1000;
-
-/// ripgrep's test for binary files found by a walk: a NUL byte ends the search of the file.
-const BINARY_BYTE: u8 = 0;
 
 /// The census of one search.
 #[derive(Debug, Default)]
@@ -63,7 +59,7 @@ pub(super) struct CensusSpec<'a> {
 }
 
 struct Tally {
-    searcher: Searcher,
+    searcher: FileSearcher,
     matcher: RegexMatcher,
     files: Vec<FileCount>,
     binary: Vec<PathBuf>,
@@ -78,11 +74,11 @@ pub(super) fn census(spec: &CensusSpec<'_>) -> Census {
     let tallies = search_walk::visit_parallel(
         &spec.walk.builder(),
         || Tally {
-            searcher: SearcherBuilder::new()
-                .line_number(false)
-                .multi_line(spec.multiline)
-                .binary_detection(BinaryDetection::quit(BINARY_BYTE))
-                .build(),
+            searcher: FileSearcher::new(
+                SearcherBuilder::new()
+                    .line_number(false)
+                    .multi_line(spec.multiline),
+            ),
             matcher: spec.matcher.clone(),
             files: Vec::new(),
             binary: Vec::new(),
@@ -105,12 +101,15 @@ pub(super) fn census(spec: &CensusSpec<'_>) -> Census {
             }
             tally.searched += 1;
             let total = searched_total.fetch_add(1, Ordering::Relaxed) + 1;
-            if total % PROGRESS_EVERY == 0 {
-                if let Some(progress) = spec.progress {
-                    progress(ToolProgress::Status {
-                        message: format!("grep: searched {} files", crate::budget::group(total as usize)),
-                    });
-                }
+            if let Some(progress) = spec.progress
+                && total.is_multiple_of(PROGRESS_EVERY)
+            {
+                progress(ToolProgress::Status {
+                    message: format!(
+                        "grep: searched {} files",
+                        crate::budget::group(total as usize)
+                    ),
+                });
             }
             let mut sink = CountSink {
                 lines: 0,
@@ -118,13 +117,10 @@ pub(super) fn census(spec: &CensusSpec<'_>) -> Census {
                 first_match_only: spec.first_match_only,
                 multiline: spec.multiline,
             };
-            let result = open(entry.path()).and_then(|file| {
-                tally.searcher.search_reader(
-                    &tally.matcher,
-                    CancelReader { inner: file, cancel: spec.cancel },
-                    &mut sink,
-                )
-            });
+            let result =
+                tally
+                    .searcher
+                    .search(entry.path(), &tally.matcher, spec.cancel, &mut sink);
             match result {
                 Err(_) if spec.cancel.is_cancelled() => return WalkState::Quit,
                 Err(err) => tally.problems.add(format!(
@@ -132,12 +128,13 @@ pub(super) fn census(spec: &CensusSpec<'_>) -> Census {
                     search_walk::shown(spec.workspace, entry.path()),
                     err.to_string().to_lowercase()
                 )),
-                Ok(()) if sink.binary => tally.binary.push(entry.into_path()),
-                Ok(()) if sink.lines > 0 => tally.files.push(FileCount {
+                Ok(Verdict::Binary) => tally.binary.push(entry.into_path()),
+                Ok(Verdict::Text) if sink.binary => tally.binary.push(entry.into_path()),
+                Ok(Verdict::Text) if sink.lines > 0 => tally.files.push(FileCount {
                     path: entry.into_path(),
                     lines: sink.lines,
                 }),
-                Ok(()) => {}
+                Ok(Verdict::Text) => {}
             }
             WalkState::Continue
         },
@@ -157,29 +154,6 @@ pub(super) fn census(spec: &CensusSpec<'_>) -> Census {
     census
 }
 
-/// Opens a file found by the walk without following a symlink swapped in since.
-fn open(path: &Path) -> io::Result<File> {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NOCTTY)
-        .open(path)
-}
-
-/// A reader that fails once the call is cancelled, so that even one huge file stops promptly.
-struct CancelReader<'a> {
-    inner: File,
-    cancel: &'a CancellationToken,
-}
-
-impl Read for CancelReader<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.cancel.is_cancelled() {
-            return Err(io::Error::other("search cancelled"));
-        }
-        self.inner.read(buf)
-    }
-}
-
 struct CountSink {
     lines: u64,
     binary: bool,
@@ -191,7 +165,11 @@ impl Sink for CountSink {
     type Error = io::Error;
 
     fn matched(&mut self, _: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, io::Error> {
-        self.lines += if self.multiline { mat.lines().count() as u64 } else { 1 };
+        self.lines += if self.multiline {
+            mat.lines().count() as u64
+        } else {
+            1
+        };
         Ok(!self.first_match_only)
     }
 
@@ -228,13 +206,13 @@ pub(super) struct PageSpec<'a> {
 /// Reads one file again and returns the page's lines in order: its matching lines from `skip`
 /// on, `take` of them, with their context lines.
 pub(super) fn page_lines(path: &Path, spec: &PageSpec<'_>) -> io::Result<Vec<PageLine>> {
-    let mut searcher = SearcherBuilder::new()
-        .line_number(true)
-        .multi_line(spec.multiline)
-        .before_context(spec.before)
-        .after_context(spec.after)
-        .binary_detection(BinaryDetection::quit(BINARY_BYTE))
-        .build();
+    let mut searcher = FileSearcher::new(
+        SearcherBuilder::new()
+            .line_number(true)
+            .multi_line(spec.multiline)
+            .before_context(spec.before)
+            .after_context(spec.after),
+    );
     let mut sink = PageSink {
         spec,
         seen: 0,
@@ -245,8 +223,9 @@ pub(super) fn page_lines(path: &Path, spec: &PageSpec<'_>) -> io::Result<Vec<Pag
         selected: Vec::new(),
         done: false,
     };
-    let file = open(path)?;
-    searcher.search_reader(spec.matcher, CancelReader { inner: file, cancel: spec.cancel }, &mut sink)?;
+    if searcher.search(path, spec.matcher, spec.cancel, &mut sink)? == Verdict::Binary {
+        return Ok(Vec::new());
+    }
     let PageSink { kept, selected, .. } = sink;
     // Keep context only around the selected matches: lines before the page that were kept
     // in case they are context may be too far from the first selected match.
@@ -300,7 +279,12 @@ impl PageSink<'_> {
             }
         }
         let focus = if is_match {
-            self.spec.matcher.find(bytes).ok().flatten().map(|m| m.start()..m.end())
+            self.spec
+                .matcher
+                .find(bytes)
+                .ok()
+                .flatten()
+                .map(|m| m.start()..m.end())
         } else {
             None
         };
