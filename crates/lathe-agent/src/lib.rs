@@ -17,3 +17,4 @@ pub mod context;
 pub mod prompt;
 pub mod runner;
 pub mod sink;
+pub mod executor;

@@ -15,7 +15,7 @@ pub const PROJECT_INSTRUCTIONS_FILE: &str = "AGENTS.md";
 pub const MAX_PROJECT_INSTRUCTIONS_BYTES: usize = 32 * 1024;
 
 /// The marker a model may write to say the task is done.
-pub const COMPLETION_MARKER: &str = "[TASK_COMPLETE]";
+pub use crate::stream::COMPLETION_MARKER;
 
 /// Everything the system prompt is built from.
 #[derive(Debug, Clone, Default)]

@@ -23,7 +23,7 @@ use crate::approval::{
     ApprovalDecision, ApprovalRequest, Approver, Gate, Verdict, denial_text, preview_edit,
 };
 use crate::events::{Event, OutputStream, ToolStatus};
-use crate::message::ToolCall;
+use crate::parser::{ParsedCall, refuse_truncated_write, unknown_tool_message};
 use crate::sink::EventSink;
 
 /// What the model reads for a call that never started because the user stopped the turn.
@@ -33,8 +33,8 @@ pub const STOPPED_BEFORE_RUNNING: &str =
 /// One call as the executor hands it over.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedCall {
-    /// The call as the model made it.
-    pub call: ToolCall,
+    /// The call as the model made it (native, or recovered from its text).
+    pub call: ParsedCall,
     /// Its id in events: the model's, or one the executor gave it.
     pub call_id: String,
     /// When set, the call is refused before it runs and the model reads this (the repeat guard
@@ -170,8 +170,13 @@ impl ToolRunner {
     }
 
     fn stage(&self, planned: &PlannedCall) -> Stage {
-        if let Some(refusal) = &planned.refusal {
-            return Stage::Done(ToolStatus::Refused, ToolOutput::error(refusal.clone()));
+        let refusal = planned
+            .refusal
+            .clone()
+            .or_else(|| refuse_truncated_write(&planned.call))
+            .or_else(|| unknown_tool_message(&planned.call));
+        if let Some(refusal) = refusal {
+            return Stage::Done(ToolStatus::Refused, ToolOutput::error(refusal));
         }
         match self
             .registry

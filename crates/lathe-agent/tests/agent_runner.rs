@@ -16,6 +16,7 @@ use lathe_agent::approval::{
 };
 use lathe_agent::events::{Event, ToolStatus};
 use lathe_agent::message::ToolCall;
+use lathe_agent::parser::{ToolNames, resolve_native};
 use lathe_agent::runner::{PlannedCall, ToolRunner};
 use lathe_agent::sink::EventSink;
 use lathe_tools::{
@@ -140,8 +141,9 @@ fn fixture(mode: ApprovalMode, approver: Arc<dyn Approver>, meet: usize) -> Fixt
 }
 
 fn planned(i: usize, name: &str, arguments: serde_json::Value) -> PlannedCall {
+    let names = ToolNames::new(["meet", "append", "forever"]);
     PlannedCall {
-        call: ToolCall::new(name, arguments),
+        call: resolve_native(ToolCall::new(name, arguments), &names),
         call_id: format!("c{i}"),
         refusal: None,
     }
@@ -311,7 +313,7 @@ async fn unknown_tools_and_refusals_are_results() {
         .await;
     assert_eq!(results[0].status, ToolStatus::Refused);
     assert!(
-        results[0].output.text.contains("`meet`"),
+        results[0].output.text.contains("closest tools are: meet"),
         "{}",
         results[0].output.text
     );
@@ -356,4 +358,27 @@ async fn cancelling_stops_the_running_call_and_skips_the_rest() {
     assert_eq!(results[0].status, ToolStatus::Cancelled);
     assert_eq!(results[1].status, ToolStatus::Cancelled);
     assert!(!f.root.join("a").exists());
+}
+
+#[tokio::test]
+async fn a_write_cut_off_by_the_token_limit_is_refused_not_written() {
+    use lathe_agent::parser::Repair;
+    let f = fixture(ApprovalMode::Full, Arc::new(NonInteractive), 1);
+    let mut cut = planned(
+        0,
+        "append",
+        json!({"path": "a.txt", "line": "half", "content": "fn main() {"}),
+    );
+    cut.call.repairs.push(Repair::Truncated { in_string: true });
+    let results = f
+        .runner
+        .run_batch(&[cut], &f.sink, &CancellationToken::new())
+        .await;
+    assert_eq!(results[0].status, ToolStatus::Refused);
+    assert!(
+        results[0].output.text.contains("cut off"),
+        "{}",
+        results[0].output.text
+    );
+    assert!(!f.root.join("a.txt").exists());
 }

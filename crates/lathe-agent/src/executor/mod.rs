@@ -1,0 +1,409 @@
+//! The executor: a thin loop that wires the parts together.
+//!
+//! Each iteration builds a request (system prompt, history, tool definitions) and keeps it
+//! inside the window ([`ContextWindow`]); the provider streams the answer through
+//! [`collect_turn`]; the [`ToolRunner`] runs the calls; the results go back into the history.
+//! It ends when the model answers without a call (or writes the completion marker), at the turn
+//! limit, on an error it cannot recover from, or when the user stops it. It does not itself
+//! stream, run tools, or summarise.
+
+mod guard;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use lathe_store::SessionStatus;
+use lathe_tools::ToolKind;
+
+use crate::context::{ContextWindow, ResultNote};
+use crate::events::{Event, RunStatus, ToolStatus};
+use crate::message::Message;
+use crate::parser::{ToolNames, malformed_call_message};
+use crate::prompt::{PromptInputs, system_prompt};
+use crate::provider::{ChatOptions, ChatRequest, Provider, ToolProtocol};
+use crate::runner::{CallResult, PlannedCall, STOPPED_BEFORE_RUNNING, ToolRunner};
+use crate::sink::EventSink;
+use crate::stream::{AssistantTurn, collect_turn};
+
+pub use guard::{NUDGE, Repeat, RepeatGuard, asks_for_change};
+
+/// The default limit on model turns in one run.
+pub const DEFAULT_MAX_TURNS: u32 = 50;
+
+/// What the model reads when its answer was cut off by the output limit.
+const CONTINUE: &str = "Your last reply was cut off by the output limit. Continue from where \
+it stopped; keep each reply and each tool call short enough to fit.";
+
+/// How the executor runs.
+#[derive(Debug, Clone)]
+pub struct ExecutorConfig {
+    /// The model.
+    pub model: String,
+    /// The most model turns in one run. By default, [`DEFAULT_MAX_TURNS`].
+    pub max_turns: u32,
+    /// Options sent with each request.
+    pub options: ChatOptions,
+    /// How tools reach the model. By default, automatic.
+    pub tool_protocol: ToolProtocol,
+    /// The window context shortening keeps within, in tokens. By default, `options.num_ctx`.
+    pub context_window: Option<u64>,
+}
+
+impl ExecutorConfig {
+    /// Defaults for `model`.
+    pub fn new(model: impl Into<String>) -> Self {
+        ExecutorConfig {
+            model: model.into(),
+            max_turns: DEFAULT_MAX_TURNS,
+            options: ChatOptions::default(),
+            tool_protocol: ToolProtocol::Auto,
+            context_window: None,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutcome {
+    /// How.
+    pub status: RunStatus,
+    /// Model turns used.
+    pub turns: u32,
+    /// Why it stopped, when it did not simply finish.
+    pub message: Option<String>,
+    /// The model's last answer text.
+    pub answer: String,
+}
+
+/// Runs tasks in one session, keeping the history across them (chat asks several).
+pub struct Executor {
+    provider: Arc<dyn Provider>,
+    runner: Arc<ToolRunner>,
+    sink: EventSink,
+    config: ExecutorConfig,
+    names: Arc<ToolNames>,
+    tools: Vec<Value>,
+    history: Vec<Message>,
+    context: ContextWindow,
+    calls_made: u64,
+}
+
+impl Executor {
+    /// An executor with a fresh system prompt for the runner's workspace (with its `AGENTS.md`).
+    pub fn new(
+        provider: Arc<dyn Provider>,
+        runner: Arc<ToolRunner>,
+        sink: EventSink,
+        config: ExecutorConfig,
+    ) -> Self {
+        let registry = runner.registry();
+        let names: Vec<String> = registry.names().into_iter().map(str::to_owned).collect();
+        let tools = match registry.function_definitions() {
+            Value::Array(tools) => tools,
+            _ => Vec::new(),
+        };
+        let prompt = system_prompt(&PromptInputs::for_workspace(
+            runner.session().workspace().root(),
+            names.clone(),
+        ));
+        let window = config
+            .context_window
+            .unwrap_or(u64::from(config.options.num_ctx));
+        let mut executor = Executor {
+            provider,
+            names: Arc::new(ToolNames::new(names)),
+            tools,
+            history: Vec::new(),
+            context: ContextWindow::new(window),
+            calls_made: 0,
+            runner,
+            sink,
+            config,
+        };
+        executor.push(Message::system(prompt));
+        executor
+    }
+
+    /// Continues a stored conversation: `history` without its old system prompt goes after the
+    /// fresh one. Nothing is stored again.
+    pub fn resume(&mut self, history: Vec<Message>) {
+        self.history.extend(
+            history
+                .into_iter()
+                .filter(|m| !matches!(m, Message::System { .. })),
+        );
+    }
+
+    /// The conversation so far, as sent (old results may be shortened).
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    /// The model in use.
+    pub fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    /// Switches the model for the next turns (`/model NAME`).
+    pub fn set_model(&mut self, model: impl Into<String>) {
+        self.config.model = model.into();
+    }
+
+    /// The tool runner (its gate switches approval modes).
+    pub fn runner(&self) -> &Arc<ToolRunner> {
+        &self.runner
+    }
+
+    fn push(&mut self, message: Message) {
+        self.sink.record_message(&message);
+        self.history.push(message);
+    }
+
+    /// Runs `task` until the model is done, a limit is hit, an error ends it, or `cancel` fires.
+    pub async fn run(&mut self, task: &str, cancel: &CancellationToken) -> RunOutcome {
+        self.set_status(SessionStatus::Running);
+        self.push(Message::user(task));
+        let wants_change = asks_for_change(task);
+        let mut wrote = false;
+        let mut nudged = false;
+        let mut continued = false;
+        let mut repeats = RepeatGuard::default();
+        let mut answer = String::new();
+        let mut turns = 0;
+        let outcome = loop {
+            if turns >= self.config.max_turns {
+                let limit = self.config.max_turns;
+                break (
+                    RunStatus::MaxTurns,
+                    Some(format!(
+                        "stopped after {limit} turns: the --max-turns limit ({limit}) was hit"
+                    )),
+                );
+            }
+            if cancel.is_cancelled() {
+                break (RunStatus::Stopped, None);
+            }
+            turns += 1;
+            let turn = match self.model_turn(turns, cancel).await {
+                Ok(turn) => turn,
+                Err(message) => break (RunStatus::Failed, Some(message)),
+            };
+            answer = turn.content.trim().to_owned();
+            if turn.cancelled {
+                self.answer_unrun(&turn, STOPPED_BEFORE_RUNNING);
+                break (RunStatus::Stopped, None);
+            }
+            let malformed: Vec<String> =
+                turn.malformed.iter().map(malformed_call_message).collect();
+            if turn.calls.is_empty() {
+                if !malformed.is_empty() {
+                    self.push(Message::user(malformed.join("\n")));
+                    continue;
+                }
+                if turn.hit_length_limit() && !continued && !turn.task_complete {
+                    continued = true;
+                    self.push(Message::user(CONTINUE));
+                    continue;
+                }
+                if wants_change && !wrote && !nudged {
+                    nudged = true;
+                    self.push(Message::user(NUDGE));
+                    continue;
+                }
+                break (RunStatus::Finished, None);
+            }
+            let (planned, stop) = self.plan(&turn, &mut repeats);
+            let results = self.runner.run_batch(&planned, &self.sink, cancel).await;
+            wrote |= results.iter().any(|r| self.wrote(r, &planned));
+            self.record_results(&turn, &results);
+            if !malformed.is_empty() {
+                self.push(Message::user(malformed.join("\n")));
+            }
+            if cancel.is_cancelled() {
+                break (RunStatus::Stopped, None);
+            }
+            if let Some(message) = stop {
+                break (RunStatus::Failed, Some(message));
+            }
+            if turn.task_complete {
+                break (RunStatus::Finished, None);
+            }
+        };
+        let (status, message) = outcome;
+        self.sink.emit(Event::RunFinished {
+            status,
+            turns,
+            message: message.clone(),
+        });
+        self.set_status(match status {
+            RunStatus::Finished => SessionStatus::Completed,
+            RunStatus::MaxTurns => SessionStatus::MaxTurns,
+            RunStatus::Failed => SessionStatus::Failed,
+            RunStatus::Stopped => SessionStatus::Interrupted,
+        });
+        RunOutcome {
+            status,
+            turns,
+            message,
+            answer,
+        }
+    }
+
+    /// One request and its streamed answer, recorded in the history. `Err` is the message of
+    /// an error the run cannot recover from (already emitted).
+    async fn model_turn(
+        &mut self,
+        turn: u32,
+        cancel: &CancellationToken,
+    ) -> Result<AssistantTurn, String> {
+        if let Some(done) = self.context.fit(&mut self.history, &self.tools) {
+            tracing::info!(
+                before = done.before,
+                after = done.after,
+                results = done.results,
+                "shortened the context"
+            );
+        }
+        let estimate = self.context.estimate(&self.history, &self.tools);
+        self.sink.emit(Event::TurnStarted {
+            turn,
+            model: self.config.model.clone(),
+        });
+        let request = ChatRequest {
+            model: self.config.model.clone(),
+            messages: self.history.clone(),
+            tools: self.tools.clone(),
+            options: self.config.options.clone(),
+            tool_protocol: self.config.tool_protocol,
+        };
+        let opened = tokio::select! {
+            opened = self.provider.chat(&request) => opened,
+            () = cancel.cancelled() => {
+                let turn = AssistantTurn { cancelled: true, ..AssistantTurn::default() };
+                return Ok(turn);
+            }
+        };
+        let stream = opened.map_err(|err| self.fail(err.to_string()))?;
+        let sink = self.sink.clone();
+        let mut emit = move |event: Event| sink.emit(event);
+        let collected = collect_turn(stream, Arc::clone(&self.names), cancel, &mut emit).await;
+        let turn_data = match collected {
+            Ok(turn_data) => turn_data,
+            Err(failure) => {
+                let partial = failure.partial.content.trim();
+                if !partial.is_empty() {
+                    self.push(Message::assistant(partial));
+                }
+                return Err(self.fail(failure.error.to_string()));
+            }
+        };
+        if let Some(actual) = turn_data.usage.and_then(|u| u.prompt_tokens) {
+            self.context.calibrate(estimate, actual);
+        }
+        self.push(turn_data.to_message());
+        self.sink.emit(Event::TurnFinished {
+            turn,
+            finish_reason: turn_data.finish_reason.clone(),
+            usage: turn_data.usage,
+            task_complete: turn_data.task_complete,
+        });
+        Ok(turn_data)
+    }
+
+    fn fail(&self, message: String) -> String {
+        self.sink.emit(Event::Error {
+            message: message.clone(),
+        });
+        message
+    }
+
+    /// The calls of a turn with their event ids and the repeat guard's refusals; the second
+    /// value ends the run after this batch.
+    fn plan(
+        &mut self,
+        turn: &AssistantTurn,
+        repeats: &mut RepeatGuard,
+    ) -> (Vec<PlannedCall>, Option<String>) {
+        let mut stop = None;
+        let planned = turn
+            .calls
+            .iter()
+            .map(|call| {
+                self.calls_made += 1;
+                let refusal = match repeats.check(&call.name, &call.arguments) {
+                    Repeat::Fresh => None,
+                    Repeat::Refuse(text) => Some(text),
+                    Repeat::Stop(text) => {
+                        stop.get_or_insert(text.clone());
+                        Some(text)
+                    }
+                };
+                PlannedCall {
+                    call_id: call
+                        .id
+                        .clone()
+                        .unwrap_or_else(|| format!("call_{}", self.calls_made)),
+                    call: call.clone(),
+                    refusal,
+                }
+            })
+            .collect();
+        (planned, stop)
+    }
+
+    /// Whether a call's success means files may have changed: edits, and commands that are not
+    /// plainly read-only.
+    fn wrote(&self, result: &CallResult, planned: &[PlannedCall]) -> bool {
+        if result.status != ToolStatus::Ok {
+            return false;
+        }
+        match result.kind {
+            Some(ToolKind::Edit) => true,
+            Some(ToolKind::Execute) => {
+                let command = planned
+                    .iter()
+                    .find(|p| p.call_id == result.call_id)
+                    .and_then(|p| p.call.arguments.get("command"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let root = self.runner.session().workspace().root();
+                let home = std::env::var_os("HOME")
+                    .map(std::path::PathBuf::from)
+                    .unwrap_or_else(|| "/".into());
+                let ctx = lathe_policy::AnalysisContext::new(root, home);
+                lathe_policy::analyze(command, &ctx).severity > lathe_policy::Severity::Safe
+            }
+            _ => false,
+        }
+    }
+
+    /// One result per call, in call order, each matched to its call by id and name.
+    fn record_results(&mut self, turn: &AssistantTurn, results: &[CallResult]) {
+        for (call, result) in turn.calls.iter().zip(results) {
+            let message = Message::tool_result(&call.to_tool_call(), result.output.text.clone());
+            let index = self.history.len();
+            self.context.note(
+                index,
+                ResultNote::new(result.summary.clone(), &result.output.metadata),
+            );
+            self.push(message);
+        }
+    }
+
+    /// Results for calls that never ran, so the history stays well-formed.
+    fn answer_unrun(&mut self, turn: &AssistantTurn, text: &str) {
+        for call in &turn.calls {
+            self.push(Message::tool_result(&call.to_tool_call(), text));
+        }
+    }
+
+    fn set_status(&self, status: SessionStatus) {
+        if let (Some(store), Some(id)) = (self.sink.store(), self.sink.session())
+            && let Err(err) = store.update_session_status(&id, status)
+        {
+            tracing::warn!("cannot update the status of session {id}: {err}");
+        }
+    }
+}

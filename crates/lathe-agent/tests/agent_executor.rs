@@ -1,0 +1,388 @@
+//! The executor against the scripted model server over real HTTP, with small tools of the
+//! test's own and a real SQLite store.
+
+use std::sync::{Arc, Mutex};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use lathe_agent::approval::{ApprovalMode, Gate, NonInteractive};
+use lathe_agent::events::{Event, RunStatus};
+use lathe_agent::executor::{Executor, ExecutorConfig, NUDGE};
+use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
+use lathe_agent::runner::ToolRunner;
+use lathe_agent::sink::{EventSink, stored_history};
+use lathe_store::{NewSession, SessionStatus, Store};
+use lathe_testkit::{Script, ScriptedServer, ollama};
+use lathe_tools::{
+    Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace,
+};
+
+const MODEL: &str = "qwen3:8b";
+
+/// Reads a file of the workspace.
+#[derive(Deserialize, JsonSchema)]
+struct CatInput {
+    /// The file.
+    path: String,
+}
+
+struct Cat;
+
+impl Tool for Cat {
+    const NAME: &'static str = "cat";
+    type Input = CatInput;
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+    async fn run(&self, input: CatInput, ctx: ToolContext) -> ToolOutput {
+        match std::fs::read_to_string(ctx.session.workspace().root().join(&input.path)) {
+            Ok(text) => ToolOutput::ok(text),
+            Err(err) => ToolOutput::error(format!("cannot read {}: {err}", input.path)),
+        }
+    }
+}
+
+/// Writes a file of the workspace.
+#[derive(Deserialize, JsonSchema)]
+struct PutInput {
+    /// The file.
+    path: String,
+    /// Its new content.
+    content: String,
+}
+
+struct Put;
+
+impl Tool for Put {
+    const NAME: &'static str = "put";
+    type Input = PutInput;
+    fn kind(&self) -> ToolKind {
+        ToolKind::Edit
+    }
+    async fn run(&self, input: PutInput, ctx: ToolContext) -> ToolOutput {
+        std::fs::write(
+            ctx.session.workspace().root().join(&input.path),
+            &input.content,
+        )
+        .unwrap();
+        ToolOutput::ok(format!("wrote {}", input.path))
+            .with_meta("path", input.path)
+            .with_meta("added", 1)
+    }
+}
+
+struct Run {
+    _dir: tempfile::TempDir,
+    root: std::path::PathBuf,
+    server: ScriptedServer,
+    store: Store,
+    session: lathe_store::SessionId,
+    events: Arc<Mutex<Vec<Event>>>,
+    executor: Executor,
+}
+
+fn start(script: Script, configure: impl FnOnce(&mut ExecutorConfig)) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("notes.txt"), "hello\n").unwrap();
+    let server =
+        ScriptedServer::start(script.ollama_models(&[MODEL], &["completion", "tools"])).unwrap();
+    let provider = connect(
+        ProviderKind::Ollama,
+        ProviderConfig::new(server.url()).retry(RetryPolicy::none()),
+    )
+    .unwrap();
+    let tool_session = Session::new(
+        Workspace::new(&root).unwrap(),
+        ToolConfig::default(),
+        dir.path().join("state"),
+    )
+    .unwrap();
+    let mut registry = Registry::new();
+    registry.register(Cat);
+    registry.register(Put);
+    let runner = Arc::new(ToolRunner::new(
+        Arc::new(registry),
+        tool_session,
+        Arc::new(Gate::new(ApprovalMode::Auto)),
+        Arc::new(NonInteractive),
+    ));
+    let store = Store::open(dir.path().join("db/sessions.sqlite3")).unwrap();
+    let session = store
+        .create_session(NewSession {
+            workspace: root.clone(),
+            provider: "ollama".into(),
+            model: MODEL.into(),
+            approval: "auto".into(),
+            ..NewSession::default()
+        })
+        .unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&events);
+    let sink = EventSink::new(
+        store.clone(),
+        session.clone(),
+        Arc::new(move |e: &Event| seen.lock().unwrap().push(e.clone())),
+    );
+    let mut config = ExecutorConfig::new(MODEL);
+    configure(&mut config);
+    let executor = Executor::new(provider, runner, sink, config);
+    Run {
+        root,
+        _dir: dir,
+        server,
+        store,
+        session,
+        events,
+        executor,
+    }
+}
+
+fn reply() -> ollama::OllamaTurn {
+    ollama::turn(MODEL)
+}
+
+#[tokio::test]
+async fn reads_writes_and_finishes_with_a_faithful_history() {
+    let script = Script::new()
+        .chat(
+            reply()
+                .thinking("look first")
+                .tool_call("cat", json!({"path": "notes.txt"}))
+                .done(),
+        )
+        .chat(
+            reply()
+                .tool_call_with_id(
+                    "c7",
+                    "put",
+                    json!({"path": "out.txt", "content": "HELLO\n"}),
+                )
+                .done(),
+        )
+        .chat(reply().text("Done: wrote out.txt. [TASK_COMPLETE]").done());
+    let mut run = start(script, |_| {});
+    let outcome = run
+        .executor
+        .run(
+            "create out.txt with notes.txt in capitals",
+            &CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
+    assert_eq!(outcome.turns, 3);
+    assert_eq!(outcome.answer, "Done: wrote out.txt.");
+    assert_eq!(
+        std::fs::read_to_string(run.root.join("out.txt")).unwrap(),
+        "HELLO\n"
+    );
+
+    let bodies = run.server.chat_bodies();
+    assert_eq!(bodies.len(), 3);
+    let system = bodies[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains(&run.root.canonicalize().unwrap().display().to_string()),
+        "{system}"
+    );
+    assert_eq!(
+        bodies[0]["messages"][1],
+        json!({"role": "user", "content": "create out.txt with notes.txt in capitals"})
+    );
+    assert_eq!(bodies[0]["tools"].as_array().unwrap().len(), 2);
+    // The second request carries the assistant turn as received and the result by name.
+    let second = bodies[1]["messages"].as_array().unwrap();
+    assert_eq!(second[2]["role"], "assistant");
+    assert_eq!(second[2]["thinking"], "look first");
+    assert_eq!(
+        second[2]["tool_calls"][0]["function"]["arguments"],
+        json!({"path": "notes.txt"})
+    );
+    assert_eq!(second[3]["role"], "tool");
+    assert_eq!(second[3]["tool_name"], "cat");
+    assert_eq!(second[3]["content"], "hello\n");
+    // The third: the id given by the model goes back with its result.
+    let third = bodies[2]["messages"].as_array().unwrap();
+    assert_eq!(third[5]["tool_call_id"], "c7");
+    assert_eq!(third[5]["content"], "wrote out.txt");
+
+    // The store holds the same history and every event shown, in order.
+    let stored = stored_history(&run.store, &run.session).unwrap();
+    assert_eq!(stored, run.executor.history());
+    let stored_events: Vec<Value> = run
+        .store
+        .events(&run.session)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.payload)
+        .collect();
+    let shown: Vec<Value> = run
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
+    assert_eq!(stored_events, shown);
+    assert_eq!(
+        run.store.session(run.session.as_str()).unwrap().status,
+        SessionStatus::Completed
+    );
+    assert!(matches!(
+        run.events.lock().unwrap().last(),
+        Some(Event::RunFinished {
+            status: RunStatus::Finished,
+            turns: 3,
+            ..
+        })
+    ));
+}
+
+#[tokio::test]
+async fn the_turn_limit_ends_the_run_and_says_so() {
+    let mut script = Script::new();
+    for i in 0..5 {
+        script = script.chat(
+            reply()
+                .tool_call("cat", json!({"path": format!("f{i}")}))
+                .done(),
+        );
+    }
+    let mut run = start(script, |c| c.max_turns = 2);
+    let outcome = run
+        .executor
+        .run("look around", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::MaxTurns);
+    assert_eq!(outcome.turns, 2);
+    assert!(outcome.message.unwrap().contains("limit (2) was hit"));
+    assert_eq!(run.server.chat_bodies().len(), 2);
+    assert_eq!(
+        run.store.session(run.session.as_str()).unwrap().status,
+        SessionStatus::MaxTurns
+    );
+}
+
+#[tokio::test]
+async fn a_repeated_call_is_refused_in_band_then_the_run_stops() {
+    let mut script = Script::new();
+    for _ in 0..4 {
+        script = script.chat(
+            reply()
+                .tool_call("put", json!({"path": "n.txt", "content": "x"}))
+                .done(),
+        );
+    }
+    let mut run = start(script, |_| {});
+    let outcome = run
+        .executor
+        .run("write n.txt", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Failed, "{outcome:?}");
+    let bodies = run.server.chat_bodies();
+    assert_eq!(bodies.len(), 4);
+    let last = bodies[3]["messages"].as_array().unwrap();
+    let third_result = last.last().unwrap()["content"].as_str().unwrap();
+    assert!(third_result.contains("3 times in a row"), "{third_result}");
+    assert!(outcome.message.unwrap().contains("4 times in a row"));
+}
+
+#[tokio::test]
+async fn a_change_task_that_wrote_nothing_is_nudged_once() {
+    let script = Script::new()
+        .chat(reply().text("All good already.").done())
+        .chat(reply().text("Really, nothing to change.").done());
+    let mut run = start(script, |_| {});
+    let outcome = run
+        .executor
+        .run("fix the typo in notes.txt", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished);
+    assert_eq!(outcome.turns, 2);
+    let bodies = run.server.chat_bodies();
+    let second = bodies[1]["messages"].as_array().unwrap();
+    assert_eq!(
+        second.last().unwrap(),
+        &json!({"role": "user", "content": NUDGE})
+    );
+}
+
+#[tokio::test]
+async fn a_question_is_not_nudged() {
+    let script = Script::new().chat(reply().text("It says hello.").done());
+    let mut run = start(script, |_| {});
+    let outcome = run
+        .executor
+        .run("what does notes.txt say?", &CancellationToken::new())
+        .await;
+    assert_eq!((outcome.status, outcome.turns), (RunStatus::Finished, 1));
+}
+
+#[tokio::test]
+async fn old_results_are_shortened_near_the_window() {
+    let mut script = Script::new();
+    let big = "line of text for the context test\n".repeat(200);
+    for i in 0..6 {
+        script = script.chat(
+            reply()
+                .tool_call("cat", json!({"path": format!("big{i}.txt")}))
+                .done(),
+        );
+    }
+    script = script.chat(reply().text("read them all").done());
+    let mut run = start(script, |c| c.context_window = Some(8_000));
+    for i in 0..6 {
+        std::fs::write(run.root.join(format!("big{i}.txt")), &big).unwrap();
+    }
+    let outcome = run
+        .executor
+        .run("read the big files", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished);
+    let bodies = run.server.chat_bodies();
+    let last = bodies.last().unwrap()["messages"].as_array().unwrap();
+    let results: Vec<&str> = last
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(results.len(), 6);
+    assert!(
+        results[0].starts_with("[shortened to save context: cat path=big0.txt;"),
+        "{}",
+        results[0]
+    );
+    assert_eq!(*results.last().unwrap(), big, "the newest result is whole");
+    // The store keeps the original.
+    let stored = stored_history(&run.store, &run.session).unwrap();
+    assert!(
+        stored
+            .iter()
+            .filter(|m| matches!(m, lathe_agent::message::Message::Tool(_)))
+            .all(|m| m.content() == big)
+    );
+}
+
+#[tokio::test]
+async fn a_server_error_fails_the_run_with_its_message() {
+    // Nothing is scripted for the chat: the server answers 500 naming the missing route.
+    let mut run = start(Script::new(), |_| {});
+    let outcome = run.executor.run("hi", &CancellationToken::new()).await;
+    assert_eq!(outcome.status, RunStatus::Failed);
+    let message = outcome.message.unwrap();
+    assert!(message.contains("500"), "{message}");
+    assert!(
+        run.events
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e, Event::Error { message: m } if *m == message))
+    );
+    assert_eq!(
+        run.store.session(run.session.as_str()).unwrap().status,
+        SessionStatus::Failed
+    );
+}
