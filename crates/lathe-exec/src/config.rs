@@ -15,7 +15,9 @@ pub const DEFAULT_MAX_RUNNING: usize = 16;
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
 
 /// How much of a command's output the model sees in the result (the rest stays in the artifact).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// In configuration: `"small"`, `"medium"` or `"large"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PreviewBudget {
     /// About 4 KB.
     Small,

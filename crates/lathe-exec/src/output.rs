@@ -152,6 +152,16 @@ pub struct SearchResult {
 }
 
 impl SearchResult {
+    /// Drops matches from the end until [`to_text`](Self::to_text) is at most `max_chars`
+    /// characters (keeping at least one), and points `next_offset` at the first one dropped.
+    pub fn fit(&mut self, max_chars: usize) {
+        while self.matches.len() > 1 && self.to_text().chars().count() > max_chars {
+            if let Some(dropped) = self.matches.pop() {
+                self.next_offset = Some(dropped.offset);
+            }
+        }
+    }
+
     /// The model-facing text: numbered matching lines (`N:text`, as `grep -n` prints them).
     pub fn to_text(&self) -> String {
         let id = self.id;
@@ -277,6 +287,41 @@ mod tests {
         let mut file = tempfile::tempfile().unwrap();
         file.write_all(bytes).unwrap();
         file
+    }
+
+    #[test]
+    fn search_results_fit_a_budget_and_point_at_the_rest() {
+        let mut result = SearchResult {
+            id: CommandId(1),
+            pattern: "x".into(),
+            literal_because: None,
+            start: 0,
+            end: 10_000,
+            matches: (0..50)
+                .map(|i| SearchMatch {
+                    line: i + 1,
+                    offset: i * 100,
+                    text: "x".repeat(90),
+                })
+                .collect(),
+            total_matches: 50,
+            next_offset: None,
+            status: CommandStatus::Exited { code: 0 },
+        };
+        let full = result.to_text().chars().count();
+        result.fit(full);
+        assert_eq!(result.matches.len(), 50);
+        assert_eq!(result.next_offset, None);
+        result.fit(1000);
+        assert!(result.to_text().chars().count() <= 1000);
+        let kept = result.matches.len() as u64;
+        assert!((1..50).contains(&kept));
+        assert_eq!(result.next_offset, Some(kept * 100));
+        assert!(
+            result
+                .to_text()
+                .contains(&format!("\"offset\": {}", kept * 100))
+        );
     }
 
     #[test]

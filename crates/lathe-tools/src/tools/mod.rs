@@ -1,9 +1,13 @@
 //! The built-in tools, one file each. Registering a tool is one line in [`register_builtin`],
 //! and that list feeds the agent, `lathe tool` and the MCP server alike.
 
+pub mod command_output;
 pub mod glob;
 pub mod grep;
+pub mod kill_command;
+pub mod list_commands;
 mod search_walk;
+pub mod shell;
 pub mod read_file;
 pub mod suggest;
 pub mod text;
@@ -15,5 +19,9 @@ pub fn register_builtin(registry: &mut Registry) {
     registry.register(grep::GrepTool);
     registry.register(glob::GlobTool);
     registry.register(read_file::ReadFileTool);
+    registry.register(shell::ShellTool);
+    registry.register(command_output::CommandOutputTool);
+    registry.register(list_commands::ListCommandsTool);
+    registry.register(kill_command::KillCommandTool);
     let _ = registry;
 }

@@ -1,0 +1,56 @@
+//! `kill_command`: stop a running command and every process it started.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use lathe_exec::KillOutcome;
+
+use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tools::shell::{IdArg, commands, exec_error, parse_id, status_meta};
+
+/// The `kill_command` tool.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KillCommandTool;
+
+/// Stop a command started with `shell` (in the background, or moved there by its timeout):
+/// SIGTERM to it and every process it started, then SIGKILL after a short grace period. Killing
+/// a command that already finished says so, and stops any processes it left running.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct KillCommandInput {
+    /// The command's id, as `shell` or `list_commands` gave it.
+    pub id: IdArg,
+}
+
+impl Tool for KillCommandTool {
+    const NAME: &'static str = "kill_command";
+    type Input = KillCommandInput;
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Session
+    }
+
+    async fn run(&self, input: KillCommandInput, ctx: ToolContext) -> ToolOutput {
+        let id = match parse_id(&input.id) {
+            Ok(id) => id,
+            Err(message) => return ToolOutput::error(message),
+        };
+        let commands = commands(&ctx.session);
+        let supervisor = match commands.supervisor() {
+            Ok(supervisor) => supervisor,
+            Err(message) => return ToolOutput::error(message),
+        };
+        match supervisor.kill(id).await {
+            Ok(outcome) => {
+                let (status, was_running) = match &outcome {
+                    KillOutcome::Killed { status, .. } => (*status, true),
+                    KillOutcome::AlreadyFinished { status, .. } => (*status, false),
+                };
+                ToolOutput::ok(outcome.to_text())
+                    .with_meta("command_id", id.0)
+                    .with_meta("status", status_meta(status))
+                    .with_meta("was_running", was_running)
+            }
+            Err(error) => exec_error(error),
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! `list_commands`: the session's commands with their status, runtime and output size.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tools::shell::{commands, status_meta};
+
+/// The `list_commands` tool.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ListCommandsTool;
+
+/// List the commands run in this session (foreground and background): id, status (running,
+/// exited with its code, killed, timed out), runtime, output size and the command line. Use the
+/// id with `command_output` or `kill_command`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct ListCommandsInput {}
+
+impl Tool for ListCommandsTool {
+    const NAME: &'static str = "list_commands";
+    type Input = ListCommandsInput;
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+
+    async fn run(&self, _input: ListCommandsInput, ctx: ToolContext) -> ToolOutput {
+        let commands = commands(&ctx.session);
+        let supervisor = match commands.supervisor() {
+            Ok(supervisor) => supervisor,
+            Err(message) => return ToolOutput::error(message),
+        };
+        let list = supervisor.list();
+        let rows: Vec<serde_json::Value> = list
+            .iter()
+            .map(|c| {
+                json!({
+                    "id": c.id.0,
+                    "command": c.command,
+                    "status": status_meta(c.status),
+                    "runtime_ms": c.runtime.as_millis() as u64,
+                    "bytes": c.output_bytes,
+                    "lines": c.output_lines,
+                    "background": c.background,
+                })
+            })
+            .collect();
+        ToolOutput::ok(lathe_exec::render_list(&list)).with_meta("commands", rows)
+    }
+}

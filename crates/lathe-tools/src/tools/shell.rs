@@ -1,0 +1,447 @@
+//! `shell`: run a command with `bash -c` in its own process group, with a head/tail preview of
+//! its output, the full output kept as an artifact, a soft timeout that moves it to the
+//! background, and a whole-tree kill on cancellation. The process supervision itself is
+//! `lathe-exec`; this file is the model-facing side and the session's command state, which
+//! `command_output`, `list_commands` and `kill_command` share.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use lathe_exec::sandbox::{PreparedSandbox, SandboxPolicy};
+use lathe_exec::{
+    CommandId, CommandReport, CommandSpec, CommandStatus, ExecError, OutputDelta, PreviewBudget,
+    Supervisor,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::session::Session;
+use crate::tool::{ProgressSink, Tool, ToolContext, ToolKind, ToolOutput, ToolProgress};
+use crate::workspace::Access;
+
+/// The longest soft timeout honoured: a model asking for more means "wait", and a day is that.
+const MAX_SOFT_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+/// Live output forwarded to progress listeners per window; beyond it bytes are counted and
+/// announced, not streamed (a command printing gigabytes must not flood a terminal or an MCP
+/// client). The result and `command_output` always have everything.
+const LIVE_BYTES_PER_WINDOW: usize = 64 * 1024;
+const LIVE_WINDOW: Duration = Duration::from_millis(250);
+
+/// Configuration of command execution, for the `[shell]` part of the configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ShellConfig {
+    /// Hard limit in seconds after which a command is killed. By default, none.
+    pub command_timeout: Option<u64>,
+    /// Command prefixes (whole words, e.g. `cargo build`) exempt from the hard limit.
+    pub command_timeout_exempt: Vec<String>,
+    /// How much output a result shows: `small`, `medium` (about 10 KB, the default), `large`.
+    pub preview: PreviewBudget,
+    /// Bytes kept per command artifact; past it bytes are counted, not kept. By default, 1 GiB.
+    pub artifact_cap: u64,
+    /// Commands running at once. By default, 16.
+    pub max_running: usize,
+    /// Secret-looking environment variables (`*KEY*`, `*TOKEN*`, ...) to pass anyway.
+    pub keep_env: Vec<String>,
+    /// Run commands in the Landlock sandbox (writes confined to the workspace, the session's
+    /// state directory, /tmp and /dev/null). By default, off.
+    pub sandbox: bool,
+    /// Extra directories sandboxed commands may write.
+    pub sandbox_write_paths: Vec<PathBuf>,
+    /// Whether sandboxed commands may use the network. By default, no.
+    pub sandbox_network: bool,
+}
+
+impl Default for ShellConfig {
+    fn default() -> Self {
+        ShellConfig {
+            command_timeout: None,
+            command_timeout_exempt: Vec::new(),
+            preview: PreviewBudget::default(),
+            artifact_cap: lathe_exec::DEFAULT_ARTIFACT_CAP,
+            max_running: lathe_exec::DEFAULT_MAX_RUNNING,
+            keep_env: Vec::new(),
+            sandbox: false,
+            sandbox_write_paths: Vec::new(),
+            sandbox_network: false,
+        }
+    }
+}
+
+/// The session's commands: one supervisor per session, created on first use.
+pub struct Commands {
+    supervisor: Result<Supervisor, String>,
+    sandbox: Option<Result<PreparedSandbox, String>>,
+    hooked: AtomicBool,
+}
+
+impl Commands {
+    fn new(session: &Session, config: &ShellConfig) -> Self {
+        let supervisor = Supervisor::builder(session.state_dir())
+            .preview_budget(config.preview)
+            .artifact_cap(config.artifact_cap)
+            .command_timeout(config.command_timeout.map(Duration::from_secs))
+            .timeout_exempt(config.command_timeout_exempt.clone())
+            .max_running(config.max_running)
+            .keep_env(config.keep_env.clone())
+            .build()
+            .map_err(|e| e.to_string());
+        let sandbox = config.sandbox.then(|| {
+            let mut policy = SandboxPolicy::new(session.workspace().root(), session.state_dir());
+            for path in &config.sandbox_write_paths {
+                policy = policy.with_write_path(path);
+            }
+            policy.network = config.sandbox_network;
+            PreparedSandbox::prepare(&policy).map_err(|e| e.to_string())
+        });
+        Commands {
+            supervisor,
+            sandbox,
+            hooked: AtomicBool::new(false),
+        }
+    }
+
+    /// The supervisor, or why it could not be created (the model-facing text).
+    pub fn supervisor(&self) -> Result<&Supervisor, String> {
+        self.supervisor
+            .as_ref()
+            .map_err(|e| format!("commands cannot run in this session: {e}"))
+    }
+}
+
+/// Sets the configuration of command execution for `session`. Returns `false` (and changes
+/// nothing) when a command already ran in the session with the default configuration.
+pub fn configure(session: &Arc<Session>, config: ShellConfig) -> bool {
+    let mut applied = false;
+    let commands = session.extension(|| {
+        applied = true;
+        Commands::new(session, &config)
+    });
+    hook_shutdown(session, &commands);
+    applied
+}
+
+/// The session's commands, created with the default configuration on first use.
+pub fn commands(session: &Arc<Session>) -> Arc<Commands> {
+    let commands = session.extension(|| Commands::new(session, &ShellConfig::default()));
+    hook_shutdown(session, &commands);
+    commands
+}
+
+/// Kills every command of the session when it ends.
+fn hook_shutdown(session: &Session, commands: &Arc<Commands>) {
+    if commands.hooked.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let weak: Weak<Commands> = Arc::downgrade(commands);
+    session.on_shutdown(move || {
+        if let Some(commands) = weak.upgrade()
+            && let Ok(supervisor) = &commands.supervisor
+        {
+            supervisor.shutdown_blocking();
+        }
+    });
+}
+
+/// Parses a command id as the model wrote it (`3`, `"3"`, `"cmd-3"`).
+pub(crate) fn parse_id(id: &IdArg) -> Result<CommandId, String> {
+    match id {
+        IdArg::Number(n) => Ok(CommandId(*n)),
+        IdArg::Text(text) => text.parse::<CommandId>().map_err(|e| e.to_string()),
+    }
+}
+
+/// A command id: a number, or a string such as `"3"` or `"cmd-3"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum IdArg {
+    /// `3`.
+    Number(u64),
+    /// `"3"`, `"cmd-3"`.
+    Text(String),
+}
+
+impl JsonSchema for IdArg {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CommandId".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": ["integer", "string"],
+            "description": "The command's id, as `shell` or `list_commands` gave it (e.g. 3)."
+        })
+    }
+}
+
+/// Metadata shared by the command tools' results.
+pub(crate) fn status_meta(status: CommandStatus) -> Value {
+    match status {
+        CommandStatus::Running => json!({"state": "running"}),
+        CommandStatus::Exited { code } => json!({"state": "exited", "exit_code": code}),
+        CommandStatus::Signaled { signal } => json!({"state": "signaled", "signal": signal}),
+        CommandStatus::Killed { .. } => json!({"state": "killed", "label": status.label()}),
+        CommandStatus::TimedOut { limit } => {
+            json!({"state": "timed_out", "limit_seconds": limit.as_secs_f64()})
+        }
+    }
+}
+
+/// An `ExecError` as a tool result: the model-facing ones say what to do; the others are
+/// faults, reported as errors too (the model cannot fix them but must know the call failed).
+pub(crate) fn exec_error(error: ExecError) -> ToolOutput {
+    ToolOutput::error(error.to_string())
+}
+
+/// The `shell` tool.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ShellTool;
+
+/// Run a shell command (`bash -c`) in the workspace and get its exit code and output.
+///
+/// The result starts with a header: exit code (or signal), wall time, output size in bytes and
+/// lines, and the command's id. stdout and stderr are merged in the order they were written.
+/// Long output shows its head and tail with the omitted part counted; the full output is kept:
+/// read it with `command_output` (by byte offset, or `search` with a regex).
+///
+/// The command runs non-interactively: stdin is empty, `TERM=dumb`, no pager, no prompts (pass
+/// `-y` style flags to installers). Use `background: true` for servers and watchers, then
+/// `command_output`, `list_commands` and `kill_command`. A command still running after `timeout`
+/// seconds keeps running in the background and the result gives its id; without `timeout`, the
+/// call waits until the command ends.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct ShellInput {
+    /// The command line, run with `bash -c` (or `sh -c` where bash is missing). Pipes, `&&`,
+    /// redirections and `cd` work as in a terminal.
+    pub command: String,
+    /// Working directory, relative to the workspace root. Default: the workspace root.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Seconds to wait before returning with the output so far; the command then keeps running
+    /// in the background. Default: wait until it ends.
+    #[serde(default)]
+    pub timeout: Option<f64>,
+    /// Start the command and return its id at once, without waiting. Default false.
+    #[serde(default)]
+    pub background: bool,
+}
+
+impl Tool for ShellTool {
+    const NAME: &'static str = "shell";
+    type Input = ShellInput;
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Execute
+    }
+
+    async fn run(&self, input: ShellInput, ctx: ToolContext) -> ToolOutput {
+        let session = Arc::clone(&ctx.session);
+        let workspace = session.workspace();
+        let cwd = match input.cwd.as_deref().map(str::trim) {
+            None | Some("") | Some(".") => workspace.root().to_path_buf(),
+            Some(dir) => match workspace.resolve(dir, Access::Write) {
+                Ok(resolved) if resolved.abs().is_dir() => resolved.abs().to_path_buf(),
+                Ok(resolved) if resolved.abs().exists() => {
+                    return ToolOutput::error(format!(
+                        "cwd '{}' is not a directory: give a directory relative to the workspace root",
+                        resolved.shown()
+                    ));
+                }
+                Ok(resolved) => {
+                    return ToolOutput::error(format!(
+                        "cwd '{}' does not exist: create it first (mkdir -p) or give an existing directory",
+                        resolved.shown()
+                    ));
+                }
+                Err(error) => return ToolOutput::error(format!("cwd refused: {error}")),
+            },
+        };
+        let mut spec = CommandSpec::new(input.command, cwd);
+        if input.background {
+            spec = spec.background();
+        } else if let Some(seconds) = input.timeout {
+            if !(seconds.is_finite() && seconds > 0.0) {
+                return ToolOutput::error(format!(
+                    "timeout must be a positive number of seconds, got {seconds}; leave it out to wait until the command ends"
+                ));
+            }
+            spec = spec.soft_timeout(Duration::from_secs_f64(seconds).min(MAX_SOFT_TIMEOUT));
+        }
+        let commands = commands(&session);
+        let supervisor = match commands.supervisor() {
+            Ok(supervisor) => supervisor,
+            Err(message) => return ToolOutput::error(message),
+        };
+        match &commands.sandbox {
+            Some(Ok(sandbox)) => spec = spec.sandbox(sandbox.clone()),
+            Some(Err(error)) => {
+                return ToolOutput::error(format!(
+                    "the sandbox is configured but cannot be set up ({error}); commands are not run unsandboxed"
+                ));
+            }
+            None => {}
+        }
+        if let Some(sink) = ctx.progress.clone() {
+            let live = Arc::new(LiveOutput::new(sink));
+            spec = spec.on_output(Arc::new(move |delta: OutputDelta<'_>| {
+                live.push(delta.bytes)
+            }));
+        }
+        match supervisor.run(spec, &ctx.cancel).await {
+            Ok(report) => report_output(&report),
+            Err(error) => exec_error(error),
+        }
+    }
+}
+
+/// The tool result for a report: its text, and metadata for interfaces.
+pub(crate) fn report_output(report: &CommandReport) -> ToolOutput {
+    let mut output = ToolOutput::ok(report.to_text())
+        .with_meta("command_id", report.id.0)
+        .with_meta("status", status_meta(report.status))
+        .with_meta("wall_ms", report.wall_time.as_millis() as u64)
+        .with_meta("bytes", report.total_bytes)
+        .with_meta("lines", report.total_lines)
+        .with_meta("artifact", report.artifact.name.clone())
+        .with_meta("sandboxed", report.is_sandboxed());
+    if report.is_cut() {
+        output = output.with_meta("truncated", true);
+    }
+    output
+}
+
+/// Forwards output to a progress listener, at most `LIVE_BYTES_PER_WINDOW` per window, without
+/// splitting UTF-8 characters across pieces.
+struct LiveOutput {
+    sink: ProgressSink,
+    state: Mutex<LiveState>,
+}
+
+struct LiveState {
+    window_start: Instant,
+    sent: usize,
+    skipped: u64,
+    /// The start of a UTF-8 character cut at the end of the last piece.
+    carry: Vec<u8>,
+}
+
+impl LiveOutput {
+    fn new(sink: ProgressSink) -> Self {
+        LiveOutput {
+            sink,
+            state: Mutex::new(LiveState {
+                window_start: Instant::now(),
+                sent: 0,
+                skipped: 0,
+                carry: Vec::new(),
+            }),
+        }
+    }
+
+    fn push(&self, bytes: &[u8]) {
+        let mut events = Vec::new();
+        {
+            let mut state = self
+                .state
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if state.window_start.elapsed() >= LIVE_WINDOW {
+                if state.skipped > 0 {
+                    events.push(ToolProgress::Status {
+                        message: format!(
+                            "{} bytes of output not shown live (the result and command_output have them)",
+                            state.skipped
+                        ),
+                    });
+                }
+                state.window_start = Instant::now();
+                state.sent = 0;
+                state.skipped = 0;
+            }
+            if state.sent + bytes.len() <= LIVE_BYTES_PER_WINDOW {
+                state.sent += bytes.len();
+                let mut piece = std::mem::take(&mut state.carry);
+                piece.extend_from_slice(bytes);
+                let keep = match std::str::from_utf8(&piece) {
+                    Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                    _ => piece.len(),
+                };
+                state.carry = piece.split_off(keep);
+                if !piece.is_empty() {
+                    events.push(ToolProgress::Output {
+                        text: String::from_utf8_lossy(&piece).into_owned(),
+                    });
+                }
+            } else {
+                state.skipped += bytes.len() as u64;
+                state.carry.clear();
+            }
+        }
+        for event in events {
+            (self.sink)(event);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_output_keeps_characters_whole_and_caps_the_flow() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink_seen = Arc::clone(&seen);
+        let live = LiveOutput::new(Arc::new(move |p| sink_seen.lock().unwrap().push(p)));
+        let text = "héllo wörld";
+        let bytes = text.as_bytes();
+        for chunk in bytes.chunks(2) {
+            live.push(chunk);
+        }
+        let joined: String = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|p| match p {
+                ToolProgress::Output { text } => text.clone(),
+                ToolProgress::Status { .. } => String::new(),
+            })
+            .collect();
+        assert_eq!(joined, text);
+        live.push(&vec![b'x'; LIVE_BYTES_PER_WINDOW]);
+        let before = seen.lock().unwrap().len();
+        live.push(b"over the cap");
+        assert_eq!(
+            seen.lock().unwrap().len(),
+            before,
+            "capped within the window"
+        );
+    }
+
+    #[test]
+    fn ids_parse_from_numbers_and_strings() {
+        assert_eq!(parse_id(&IdArg::Number(3)).unwrap(), CommandId(3));
+        assert_eq!(
+            parse_id(&IdArg::Text("cmd-4".into())).unwrap(),
+            CommandId(4)
+        );
+        assert!(parse_id(&IdArg::Text("../etc".into())).is_err());
+    }
+
+    #[test]
+    fn config_reads_from_toml_shapes() {
+        let config: ShellConfig = serde_json::from_value(json!({
+            "command_timeout": 600,
+            "command_timeout_exempt": ["cargo build"],
+            "preview": "large",
+            "keep_env": ["GITHUB_TOKEN"]
+        }))
+        .unwrap();
+        assert_eq!(config.command_timeout, Some(600));
+        assert_eq!(config.preview, PreviewBudget::Large);
+        assert_eq!(config.max_running, 16);
+        assert!(serde_json::from_value::<ShellConfig>(json!({"comand_timeout": 1})).is_err());
+    }
+}
