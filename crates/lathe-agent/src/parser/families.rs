@@ -127,6 +127,9 @@ struct Items {
     cut: Option<CutOff>,
     /// An item could not be read.
     failed: bool,
+    /// The last item is complete but may still take more (a `<function=...>` block waiting
+    /// for its next parameter or its closing tag).
+    growing: bool,
 }
 
 /// Reads calls from `start`: JSON objects or arrays, `<function=...>` blocks and Python
@@ -138,6 +141,7 @@ fn items_at(buf: &str, start: usize, names: &ToolNames) -> Items {
         end: start,
         cut: None,
         failed: false,
+        growing: false,
     };
     let mut i = start;
     loop {
@@ -183,6 +187,7 @@ fn items_at(buf: &str, start: usize, names: &ToolNames) -> Items {
                 } => {
                     items.calls.push(parts);
                     items.end = end;
+                    items.growing = pending == Pending::CloseTag;
                     i = end;
                     if let Pending::Value { in_string } = pending {
                         items.cut = Some(CutOff { in_string });
@@ -258,7 +263,19 @@ pub(crate) fn resolve_tag(
         if let Some(close) = spec.closes.iter().find(|c| buf[j..].starts_with(**c)) {
             return finish(items.calls, j + close.len(), &[]);
         }
-        if !eof && (j == b.len() || spec.closes.iter().any(|c| partial_prefix(buf, j, c))) {
+        // After a separator, another call may be on its way.
+        let mut next = j;
+        while b
+            .get(next)
+            .is_some_and(|c| c.is_ascii_whitespace() || *c == b',' || *c == b';')
+        {
+            next += 1;
+        }
+        let may_grow = items.growing
+            || next == b.len()
+            || spec.closes.iter().any(|c| partial_prefix(buf, j, c))
+            || partial_prefix(buf, j, FUNCTION_OPEN);
+        if !eof && may_grow {
             return Resolved::NeedMore;
         }
         let missing: &[Repair] = if spec.family == Family::PythonTag {
@@ -762,7 +779,7 @@ pub(crate) fn resolve_python(buf: &str, pos: usize, ctx: &Ctx<'_>, eof: bool) ->
     if j >= b.len() && !eof && !py.cut_off {
         return Resolved::NeedMore;
     }
-    if j < b.len() && b[j] != b'\n' {
+    if (j < b.len() && b[j] != b'\n') || py.calls.is_empty() {
         return Resolved::Reject;
     }
     let mut calls = Vec::with_capacity(py.calls.len());

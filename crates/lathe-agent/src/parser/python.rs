@@ -112,7 +112,10 @@ fn call_at(src: &str, start: usize) -> Option<(PyCall, usize, bool)> {
         if i >= b.len() {
             return Some((call, i, true));
         }
-        let value = parse_at(src, i)?;
+        let Some(value) = parse_at(src, i) else {
+            // `limit=Tr` at the end of the text: a literal still arriving.
+            return partial_token(src, i).then_some((call, b.len(), true));
+        };
         add_repairs(&mut call.repairs, &value.repairs);
         call.args.push((key, value.value));
         if let Some(cut) = value.cut_off {
@@ -128,6 +131,23 @@ fn call_at(src: &str, start: usize) -> Option<(PyCall, usize, bool)> {
             Some(b')') => {}
             _ => return None,
         }
+    }
+}
+
+/// Whether everything from `i` is one token that may still grow (`Tr`, `12`, `na`).
+fn partial_token(src: &str, i: usize) -> bool {
+    src.as_bytes()[i.min(src.len())..]
+        .iter()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b'+'))
+}
+
+/// Whether everything from `i` is the start of a call: a name, then maybe spaces.
+fn partial_call(src: &str, i: usize) -> bool {
+    match ident_chain_end(src, i) {
+        Some(end) => src.as_bytes()[end..]
+            .iter()
+            .all(|c| c.is_ascii_whitespace() || *c == b'.'),
+        None => i >= src.len(),
     }
 }
 
@@ -166,7 +186,14 @@ pub(crate) fn calls_at(src: &str, start: usize) -> Option<PyCalls> {
         if calls.len() >= MAX_ARGS {
             return None;
         }
-        let (call, end, cut_off) = call_at(src, i)?;
+        let Some((call, end, cut_off)) = call_at(src, i) else {
+            // `[f(a=1), g` at the end of the text: the next call is still arriving.
+            return partial_call(src, i).then_some(PyCalls {
+                calls,
+                end: i,
+                cut_off: true,
+            });
+        };
         calls.push(call);
         if cut_off {
             return Some(PyCalls {
