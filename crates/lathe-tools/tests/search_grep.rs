@@ -392,7 +392,7 @@ async fn invalid_patterns_explain_themselves() {
         out.text
     );
     assert!(
-        out.text.contains("fixed_strings: true") && out.text.contains(r#""call\\(x""#),
+        out.text.contains("fixed_strings: true") && out.text.contains(r"`call\(x`"),
         "{}",
         out.text
     );

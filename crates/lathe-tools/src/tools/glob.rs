@@ -47,10 +47,8 @@ pub struct GlobInput {
     /// `[abc]` a character, `{a,b}` alternatives.
     pub pattern: String,
     /// Directory to search in, relative to the workspace root. Default: the whole workspace.
-    #[serde(default)]
     pub path: Option<String>,
     /// Most paths to list. Default 100; 0 for no limit.
-    #[serde(default)]
     pub limit: Option<usize>,
     /// Order of the paths.
     #[serde(default)]
@@ -64,10 +62,10 @@ pub struct GlobInput {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GlobSort {
-    /// Most recently modified first; ties by path (the default).
+    /// most recently modified first, ties by path (the default)
     #[default]
     Modified,
-    /// By path.
+    /// by path
     Path,
 }
 

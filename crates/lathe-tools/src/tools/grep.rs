@@ -55,21 +55,15 @@ pub struct GrepInput {
     pub pattern: String,
     /// File or directory to search, relative to the workspace root. Default: the whole
     /// workspace.
-    #[serde(default)]
     pub path: Option<String>,
     /// Glob or list of globs choosing files, matched relative to `path`: `*.rs` (a glob without
     /// `/` matches file names at any depth), `src/**/*.ts`, `*.{ts,tsx}`; a leading `!` excludes
     /// (`!**/tests/**`).
-    #[serde(default, deserialize_with = "search_walk::one_or_many")]
-    pub glob: Option<Vec<String>>,
+    pub glob: Option<StringList>,
     /// File type or list of types, by ripgrep's names: `rust`, `py`, `js`, `ts`, `go`, `c`,
     /// `cpp`, `java`, `md`, `json`, `yaml`, ...; a leading `!` excludes a type.
-    #[serde(
-        default,
-        rename = "type",
-        deserialize_with = "search_walk::one_or_many"
-    )]
-    pub file_type: Option<Vec<String>>,
+    #[serde(rename = "type")]
+    pub file_type: Option<StringList>,
     /// Match letters in either case. Default false.
     #[serde(default)]
     pub case_insensitive: bool,
@@ -80,20 +74,16 @@ pub struct GrepInput {
     #[serde(default)]
     pub multiline: bool,
     /// Lines of context shown before and after each match (content mode). Default 0.
-    #[serde(default)]
     pub context: Option<usize>,
     /// Lines of context before each match; overrides `context`.
-    #[serde(default)]
     pub before: Option<usize>,
     /// Lines of context after each match; overrides `context`.
-    #[serde(default)]
     pub after: Option<usize>,
     /// What to show.
     #[serde(default)]
     pub output_mode: OutputMode,
     /// Most entries to show: matching lines (content), or files (files_with_matches, count).
     /// Default 200; 0 for no limit.
-    #[serde(default)]
     pub limit: Option<usize>,
     /// Entries to skip, for the next page (the output says which offset to use). Default 0.
     #[serde(default)]
@@ -107,13 +97,47 @@ pub struct GrepInput {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OutputMode {
-    /// Matching lines, `path:line: text`.
+    /// matching lines as `path:line: text` (the default)
     #[default]
     Content,
-    /// Paths of files with matches, one a line.
+    /// the paths of files with matches, one a line
     FilesWithMatches,
-    /// Matching lines per file, `path:N`.
+    /// matching lines per file, `path:N`
     Count,
+}
+
+/// One string or a list of strings (models send both).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StringList(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for StringList {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum OneOrMany {
+            One(String),
+            Many(Vec<String>),
+        }
+        Ok(match OneOrMany::deserialize(deserializer)? {
+            OneOrMany::One(one) if one.trim().is_empty() => StringList(Vec::new()),
+            OneOrMany::One(one) => StringList(vec![one]),
+            OneOrMany::Many(many) => StringList(many),
+        })
+    }
+}
+
+impl JsonSchema for StringList {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "StringList".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        <Vec<String>>::json_schema(generator)
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
 }
 
 impl Tool for GrepTool {
@@ -136,8 +160,8 @@ fn execute(input: &GrepInput, ctx: &ToolContext) -> ToolOutput {
         Ok(root) => root,
         Err(output) => return output,
     };
-    let globs = input.glob.clone().unwrap_or_default();
-    let type_names = input.file_type.clone().unwrap_or_default();
+    let globs = input.glob.clone().unwrap_or_default().0;
+    let type_names = input.file_type.clone().unwrap_or_default().0;
     let glob_root = if root.is_dir {
         root.abs.clone()
     } else {
@@ -421,8 +445,16 @@ impl Report<'_> {
             plural(self.census.searched as usize, "file", "files"),
         );
         let filters: Vec<String> = [
-            self.input.glob.as_ref().map(|g| format!("glob {g:?}")),
-            self.input.file_type.as_ref().map(|t| format!("type {t:?}")),
+            self.input
+                .glob
+                .as_ref()
+                .filter(|g| !g.0.is_empty())
+                .map(|g| format!("glob {:?}", g.0)),
+            self.input
+                .file_type
+                .as_ref()
+                .filter(|t| !t.0.is_empty())
+                .map(|t| format!("type {:?}", t.0)),
         ]
         .into_iter()
         .flatten()
@@ -481,5 +513,41 @@ fn next_page(end: u64, total: u64) -> String {
         format!("; call grep with offset={end} for more")
     } else {
         String::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn globs_and_types_take_one_string_or_a_list() {
+        let input: GrepInput = serde_json::from_value(
+            json!({"pattern": "x", "glob": "*.rs", "type": ["rust", "!md"]}),
+        )
+        .unwrap();
+        assert_eq!(input.glob, Some(StringList(vec!["*.rs".into()])));
+        assert_eq!(
+            input.file_type,
+            Some(StringList(vec!["rust".into(), "!md".into()]))
+        );
+        assert_eq!(input.output_mode, OutputMode::Content);
+        let input: GrepInput = serde_json::from_value(json!({"pattern": "x", "glob": ""})).unwrap();
+        assert_eq!(input.glob, Some(StringList(Vec::new())));
+        assert!(serde_json::from_value::<GrepInput>(json!({"pattern": "x", "glob": 3})).is_err());
+    }
+
+    #[test]
+    fn the_schema_is_plain() {
+        let (description, schema) = crate::schema::tool_schema::<GrepInput>();
+        assert!(description.starts_with("Search file contents"));
+        assert_eq!(schema["properties"]["glob"]["type"], "array");
+        assert_eq!(schema["properties"]["type"]["items"]["type"], "string");
+        assert!(
+            schema["properties"]["limit"].get("default").is_none(),
+            "{schema}"
+        );
+        assert_eq!(schema["required"], json!(["pattern"]));
     }
 }

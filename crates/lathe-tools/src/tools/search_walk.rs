@@ -30,7 +30,7 @@ use crate::workspace::{Access, Workspace};
 mod call;
 mod problems;
 
-pub(crate) use call::{one_or_many, run_blocking};
+pub(crate) use call::run_blocking;
 pub(crate) use problems::{Problems, plural};
 
 /// Directory names that hold version-control internals: never searched, even with hidden files.

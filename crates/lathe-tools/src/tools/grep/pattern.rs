@@ -65,7 +65,7 @@ fn explain(pattern: &str, flags: PatternFlags, err: &grep_regex::Error) -> Strin
         _ => None,
     };
     let literal = format!(
-        "to search for the text literally, pass fixed_strings: true, or escape it as {:?}",
+        "to search for the text literally, pass fixed_strings: true, or escape it: `{}`",
         regex::escape(pattern)
     );
     match kind {
@@ -114,7 +114,7 @@ mod tests {
         assert!(message.contains("unclosed group"), "{message}");
         assert!(message.contains('^'), "{message}");
         assert!(message.contains("fixed_strings: true"), "{message}");
-        assert!(message.contains(r#""foo\\(bar""#), "{message}");
+        assert!(message.contains(r"`foo\(bar`"), "{message}");
     }
 
     #[test]

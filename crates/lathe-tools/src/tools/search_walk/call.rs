@@ -1,30 +1,8 @@
-//! Running a search as a tool call: arguments given as one string or a list, and the search
-//! itself on a blocking thread that the call's cancellation stops.
+//! Running a search as a tool call: on a blocking thread that the call's cancellation stops.
 
 use tokio_util::sync::CancellationToken;
 
 use crate::tool::ToolOutput;
-
-/// Deserializes a parameter given as one string or a list of strings (models send both).
-pub(crate) fn one_or_many<'de, D>(deserializer: D) -> Result<Option<Vec<String>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-{
-    #[derive(serde::Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany {
-        One(String),
-        Many(Vec<String>),
-    }
-    let value: Option<OneOrMany> = serde::Deserialize::deserialize(deserializer)?;
-    Ok(match value {
-        None => None,
-        Some(OneOrMany::One(one)) if one.trim().is_empty() => None,
-        Some(OneOrMany::One(one)) => Some(vec![one]),
-        Some(OneOrMany::Many(many)) if many.is_empty() => None,
-        Some(OneOrMany::Many(many)) => Some(many),
-    })
-}
 
 /// After a cancellation, how long a search thread is given to notice it and stop; it checks
 /// the token between files and between reads, so this is only reached on a stuck file system.
