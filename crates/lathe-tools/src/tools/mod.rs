@@ -8,9 +8,12 @@ pub mod kill_command;
 pub mod list_commands;
 mod search_walk;
 pub mod shell;
+pub mod edit_file;
+pub mod list_files;
 pub mod read_file;
 pub mod suggest;
 pub mod text;
+pub mod write_file;
 
 use crate::Registry;
 
@@ -19,6 +22,9 @@ pub fn register_builtin(registry: &mut Registry) {
     registry.register(grep::GrepTool);
     registry.register(glob::GlobTool);
     registry.register(read_file::ReadFileTool);
+    registry.register(write_file::WriteFileTool);
+    registry.register(edit_file::EditFileTool);
+    registry.register(list_files::ListFilesTool);
     registry.register(shell::ShellTool);
     registry.register(command_output::CommandOutputTool);
     registry.register(list_commands::ListCommandsTool);

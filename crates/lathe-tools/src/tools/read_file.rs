@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::session::Session;
 use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::suggest;
-use crate::tools::text::{group, human_size};
+use crate::tools::text::{binary_kind, group, human_size};
 use crate::workspace::{Access, ResolvedPath};
 
 /// Lines shown when the call gives no `limit`.
@@ -24,8 +24,6 @@ pub const DEFAULT_LIMIT: u64 = 2000;
 pub const MAX_LINE_CHARS: usize = 2000;
 /// How much of the start of a file decides whether it is binary.
 const SNIFF_BYTES: usize = 8192;
-/// A sample with more than this share of control bytes is binary.
-const MAX_CONTROL_SHARE: f64 = 0.3;
 
 /// Read a text file. Shows its lines numbered like `cat -n` (number, tab, text).
 ///
@@ -165,37 +163,6 @@ fn read_prefix(file: &mut File, max: usize) -> io::Result<Vec<u8>> {
     Ok(prefix)
 }
 
-/// What a binary sample looks like, or `None` for text: a NUL byte, or mostly control bytes.
-fn binary_kind(sample: &[u8]) -> Option<String> {
-    const MAGIC: &[(&[u8], &str)] = &[
-        (b"\x89PNG", "PNG image"),
-        (b"\xFF\xD8\xFF", "JPEG image"),
-        (b"GIF8", "GIF image"),
-        (b"%PDF", "PDF document"),
-        (b"PK\x03\x04", "zip archive"),
-        (b"\x1F\x8B", "gzip data"),
-        (b"\x7FELF", "ELF executable"),
-        (b"SQLite format 3\0", "SQLite database"),
-        (b"\0asm", "WebAssembly module"),
-        (b"\xFF\xFE", "UTF-16 text, which read_file cannot show"),
-        (b"\xFE\xFF", "UTF-16 text, which read_file cannot show"),
-    ];
-    let has_nul = sample.contains(&0);
-    let control = sample
-        .iter()
-        .filter(|&&b| (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0C | 0x1B)) || b == 0x7F)
-        .count();
-    let mostly_control = !sample.is_empty() && control as f64 / sample.len() as f64 > MAX_CONTROL_SHARE;
-    if !has_nul && !mostly_control {
-        return None;
-    }
-    let kind = MAGIC
-        .iter()
-        .find(|(magic, _)| sample.starts_with(magic))
-        .map_or("binary data", |(_, kind)| kind);
-    Some(kind.to_owned())
-}
-
 fn render(shown: &str, offset: u64, scan: &scan::Scan) -> ToolOutput {
     let total = scan.total_lines;
     if total == 0 {
@@ -273,17 +240,46 @@ fn render(shown: &str, offset: u64, scan: &scan::Scan) -> ToolOutput {
 mod tests {
     use super::*;
 
+    fn scan_of(lines: &[(u64, &str)], total: u64) -> scan::Scan {
+        scan::Scan {
+            total_lines: total,
+            bytes: 100,
+            lines: lines
+                .iter()
+                .map(|&(number, text)| scan::Line {
+                    number,
+                    text: text.to_owned(),
+                    cut_from: None,
+                })
+                .collect(),
+            invalid_utf8: false,
+            crlf: false,
+            no_final_newline: false,
+            stamp: None,
+        }
+    }
+
     #[test]
-    fn binary_detection() {
-        assert_eq!(binary_kind(b"fn main() {}\n\ttab\r\n"), None);
-        assert_eq!(binary_kind(b"").as_deref(), None);
-        assert_eq!(binary_kind(b"\x89PNG\r\n\x1a\n\0\0").as_deref(), Some("PNG image"));
-        assert_eq!(binary_kind(b"abc\0def").as_deref(), Some("binary data"));
-        let controls: Vec<u8> = (0..100).map(|i| if i % 2 == 0 { 1 } else { b'a' }).collect();
-        assert!(binary_kind(&controls).is_some());
-        let few: Vec<u8> = (0..100).map(|i| if i % 10 == 0 { 1 } else { b'a' }).collect();
-        assert_eq!(binary_kind(&few), None);
-        let ansi = b"\x1b[31mred\x1b[0m\n".repeat(10);
-        assert_eq!(binary_kind(&ansi), None);
+    fn numbering_is_cat_n_style_and_notes_give_the_next_offset() {
+        let out = render("a.txt", 9, &scan_of(&[(9, "nine"), (10, "ten")], 12));
+        assert!(!out.is_error);
+        assert_eq!(
+            out.text,
+            "     9\tnine\n    10\tten\n\n(showing lines 9-10 of 12; to read on, call read_file with offset=11)\n"
+        );
+        let whole = render("a.txt", 1, &scan_of(&[(1, "x")], 1));
+        assert_eq!(whole.text, "     1\tx\n");
+        let end = render("a.txt", 2, &scan_of(&[(2, "y")], 2));
+        assert!(end.text.contains("(showing lines 2-2 of 2; this is the end of the file)"), "{}", end.text);
+    }
+
+    #[test]
+    fn past_the_end_and_empty() {
+        let out = render("a.txt", 50, &scan_of(&[], 12));
+        assert!(out.is_error);
+        assert!(out.text.contains("offset 50 is past the end of a.txt, which has 12 lines"), "{}", out.text);
+        let empty = render("e.txt", 1, &scan_of(&[], 0));
+        assert!(!empty.is_error);
+        assert!(empty.text.starts_with("e.txt is empty"), "{}", empty.text);
     }
 }

@@ -12,6 +12,41 @@ pub const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 /// Diffs are for people and counts; a pathological input must not stall a tool call.
 const DIFF_TIMEOUT: Duration = Duration::from_millis(500);
 
+/// A sample with more than this share of control bytes is binary.
+const MAX_CONTROL_SHARE: f64 = 0.3;
+
+/// What a binary sample (the first 8 KiB, say) looks like, or `None` for text: binary means a NUL
+/// byte, or mostly control bytes.
+pub fn binary_kind(sample: &[u8]) -> Option<String> {
+    const MAGIC: &[(&[u8], &str)] = &[
+        (b"\x89PNG", "PNG image"),
+        (b"\xFF\xD8\xFF", "JPEG image"),
+        (b"GIF8", "GIF image"),
+        (b"%PDF", "PDF document"),
+        (b"PK\x03\x04", "zip archive"),
+        (b"\x1F\x8B", "gzip data"),
+        (b"\x7FELF", "ELF executable"),
+        (b"SQLite format 3\0", "SQLite database"),
+        (b"\0asm", "WebAssembly module"),
+        (b"\xFF\xFE", "UTF-16 text, which read_file cannot show"),
+        (b"\xFE\xFF", "UTF-16 text, which read_file cannot show"),
+    ];
+    let has_nul = sample.contains(&0);
+    let control = sample
+        .iter()
+        .filter(|&&b| (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0C | 0x1B)) || b == 0x7F)
+        .count();
+    let mostly_control = !sample.is_empty() && control as f64 / sample.len() as f64 > MAX_CONTROL_SHARE;
+    if !has_nul && !mostly_control {
+        return None;
+    }
+    let kind = MAGIC
+        .iter()
+        .find(|(magic, _)| sample.starts_with(magic))
+        .map_or("binary data", |(_, kind)| kind);
+    Some(kind.to_owned())
+}
+
 /// Counts `\n` bytes. Written so the compiler vectorises it: the inner loop sums byte flags in
 /// a `u8`, which cannot overflow in blocks of 255.
 pub fn count_newlines(bytes: &[u8]) -> u64 {
@@ -134,6 +169,20 @@ fn line_diff<'a>(old: &'a str, new: &'a str) -> TextDiff<'a, 'a, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn binary_detection() {
+        assert_eq!(binary_kind(b"fn main() {}\n\ttab\r\n"), None);
+        assert_eq!(binary_kind(b"").as_deref(), None);
+        assert_eq!(binary_kind(b"\x89PNG\r\n\x1a\n\0\0").as_deref(), Some("PNG image"));
+        assert_eq!(binary_kind(b"abc\0def").as_deref(), Some("binary data"));
+        let controls: Vec<u8> = (0..100).map(|i| if i % 2 == 0 { 1 } else { b'a' }).collect();
+        assert!(binary_kind(&controls).is_some());
+        let few: Vec<u8> = (0..100).map(|i| if i % 10 == 0 { 1 } else { b'a' }).collect();
+        assert_eq!(binary_kind(&few), None);
+        let ansi = b"\x1b[31mred\x1b[0m\n".repeat(10);
+        assert_eq!(binary_kind(&ansi), None);
+    }
 
     #[test]
     fn newlines_are_counted_across_blocks() {

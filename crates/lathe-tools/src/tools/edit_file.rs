@@ -1,0 +1,234 @@
+//! `edit_file`: replace text in one file, exactly or by a named tolerant strategy, all edits or
+//! none, keeping line endings, BOM, final newline and permissions.
+
+mod apply;
+mod closest;
+mod document;
+mod matching;
+
+use std::io::{self, Read};
+use std::sync::Arc;
+
+use nix::fcntl::OFlag;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::session::Session;
+use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tools::suggest;
+use crate::tools::text::{self, binary_kind, human_size};
+use crate::workspace::Access;
+
+pub use apply::{EditError, Outcome, apply_edits};
+pub use matching::Strategy;
+
+/// Files larger than this are not loaded for editing.
+pub const MAX_EDIT_BYTES: u64 = 32 * 1024 * 1024;
+/// The diff in the result is cut after this many lines.
+const MAX_DIFF_LINES: usize = 80;
+
+/// Replace text in a file: `old_string` becomes `new_string`.
+///
+/// Copy old_string exactly from read_file (without the line numbers) and include enough lines
+/// that it matches one place; set replace_all=true to change every match. For several changes
+/// to one file, give `edits`: a list of {old_string, new_string, replace_all}, applied in order,
+/// all or none. Without an exact match, differences in indentation, whitespace or escaping are
+/// tolerated and the result names the strategy used. Line endings, BOM and permissions are
+/// kept. An empty old_string creates a file that does not exist yet.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct EditFileInput {
+    /// The file, relative to the workspace root.
+    pub path: String,
+    /// The exact text to replace.
+    pub old_string: Option<String>,
+    /// The text to put in its place ("" deletes old_string).
+    pub new_string: Option<String>,
+    /// Replace every match instead of requiring exactly one. Default: false.
+    pub replace_all: Option<bool>,
+    /// Instead of old_string/new_string: several edits applied in order, all or none.
+    pub edits: Option<Vec<EditInput>>,
+}
+
+/// One edit of an `edits` list.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+pub struct EditInput {
+    /// The exact text to replace.
+    pub old_string: String,
+    /// The text to put in its place ("" deletes old_string).
+    pub new_string: String,
+    /// Replace every match instead of requiring exactly one. Default: false.
+    pub replace_all: Option<bool>,
+}
+
+/// The `edit_file` tool.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EditFileTool;
+
+impl Tool for EditFileTool {
+    const NAME: &'static str = "edit_file";
+    type Input = EditFileInput;
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Edit
+    }
+
+    async fn run(&self, input: EditFileInput, ctx: ToolContext) -> ToolOutput {
+        let session = Arc::clone(&ctx.session);
+        tokio::task::spawn_blocking(move || edit(&session, input))
+            .await
+            .unwrap_or_else(|err| ToolOutput::error(format!("edit_file stopped unexpectedly: {err}")))
+    }
+}
+
+/// The edits a call asks for, or the model-facing reason the call is malformed.
+fn collect_edits(input: EditFileInput) -> Result<Vec<EditInput>, String> {
+    match (input.old_string, input.new_string, input.edits) {
+        (Some(_), _, Some(edits)) | (_, Some(_), Some(edits)) if !edits.is_empty() => Err(
+            "give either old_string/new_string or edits, not both; put every change in edits".to_owned(),
+        ),
+        (Some(old_string), Some(new_string), _) => Ok(vec![EditInput {
+            old_string,
+            new_string,
+            replace_all: input.replace_all,
+        }]),
+        (Some(_), None, _) => Err(
+            "new_string is missing: give the text that replaces old_string (\"\" to delete it)".to_owned(),
+        ),
+        (None, Some(_), _) => Err(
+            "old_string is missing: give the exact text to replace (copy it from read_file)".to_owned(),
+        ),
+        (None, None, Some(edits)) if !edits.is_empty() => Ok(edits),
+        (None, None, _) => Err(
+            "nothing to edit: give old_string and new_string, or a non-empty edits list".to_owned(),
+        ),
+    }
+}
+
+fn edit(session: &Session, input: EditFileInput) -> ToolOutput {
+    let path = input.path.clone();
+    let edits = match collect_edits(input) {
+        Ok(edits) => edits,
+        Err(message) => return ToolOutput::error(message),
+    };
+    let workspace = session.workspace();
+    let resolved = match workspace.resolve(&path, Access::Write) {
+        Ok(resolved) => resolved,
+        Err(err) => return ToolOutput::error(err.to_string()),
+    };
+    let shown = resolved.shown().to_owned();
+    let existing = match workspace.open(&resolved, OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0) {
+        Ok(mut file) => match read_editable(&mut file, &shown) {
+            Ok(bytes) => Some(bytes),
+            Err(message) => return ToolOutput::error(message).with_meta("path", shown),
+        },
+        Err(err) if err.kind() == io::ErrorKind::NotFound || err.raw_os_error() == Some(libc::ENOTDIR) => {
+            if !edits[0].old_string.is_empty() {
+                let similar = suggest::similar_paths(workspace, resolved.abs(), 3);
+                return ToolOutput::error(format!(
+                    "{shown} does not exist.{} To create a file, use write_file (or edit_file with an empty old_string).",
+                    suggest::did_you_mean(&similar)
+                ))
+                .with_meta("path", shown)
+                .with_meta("suggestions", similar);
+            }
+            None
+        }
+        Err(err) => return ToolOutput::error(format!("cannot read {shown}: {err}")).with_meta("path", shown),
+    };
+    let (document, before) = match &existing {
+        Some(bytes) => {
+            if let Err(message) = session.check_unchanged(resolved.abs(), bytes, &shown) {
+                return ToolOutput::error(message).with_meta("path", shown);
+            }
+            match document::Document::decode(bytes) {
+                Ok(doc) => {
+                    let text = doc.text.clone();
+                    (doc, Some(text))
+                }
+                Err(reason) => return ToolOutput::error(format!("cannot edit {shown}: {reason}")),
+            }
+        }
+        None => (
+            document::Document {
+                bom: false,
+                raw_bytes: false,
+                text: String::new(),
+            },
+            None,
+        ),
+    };
+    let outcome = match apply_edits(before.as_deref(), &edits) {
+        Ok(outcome) => outcome,
+        Err(err) => return ToolOutput::error(err.message(&shown, edits.len())).with_meta("path", shown),
+    };
+    let bytes = document.encode(&outcome.text);
+    if existing.as_deref() == Some(bytes.as_slice()) {
+        return ToolOutput::ok(format!(
+            "{shown} is unchanged: the edits cancel each other out, so nothing was written."
+        ))
+        .with_meta("path", shown)
+        .with_meta("added", 0)
+        .with_meta("removed", 0);
+    }
+    if let Err(err) = workspace.write_atomic(&resolved, &bytes, 0o666) {
+        return ToolOutput::error(format!("cannot write {shown}: {err}")).with_meta("path", shown);
+    }
+    session.record_file(resolved.abs(), &bytes);
+    let old_view = document::View::of(before.as_deref().unwrap_or("")).text;
+    let new_view = document::View::of(&outcome.text).text;
+    let diff = text::diff(&old_view, &new_view, &shown, 3, MAX_DIFF_LINES);
+    let mut message = match &before {
+        None => format!("Created {shown} (+{} -{}).", diff.added, diff.removed),
+        Some(_) => format!(
+            "Edited {shown} (+{} -{}): {}.",
+            diff.added,
+            diff.removed,
+            outcome.summary()
+        ),
+    };
+    if !diff.unified.is_empty() {
+        message.push('\n');
+        message.push_str(&diff.unified);
+    }
+    let strategies: Vec<&str> = outcome.reports.iter().filter_map(|r| r.strategy.map(Strategy::name)).collect();
+    ToolOutput::ok(message)
+        .with_meta("path", shown)
+        .with_meta("created", before.is_none())
+        .with_meta("added", diff.added)
+        .with_meta("removed", diff.removed)
+        .with_meta("replacements", outcome.reports.iter().map(|r| r.count).sum::<usize>())
+        .with_meta("strategies", json!(strategies))
+        .with_meta("diff", diff.unified)
+}
+
+/// Reads a file that is about to be edited, or says why it cannot be edited.
+fn read_editable(file: &mut std::fs::File, shown: &str) -> Result<Vec<u8>, String> {
+    let meta = file.metadata().map_err(|err| format!("cannot read {shown}: {err}"))?;
+    if meta.is_dir() {
+        return Err(format!(
+            "{shown} is a directory; edit_file edits one file (use list_files to see what it holds)"
+        ));
+    }
+    if !meta.is_file() {
+        return Err(format!("{shown} is not a regular file (a device, FIFO or socket); it cannot be edited"));
+    }
+    if meta.len() > MAX_EDIT_BYTES {
+        return Err(format!(
+            "{shown} is too large for edit_file ({}; the limit is {}); use the shell (e.g. sed -i) instead",
+            human_size(meta.len()),
+            human_size(MAX_EDIT_BYTES)
+        ));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_EDIT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|err| format!("cannot read {shown}: {err}"))?;
+    if let Some(kind) = binary_kind(&bytes[..bytes.len().min(8192)]) {
+        return Err(format!(
+            "{shown} is a binary file ({kind}, {}); edit_file edits text files only",
+            human_size(bytes.len() as u64)
+        ));
+    }
+    Ok(bytes)
+}

@@ -1,0 +1,524 @@
+//! Finding `old_string` in a file: exactly first, then, only when that finds nothing, tolerant
+//! strategies in a fixed order. The first strategy that finds anything decides; every match it
+//! finds is returned, so the caller can insist on uniqueness.
+
+use serde::Serialize;
+
+/// How `old_string` was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// Byte for byte (line endings aside).
+    Exact,
+    /// Each line compared with its leading and trailing whitespace ignored.
+    TrimmedLines,
+    /// Every run of whitespace (newlines included) compared as one space.
+    CollapsedWhitespace,
+    /// Double-escaped text (`\\n`, `\\t`, `\\"`) unescaped first.
+    Unescaped,
+    /// Real newlines in `old_string` matched against `\n` escape sequences in the file.
+    LiteralEscapes,
+}
+
+impl Strategy {
+    /// The name in results and metadata.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Exact => "exact",
+            Strategy::TrimmedLines => "trimmed_lines",
+            Strategy::CollapsedWhitespace => "collapsed_whitespace",
+            Strategy::Unescaped => "unescaped",
+            Strategy::LiteralEscapes => "literal_escapes",
+        }
+    }
+
+    /// What it means, for the model.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Strategy::Exact => "matched exactly",
+            Strategy::TrimmedLines => {
+                "matched with leading/trailing whitespace on each line ignored (strategy trimmed_lines)"
+            }
+            Strategy::CollapsedWhitespace => {
+                "matched with runs of whitespace treated as one space (strategy collapsed_whitespace)"
+            }
+            Strategy::Unescaped => {
+                "matched after unescaping double-escaped text such as \\\\n (strategy unescaped)"
+            }
+            Strategy::LiteralEscapes => {
+                "matched newlines in old_string to \\n escape sequences in the file (strategy literal_escapes)"
+            }
+        }
+    }
+}
+
+/// One place `old_string` was found, in view positions, with the text to put there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Match {
+    /// Start (byte position in the view).
+    pub start: usize,
+    /// End, exclusive.
+    pub end: usize,
+    /// The replacement (adjusted to the strategy: indentation, escapes, edges).
+    pub replacement: String,
+}
+
+type Finder = fn(&str, &str, &str) -> Option<Vec<Match>>;
+
+/// Finds `old` in `text` (both with `\n` line endings) and says how; `new` is shaped to fit.
+pub fn find(text: &str, old: &str, new: &str) -> Option<(Strategy, Vec<Match>)> {
+    let plain: [(Strategy, Finder); 3] = [
+        (Strategy::Exact, exact),
+        (Strategy::TrimmedLines, trimmed_lines),
+        (Strategy::CollapsedWhitespace, collapsed_whitespace),
+    ];
+    for (strategy, finder) in plain {
+        if let Some(found) = finder(text, old, new) {
+            return Some((strategy, found));
+        }
+    }
+    if let Some(old_unescaped) = unescape(old) {
+        let new_unescaped = unescape(new).unwrap_or_else(|| new.to_owned());
+        for (_, finder) in plain {
+            if let Some(found) = finder(text, &old_unescaped, &new_unescaped) {
+                return Some((Strategy::Unescaped, found));
+            }
+        }
+    }
+    literal_escapes(text, old, new).map(|found| (Strategy::LiteralEscapes, found))
+}
+
+/// The 1-based line of view position `pos`.
+pub fn line_of(text: &str, pos: usize) -> usize {
+    text.as_bytes()[..pos].iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+fn non_empty(found: Vec<Match>) -> Option<Vec<Match>> {
+    (!found.is_empty()).then_some(found)
+}
+
+fn exact(text: &str, old: &str, new: &str) -> Option<Vec<Match>> {
+    if old.is_empty() {
+        return None;
+    }
+    non_empty(
+        text.match_indices(old)
+            .map(|(i, _)| Match {
+                start: i,
+                end: i + old.len(),
+                replacement: new.to_owned(),
+            })
+            .collect(),
+    )
+}
+
+/// Byte spans of the lines of `text`, without their `\n`.
+pub fn line_spans(text: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut start = 0;
+    for (i, _) in text.match_indices('\n') {
+        spans.push((start, i));
+        start = i + 1;
+    }
+    if start < text.len() {
+        spans.push((start, text.len()));
+    }
+    spans
+}
+
+fn trimmed_lines(text: &str, old: &str, new: &str) -> Option<Vec<Match>> {
+    let ends_with_newline = old.ends_with('\n');
+    let body = old.strip_suffix('\n').unwrap_or(old);
+    let old_lines: Vec<&str> = body.split('\n').collect();
+    if old_lines.iter().all(|l| l.trim().is_empty()) {
+        return None;
+    }
+    let spans = line_spans(text);
+    let k = old_lines.len();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i + k <= spans.len() {
+        let line = |j: usize| &text[spans[i + j].0..spans[i + j].1];
+        if !(0..k).all(|j| line(j).trim() == old_lines[j].trim()) {
+            i += 1;
+            continue;
+        }
+        let start = spans[i].0;
+        let mut end = spans[i + k - 1].1;
+        let has_newline = end < text.len();
+        if ends_with_newline && has_newline {
+            end += 1;
+        }
+        let file_lines: Vec<&str> = (0..k).map(line).collect();
+        let mut replacement = reindent(new, &old_lines, &file_lines);
+        if ends_with_newline && !has_newline && replacement.ends_with('\n') {
+            replacement.pop();
+        }
+        found.push(Match {
+            start,
+            end,
+            replacement,
+        });
+        i += k;
+    }
+    non_empty(found)
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Shift {
+    Add(String),
+    Remove(String),
+}
+
+fn indent(line: &str) -> &str {
+    &line[..line.len() - line.trim_start().len()]
+}
+
+/// The indentation change from `old` to `file`, when one is a prefix-extension of the other.
+fn shift_of(old: &str, file: &str) -> Option<Shift> {
+    let (oi, fi) = (indent(old), indent(file));
+    if fi.len() >= oi.len() && fi.ends_with(oi) {
+        Some(Shift::Add(fi[..fi.len() - oi.len()].to_owned()))
+    } else if oi.ends_with(fi) {
+        Some(Shift::Remove(oi[..oi.len() - fi.len()].to_owned()))
+    } else {
+        None
+    }
+}
+
+fn apply_shift(line: &str, shift: &Shift) -> String {
+    if line.trim().is_empty() {
+        return line.to_owned();
+    }
+    match shift {
+        Shift::Add(prefix) => format!("{prefix}{line}"),
+        Shift::Remove(prefix) => line.strip_prefix(prefix.as_str()).unwrap_or(line).to_owned(),
+    }
+}
+
+/// When the model's lines were indented differently from the file's by one consistent amount,
+/// shifts `new` by the same amount so the replacement lands at the file's indentation. The
+/// first line is judged on its own (a copied fragment often starts mid-line).
+fn reindent(new: &str, old_lines: &[&str], file_lines: &[&str]) -> String {
+    let first = shift_of(old_lines[0], file_lines[0]);
+    let mut rest: Option<Option<Shift>> = None;
+    for (o, f) in old_lines.iter().zip(file_lines).skip(1) {
+        if o.trim().is_empty() {
+            continue;
+        }
+        let shift = shift_of(o, f);
+        match &rest {
+            None => rest = Some(shift),
+            Some(seen) if *seen == shift => {}
+            Some(_) => rest = Some(None),
+        }
+    }
+    let rest = match rest {
+        Some(shift) => shift,
+        // One line (or only blank lines after the first): the first line's shift is all we know.
+        None if old_lines.len() == 1 => first.clone(),
+        None => None,
+    };
+    new.split('\n')
+        .enumerate()
+        .map(|(i, line)| {
+            let shift = if i == 0 { &first } else { &rest };
+            match shift {
+                Some(shift) => apply_shift(line, shift),
+                None => line.to_owned(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `text` with each whitespace run as one space, and for each byte of it, where its character
+/// starts in `text`.
+fn collapse_with_starts(text: &str) -> (String, Vec<u32>) {
+    let mut out = String::with_capacity(text.len());
+    let mut starts = Vec::with_capacity(text.len());
+    let mut in_space = false;
+    for (i, c) in text.char_indices() {
+        if c.is_whitespace() {
+            if !in_space {
+                out.push(' ');
+                starts.push(i as u32);
+            }
+            in_space = true;
+        } else {
+            out.push(c);
+            starts.extend(std::iter::repeat_n(i as u32, c.len_utf8()));
+            in_space = false;
+        }
+    }
+    (out, starts)
+}
+
+fn collapse(text: &str) -> String {
+    collapse_with_starts(text).0
+}
+
+fn collapsed_whitespace(text: &str, old: &str, new: &str) -> Option<Vec<Match>> {
+    let needle = collapse(old.trim());
+    if needle.is_empty() || u32::try_from(text.len()).is_err() {
+        return None;
+    }
+    let (hay, starts) = collapse_with_starts(text);
+    let lead = &old[..old.len() - old.trim_start().len()];
+    let trail = &old[old.trim_end().len()..];
+    let mut replacement = new;
+    if !lead.is_empty() {
+        replacement = replacement.strip_prefix(lead).unwrap_or(replacement.trim_start());
+    }
+    if !trail.is_empty() {
+        replacement = replacement.strip_suffix(trail).unwrap_or(replacement.trim_end());
+    }
+    let last_char_len = needle.chars().next_back().map_or(1, char::len_utf8);
+    non_empty(
+        hay.match_indices(&needle)
+            .map(|(i, _)| {
+                let last = i + needle.len() - last_char_len;
+                Match {
+                    start: starts[i] as usize,
+                    end: starts[last] as usize + last_char_len,
+                    replacement: replacement.to_owned(),
+                }
+            })
+            .collect(),
+    )
+}
+
+/// Unescapes `\n`, `\t`, `\r`, `\"`, `\'` and `\\`; `None` when there is nothing to unescape.
+pub fn unescape(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut changed = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let replaced = match (c, chars.peek()) {
+            ('\\', Some('n')) => Some('\n'),
+            ('\\', Some('t')) => Some('\t'),
+            ('\\', Some('r')) => Some('\r'),
+            ('\\', Some('"')) => Some('"'),
+            ('\\', Some('\'')) => Some('\''),
+            ('\\', Some('\\')) => Some('\\'),
+            _ => None,
+        };
+        match replaced {
+            Some(r) => {
+                chars.next();
+                out.push(r);
+                changed = true;
+            }
+            None => out.push(c),
+        }
+    }
+    changed.then_some(out)
+}
+
+/// The reverse of the argument layer's double-escape repair: an `old_string` that arrived with
+/// `\n` escapes (and no real newline) was turned into real newlines before it got here, while
+/// the file holds the escapes (`printf("a\n")`). Each character the repair may have produced is
+/// matched as either itself or its escape.
+fn literal_escapes(text: &str, old: &str, new: &str) -> Option<Vec<Match>> {
+    if !old.contains('\n') {
+        return None;
+    }
+    let mut pattern = String::new();
+    for c in old.chars() {
+        match c {
+            '\n' => pattern.push_str(r"\\n"),
+            '\t' => pattern.push_str(r"(?:\t|\\t)"),
+            '\r' => pattern.push_str(r"(?:\r|\\r)"),
+            '"' => pattern.push_str(r#"(?:"|\\")"#),
+            '\\' => pattern.push_str(r"(?:\\\\|\\)"),
+            other => pattern.push_str(&regex::escape(other.encode_utf8(&mut [0u8; 4]))),
+        }
+    }
+    let regex = regex::Regex::new(&pattern).ok()?;
+    non_empty(
+        regex
+            .find_iter(text)
+            .map(|m| Match {
+                start: m.start(),
+                end: m.end(),
+                replacement: reescape(new, old, m.as_str()),
+            })
+            .collect(),
+    )
+}
+
+/// For each character of `old`, whether `matched` (what the file holds) has it as an escape
+/// sequence (`\"` for `"`); `old` is known to match `matched` this way.
+fn escape_flags(old: &str, matched: &str) -> Vec<bool> {
+    let bytes = matched.as_bytes();
+    let mut at = 0;
+    old.chars()
+        .map(|c| {
+            let escape: &[u8] = match c {
+                '\n' => b"\\n",
+                '\t' => b"\\t",
+                '\r' => b"\\r",
+                '"' => b"\\\"",
+                '\\' => b"\\\\",
+                _ => b"",
+            };
+            let escaped = !escape.is_empty() && bytes.get(at..).is_some_and(|rest| rest.starts_with(escape));
+            at += if escaped { escape.len() } else { c.len_utf8() };
+            escaped
+        })
+        .collect()
+}
+
+/// `new` written the way the file writes `old`: real newlines as `\n` escapes, and each tab,
+/// quote or backslash escaped as the corresponding character of `old` was (characters in the
+/// common prefix and suffix of `old` and `new` copy it; others follow the majority of their
+/// kind). A `new` without a newline was never unescaped: kept as is.
+fn reescape(new: &str, old: &str, matched: &str) -> String {
+    if !new.contains('\n') {
+        return new.to_owned();
+    }
+    let flags = escape_flags(old, matched);
+    let old_chars: Vec<char> = old.chars().collect();
+    let new_chars: Vec<char> = new.chars().collect();
+    let prefix = old_chars.iter().zip(&new_chars).take_while(|(a, b)| a == b).count();
+    let room = old_chars.len().min(new_chars.len()) - prefix;
+    let suffix = old_chars
+        .iter()
+        .rev()
+        .zip(new_chars.iter().rev())
+        .take(room)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let majority = |kind: char| {
+        let (escaped, plain) = old_chars
+            .iter()
+            .zip(&flags)
+            .filter(|(c, _)| **c == kind)
+            .fold((0, 0), |(e, p), (_, &f)| if f { (e + 1, p) } else { (e, p + 1) });
+        escaped > plain
+    };
+    let mut out = String::with_capacity(new.len() + 8);
+    for (k, &c) in new_chars.iter().enumerate() {
+        let escaped = if c == '\n' {
+            true
+        } else if k < prefix {
+            flags[k]
+        } else if k >= new_chars.len() - suffix {
+            flags[old_chars.len() - (new_chars.len() - k)]
+        } else {
+            majority(c)
+        };
+        match (c, escaped) {
+            ('\n', _) => out.push_str(r"\n"),
+            ('\t', true) => out.push_str(r"\t"),
+            ('\r', true) => out.push_str(r"\r"),
+            ('"', true) => out.push_str(r#"\""#),
+            ('\\', true) => out.push_str(r"\\"),
+            (other, _) => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(text: &str, old: &str, new: &str) -> (Strategy, String) {
+        let (strategy, found) = find(text, old, new).expect("a match");
+        assert_eq!(found.len(), 1, "{found:?}");
+        let m = &found[0];
+        let out = format!("{}{}{}", &text[..m.start], m.replacement, &text[m.end..]);
+        (strategy, out)
+    }
+
+    #[test]
+    fn exact_wins_and_finds_every_occurrence() {
+        let (strategy, found) = find("a b a b", "a", "x").unwrap();
+        assert_eq!(strategy, Strategy::Exact);
+        assert_eq!(found.len(), 2);
+        assert_eq!(find("abc", "zzz", "y"), None);
+    }
+
+    #[test]
+    fn trimmed_lines_reindents_the_replacement() {
+        let text = "fn a() {\n        let x = 1;\n        let y = 2;\n}\n";
+        let (strategy, out) = one(text, "let x = 1;\nlet y = 2;\n", "let x = 10;\nlet y = 20;\n");
+        assert_eq!(strategy, Strategy::TrimmedLines);
+        assert_eq!(out, "fn a() {\n        let x = 10;\n        let y = 20;\n}\n");
+        // Trailing whitespace in the model's copy.
+        let (strategy, out) = one("a\nb\n", "a  \nb\t", "c\nd");
+        assert_eq!(strategy, Strategy::TrimmedLines);
+        assert_eq!(out, "c\nd\n");
+    }
+
+    #[test]
+    fn trimmed_lines_keeps_a_missing_final_newline() {
+        let (_, out) = one("x\nlast", "  last\n", "  LAST\n");
+        assert_eq!(out, "x\nlast".replace("last", "LAST"));
+    }
+
+    #[test]
+    fn first_line_fragment_keeps_its_indentation() {
+        let text = "    if ok {\n        go();\n    }\n";
+        let want = "    if ready {\n        go();\n    }\n";
+        // Everything dedented by four spaces.
+        let (strategy, out) = one(text, "if ok {\n    go();\n}", "if ready {\n    go();\n}");
+        assert_eq!(strategy, Strategy::TrimmedLines);
+        assert_eq!(out, want);
+        // Only the first line lost its indentation (and gained a trailing space).
+        let (strategy, out) = one(text, "if ok { \n        go();\n    }", "if ready {\n        go();\n    }");
+        assert_eq!(strategy, Strategy::TrimmedLines);
+        assert_eq!(out, want);
+    }
+
+    #[test]
+    fn collapsed_whitespace_spans_lines_and_keeps_edges() {
+        let text = "call(a,\n     b);\nnext\n";
+        let (strategy, out) = one(text, "call(a, b);", "call(a, c);");
+        assert_eq!(strategy, Strategy::CollapsedWhitespace);
+        assert_eq!(out, "call(a, c);\nnext\n");
+        let (_, out) = one("  x  =  1;\n", "  x = 1;\n", "  x = 2;\n  y = 3;\n");
+        assert_eq!(out, "  x = 2;\n  y = 3;\n");
+    }
+
+    #[test]
+    fn double_escaped_old_string_is_unescaped() {
+        let text = "line one\n\tsay(\"hi\");\n";
+        let (strategy, out) = one(text, r#"line one\n\tsay(\"hi\");"#, r#"line one\n\tsay(\"bye\");"#);
+        assert_eq!(strategy, Strategy::Unescaped);
+        assert_eq!(out, "line one\n\tsay(\"bye\");\n");
+    }
+
+    #[test]
+    fn literal_escapes_reverse_the_argument_repair() {
+        let text = "    printf(\"a\\n\");\n";
+        // What `printf("a\n");` becomes after the argument layer's repair.
+        let (strategy, out) = one(text, "printf(\"a\n\");", "printf(\"b\n\");");
+        assert_eq!(strategy, Strategy::LiteralEscapes);
+        assert_eq!(out, "    printf(\"b\\n\");\n");
+        let text = "s = \"say \\\"x\\\"\\n\"\n";
+        let (_, out) = one(text, "s = \"say \"x\"\n\"", "s = \"say \"y\"\n\"");
+        assert_eq!(out, "s = \"say \\\"y\\\"\\n\"\n");
+    }
+
+    #[test]
+    fn blank_old_strings_do_not_match_by_tolerance() {
+        assert_eq!(find("a\n\nb", "  \n", "x"), None);
+    }
+
+    #[test]
+    fn unescape_only_when_there_is_an_escape() {
+        assert_eq!(unescape("plain"), None);
+        assert_eq!(unescape(r"a\nb\\c").as_deref(), Some("a\nb\\c"));
+        assert_eq!(unescape(r"C:\temp").as_deref(), Some("C:\temp"));
+    }
+
+    #[test]
+    fn line_numbers() {
+        assert_eq!(line_of("a\nb\nc", 0), 1);
+        assert_eq!(line_of("a\nb\nc", 4), 3);
+        assert_eq!(line_spans("a\n\nb"), vec![(0, 1), (2, 2), (3, 4)]);
+        assert_eq!(line_spans("a\n"), vec![(0, 1)]);
+    }
+}
