@@ -115,30 +115,33 @@ impl ToolNames {
     /// Matches `written` exactly, then normalised (case, `_`, `-`, `.`, spaces, then without a
     /// namespace such as `functions.`).
     pub fn resolve(&self, written: &str) -> NameMatch {
-        let written = written.trim();
-        if self.names.iter().any(|n| n == written) {
-            return NameMatch::Exact(written.to_string());
+        match self.lookup(written) {
+            Some((name, true)) => NameMatch::Exact(name),
+            Some((name, false)) => NameMatch::Normalised(name),
+            None => NameMatch::Unknown(self.closest(written)),
         }
-        if let Some(name) = self.find_normalised(written) {
-            return NameMatch::Normalised(name);
-        }
-        let lower = written.to_ascii_lowercase();
-        for ns in NAMESPACES {
-            if let Some(rest) = lower.strip_prefix(ns)
-                && let Some(name) = self.find_normalised(rest)
-            {
-                return NameMatch::Normalised(name);
-            }
-        }
-        NameMatch::Unknown(self.closest(written))
     }
 
     /// The resolved name, when `written` names a real tool.
     pub fn known(&self, written: &str) -> Option<String> {
-        match self.resolve(written) {
-            NameMatch::Exact(n) | NameMatch::Normalised(n) => Some(n),
-            NameMatch::Unknown(_) => None,
+        self.lookup(written).map(|(name, _)| name)
+    }
+
+    /// The real name for `written` and whether it matched exactly; no suggestions computed.
+    fn lookup(&self, written: &str) -> Option<(String, bool)> {
+        let written = written.trim();
+        if self.names.iter().any(|n| n == written) {
+            return Some((written.to_string(), true));
         }
+        if let Some(name) = self.find_normalised(written) {
+            return Some((name, false));
+        }
+        let lower = written.to_ascii_lowercase();
+        NAMESPACES
+            .iter()
+            .filter_map(|ns| lower.strip_prefix(ns))
+            .find_map(|rest| self.find_normalised(rest))
+            .map(|name| (name, false))
     }
 
     fn find_normalised(&self, written: &str) -> Option<String> {

@@ -41,6 +41,11 @@ pub enum Segment {
 /// eighth, which keeps a long streamed call (a big `write_file`) from being re-read per token.
 const ALWAYS_RETRY_BELOW: usize = 4096;
 
+/// How far the scanner looks ahead (spaces, a name, a fence's info line) before deciding that
+/// something is not a call. Without a bound, a long run of spaces streamed a byte at a time
+/// would be re-scanned on every push.
+const LOOKAHEAD: usize = 256;
+
 #[derive(Debug, Clone, Copy)]
 enum Kind {
     Tag(usize),
@@ -432,6 +437,9 @@ impl Scanner {
         while b.get(j).is_some_and(|c| *c == b' ' || *c == b'\t') {
             j += 1;
         }
+        if j - i > LOOKAHEAD {
+            return Detect::No;
+        }
         if j >= b.len() {
             return if eof { Detect::No } else { Detect::Wait(i) };
         }
@@ -443,8 +451,16 @@ impl Scanner {
             }
             if run >= 3 {
                 let Some(nl) = self.buf[j + run..].find('\n').map(|k| j + run + k) else {
-                    return if eof { Detect::No } else { Detect::Wait(i) };
+                    let long = b.len() - j > LOOKAHEAD;
+                    return if eof || long {
+                        Detect::No
+                    } else {
+                        Detect::Wait(i)
+                    };
                 };
+                if nl - j > LOOKAHEAD {
+                    return Detect::No;
+                }
                 let info = &self.buf[j + run..nl];
                 if c == b'`' && info.contains('`') {
                     return Detect::No;
@@ -483,14 +499,20 @@ impl Scanner {
                 return if eof { Detect::No } else { Detect::Wait(j) };
             }
         }
+        if k - j > LOOKAHEAD {
+            return Detect::No;
+        }
         let Some(end) = ident_chain_end(&self.buf, k) else {
             return Detect::No;
         };
+        if end - k > LOOKAHEAD {
+            return Detect::No;
+        }
         if end >= b.len() {
             return if eof { Detect::No } else { Detect::Wait(j) };
         }
         let mut m = end;
-        while b.get(m).is_some_and(|c| *c == b' ' || *c == b'\t') {
+        while b.get(m).is_some_and(|c| *c == b' ' || *c == b'\t') && m - end < LOOKAHEAD {
             m += 1;
         }
         if m >= b.len() {
@@ -527,8 +549,9 @@ impl Scanner {
                     return Detect::Yes(i, Kind::Marker);
                 }
                 wait |= partial_prefix(&self.buf, i, MARKER);
-                if self.scope == Scope::Text {
-                    let k = skip_ws(b, i + 1);
+                let k = skip_ws(b, i + 1);
+                // `[` then `{`: maybe an array of calls.
+                if self.scope == Scope::Text && k - i <= LOOKAHEAD {
                     if k >= b.len() {
                         wait = true;
                     } else if b[k] == b'{' {
@@ -554,6 +577,9 @@ impl Scanner {
     fn object_opens(&self, i: usize, eof: bool) -> Detect {
         let b = self.buf.as_bytes();
         let k = skip_ws(b, i + 1);
+        if k - i > LOOKAHEAD {
+            return Detect::No;
+        }
         if k >= b.len() {
             return if eof { Detect::No } else { Detect::Wait(i) };
         }

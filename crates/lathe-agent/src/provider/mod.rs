@@ -276,6 +276,35 @@ impl ProviderConfig {
     }
 }
 
+/// Decodes a response body, given as the pieces it arrived in, into what a provider's stream
+/// yields: for replaying recorded answers, tests and benchmarks. Ends at the first error.
+pub fn decode_body(kind: ProviderKind, parts: &[&[u8]]) -> Vec<Result<Chunk, ProviderError>> {
+    fn run<D: http::WireDecoder>(
+        mut decoder: D,
+        parts: &[&[u8]],
+    ) -> Vec<Result<Chunk, ProviderError>> {
+        let mut out = std::collections::VecDeque::new();
+        for part in parts {
+            if decoder.is_finished() {
+                break;
+            }
+            decoder.feed(part, &mut out);
+        }
+        if !decoder.is_finished() {
+            decoder.finish(&mut out);
+        }
+        let mut items: Vec<_> = out.into();
+        if let Some(first_error) = items.iter().position(Result::is_err) {
+            items.truncate(first_error + 1);
+        }
+        items
+    }
+    match kind {
+        ProviderKind::Ollama => run(ollama::OllamaDecoder::default(), parts),
+        ProviderKind::OpenAi => run(openai::OpenAiDecoder::default(), parts),
+    }
+}
+
 /// A provider of `kind` for `config`, wrapped in [`AutoProtocol`] so that models without native
 /// tools fall back to the text protocol on their own.
 pub fn connect(

@@ -279,7 +279,7 @@ pub(crate) fn messages_to_wire(messages: &[Message]) -> Vec<Value> {
 
 /// Ollama's NDJSON lines to chunks.
 #[derive(Default)]
-struct OllamaDecoder {
+pub(crate) struct OllamaDecoder {
     lines: NdjsonDecoder,
     done: bool,
     failed: bool,

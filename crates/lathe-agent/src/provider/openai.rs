@@ -53,7 +53,7 @@ impl OpenAiProvider {
         match self.http.open_stream("/chat/completions", &body).await {
             Ok((first, rest)) => Ok(chunk_stream(first, rest, OpenAiDecoder::default())),
             Err(e @ ProviderError::Http { status: 404, .. }) => match self.models().await {
-                Ok(available) if !available.iter().any(|m| *m == request.model) => {
+                Ok(available) if !available.contains(&request.model) => {
                     Err(ProviderError::UnknownModel {
                         model: request.model.clone(),
                         url: self.http.base_url().to_string(),
@@ -202,7 +202,7 @@ struct PartialCall {
 }
 
 #[derive(Default)]
-struct OpenAiDecoder {
+pub(crate) struct OpenAiDecoder {
     events: SseDecoder,
     calls: Vec<PartialCall>,
     finish_reason: Option<String>,
