@@ -113,6 +113,15 @@ fn score(target_name: &str, target_path: &str, name: &str, path: &str) -> f64 {
     } else {
         strsim::jaro_winkler(target_name, name)
     };
+    // Jaro-Winkler undervalues a typo in a short name ("scr" for "src"); an edit distance of
+    // one or two counts as close whatever the length.
+    let distance = strsim::osa_distance(target_name, name);
+    let longest = target_name.chars().count().max(name.chars().count());
+    if distance == 1 && longest >= 3 {
+        name_score = name_score.max(0.9);
+    } else if distance == 2 && longest >= 6 {
+        name_score = name_score.max(0.85);
+    }
     let stem = |s: &str| s.split('.').next().unwrap_or(s).to_owned();
     if !stem(name).is_empty() && stem(name) == stem(target_name) {
         name_score = name_score.max(0.93);
@@ -144,6 +153,13 @@ mod tests {
         let (_dir, ws) = workspace();
         let got = similar_paths(&ws, &ws.root().join("src/mian.rs"), 3);
         assert_eq!(got.first().map(String::as_str), Some("src/main.rs"), "{got:?}");
+    }
+
+    #[test]
+    fn transposed_letters_in_a_short_name() {
+        let (_dir, ws) = workspace();
+        let got = similar_paths(&ws, &ws.root().join("scr"), 3);
+        assert_eq!(got.first().map(String::as_str), Some("src/"), "{got:?}");
     }
 
     #[test]
