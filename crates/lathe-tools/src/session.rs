@@ -262,7 +262,11 @@ mod stamp_tests {
             for chunk in bytes.chunks(piece) {
                 builder.update(chunk);
             }
-            assert_eq!(builder.finish(), Some(FileStamp::of(&bytes)), "pieces of {piece}");
+            assert_eq!(
+                builder.finish(),
+                Some(FileStamp::of(&bytes)),
+                "pieces of {piece}"
+            );
         }
         assert_eq!(StampBuilder::new(0).finish(), Some(FileStamp::of(b"")));
         let mut short = StampBuilder::new(10);
@@ -274,7 +278,12 @@ mod stamp_tests {
 impl Session {
     /// [`Session::check_unchanged`] for a file whose current stamp was computed elsewhere (too
     /// large to hold in memory).
-    pub fn check_unchanged_stamp(&self, path: &Path, current: FileStamp, shown: &str) -> Result<(), String> {
+    pub fn check_unchanged_stamp(
+        &self,
+        path: &Path,
+        current: FileStamp,
+        shown: &str,
+    ) -> Result<(), String> {
         match self.file_stamp(path) {
             Some(stamp) if stamp != current => Err(format!(
                 "{shown} changed on disk since this session last read or wrote it; \

@@ -32,7 +32,11 @@ fn assert_refused(out: &lathe_tools::ToolOutput, what: &str) {
         "{what}: {}",
         out.text
     );
-    assert!(!out.text.contains("top secret"), "{what} leaked: {}", out.text);
+    assert!(
+        !out.text.contains("top secret"),
+        "{what} leaked: {}",
+        out.text
+    );
 }
 
 /// Paths that must never be read, for the given workspace.
@@ -40,7 +44,10 @@ fn escapes(ws: &Ws) -> Vec<String> {
     let outside = ws.outside();
     vec![
         "../secret.txt".to_owned(),
-        format!("../{}/secret.txt", outside.file_name().unwrap().to_string_lossy()),
+        format!(
+            "../{}/secret.txt",
+            outside.file_name().unwrap().to_string_lossy()
+        ),
         "inside/../../secret.txt".to_owned(),
         outside.join("secret.txt").display().to_string(),
         "/etc/passwd".to_owned(),
@@ -70,12 +77,22 @@ fn read_file_cannot_leave_the_workspace() {
 #[test]
 fn list_files_cannot_leave_the_workspace() {
     let ws = setup();
-    for path in ["..", "dir_link", "deep/mid", "dir_link/sub", "/", "/proc/self/root/tmp"] {
+    for path in [
+        "..",
+        "dir_link",
+        "deep/mid",
+        "dir_link/sub",
+        "/",
+        "/proc/self/root/tmp",
+    ] {
         let out = ws.call("list_files", json!({"path": path}));
         assert_refused(&out, &format!("list_files {path}"));
     }
     let abs_outside = ws.outside().display().to_string();
-    assert_refused(&ws.call("list_files", json!({"path": abs_outside})), "list_files outside");
+    assert_refused(
+        &ws.call("list_files", json!({"path": abs_outside})),
+        "list_files outside",
+    );
 }
 
 #[test]
@@ -93,25 +110,46 @@ fn write_file_cannot_leave_the_workspace() {
         let out = ws.call("write_file", json!({"path": path, "content": "pwned\n"}));
         assert_refused(&out, &format!("write_file {path}"));
     }
-    assert_eq!(std::fs::read_to_string(ws.outside().join("secret.txt")).unwrap(), SECRET);
-    assert_eq!(ws.names_in(&ws.outside()), vec!["secret.txt", "sub"], "nothing was created outside");
+    assert_eq!(
+        std::fs::read_to_string(ws.outside().join("secret.txt")).unwrap(),
+        SECRET
+    );
+    assert_eq!(
+        ws.names_in(&ws.outside()),
+        vec!["secret.txt", "sub"],
+        "nothing was created outside"
+    );
     assert!(ws.names_in(&ws.outside().join("sub")).is_empty());
     // The symlinks themselves are untouched (not replaced by regular files).
-    assert!(std::fs::symlink_metadata(ws.path("file_link")).unwrap().file_type().is_symlink());
+    assert!(
+        std::fs::symlink_metadata(ws.path("file_link"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
 }
 
 #[test]
 fn edit_file_cannot_leave_the_workspace() {
     let ws = setup();
     for path in escapes(&ws) {
-        let out = ws.call("edit_file", json!({"path": path, "old_string": "top", "new_string": "pwned"}));
+        let out = ws.call(
+            "edit_file",
+            json!({"path": path, "old_string": "top", "new_string": "pwned"}),
+        );
         assert_refused(&out, &format!("edit_file {path}"));
     }
     for path in ["dir_link/created.txt", "deep/mid/created.txt"] {
-        let out = ws.call("edit_file", json!({"path": path, "old_string": "", "new_string": "pwned"}));
+        let out = ws.call(
+            "edit_file",
+            json!({"path": path, "old_string": "", "new_string": "pwned"}),
+        );
         assert_refused(&out, &format!("edit_file creating {path}"));
     }
-    assert_eq!(std::fs::read_to_string(ws.outside().join("secret.txt")).unwrap(), SECRET);
+    assert_eq!(
+        std::fs::read_to_string(ws.outside().join("secret.txt")).unwrap(),
+        SECRET
+    );
     assert_eq!(ws.names_in(&ws.outside()), vec!["secret.txt", "sub"]);
 }
 
@@ -123,20 +161,40 @@ fn links_that_stay_inside_are_followed() {
     symlink("real", ws.path("inner_dir")).unwrap();
     let out = ws.ok("read_file", json!({"path": "inner_link"}));
     assert_eq!(out.metadata["path"], "real/target.txt");
-    ws.ok("edit_file", json!({"path": "inner_dir/target.txt", "old_string": "real", "new_string": "edited"}));
+    ws.ok(
+        "edit_file",
+        json!({"path": "inner_dir/target.txt", "old_string": "real", "new_string": "edited"}),
+    );
     assert_eq!(ws.text("real/target.txt"), "edited\n");
     // Writing through an inside link replaces the target and keeps the link.
-    ws.ok("write_file", json!({"path": "inner_link", "content": "written\n"}));
+    ws.ok(
+        "write_file",
+        json!({"path": "inner_link", "content": "written\n"}),
+    );
     assert_eq!(ws.text("real/target.txt"), "written\n");
-    assert!(std::fs::symlink_metadata(ws.path("inner_link")).unwrap().file_type().is_symlink());
+    assert!(
+        std::fs::symlink_metadata(ws.path("inner_link"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
 }
 
 #[test]
 fn refusals_name_the_path_and_the_root() {
     let ws = setup();
     let out = ws.call("read_file", json!({"path": "dir_link/secret.txt"}));
-    assert!(out.text.contains("'dir_link/secret.txt' is outside the workspace"), "{}", out.text);
-    assert!(out.text.contains(&ws.root().display().to_string()), "{}", out.text);
+    assert!(
+        out.text
+            .contains("'dir_link/secret.txt' is outside the workspace"),
+        "{}",
+        out.text
+    );
+    assert!(
+        out.text.contains(&ws.root().display().to_string()),
+        "{}",
+        out.text
+    );
     assert!(out.text.contains("symlink"), "{}", out.text);
     let value: Value = serde_json::to_value(&out).unwrap();
     assert_eq!(value["is_error"], true);

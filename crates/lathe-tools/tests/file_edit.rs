@@ -13,14 +13,26 @@ fn exact_edit_reports_strategy_diff_and_counts() {
         "edit_file",
         json!({"path": "src/lib.rs", "old_string": "    2\n", "new_string": "    20\n    21\n"}),
     );
-    assert_eq!(ws.text("src/lib.rs"), "fn a() {\n    1\n}\n\nfn b() {\n    20\n    21\n}\n");
+    assert_eq!(
+        ws.text("src/lib.rs"),
+        "fn a() {\n    1\n}\n\nfn b() {\n    20\n    21\n}\n"
+    );
     assert!(
-        out.text.starts_with("Edited src/lib.rs (+2 -1): 1 replacement at line 6, matched exactly.\n"),
+        out.text
+            .starts_with("Edited src/lib.rs (+2 -1): 1 replacement at line 6, matched exactly.\n"),
         "{}",
         out.text
     );
-    assert!(out.text.contains("--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ "), "{}", out.text);
-    assert!(out.text.contains("\n-    2\n+    20\n+    21\n"), "{}", out.text);
+    assert!(
+        out.text.contains("--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ "),
+        "{}",
+        out.text
+    );
+    assert!(
+        out.text.contains("\n-    2\n+    20\n+    21\n"),
+        "{}",
+        out.text
+    );
     assert_eq!(out.metadata["path"], "src/lib.rs");
     assert_eq!(out.metadata["added"], 2);
     assert_eq!(out.metadata["removed"], 1);
@@ -31,8 +43,16 @@ fn exact_edit_reports_strategy_diff_and_counts() {
 fn ambiguous_match_lists_every_line() {
     let ws = Ws::new();
     ws.write("f.py", "x = 1\nprint(x)\nx = 1\nx = 1\n");
-    let out = ws.err("edit_file", json!({"path": "f.py", "old_string": "x = 1", "new_string": "x = 2"}));
-    assert!(out.text.contains("matches 3 places in f.py (lines 1, 3 and 4)"), "{}", out.text);
+    let out = ws.err(
+        "edit_file",
+        json!({"path": "f.py", "old_string": "x = 1", "new_string": "x = 2"}),
+    );
+    assert!(
+        out.text
+            .contains("matches 3 places in f.py (lines 1, 3 and 4)"),
+        "{}",
+        out.text
+    );
     assert!(out.text.contains("replace_all=true"), "{}", out.text);
     assert_eq!(ws.text("f.py"), "x = 1\nprint(x)\nx = 1\nx = 1\n");
     let out = ws.ok(
@@ -40,28 +60,55 @@ fn ambiguous_match_lists_every_line() {
         json!({"path": "f.py", "old_string": "x = 1", "new_string": "x = 2", "replace_all": true}),
     );
     assert_eq!(ws.text("f.py"), "x = 2\nprint(x)\nx = 2\nx = 2\n");
-    assert!(out.text.contains("3 replacements at lines 1, 3 and 4"), "{}", out.text);
+    assert!(
+        out.text.contains("3 replacements at lines 1, 3 and 4"),
+        "{}",
+        out.text
+    );
 }
 
 #[test]
 fn no_match_shows_the_closest_region_and_says_read_again() {
     let ws = Ws::new();
-    ws.write("m.rs", "use std::io;\n\nfn main() {\n    let total = add(1, 2);\n    println!(\"{total}\");\n}\n");
+    ws.write(
+        "m.rs",
+        "use std::io;\n\nfn main() {\n    let total = add(1, 2);\n    println!(\"{total}\");\n}\n",
+    );
     let out = ws.err(
         "edit_file",
         json!({"path": "m.rs", "old_string": "    let total = add(1, 3);\n    println!(\"{total}\");", "new_string": "x"}),
     );
-    assert!(out.text.contains("old_string was not found in m.rs"), "{}", out.text);
-    assert!(out.text.contains("The most similar text is at lines 4-5 ("), "{}", out.text);
+    assert!(
+        out.text.contains("old_string was not found in m.rs"),
+        "{}",
+        out.text
+    );
+    assert!(
+        out.text.contains("The most similar text is at lines 4-5 ("),
+        "{}",
+        out.text
+    );
     assert!(out.text.contains("% similar"), "{}", out.text);
-    assert!(out.text.contains("     4\t    let total = add(1, 2);\n"), "{}", out.text);
-    assert!(out.text.contains("Read the file again with read_file (offset=4)"), "{}", out.text);
+    assert!(
+        out.text.contains("     4\t    let total = add(1, 2);\n"),
+        "{}",
+        out.text
+    );
+    assert!(
+        out.text
+            .contains("Read the file again with read_file (offset=4)"),
+        "{}",
+        out.text
+    );
 }
 
 #[test]
 fn tolerant_strategies_are_named() {
     let ws = Ws::new();
-    ws.write("t.rs", "impl A {\n    fn f(&self) {\n        go(1);\n    }\n}\n");
+    ws.write(
+        "t.rs",
+        "impl A {\n    fn f(&self) {\n        go(1);\n    }\n}\n",
+    );
     // Indentation lost: trimmed lines, re-indented on the way in.
     let out = ws.ok(
         "edit_file",
@@ -69,14 +116,21 @@ fn tolerant_strategies_are_named() {
     );
     assert!(out.text.contains("strategy trimmed_lines"), "{}", out.text);
     assert_eq!(out.metadata["strategies"], json!(["trimmed_lines"]));
-    assert_eq!(ws.text("t.rs"), "impl A {\n    fn f(&self) {\n        go(2);\n    }\n}\n");
+    assert_eq!(
+        ws.text("t.rs"),
+        "impl A {\n    fn f(&self) {\n        go(2);\n    }\n}\n"
+    );
     // A call reflowed onto one line: runs of whitespace collapsed.
     ws.write("c.rs", "call(first,\n     second);\n");
     let out = ws.ok(
         "edit_file",
         json!({"path": "c.rs", "old_string": "call(first, second);", "new_string": "call(first, third);"}),
     );
-    assert!(out.text.contains("strategy collapsed_whitespace"), "{}", out.text);
+    assert!(
+        out.text.contains("strategy collapsed_whitespace"),
+        "{}",
+        out.text
+    );
     assert_eq!(ws.text("c.rs"), "call(first, third);\n");
 }
 
@@ -123,7 +177,11 @@ fn edits_list_is_all_or_nothing() {
             {"old_string": "zwei", "new_string": "2"}
         ]}),
     );
-    assert!(out.text.starts_with("edits[1]: old_string was not found"), "{}", out.text);
+    assert!(
+        out.text.starts_with("edits[1]: old_string was not found"),
+        "{}",
+        out.text
+    );
     assert!(out.text.contains("No edit was applied"), "{}", out.text);
     assert_eq!(ws.text("e.txt"), "one\ntwo\nthree\n");
     let out = ws.ok(
@@ -135,17 +193,33 @@ fn edits_list_is_all_or_nothing() {
         ]}),
     );
     assert_eq!(ws.text("e.txt"), "1+2\nthree\n");
-    assert!(out.text.contains("3 edits; edits[0]: 1 replacement at line 1"), "{}", out.text);
+    assert!(
+        out.text
+            .contains("3 edits; edits[0]: 1 replacement at line 1"),
+        "{}",
+        out.text
+    );
 }
 
 #[test]
 fn pointless_and_malformed_edits_are_refused_with_reasons() {
     let ws = Ws::new();
     ws.write("s.txt", "same\n");
-    let out = ws.err("edit_file", json!({"path": "s.txt", "old_string": "same", "new_string": "same"}));
+    let out = ws.err(
+        "edit_file",
+        json!({"path": "s.txt", "old_string": "same", "new_string": "same"}),
+    );
     assert!(out.text.contains("identical"), "{}", out.text);
-    let out = ws.err("edit_file", json!({"path": "s.txt", "old_string": "", "new_string": "x"}));
-    assert!(out.text.contains("old_string is empty, but s.txt already exists"), "{}", out.text);
+    let out = ws.err(
+        "edit_file",
+        json!({"path": "s.txt", "old_string": "", "new_string": "x"}),
+    );
+    assert!(
+        out.text
+            .contains("old_string is empty, but s.txt already exists"),
+        "{}",
+        out.text
+    );
     let out = ws.err("edit_file", json!({"path": "s.txt", "old_string": "same"}));
     assert!(out.text.contains("new_string is missing"), "{}", out.text);
     let out = ws.err(
@@ -159,8 +233,14 @@ fn pointless_and_malformed_edits_are_refused_with_reasons() {
 #[test]
 fn empty_old_string_creates_a_missing_file() {
     let ws = Ws::new();
-    let out = ws.ok("edit_file", json!({"path": "new/dir/n.txt", "old_string": "", "new_string": "hi\nthere\n"}));
-    assert_eq!(out.text.lines().next().unwrap(), "Created new/dir/n.txt (+2 -0).");
+    let out = ws.ok(
+        "edit_file",
+        json!({"path": "new/dir/n.txt", "old_string": "", "new_string": "hi\nthere\n"}),
+    );
+    assert_eq!(
+        out.text.lines().next().unwrap(),
+        "Created new/dir/n.txt (+2 -0)."
+    );
     assert_eq!(ws.text("new/dir/n.txt"), "hi\nthere\n");
     assert_eq!(out.metadata["created"], true);
 }
@@ -169,8 +249,15 @@ fn empty_old_string_creates_a_missing_file() {
 fn missing_file_suggests_names_and_write_file() {
     let ws = Ws::new();
     ws.write("config.toml", "a = 1\n");
-    let out = ws.err("edit_file", json!({"path": "conifg.toml", "old_string": "a", "new_string": "b"}));
-    assert!(out.text.contains("conifg.toml does not exist"), "{}", out.text);
+    let out = ws.err(
+        "edit_file",
+        json!({"path": "conifg.toml", "old_string": "a", "new_string": "b"}),
+    );
+    assert!(
+        out.text.contains("conifg.toml does not exist"),
+        "{}",
+        out.text
+    );
     assert!(out.text.contains("`config.toml`"), "{}", out.text);
     assert!(out.text.contains("write_file"), "{}", out.text);
 }
@@ -184,13 +271,22 @@ fn crlf_bom_final_newline_and_permissions_are_kept() {
         "edit_file",
         json!({"path": "win.txt", "old_string": "second\nthird", "new_string": "2nd\nextra\nthird"}),
     );
-    assert_eq!(ws.read("win.txt"), "\u{FEFF}first\r\n2nd\r\nextra\r\nthird".as_bytes());
+    assert_eq!(
+        ws.read("win.txt"),
+        "\u{FEFF}first\r\n2nd\r\nextra\r\nthird".as_bytes()
+    );
     assert_eq!(ws.mode("win.txt"), 0o640);
     ws.write("unix.txt", "a\nb\n");
-    ws.ok("edit_file", json!({"path": "unix.txt", "old_string": "b\n", "new_string": "c"}));
+    ws.ok(
+        "edit_file",
+        json!({"path": "unix.txt", "old_string": "b\n", "new_string": "c"}),
+    );
     assert_eq!(ws.text("unix.txt"), "a\nc\n", "the final newline stays");
     ws.write("open.txt", "a\nb");
-    ws.ok("edit_file", json!({"path": "open.txt", "old_string": "b", "new_string": "c\n"}));
+    ws.ok(
+        "edit_file",
+        json!({"path": "open.txt", "old_string": "b", "new_string": "c\n"}),
+    );
     assert_eq!(ws.text("open.txt"), "a\nc", "no final newline stays absent");
 }
 
@@ -198,9 +294,15 @@ fn crlf_bom_final_newline_and_permissions_are_kept() {
 fn bytes_that_are_not_utf8_survive_an_edit_elsewhere() {
     let ws = Ws::new();
     ws.write("l1.txt", b"caf\xe9\nname = old\n\xff\xfe end\n");
-    ws.ok("edit_file", json!({"path": "l1.txt", "old_string": "name = old", "new_string": "name = new"}));
+    ws.ok(
+        "edit_file",
+        json!({"path": "l1.txt", "old_string": "name = old", "new_string": "name = new"}),
+    );
     assert_eq!(ws.read("l1.txt"), b"caf\xe9\nname = new\n\xff\xfe end\n");
-    let out = ws.err("edit_file", json!({"path": "l1.txt", "old_string": "caf\u{FFFD}", "new_string": "cafe"}));
+    let out = ws.err(
+        "edit_file",
+        json!({"path": "l1.txt", "old_string": "caf\u{FFFD}", "new_string": "cafe"}),
+    );
     assert!(out.text.contains("not UTF-8"), "{}", out.text);
 }
 
@@ -210,13 +312,22 @@ fn stale_file_is_refused_until_read_again() {
     ws.write("s.rs", "let a = 1;\n");
     ws.ok("read_file", json!({"path": "s.rs"}));
     ws.write("s.rs", "let a = 1;\nlet b = 2;\n");
-    let out = ws.err("edit_file", json!({"path": "s.rs", "old_string": "a = 1", "new_string": "a = 3"}));
+    let out = ws.err(
+        "edit_file",
+        json!({"path": "s.rs", "old_string": "a = 1", "new_string": "a = 3"}),
+    );
     assert!(out.text.contains("changed on disk"), "{}", out.text);
     assert_eq!(ws.text("s.rs"), "let a = 1;\nlet b = 2;\n");
     ws.ok("read_file", json!({"path": "s.rs"}));
-    ws.ok("edit_file", json!({"path": "s.rs", "old_string": "a = 1", "new_string": "a = 3"}));
+    ws.ok(
+        "edit_file",
+        json!({"path": "s.rs", "old_string": "a = 1", "new_string": "a = 3"}),
+    );
     // Its own edit counts as seen.
-    ws.ok("edit_file", json!({"path": "s.rs", "old_string": "b = 2", "new_string": "b = 4"}));
+    ws.ok(
+        "edit_file",
+        json!({"path": "s.rs", "old_string": "b = 2", "new_string": "b = 4"}),
+    );
     assert_eq!(ws.text("s.rs"), "let a = 3;\nlet b = 4;\n");
 }
 
@@ -224,10 +335,16 @@ fn stale_file_is_refused_until_read_again() {
 fn directories_and_binary_files_are_not_edited() {
     let ws = Ws::new();
     ws.write("d/x", "");
-    let out = ws.err("edit_file", json!({"path": "d", "old_string": "a", "new_string": "b"}));
+    let out = ws.err(
+        "edit_file",
+        json!({"path": "d", "old_string": "a", "new_string": "b"}),
+    );
     assert!(out.text.contains("d is a directory"), "{}", out.text);
     ws.write("b.bin", b"ab\0cd");
-    let out = ws.err("edit_file", json!({"path": "b.bin", "old_string": "ab", "new_string": "x"}));
+    let out = ws.err(
+        "edit_file",
+        json!({"path": "b.bin", "old_string": "ab", "new_string": "x"}),
+    );
     assert!(out.text.contains("binary"), "{}", out.text);
     assert_eq!(ws.read("b.bin"), b"ab\0cd");
 }
@@ -236,6 +353,9 @@ fn directories_and_binary_files_are_not_edited() {
 fn no_temporary_file_is_left_behind() {
     let ws = Ws::new();
     ws.write("d/f.txt", "a\n");
-    ws.ok("edit_file", json!({"path": "d/f.txt", "old_string": "a", "new_string": "b"}));
+    ws.ok(
+        "edit_file",
+        json!({"path": "d/f.txt", "old_string": "a", "new_string": "b"}),
+    );
     assert_eq!(ws.names_in(&ws.path("d")), vec!["f.txt"]);
 }

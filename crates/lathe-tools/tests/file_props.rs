@@ -39,7 +39,10 @@ fn page_through(ws: &Ws, path: &str, limit: u64) -> (Vec<String>, bool) {
     let mut offset = 1;
     let mut open_end = false;
     for _ in 0..10_000 {
-        let out = ws.ok("read_file", json!({"path": path, "offset": offset, "limit": limit}));
+        let out = ws.ok(
+            "read_file",
+            json!({"path": path, "offset": offset, "limit": limit}),
+        );
         if out.text.ends_with("is empty (0 bytes).") {
             break;
         }
@@ -107,7 +110,11 @@ impl Case {
 
     fn bytes(&self) -> Vec<u8> {
         let ending = if self.crlf { "\r\n" } else { "\n" };
-        let mut out = if self.bom { "\u{FEFF}".to_owned() } else { String::new() };
+        let mut out = if self.bom {
+            "\u{FEFF}".to_owned()
+        } else {
+            String::new()
+        };
         out.push_str(&join(&self.lines, ending, self.final_newline));
         out.into_bytes()
     }
@@ -123,19 +130,29 @@ fn case() -> impl Strategy<Value = Case> {
         proptest::collection::vec(line(), 1..4),
         any::<bool>(),
     )
-        .prop_map(|(lines, crlf, bom, final_newline, (a, b), new_lines, new_newline)| {
-            let lf = join(&lines, "\n", final_newline);
-            let cuts: Vec<usize> = (0..=lf.len()).filter(|&i| lf.is_char_boundary(i)).collect();
-            let (x, y) = (cuts[a % cuts.len()], cuts[b % cuts.len()]);
-            let (start, end) = (x.min(y), x.max(y));
-            let old = &lf[start..end];
-            let mut new = new_lines.join("\n");
-            // Agree with old_string on a trailing newline (see the module comment).
-            if old.ends_with('\n') || (new_newline && end < lf.len()) {
-                new.push('\n');
-            }
-            Case { lines, crlf, bom, final_newline, start, end, new }
-        })
+        .prop_map(
+            |(lines, crlf, bom, final_newline, (a, b), new_lines, new_newline)| {
+                let lf = join(&lines, "\n", final_newline);
+                let cuts: Vec<usize> = (0..=lf.len()).filter(|&i| lf.is_char_boundary(i)).collect();
+                let (x, y) = (cuts[a % cuts.len()], cuts[b % cuts.len()]);
+                let (start, end) = (x.min(y), x.max(y));
+                let old = &lf[start..end];
+                let mut new = new_lines.join("\n");
+                // Agree with old_string on a trailing newline (see the module comment).
+                if old.ends_with('\n') || (new_newline && end < lf.len()) {
+                    new.push('\n');
+                }
+                Case {
+                    lines,
+                    crlf,
+                    bom,
+                    final_newline,
+                    start,
+                    end,
+                    new,
+                }
+            },
+        )
 }
 
 fn count(hay: &str, needle: &str) -> usize {

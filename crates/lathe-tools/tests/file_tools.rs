@@ -22,14 +22,28 @@ fn read_range_says_where_it_is_and_how_to_go_on() {
     let ws = Ws::new();
     let content: String = (1..=10).map(|i| format!("line {i}\n")).collect();
     ws.write("ten.txt", &content);
-    let out = ws.ok("read_file", json!({"path": "ten.txt", "offset": 3, "limit": 2}));
-    assert_eq!(numbered(&out.text), vec![(3, "line 3".into()), (4, "line 4".into())]);
+    let out = ws.ok(
+        "read_file",
+        json!({"path": "ten.txt", "offset": 3, "limit": 2}),
+    );
+    assert_eq!(
+        numbered(&out.text),
+        vec![(3, "line 3".into()), (4, "line 4".into())]
+    );
     assert!(out.text.contains("showing lines 3-4 of 10"), "{}", out.text);
     assert_eq!(next_offset(&out.text), Some(5));
     // Offsets and limits given as strings are taken too.
-    let out = ws.ok("read_file", json!({"file_path": "ten.txt", "offset": "9", "limit": "5"}));
+    let out = ws.ok(
+        "read_file",
+        json!({"file_path": "ten.txt", "offset": "9", "limit": "5"}),
+    );
     assert_eq!(numbered(&out.text).len(), 2);
-    assert!(out.text.contains("showing lines 9-10 of 10; this is the end of the file"), "{}", out.text);
+    assert!(
+        out.text
+            .contains("showing lines 9-10 of 10; this is the end of the file"),
+        "{}",
+        out.text
+    );
     assert_eq!(next_offset(&out.text), None);
 }
 
@@ -42,7 +56,11 @@ fn read_defaults_to_2000_lines() {
     let lines = numbered(&out.text);
     assert_eq!(lines.len(), 2000);
     assert_eq!(lines.last().unwrap(), &(2000, "l2000".to_owned()));
-    assert!(out.text.contains("showing lines 1-2000 of 2500"), "{}", &out.text[out.text.len() - 200..]);
+    assert!(
+        out.text.contains("showing lines 1-2000 of 2500"),
+        "{}",
+        &out.text[out.text.len() - 200..]
+    );
     assert_eq!(next_offset(&out.text), Some(2001));
     // Numbers wider than six digits still end in a tab.
     assert!(out.text.starts_with("     1\tl1\n"));
@@ -54,9 +72,20 @@ fn read_cuts_long_lines_with_a_marker() {
     ws.write("wide.txt", format!("short\n{}\nafter\n", "x".repeat(5000)));
     let out = ws.ok("read_file", json!({"path": "wide.txt"}));
     let lines = numbered(&out.text);
-    assert_eq!(lines[1].1, format!("{} [... line cut: showing 2000 of 5,000 characters]", "x".repeat(2000)));
+    assert_eq!(
+        lines[1].1,
+        format!(
+            "{} [... line cut: showing 2000 of 5,000 characters]",
+            "x".repeat(2000)
+        )
+    );
     assert_eq!(lines[2], (3, "after".to_owned()));
-    assert!(out.text.contains("1 line longer than 2000 characters was cut"), "{}", out.text);
+    assert!(
+        out.text
+            .contains("1 line longer than 2000 characters was cut"),
+        "{}",
+        out.text
+    );
 }
 
 #[test]
@@ -65,7 +94,11 @@ fn read_a_single_line_of_megabytes() {
     ws.write("one.txt", "y".repeat(5 << 20));
     let out = ws.ok("read_file", json!({"path": "one.txt"}));
     assert_eq!(out.metadata["total_lines"], 1);
-    assert!(out.text.contains("showing 2000 of 5,242,880 characters"), "{}", &out.text[2000..]);
+    assert!(
+        out.text.contains("showing 2000 of 5,242,880 characters"),
+        "{}",
+        &out.text[2000..]
+    );
     assert!(out.text.contains("the file does not end with a newline"));
 }
 
@@ -74,7 +107,12 @@ fn read_past_the_end_says_how_many_lines_there_are() {
     let ws = Ws::new();
     ws.write("three.txt", "a\nb\nc\n");
     let out = ws.err("read_file", json!({"path": "three.txt", "offset": 10}));
-    assert!(out.text.contains("offset 10 is past the end of three.txt, which has 3 lines"), "{}", out.text);
+    assert!(
+        out.text
+            .contains("offset 10 is past the end of three.txt, which has 3 lines"),
+        "{}",
+        out.text
+    );
 }
 
 #[test]
@@ -82,9 +120,18 @@ fn read_bad_offsets_and_limits() {
     let ws = Ws::new();
     ws.write("f.txt", "a\nb\n");
     let out = ws.ok("read_file", json!({"path": "f.txt", "offset": 0}));
-    assert_eq!(numbered(&out.text)[0].0, 1, "offset 0 reads from the first line");
+    assert_eq!(
+        numbered(&out.text)[0].0,
+        1,
+        "offset 0 reads from the first line"
+    );
     let out = ws.err("read_file", json!({"path": "f.txt", "offset": -3}));
-    assert!(out.text.contains("offset must be a line number of 1 or more"), "{}", out.text);
+    assert!(
+        out.text
+            .contains("offset must be a line number of 1 or more"),
+        "{}",
+        out.text
+    );
     let out = ws.err("read_file", json!({"path": "f.txt", "limit": 0}));
     assert!(out.text.contains("limit must be 1 or more"), "{}", out.text);
 }
@@ -96,11 +143,20 @@ fn read_binary_gives_the_size_instead_of_bytes() {
     png.extend(std::iter::repeat_n(0u8, 3000));
     ws.write("image.png", &png);
     let out = ws.ok("read_file", json!({"path": "image.png"}));
-    assert!(out.text.contains("image.png is a binary file (PNG image, 2.9 KiB (3,008 bytes))"), "{}", out.text);
+    assert!(
+        out.text
+            .contains("image.png is a binary file (PNG image, 2.9 KiB (3,008 bytes))"),
+        "{}",
+        out.text
+    );
     assert!(!out.text.contains('\u{0}'));
     ws.write("controls.bin", vec![1u8; 100]);
     let out = ws.ok("read_file", json!({"path": "controls.bin"}));
-    assert!(out.text.contains("binary file (binary data, 100 bytes)"), "{}", out.text);
+    assert!(
+        out.text.contains("binary file (binary data, 100 bytes)"),
+        "{}",
+        out.text
+    );
     assert_eq!(out.metadata["binary"], true);
 }
 
@@ -109,7 +165,11 @@ fn read_directory_points_to_list_files() {
     let ws = Ws::new();
     ws.write("src/main.rs", "fn main() {}\n");
     let out = ws.err("read_file", json!({"path": "src"}));
-    assert!(out.text.contains("src is a directory") && out.text.contains("list_files"), "{}", out.text);
+    assert!(
+        out.text.contains("src is a directory") && out.text.contains("list_files"),
+        "{}",
+        out.text
+    );
 }
 
 #[test]
@@ -119,8 +179,16 @@ fn read_missing_suggests_similar_names() {
     ws.write("src/lib.rs", "\n");
     ws.write("docs/guide.md", "\n");
     let out = ws.err("read_file", json!({"path": "src/mian.rs"}));
-    assert!(out.text.contains("src/mian.rs does not exist"), "{}", out.text);
-    assert!(out.text.contains("Did you mean `src/main.rs`"), "{}", out.text);
+    assert!(
+        out.text.contains("src/mian.rs does not exist"),
+        "{}",
+        out.text
+    );
+    assert!(
+        out.text.contains("Did you mean `src/main.rs`"),
+        "{}",
+        out.text
+    );
     let out = ws.err("read_file", json!({"path": "guide.md"}));
     assert!(out.text.contains("`docs/guide.md`"), "{}", out.text);
     let out = ws.err("read_file", json!({"path": "nothing/like/it.zzz"}));
@@ -134,7 +202,11 @@ fn read_invalid_utf8_lossily_with_a_note() {
     let ws = Ws::new();
     ws.write("latin1.txt", b"caf\xe9\nok\n");
     let out = ws.ok("read_file", json!({"path": "latin1.txt"}));
-    assert!(out.text.starts_with("     1\tcaf\u{FFFD}\n     2\tok\n"), "{}", out.text);
+    assert!(
+        out.text.starts_with("     1\tcaf\u{FFFD}\n     2\tok\n"),
+        "{}",
+        out.text
+    );
     assert!(out.text.contains("not valid UTF-8"), "{}", out.text);
 }
 
@@ -143,7 +215,11 @@ fn read_crlf_without_carriage_returns_and_bom_hidden() {
     let ws = Ws::new();
     ws.write("dos.txt", "\u{FEFF}one\r\ntwo\r\n");
     let out = ws.ok("read_file", json!({"path": "dos.txt"}));
-    assert!(out.text.starts_with("     1\tone\n     2\ttwo\n"), "{:?}", out.text);
+    assert!(
+        out.text.starts_with("     1\tone\n     2\ttwo\n"),
+        "{:?}",
+        out.text
+    );
     assert!(!out.text.contains("\r\n") && !out.text.contains('\u{FEFF}'));
     assert!(out.text.contains("CRLF line endings"), "{}", out.text);
 }
@@ -156,13 +232,20 @@ fn read_empty_file_and_missing_final_newline() {
     assert_eq!(out.text, "empty.txt is empty (0 bytes).");
     ws.write("open.txt", "a\nb");
     let out = ws.ok("read_file", json!({"path": "open.txt"}));
-    assert_eq!(out.text, "     1\ta\n     2\tb\n\n(the file does not end with a newline)\n");
+    assert_eq!(
+        out.text,
+        "     1\ta\n     2\tb\n\n(the file does not end with a newline)\n"
+    );
 }
 
 #[test]
 fn read_fifo_does_not_hang() {
     let ws = Ws::new();
-    nix::unistd::mkfifo(&ws.path("pipe"), nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    nix::unistd::mkfifo(
+        &ws.path("pipe"),
+        nix::sys::stat::Mode::from_bits_truncate(0o644),
+    )
+    .unwrap();
     let out = ws.err("read_file", json!({"path": "pipe"}));
     assert!(out.text.contains("not a regular file"), "{}", out.text);
 }
@@ -180,7 +263,10 @@ fn read_through_absolute_path_inside_the_workspace() {
 #[test]
 fn write_creates_parents_and_counts_lines() {
     let ws = Ws::new();
-    let out = ws.ok("write_file", json!({"path": "a/b/c.txt", "content": "one\ntwo\n"}));
+    let out = ws.ok(
+        "write_file",
+        json!({"path": "a/b/c.txt", "content": "one\ntwo\n"}),
+    );
     assert_eq!(out.text, "Created a/b/c.txt (+2 -0).");
     assert_eq!(ws.text("a/b/c.txt"), "one\ntwo\n");
     assert_eq!(out.metadata["created"], true);
@@ -192,13 +278,28 @@ fn write_overwrites_with_counts_and_keeps_permissions() {
     let ws = Ws::new();
     ws.write("run.sh", "#!/bin/sh\necho a\n");
     ws.chmod("run.sh", 0o751);
-    let out = ws.ok("write_file", json!({"path": "run.sh", "content": "#!/bin/sh\necho b\necho c\n"}));
+    let out = ws.ok(
+        "write_file",
+        json!({"path": "run.sh", "content": "#!/bin/sh\necho b\necho c\n"}),
+    );
     assert_eq!(out.text, "Overwrote run.sh (+2 -1).");
     assert_eq!(ws.mode("run.sh"), 0o751);
     assert_eq!(ws.text("run.sh"), "#!/bin/sh\necho b\necho c\n");
-    assert_eq!((out.metadata["added"].clone(), out.metadata["removed"].clone()), (json!(2), json!(1)));
-    let same = ws.ok("write_file", json!({"path": "run.sh", "content": "#!/bin/sh\necho b\necho c\n"}));
-    assert_eq!(same.text, "Overwrote run.sh (+0 -0: the content was already the same).");
+    assert_eq!(
+        (
+            out.metadata["added"].clone(),
+            out.metadata["removed"].clone()
+        ),
+        (json!(2), json!(1))
+    );
+    let same = ws.ok(
+        "write_file",
+        json!({"path": "run.sh", "content": "#!/bin/sh\necho b\necho c\n"}),
+    );
+    assert_eq!(
+        same.text,
+        "Overwrote run.sh (+0 -0: the content was already the same)."
+    );
 }
 
 #[test]
@@ -216,13 +317,25 @@ fn write_refuses_a_stale_overwrite_until_read_again() {
     ws.ok("read_file", json!({"path": "f.txt"}));
     ws.write("f.txt", "v2 from someone else\n");
     let out = ws.err("write_file", json!({"path": "f.txt", "content": "mine\n"}));
-    assert!(out.text.contains("changed on disk since this session last read or wrote it"), "{}", out.text);
-    assert!(out.text.contains("read it again with read_file"), "{}", out.text);
+    assert!(
+        out.text
+            .contains("changed on disk since this session last read or wrote it"),
+        "{}",
+        out.text
+    );
+    assert!(
+        out.text.contains("read it again with read_file"),
+        "{}",
+        out.text
+    );
     assert_eq!(ws.text("f.txt"), "v2 from someone else\n");
     ws.ok("read_file", json!({"path": "f.txt"}));
     ws.ok("write_file", json!({"path": "f.txt", "content": "mine\n"}));
     // Its own write counts as seen: writing again needs no read.
-    ws.ok("write_file", json!({"path": "f.txt", "content": "mine again\n"}));
+    ws.ok(
+        "write_file",
+        json!({"path": "f.txt", "content": "mine again\n"}),
+    );
     assert_eq!(ws.text("f.txt"), "mine again\n");
 }
 
@@ -233,7 +346,11 @@ fn write_a_directory_or_under_a_file_is_refused() {
     let out = ws.err("write_file", json!({"path": "dir", "content": "x"}));
     assert!(out.text.contains("dir is a directory"), "{}", out.text);
     let out = ws.err("write_file", json!({"path": "dir/x/y.txt", "content": "x"}));
-    assert!(out.text.contains("is a file, not a directory"), "{}", out.text);
+    assert!(
+        out.text.contains("is a file, not a directory"),
+        "{}",
+        out.text
+    );
 }
 
 // ---------------------------------------------------------------- list_files
@@ -259,7 +376,10 @@ fn tree_ws() -> Ws {
 fn list_shows_a_sorted_tree_two_levels_deep_respecting_ignores() {
     let ws = tree_ws();
     let out = ws.ok("list_files", json!({}));
-    assert_eq!(out.text, "./\n  README.md\n  empty/\n  src/\n    main.rs\n    util/\n");
+    assert_eq!(
+        out.text,
+        "./\n  README.md\n  empty/\n  src/\n    main.rs\n    util/\n"
+    );
     assert_eq!(out.metadata["total"], 5);
 }
 
@@ -269,7 +389,10 @@ fn list_depth_and_subdirectory() {
     let out = ws.ok("list_files", json!({"path": "src", "depth": 1}));
     assert_eq!(out.text, "src/\n  main.rs\n  util/\n");
     let out = ws.ok("list_files", json!({"path": "src", "depth": 5}));
-    assert_eq!(out.text, "src/\n  main.rs\n  util/\n    deep/\n      x.rs\n    mod.rs\n");
+    assert_eq!(
+        out.text,
+        "src/\n  main.rs\n  util/\n    deep/\n      x.rs\n    mod.rs\n"
+    );
 }
 
 #[test]
@@ -280,9 +403,22 @@ fn list_caps_entries_and_counts_the_rest() {
     }
     ws.write("top.txt", "");
     let out = ws.ok("list_files", json!({"limit": 5}));
-    assert!(out.text.starts_with("./\n  many/\n    f00.txt\n"), "{}", out.text);
-    assert!(out.text.contains("  top.txt\n"), "shallow entries first: {}", out.text);
-    assert!(out.text.contains("(showing 5 of 32 entries; 27 more not shown"), "{}", out.text);
+    assert!(
+        out.text.starts_with("./\n  many/\n    f00.txt\n"),
+        "{}",
+        out.text
+    );
+    assert!(
+        out.text.contains("  top.txt\n"),
+        "shallow entries first: {}",
+        out.text
+    );
+    assert!(
+        out.text
+            .contains("(showing 5 of 32 entries; 27 more not shown"),
+        "{}",
+        out.text
+    );
     assert_eq!(out.metadata["truncated"], true);
     let all = ws.ok("list_files", json!({"depth": 2}));
     assert!(all.text.contains("f29.txt") && !all.text.contains("more not shown"));
@@ -296,16 +432,29 @@ fn list_default_cap_is_200() {
     }
     let out = ws.ok("list_files", json!({"path": "."}));
     assert_eq!(out.metadata["entries"], 200);
-    assert!(out.text.contains("(showing 200 of 250 entries; 50 more not shown"), "{}", out.text);
+    assert!(
+        out.text
+            .contains("(showing 200 of 250 entries; 50 more not shown"),
+        "{}",
+        out.text
+    );
 }
 
 #[test]
 fn list_a_file_or_a_missing_directory() {
     let ws = tree_ws();
     let out = ws.err("list_files", json!({"path": "README.md"}));
-    assert!(out.text.contains("is a file") && out.text.contains("read_file"), "{}", out.text);
+    assert!(
+        out.text.contains("is a file") && out.text.contains("read_file"),
+        "{}",
+        out.text
+    );
     let out = ws.err("list_files", json!({"path": "scr"}));
-    assert!(out.text.contains("scr does not exist") && out.text.contains("`src/`"), "{}", out.text);
+    assert!(
+        out.text.contains("scr does not exist") && out.text.contains("`src/`"),
+        "{}",
+        out.text
+    );
     let out = ws.ok("list_files", json!({"path": "empty"}));
     assert!(out.text.contains("empty/ is empty"), "{}", out.text);
 }
@@ -317,6 +466,11 @@ fn list_shows_symlinks_without_following_them() {
     std::os::unix::fs::symlink(ws.outside(), ws.path("out")).unwrap();
     std::fs::write(ws.outside().join("secret.txt"), "s").unwrap();
     let out = ws.ok("list_files", json!({"depth": 3}));
-    assert!(out.text.contains(&format!("  out -> {}\n", ws.outside().display())), "{}", out.text);
+    assert!(
+        out.text
+            .contains(&format!("  out -> {}\n", ws.outside().display())),
+        "{}",
+        out.text
+    );
     assert!(!out.text.contains("secret.txt"), "{}", out.text);
 }

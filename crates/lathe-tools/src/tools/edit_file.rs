@@ -77,7 +77,9 @@ impl Tool for EditFileTool {
         let session = Arc::clone(&ctx.session);
         tokio::task::spawn_blocking(move || edit(&session, input))
             .await
-            .unwrap_or_else(|err| ToolOutput::error(format!("edit_file stopped unexpectedly: {err}")))
+            .unwrap_or_else(|err| {
+                ToolOutput::error(format!("edit_file stopped unexpectedly: {err}"))
+            })
     }
 }
 
@@ -85,7 +87,8 @@ impl Tool for EditFileTool {
 fn collect_edits(input: EditFileInput) -> Result<Vec<EditInput>, String> {
     match (input.old_string, input.new_string, input.edits) {
         (Some(_), _, Some(edits)) | (_, Some(_), Some(edits)) if !edits.is_empty() => Err(
-            "give either old_string/new_string or edits, not both; put every change in edits".to_owned(),
+            "give either old_string/new_string or edits, not both; put every change in edits"
+                .to_owned(),
         ),
         (Some(old_string), Some(new_string), _) => Ok(vec![EditInput {
             old_string,
@@ -93,10 +96,12 @@ fn collect_edits(input: EditFileInput) -> Result<Vec<EditInput>, String> {
             replace_all: input.replace_all,
         }]),
         (Some(_), None, _) => Err(
-            "new_string is missing: give the text that replaces old_string (\"\" to delete it)".to_owned(),
+            "new_string is missing: give the text that replaces old_string (\"\" to delete it)"
+                .to_owned(),
         ),
         (None, Some(_), _) => Err(
-            "old_string is missing: give the exact text to replace (copy it from read_file)".to_owned(),
+            "old_string is missing: give the exact text to replace (copy it from read_file)"
+                .to_owned(),
         ),
         (None, None, Some(edits)) if !edits.is_empty() => Ok(edits),
         (None, None, _) => Err(
@@ -122,7 +127,10 @@ fn edit(session: &Session, input: EditFileInput) -> ToolOutput {
             Ok(bytes) => Some(bytes),
             Err(message) => return ToolOutput::error(message).with_meta("path", shown),
         },
-        Err(err) if err.kind() == io::ErrorKind::NotFound || err.raw_os_error() == Some(libc::ENOTDIR) => {
+        Err(err)
+            if err.kind() == io::ErrorKind::NotFound
+                || err.raw_os_error() == Some(libc::ENOTDIR) =>
+        {
             if !edits[0].old_string.is_empty() {
                 let similar = suggest::similar_paths(workspace, resolved.abs(), 3);
                 return ToolOutput::error(format!(
@@ -134,7 +142,10 @@ fn edit(session: &Session, input: EditFileInput) -> ToolOutput {
             }
             None
         }
-        Err(err) => return ToolOutput::error(format!("cannot read {shown}: {err}")).with_meta("path", shown),
+        Err(err) => {
+            return ToolOutput::error(format!("cannot read {shown}: {err}"))
+                .with_meta("path", shown);
+        }
     };
     let (document, before) = match &existing {
         Some(bytes) => {
@@ -160,7 +171,9 @@ fn edit(session: &Session, input: EditFileInput) -> ToolOutput {
     };
     let outcome = match apply_edits(before.as_deref(), &edits) {
         Ok(outcome) => outcome,
-        Err(err) => return ToolOutput::error(err.message(&shown, edits.len())).with_meta("path", shown),
+        Err(err) => {
+            return ToolOutput::error(err.message(&shown, edits.len())).with_meta("path", shown);
+        }
     };
     let bytes = document.encode(&outcome.text);
     if existing.as_deref() == Some(bytes.as_slice()) {
@@ -191,27 +204,38 @@ fn edit(session: &Session, input: EditFileInput) -> ToolOutput {
         message.push('\n');
         message.push_str(&diff.unified);
     }
-    let strategies: Vec<&str> = outcome.reports.iter().filter_map(|r| r.strategy.map(Strategy::name)).collect();
+    let strategies: Vec<&str> = outcome
+        .reports
+        .iter()
+        .filter_map(|r| r.strategy.map(Strategy::name))
+        .collect();
     ToolOutput::ok(message)
         .with_meta("path", shown)
         .with_meta("created", before.is_none())
         .with_meta("added", diff.added)
         .with_meta("removed", diff.removed)
-        .with_meta("replacements", outcome.reports.iter().map(|r| r.count).sum::<usize>())
+        .with_meta(
+            "replacements",
+            outcome.reports.iter().map(|r| r.count).sum::<usize>(),
+        )
         .with_meta("strategies", json!(strategies))
         .with_meta("diff", diff.unified)
 }
 
 /// Reads a file that is about to be edited, or says why it cannot be edited.
 fn read_editable(file: &mut std::fs::File, shown: &str) -> Result<Vec<u8>, String> {
-    let meta = file.metadata().map_err(|err| format!("cannot read {shown}: {err}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|err| format!("cannot read {shown}: {err}"))?;
     if meta.is_dir() {
         return Err(format!(
             "{shown} is a directory; edit_file edits one file (use list_files to see what it holds)"
         ));
     }
     if !meta.is_file() {
-        return Err(format!("{shown} is not a regular file (a device, FIFO or socket); it cannot be edited"));
+        return Err(format!(
+            "{shown} is not a regular file (a device, FIFO or socket); it cannot be edited"
+        ));
     }
     if meta.len() > MAX_EDIT_BYTES {
         return Err(format!(

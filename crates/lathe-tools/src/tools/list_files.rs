@@ -54,7 +54,9 @@ impl Tool for ListFilesTool {
         let cancel = ctx.cancel.clone();
         tokio::task::spawn_blocking(move || list(&session, &input, &cancel))
             .await
-            .unwrap_or_else(|err| ToolOutput::error(format!("list_files stopped unexpectedly: {err}")))
+            .unwrap_or_else(|err| {
+                ToolOutput::error(format!("list_files stopped unexpectedly: {err}"))
+            })
     }
 }
 
@@ -72,21 +74,37 @@ fn positive(value: Option<i64>, default: usize, name: &str, what: &str) -> Resul
     match value {
         None => Ok(default),
         Some(n) if n >= 1 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
-        Some(n) => Err(format!("{name} must be 1 or more ({what}; default {default}), got {n}")),
+        Some(n) => Err(format!(
+            "{name} must be 1 or more ({what}; default {default}), got {n}"
+        )),
     }
 }
 
 fn list(session: &Session, input: &ListFilesInput, cancel: &CancellationToken) -> ToolOutput {
-    let depth = match positive(input.depth, DEFAULT_DEPTH, "depth", "how many levels down to list") {
+    let depth = match positive(
+        input.depth,
+        DEFAULT_DEPTH,
+        "depth",
+        "how many levels down to list",
+    ) {
         Ok(depth) => depth,
         Err(message) => return ToolOutput::error(message),
     };
-    let limit = match positive(input.limit, DEFAULT_LIMIT, "limit", "the most entries to show") {
+    let limit = match positive(
+        input.limit,
+        DEFAULT_LIMIT,
+        "limit",
+        "the most entries to show",
+    ) {
         Ok(limit) => limit,
         Err(message) => return ToolOutput::error(message),
     };
     let workspace = session.workspace();
-    let path = input.path.as_deref().filter(|p| !p.trim().is_empty()).unwrap_or(".");
+    let path = input
+        .path
+        .as_deref()
+        .filter(|p| !p.trim().is_empty())
+        .unwrap_or(".");
     let resolved = match workspace.resolve(path, Access::Read) {
         Ok(resolved) => resolved,
         Err(err) => return ToolOutput::error(err.to_string()),
@@ -100,7 +118,10 @@ fn list(session: &Session, input: &ListFilesInput, cancel: &CancellationToken) -
             ))
             .with_meta("path", shown);
         }
-        Err(err) if err.kind() == io::ErrorKind::NotFound || err.raw_os_error() == Some(libc::ENOTDIR) => {
+        Err(err)
+            if err.kind() == io::ErrorKind::NotFound
+                || err.raw_os_error() == Some(libc::ENOTDIR) =>
+        {
             let similar = suggest::similar_paths(workspace, resolved.abs(), 3);
             return ToolOutput::error(format!(
                 "{shown} does not exist.{} Use list_files on a parent directory to see what is there.",
@@ -109,7 +130,10 @@ fn list(session: &Session, input: &ListFilesInput, cancel: &CancellationToken) -
             .with_meta("path", shown)
             .with_meta("suggestions", similar);
         }
-        Err(err) => return ToolOutput::error(format!("cannot list {shown}: {err}")).with_meta("path", shown),
+        Err(err) => {
+            return ToolOutput::error(format!("cannot list {shown}: {err}"))
+                .with_meta("path", shown);
+        }
     }
     let walk = match walk(resolved.abs(), depth, cancel) {
         Ok(walk) => walk,
@@ -177,9 +201,14 @@ fn walk(root: &Path, depth: usize, cancel: &CancellationToken) -> Result<Walk, (
 
 fn render(shown: &str, walk: &Walk, limit: usize) -> ToolOutput {
     let total = walk.entries.len();
-    let root_label = if shown == "." { "./".to_owned() } else { format!("{shown}/") };
+    let root_label = if shown == "." {
+        "./".to_owned()
+    } else {
+        format!("{shown}/")
+    };
     if total == 0 {
-        let mut text = format!("{root_label} is empty (hidden files and ignored files are not listed).");
+        let mut text =
+            format!("{root_label} is empty (hidden files and ignored files are not listed).");
         if walk.unreadable > 0 {
             text.push_str(&format!(" {} entries could not be read.", walk.unreadable));
         }
@@ -191,12 +220,21 @@ fn render(shown: &str, walk: &Walk, limit: usize) -> ToolOutput {
     // Shallow entries first, so a cut keeps the overview; every kept entry's parent is kept too,
     // because it is shallower.
     let mut chosen: Vec<&Entry> = walk.entries.iter().collect();
-    chosen.sort_by(|a, b| a.parts.len().cmp(&b.parts.len()).then(a.parts.cmp(&b.parts)));
+    chosen.sort_by(|a, b| {
+        a.parts
+            .len()
+            .cmp(&b.parts.len())
+            .then(a.parts.cmp(&b.parts))
+    });
     chosen.truncate(limit);
     chosen.sort_by(|a, b| a.parts.cmp(&b.parts));
     let mut text = format!("{root_label}\n");
     for entry in &chosen {
-        let name = entry.parts.last().map(|p| p.to_string_lossy()).unwrap_or_default();
+        let name = entry
+            .parts
+            .last()
+            .map(|p| p.to_string_lossy())
+            .unwrap_or_default();
         text.push_str(&"  ".repeat(entry.parts.len()));
         text.push_str(&name);
         if entry.is_dir {
@@ -217,10 +255,16 @@ fn render(shown: &str, walk: &Walk, limit: usize) -> ToolOutput {
             group(left_out as u64)
         ));
     } else if walk.capped {
-        text.push_str(&format!("\n(the walk stopped after {} entries)\n", group(total as u64)));
+        text.push_str(&format!(
+            "\n(the walk stopped after {} entries)\n",
+            group(total as u64)
+        ));
     }
     if walk.unreadable > 0 {
-        text.push_str(&format!("({} entries could not be read)\n", walk.unreadable));
+        text.push_str(&format!(
+            "({} entries could not be read)\n",
+            walk.unreadable
+        ));
     }
     ToolOutput::ok(text)
         .with_meta("path", shown)
@@ -244,7 +288,11 @@ mod tests {
     #[test]
     fn tree_is_sorted_indented_and_marks_directories() {
         let walk = Walk {
-            entries: vec![entry("b.txt", false), entry("a", true), entry("a/x.rs", false)],
+            entries: vec![
+                entry("b.txt", false),
+                entry("a", true),
+                entry("a/x.rs", false),
+            ],
             capped: false,
             unreadable: 0,
         };
@@ -266,12 +314,21 @@ mod tests {
         assert!(out.text.starts_with("src/\n"), "{}", out.text);
         assert!(out.text.contains("  top.txt\n"), "{}", out.text);
         assert!(out.text.contains("  z/\n    0\n    1\n"), "{}", out.text);
-        assert!(out.text.contains("(showing 4 of 12 entries; 8 more not shown"), "{}", out.text);
+        assert!(
+            out.text
+                .contains("(showing 4 of 12 entries; 8 more not shown"),
+            "{}",
+            out.text
+        );
     }
 
     #[test]
     fn bad_numbers_are_refused() {
         assert_eq!(positive(None, 2, "depth", "x"), Ok(2));
-        assert!(positive(Some(0), 2, "depth", "x").unwrap_err().contains("depth must be 1 or more"));
+        assert!(
+            positive(Some(0), 2, "depth", "x")
+                .unwrap_err()
+                .contains("depth must be 1 or more")
+        );
     }
 }

@@ -57,7 +57,9 @@ impl Tool for ReadFileTool {
         let cancel = ctx.cancel.clone();
         tokio::task::spawn_blocking(move || read(&session, &input, &cancel))
             .await
-            .unwrap_or_else(|err| ToolOutput::error(format!("read_file stopped unexpectedly: {err}")))
+            .unwrap_or_else(|err| {
+                ToolOutput::error(format!("read_file stopped unexpectedly: {err}"))
+            })
     }
 }
 
@@ -143,7 +145,8 @@ fn read(session: &Session, input: &ReadFileInput, cancel: &CancellationToken) ->
 
 fn open_error(session: &Session, resolved: &ResolvedPath, err: &io::Error) -> ToolOutput {
     let shown = resolved.shown();
-    let missing = err.kind() == io::ErrorKind::NotFound || err.raw_os_error() == Some(libc::ENOTDIR);
+    let missing =
+        err.kind() == io::ErrorKind::NotFound || err.raw_os_error() == Some(libc::ENOTDIR);
     if missing {
         let similar = suggest::similar_paths(session.workspace(), resolved.abs(), 3);
         return ToolOutput::error(format!(
@@ -201,7 +204,9 @@ fn render(shown: &str, offset: u64, scan: &scan::Scan) -> ToolOutput {
             b + 1
         ));
     } else if a > 1 {
-        notes.push(format!("showing lines {a}-{b} of {total}; this is the end of the file"));
+        notes.push(format!(
+            "showing lines {a}-{b} of {total}; this is the end of the file"
+        ));
     }
     if b == total && scan.no_final_newline {
         notes.push("the file does not end with a newline".to_owned());
@@ -214,10 +219,15 @@ fn render(shown: &str, offset: u64, scan: &scan::Scan) -> ToolOutput {
         ));
     }
     if scan.invalid_utf8 {
-        notes.push("the file is not valid UTF-8: bytes that are not UTF-8 are shown as \u{FFFD}".to_owned());
+        notes.push(
+            "the file is not valid UTF-8: bytes that are not UTF-8 are shown as \u{FFFD}"
+                .to_owned(),
+        );
     }
     if scan.crlf {
-        notes.push("the file has CRLF line endings, shown without \\r (edit_file keeps them)".to_owned());
+        notes.push(
+            "the file has CRLF line endings, shown without \\r (edit_file keeps them)".to_owned(),
+        );
     }
     if !notes.is_empty() {
         text.push('\n');
@@ -233,7 +243,10 @@ fn render(shown: &str, offset: u64, scan: &scan::Scan) -> ToolOutput {
         .with_meta("bytes", scan.bytes)
         .with_meta("complete", a == 1 && b == total)
         .with_meta("cut_lines", cut_lines)
-        .with_meta("encoding", json!(if scan.invalid_utf8 { "lossy" } else { "utf-8" }))
+        .with_meta(
+            "encoding",
+            json!(if scan.invalid_utf8 { "lossy" } else { "utf-8" }),
+        )
 }
 
 #[cfg(test)]
@@ -270,14 +283,24 @@ mod tests {
         let whole = render("a.txt", 1, &scan_of(&[(1, "x")], 1));
         assert_eq!(whole.text, "     1\tx\n");
         let end = render("a.txt", 2, &scan_of(&[(2, "y")], 2));
-        assert!(end.text.contains("(showing lines 2-2 of 2; this is the end of the file)"), "{}", end.text);
+        assert!(
+            end.text
+                .contains("(showing lines 2-2 of 2; this is the end of the file)"),
+            "{}",
+            end.text
+        );
     }
 
     #[test]
     fn past_the_end_and_empty() {
         let out = render("a.txt", 50, &scan_of(&[], 12));
         assert!(out.is_error);
-        assert!(out.text.contains("offset 50 is past the end of a.txt, which has 12 lines"), "{}", out.text);
+        assert!(
+            out.text
+                .contains("offset 50 is past the end of a.txt, which has 12 lines"),
+            "{}",
+            out.text
+        );
         let empty = render("e.txt", 1, &scan_of(&[], 0));
         assert!(!empty.is_error);
         assert!(empty.text.starts_with("e.txt is empty"), "{}", empty.text);

@@ -18,7 +18,10 @@ const MIN_SCORE: f64 = 0.72;
 /// Up to `max` existing paths (as shown to the model, directories with a trailing `/`) whose
 /// names are most like `missing`, an absolute path that does not exist.
 pub fn similar_paths(workspace: &Workspace, missing: &Path, max: usize) -> Vec<String> {
-    let Some(target_name) = missing.file_name().map(|n| n.to_string_lossy().to_lowercase()) else {
+    let Some(target_name) = missing
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+    else {
         return Vec::new();
     };
     let target_shown = workspace.shown(missing).to_lowercase();
@@ -43,11 +46,15 @@ pub fn similar_paths(workspace: &Workspace, missing: &Path, max: usize) -> Vec<S
     // The nearest directory first, unfiltered: a hidden or ignored neighbour is still a likely
     // intended target when the model named that directory.
     if let Some(near) = &near {
-        walk(near, NEAR_DEPTH, false, &mut budget, |p, d| consider(p, d, &mut scored));
+        walk(near, NEAR_DEPTH, false, &mut budget, |p, d| {
+            consider(p, d, &mut scored)
+        });
     }
     let root = workspace.root().to_path_buf();
     if near.as_deref().is_none_or(|n| n.starts_with(&root)) {
-        walk(&root, ROOT_DEPTH, true, &mut budget, |p, d| consider(p, d, &mut scored));
+        walk(&root, ROOT_DEPTH, true, &mut budget, |p, d| {
+            consider(p, d, &mut scored)
+        });
     }
     scored.sort_by(|a, b| {
         b.0.total_cmp(&a.0)
@@ -55,7 +62,11 @@ pub fn similar_paths(workspace: &Workspace, missing: &Path, max: usize) -> Vec<S
             .then(a.1.cmp(&b.1))
     });
     scored.dedup_by(|a, b| a.1 == b.1);
-    scored.into_iter().take(max).map(|(_, shown)| shown).collect()
+    scored
+        .into_iter()
+        .take(max)
+        .map(|(_, shown)| shown)
+        .collect()
 }
 
 /// "; did you mean `a`, `b`?" or nothing.
@@ -139,7 +150,13 @@ mod tests {
 
     fn workspace() -> (tempfile::TempDir, Workspace) {
         let dir = tempfile::tempdir().unwrap();
-        for path in ["src/main.rs", "src/lib.rs", "src/util/mod.rs", "README.md", "docs/guide.md"] {
+        for path in [
+            "src/main.rs",
+            "src/lib.rs",
+            "src/util/mod.rs",
+            "README.md",
+            "docs/guide.md",
+        ] {
             let full = dir.path().join(path);
             std::fs::create_dir_all(full.parent().unwrap()).unwrap();
             std::fs::write(full, "x\n").unwrap();
@@ -152,7 +169,11 @@ mod tests {
     fn typo_in_name() {
         let (_dir, ws) = workspace();
         let got = similar_paths(&ws, &ws.root().join("src/mian.rs"), 3);
-        assert_eq!(got.first().map(String::as_str), Some("src/main.rs"), "{got:?}");
+        assert_eq!(
+            got.first().map(String::as_str),
+            Some("src/main.rs"),
+            "{got:?}"
+        );
     }
 
     #[test]
@@ -173,7 +194,11 @@ mod tests {
     fn missing_extension_and_case() {
         let (_dir, ws) = workspace();
         let got = similar_paths(&ws, &ws.root().join("readme"), 3);
-        assert_eq!(got.first().map(String::as_str), Some("README.md"), "{got:?}");
+        assert_eq!(
+            got.first().map(String::as_str),
+            Some("README.md"),
+            "{got:?}"
+        );
     }
 
     #[test]
@@ -183,6 +208,9 @@ mod tests {
         let got = similar_paths(&ws, &ws.root().join("zzzzqqqq.toml"), 3);
         assert!(got.is_empty(), "{got:?}");
         assert_eq!(did_you_mean(&[]), "");
-        assert_eq!(did_you_mean(&["a".into(), "b/".into()]), " Did you mean `a`, `b/`?");
+        assert_eq!(
+            did_you_mean(&["a".into(), "b/".into()]),
+            " Did you mean `a`, `b/`?"
+        );
     }
 }

@@ -36,7 +36,8 @@ pub fn binary_kind(sample: &[u8]) -> Option<String> {
         .iter()
         .filter(|&&b| (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0C | 0x1B)) || b == 0x7F)
         .count();
-    let mostly_control = !sample.is_empty() && control as f64 / sample.len() as f64 > MAX_CONTROL_SHARE;
+    let mostly_control =
+        !sample.is_empty() && control as f64 / sample.len() as f64 > MAX_CONTROL_SHARE;
     if !has_nul && !mostly_control {
         return None;
     }
@@ -138,10 +139,7 @@ pub fn diff(old: &str, new: &str, shown: &str, context: usize, max_lines: usize)
         .to_string();
     let total_lines = full.lines().count();
     let unified = if total_lines > max_lines {
-        let mut cut: String = full
-            .split_inclusive('\n')
-            .take(max_lines)
-            .collect();
+        let mut cut: String = full.split_inclusive('\n').take(max_lines).collect();
         if !cut.ends_with('\n') {
             cut.push('\n');
         }
@@ -174,11 +172,18 @@ mod tests {
     fn binary_detection() {
         assert_eq!(binary_kind(b"fn main() {}\n\ttab\r\n"), None);
         assert_eq!(binary_kind(b"").as_deref(), None);
-        assert_eq!(binary_kind(b"\x89PNG\r\n\x1a\n\0\0").as_deref(), Some("PNG image"));
+        assert_eq!(
+            binary_kind(b"\x89PNG\r\n\x1a\n\0\0").as_deref(),
+            Some("PNG image")
+        );
         assert_eq!(binary_kind(b"abc\0def").as_deref(), Some("binary data"));
-        let controls: Vec<u8> = (0..100).map(|i| if i % 2 == 0 { 1 } else { b'a' }).collect();
+        let controls: Vec<u8> = (0..100)
+            .map(|i| if i % 2 == 0 { 1 } else { b'a' })
+            .collect();
         assert!(binary_kind(&controls).is_some());
-        let few: Vec<u8> = (0..100).map(|i| if i % 10 == 0 { 1 } else { b'a' }).collect();
+        let few: Vec<u8> = (0..100)
+            .map(|i| if i % 10 == 0 { 1 } else { b'a' })
+            .collect();
         assert_eq!(binary_kind(&few), None);
         let ansi = b"\x1b[31mred\x1b[0m\n".repeat(10);
         assert_eq!(binary_kind(&ansi), None);
@@ -220,7 +225,11 @@ mod tests {
         let new = "a\nB\nc\nd\n";
         let summary = diff(old, new, "f.txt", 3, 100);
         assert_eq!((summary.added, summary.removed), (2, 1));
-        assert!(summary.unified.starts_with("--- a/f.txt\n+++ b/f.txt\n@@"), "{}", summary.unified);
+        assert!(
+            summary.unified.starts_with("--- a/f.txt\n+++ b/f.txt\n@@"),
+            "{}",
+            summary.unified
+        );
         assert!(summary.unified.contains("-b\n+B\n"), "{}", summary.unified);
         let cut = diff(old, new, "f.txt", 3, 3);
         assert!(cut.unified.contains("diff cut: "), "{}", cut.unified);

@@ -46,7 +46,9 @@ impl Tool for WriteFileTool {
         let session = Arc::clone(&ctx.session);
         tokio::task::spawn_blocking(move || write(&session, &input))
             .await
-            .unwrap_or_else(|err| ToolOutput::error(format!("write_file stopped unexpectedly: {err}")))
+            .unwrap_or_else(|err| {
+                ToolOutput::error(format!("write_file stopped unexpectedly: {err}"))
+            })
     }
 }
 
@@ -79,15 +81,21 @@ fn write(session: &Session, input: &WriteFileInput) -> ToolOutput {
             ))
             .with_meta("path", shown);
         }
-        Err(err) => return ToolOutput::error(format!("cannot read {shown}: {err}")).with_meta("path", shown),
+        Err(err) => {
+            return ToolOutput::error(format!("cannot read {shown}: {err}"))
+                .with_meta("path", shown);
+        }
     };
     let bytes = input.content.as_bytes();
     if let Err(err) = workspace.write_atomic(&resolved, bytes, 0o666) {
         let reason = match err.raw_os_error() {
-            Some(libc::ENOTDIR) => "a part of its directory path is a file, not a directory".to_owned(),
+            Some(libc::ENOTDIR) => {
+                "a part of its directory path is a file, not a directory".to_owned()
+            }
             _ => err.to_string(),
         };
-        return ToolOutput::error(format!("cannot write {shown}: {reason}")).with_meta("path", shown);
+        return ToolOutput::error(format!("cannot write {shown}: {reason}"))
+            .with_meta("path", shown);
     }
     session.record_file(resolved.abs(), bytes);
     let (verb, added, removed, note) = match &previous {
@@ -118,14 +126,18 @@ fn read_previous(
     resolved: &crate::workspace::ResolvedPath,
     shown: &str,
 ) -> Result<Previous, String> {
-    let meta = file.metadata().map_err(|err| format!("cannot read {shown}: {err}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|err| format!("cannot read {shown}: {err}"))?;
     if meta.is_dir() {
         return Err(format!(
             "{shown} is a directory; give the path of a file inside it (use list_files to see what it holds)"
         ));
     }
     if !meta.is_file() {
-        return Err(format!("{shown} is not a regular file (a device, FIFO or socket); it cannot be written"));
+        return Err(format!(
+            "{shown} is not a regular file (a device, FIFO or socket); it cannot be written"
+        ));
     }
     if meta.len() <= MAX_DIFF_BYTES {
         let mut bytes = Vec::with_capacity(meta.len() as usize);

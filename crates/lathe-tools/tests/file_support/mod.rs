@@ -34,8 +34,16 @@ impl Ws {
             result_budget: budget,
             ..ToolConfig::default()
         };
-        let session = Session::new(Workspace::new(dir.path()).unwrap(), config, state.path().join("s")).unwrap();
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let session = Session::new(
+            Workspace::new(dir.path()).unwrap(),
+            config,
+            state.path().join("s"),
+        )
+        .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         Ws {
             dir,
             outside,
@@ -81,7 +89,11 @@ impl Ws {
 
     /// Permission bits of `rel`.
     pub fn mode(&self, rel: &str) -> u32 {
-        std::fs::metadata(self.path(rel)).unwrap().permissions().mode() & 0o7777
+        std::fs::metadata(self.path(rel))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
     }
 
     /// Sets the permission bits of `rel`.
@@ -105,7 +117,11 @@ impl Ws {
     /// Calls a tool that must fail.
     pub fn err(&self, name: &str, args: Value) -> ToolOutput {
         let out = self.call(name, args.clone());
-        assert!(out.is_error, "{name} {args} should have failed: {}", out.text);
+        assert!(
+            out.is_error,
+            "{name} {args} should have failed: {}",
+            out.text
+        );
         out
     }
 

@@ -55,7 +55,11 @@ fn describe(report: &EditReport) -> String {
         "{} replacement{} at {} {}, {}",
         report.count,
         plural(report.count),
-        if report.lines.len() == 1 { "line" } else { "lines" },
+        if report.lines.len() == 1 {
+            "line"
+        } else {
+            "lines"
+        },
         list(&report.lines),
         strategy.describe()
     )
@@ -138,7 +142,11 @@ impl EditError {
                 }
                 match closest {
                     Some((region, lines)) => {
-                        let after = if *index > 0 { ", after the earlier edits" } else { "" };
+                        let after = if *index > 0 {
+                            ", after the earlier edits"
+                        } else {
+                            ""
+                        };
                         text.push_str(&format!(
                             "\nThe most similar text is at lines {}-{} ({:.0}% similar{after}):\n{lines}",
                             region.first,
@@ -234,7 +242,10 @@ fn apply_one(raw: &str, edit: &EditInput, index: usize) -> Result<(String, EditR
     let Some((strategy, matches)) = find(&view.text, &old, &new) else {
         return Err(not_found(&view.text, &old, index));
     };
-    let lines: Vec<usize> = matches.iter().map(|m| line_of(&view.text, m.start)).collect();
+    let lines: Vec<usize> = matches
+        .iter()
+        .map(|m| line_of(&view.text, m.start))
+        .collect();
     if matches.len() > 1 && !edit.replace_all.unwrap_or(false) {
         return Err(EditError::Ambiguous {
             index,
@@ -285,14 +296,11 @@ fn keep_final_newline(text: &str, m: &Match) -> String {
 
 fn not_found(text: &str, old: &str, index: usize) -> EditError {
     let mut hints = Vec::new();
-    let numbered = old
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .all(|l| {
-            let t = l.trim_start();
-            let digits = t.chars().take_while(char::is_ascii_digit).count();
-            digits > 0 && (t[digits..].starts_with('\t') || t[digits..].starts_with('→'))
-        });
+    let numbered = old.lines().filter(|l| !l.trim().is_empty()).all(|l| {
+        let t = l.trim_start();
+        let digits = t.chars().take_while(char::is_ascii_digit).count();
+        digits > 0 && (t[digits..].starts_with('\t') || t[digits..].starts_with('→'))
+    });
     if numbered && !old.trim().is_empty() {
         hints.push(
             "old_string seems to include read_file's line numbers at the start of its lines; \
@@ -307,19 +315,21 @@ fn not_found(text: &str, old: &str, index: usize) -> EditError {
                 .to_owned(),
         );
     }
-    let closest = closest(text, old).filter(|c| c.similarity >= 0.3).map(|region| {
-        let spans = line_spans(text);
-        let last = region.last.min(region.first + MAX_CLOSEST_LINES - 1);
-        let mut lines = String::new();
-        for n in region.first..=last {
-            let (s, e) = spans[n - 1];
-            lines.push_str(&format!("{n:>6}\t{}\n", &text[s..e]));
-        }
-        if last < region.last {
-            lines.push_str(&format!("   ...\t({} more lines)\n", region.last - last));
-        }
-        (region, lines)
-    });
+    let closest = closest(text, old)
+        .filter(|c| c.similarity >= 0.3)
+        .map(|region| {
+            let spans = line_spans(text);
+            let last = region.last.min(region.first + MAX_CLOSEST_LINES - 1);
+            let mut lines = String::new();
+            for n in region.first..=last {
+                let (s, e) = spans[n - 1];
+                lines.push_str(&format!("{n:>6}\t{}\n", &text[s..e]));
+            }
+            if last < region.last {
+                lines.push_str(&format!("   ...\t({} more lines)\n", region.last - last));
+            }
+            (region, lines)
+        });
     EditError::NotFound {
         index,
         closest,
@@ -381,12 +391,19 @@ mod tests {
 
     #[test]
     fn edits_apply_in_order_or_not_at_all() {
-        let out = apply_edits(Some("one two three"), &[edit("one", "1"), edit("1 two", "12")]).unwrap();
+        let out = apply_edits(
+            Some("one two three"),
+            &[edit("one", "1"), edit("1 two", "12")],
+        )
+        .unwrap();
         assert_eq!(out.text, "12 three");
         assert_eq!(out.summary().matches("matched exactly").count(), 2);
         let err = apply_edits(Some("one two"), &[edit("one", "1"), edit("zzz", "y")]).unwrap_err();
         let message = err.message("f.txt", 2);
-        assert!(message.starts_with("edits[1]: old_string was not found in f.txt"), "{message}");
+        assert!(
+            message.starts_with("edits[1]: old_string was not found in f.txt"),
+            "{message}"
+        );
         assert!(message.contains("No edit was applied"), "{message}");
     }
 
@@ -403,7 +420,10 @@ mod tests {
             }
         );
         let message = err.message("f", 1);
-        assert!(message.contains("matches 3 places in f (lines 1, 3 and 5)"), "{message}");
+        assert!(
+            message.contains("matches 3 places in f (lines 1, 3 and 5)"),
+            "{message}"
+        );
         assert!(message.contains("replace_all=true"), "{message}");
         let all = EditInput {
             replace_all: Some(true),
@@ -437,10 +457,18 @@ mod tests {
         let err = apply_edits(Some(text), &[edit("    println!(\"helo\");\n}", "x")]).unwrap_err();
         let message = err.message("src/main.rs", 1);
         assert!(message.contains("lines 2-3"), "{message}");
-        assert!(message.contains("     2\t    println!(\"hello\");\n"), "{message}");
+        assert!(
+            message.contains("     2\t    println!(\"hello\");\n"),
+            "{message}"
+        );
         assert!(message.contains("read_file (offset=2)"), "{message}");
-        let numbered = apply_edits(Some(text), &[edit("     2\tprintln!(\"x\");", "y")]).unwrap_err();
-        assert!(numbered.message("f", 1).contains("line numbers"), "{}", numbered.message("f", 1));
+        let numbered =
+            apply_edits(Some(text), &[edit("     2\tprintln!(\"x\");", "y")]).unwrap_err();
+        assert!(
+            numbered.message("f", 1).contains("line numbers"),
+            "{}",
+            numbered.message("f", 1)
+        );
     }
 
     #[test]

@@ -81,11 +81,12 @@ pub fn closest(text: &str, old: &str) -> Option<Closest> {
         })
         .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))?;
     let region = &text[spans[best].0..spans[best + k - 1].1];
-    let similarity = if region.len() <= MAX_EDIT_DISTANCE_CHARS && body.len() <= MAX_EDIT_DISTANCE_CHARS {
-        strsim::normalized_levenshtein(region, body)
-    } else {
-        line_score
-    };
+    let similarity =
+        if region.len() <= MAX_EDIT_DISTANCE_CHARS && body.len() <= MAX_EDIT_DISTANCE_CHARS {
+            strsim::normalized_levenshtein(region, body)
+        } else {
+            line_score
+        };
     Some(Closest {
         first: best + 1,
         last: best + k,
@@ -119,7 +120,9 @@ mod tests {
 
     #[test]
     fn many_lines_stay_cheap_and_right() {
-        let mut text: String = (0..20_000).map(|i| format!("value_{i} = compute({i});\n")).collect();
+        let mut text: String = (0..20_000)
+            .map(|i| format!("value_{i} = compute({i});\n"))
+            .collect();
         text.push_str("special = compute_special(42);\n");
         let got = closest(&text, "special = compute_special(41);").unwrap();
         assert_eq!(got.first, 20_001);

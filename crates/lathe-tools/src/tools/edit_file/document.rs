@@ -167,7 +167,12 @@ mod tests {
         let doc = Document::decode(b"\xEF\xBB\xBFx").unwrap();
         assert!(doc.bom);
         assert_eq!(doc.text, "x");
-        let mixed = "\u{10FF41}".as_bytes().iter().chain(b"\xFF").copied().collect::<Vec<u8>>();
+        let mixed = "\u{10FF41}"
+            .as_bytes()
+            .iter()
+            .chain(b"\xFF")
+            .copied()
+            .collect::<Vec<u8>>();
         assert!(Document::decode(&mixed).is_err());
     }
 

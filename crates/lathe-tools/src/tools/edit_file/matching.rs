@@ -90,7 +90,11 @@ pub fn find(text: &str, old: &str, new: &str) -> Option<(Strategy, Vec<Match>)> 
 
 /// The 1-based line of view position `pos`.
 pub fn line_of(text: &str, pos: usize) -> usize {
-    text.as_bytes()[..pos].iter().filter(|&&b| b == b'\n').count() + 1
+    text.as_bytes()[..pos]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 fn non_empty(found: Vec<Match>) -> Option<Vec<Match>> {
@@ -192,7 +196,10 @@ fn apply_shift(line: &str, shift: &Shift) -> String {
     }
     match shift {
         Shift::Add(prefix) => format!("{prefix}{line}"),
-        Shift::Remove(prefix) => line.strip_prefix(prefix.as_str()).unwrap_or(line).to_owned(),
+        Shift::Remove(prefix) => line
+            .strip_prefix(prefix.as_str())
+            .unwrap_or(line)
+            .to_owned(),
     }
 }
 
@@ -268,10 +275,14 @@ fn collapsed_whitespace(text: &str, old: &str, new: &str) -> Option<Vec<Match>> 
     let trail = &old[old.trim_end().len()..];
     let mut replacement = new;
     if !lead.is_empty() {
-        replacement = replacement.strip_prefix(lead).unwrap_or(replacement.trim_start());
+        replacement = replacement
+            .strip_prefix(lead)
+            .unwrap_or(replacement.trim_start());
     }
     if !trail.is_empty() {
-        replacement = replacement.strip_suffix(trail).unwrap_or(replacement.trim_end());
+        replacement = replacement
+            .strip_suffix(trail)
+            .unwrap_or(replacement.trim_end());
     }
     let last_char_len = needle.chars().next_back().map_or(1, char::len_utf8);
     non_empty(
@@ -362,7 +373,8 @@ fn escape_flags(old: &str, matched: &str) -> Vec<bool> {
                 '\\' => b"\\\\",
                 _ => b"",
             };
-            let escaped = !escape.is_empty() && bytes.get(at..).is_some_and(|rest| rest.starts_with(escape));
+            let escaped =
+                !escape.is_empty() && bytes.get(at..).is_some_and(|rest| rest.starts_with(escape));
             at += if escaped { escape.len() } else { c.len_utf8() };
             escaped
         })
@@ -380,7 +392,11 @@ fn reescape(new: &str, old: &str, matched: &str) -> String {
     let flags = escape_flags(old, matched);
     let old_chars: Vec<char> = old.chars().collect();
     let new_chars: Vec<char> = new.chars().collect();
-    let prefix = old_chars.iter().zip(&new_chars).take_while(|(a, b)| a == b).count();
+    let prefix = old_chars
+        .iter()
+        .zip(&new_chars)
+        .take_while(|(a, b)| a == b)
+        .count();
     let room = old_chars.len().min(new_chars.len()) - prefix;
     let suffix = old_chars
         .iter()
@@ -394,7 +410,10 @@ fn reescape(new: &str, old: &str, matched: &str) -> String {
             .iter()
             .zip(&flags)
             .filter(|(c, _)| **c == kind)
-            .fold((0, 0), |(e, p), (_, &f)| if f { (e + 1, p) } else { (e, p + 1) });
+            .fold(
+                (0, 0),
+                |(e, p), (_, &f)| if f { (e + 1, p) } else { (e, p + 1) },
+            );
         escaped > plain
     };
     let mut out = String::with_capacity(new.len() + 8);
@@ -443,9 +462,16 @@ mod tests {
     #[test]
     fn trimmed_lines_reindents_the_replacement() {
         let text = "fn a() {\n        let x = 1;\n        let y = 2;\n}\n";
-        let (strategy, out) = one(text, "let x = 1;\nlet y = 2;\n", "let x = 10;\nlet y = 20;\n");
+        let (strategy, out) = one(
+            text,
+            "let x = 1;\nlet y = 2;\n",
+            "let x = 10;\nlet y = 20;\n",
+        );
         assert_eq!(strategy, Strategy::TrimmedLines);
-        assert_eq!(out, "fn a() {\n        let x = 10;\n        let y = 20;\n}\n");
+        assert_eq!(
+            out,
+            "fn a() {\n        let x = 10;\n        let y = 20;\n}\n"
+        );
         // Trailing whitespace in the model's copy.
         let (strategy, out) = one("a\nb\n", "a  \nb\t", "c\nd");
         assert_eq!(strategy, Strategy::TrimmedLines);
@@ -467,7 +493,11 @@ mod tests {
         assert_eq!(strategy, Strategy::TrimmedLines);
         assert_eq!(out, want);
         // Only the first line lost its indentation (and gained a trailing space).
-        let (strategy, out) = one(text, "if ok { \n        go();\n    }", "if ready {\n        go();\n    }");
+        let (strategy, out) = one(
+            text,
+            "if ok { \n        go();\n    }",
+            "if ready {\n        go();\n    }",
+        );
         assert_eq!(strategy, Strategy::TrimmedLines);
         assert_eq!(out, want);
     }
@@ -485,7 +515,11 @@ mod tests {
     #[test]
     fn double_escaped_old_string_is_unescaped() {
         let text = "line one\n\tsay(\"hi\");\n";
-        let (strategy, out) = one(text, r#"line one\n\tsay(\"hi\");"#, r#"line one\n\tsay(\"bye\");"#);
+        let (strategy, out) = one(
+            text,
+            r#"line one\n\tsay(\"hi\");"#,
+            r#"line one\n\tsay(\"bye\");"#,
+        );
         assert_eq!(strategy, Strategy::Unescaped);
         assert_eq!(out, "line one\n\tsay(\"bye\");\n");
     }

@@ -174,7 +174,8 @@ impl Scanner {
             return;
         }
         let room = self.keep_bytes.saturating_sub(self.current.len());
-        self.current.extend_from_slice(&bytes[..room.min(bytes.len())]);
+        self.current
+            .extend_from_slice(&bytes[..room.min(bytes.len())]);
         self.current_chars += bytes.iter().filter(|&&b| b & 0xC0 != 0x80).count() as u64;
         self.current_last = bytes.last().copied();
     }
@@ -254,7 +255,11 @@ fn without_partial_char(bytes: &[u8]) -> &[u8] {
             0xE0..=0xEF => 3,
             _ => 4,
         };
-        return if i + width > bytes.len() { &bytes[..i] } else { bytes };
+        return if i + width > bytes.len() {
+            &bytes[..i]
+        } else {
+            bytes
+        };
     }
     bytes
 }
@@ -273,11 +278,21 @@ mod tests {
         // Feed a prefix and the rest separately, as read_file does.
         let split = content.len().min(5);
         let mut rest = &content[split..];
-        scan(&mut rest, &content[..split], content.len() as u64, request, &cancel).unwrap()
+        scan(
+            &mut rest,
+            &content[..split],
+            content.len() as u64,
+            request,
+            &cancel,
+        )
+        .unwrap()
     }
 
     fn texts(scan: &Scan) -> Vec<(u64, &str)> {
-        scan.lines.iter().map(|l| (l.number, l.text.as_str())).collect()
+        scan.lines
+            .iter()
+            .map(|l| (l.number, l.text.as_str()))
+            .collect()
     }
 
     #[test]
@@ -322,7 +337,10 @@ mod tests {
         assert_eq!(s.lines[0].text, "é".repeat(10));
         assert_eq!(s.lines[0].cut_from, Some(50));
         assert_eq!(s.lines[1].cut_from, None);
-        assert!(!s.invalid_utf8, "a cut inside a character is not invalid UTF-8");
+        assert!(
+            !s.invalid_utf8,
+            "a cut inside a character is not invalid UTF-8"
+        );
         let crlf_long = "x".repeat(40) + "\r\n";
         let s = run(crlf_long.as_bytes(), 1, 10, 10);
         assert_eq!(s.lines[0].cut_from, Some(40));
@@ -338,7 +356,9 @@ mod tests {
 
     #[test]
     fn chunk_boundaries_do_not_matter() {
-        let content: String = (1..=5000).map(|i| format!("{i:>width$}\n", width = i % 300)).collect();
+        let content: String = (1..=5000)
+            .map(|i| format!("{i:>width$}\n", width = i % 300))
+            .collect();
         let bytes = content.as_bytes();
         for (offset, limit) in [(1, 5000), (4000, 3), (4998, 10), (1, 1)] {
             let s = run(bytes, offset, limit, 1000);
@@ -373,6 +393,9 @@ mod tests {
         assert_eq!(without_partial_char("ab".as_bytes()), b"ab");
         let e = "é".as_bytes();
         assert_eq!(without_partial_char(&[b'a', e[0]]), b"a");
-        assert_eq!(without_partial_char(&[b'a', e[0], e[1]]), &[b'a', e[0], e[1]]);
+        assert_eq!(
+            without_partial_char(&[b'a', e[0], e[1]]),
+            &[b'a', e[0], e[1]]
+        );
     }
 }
