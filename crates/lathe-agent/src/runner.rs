@@ -12,7 +12,8 @@ pub mod summary;
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::future::join_all;
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use tokio_util::sync::CancellationToken;
 
 use lathe_tools::{
@@ -81,8 +82,6 @@ pub struct ToolRunner {
     session: Arc<Session>,
     gate: Arc<Gate>,
     approver: Arc<dyn Approver>,
-    /// One approval prompt at a time, even when reads run concurrently.
-    asking: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for ToolRunner {
@@ -107,7 +106,6 @@ impl ToolRunner {
             session,
             gate,
             approver,
-            asking: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -128,15 +126,18 @@ impl ToolRunner {
 
     /// Runs `calls` and returns one result per call, in the calls' order. When `cancel` fires,
     /// running calls are stopped and calls not yet started do not run; they still get results.
+    ///
+    /// Within a run of reads, every call is announced first, then each is checked (and asked
+    /// about, one at a time) in order and started as soon as it is allowed; each reports
+    /// finished as it completes.
     pub async fn run_batch(
         &self,
         calls: &[PlannedCall],
         sink: &EventSink,
         cancel: &CancellationToken,
     ) -> Vec<CallResult> {
-        let stages: Vec<Stage> = calls.iter().map(|planned| self.stage(planned)).collect();
+        let mut stages: Vec<Option<Stage>> = calls.iter().map(|p| Some(self.stage(p))).collect();
         let mut results: Vec<Option<CallResult>> = vec![None; calls.len()];
-        let mut stages: Vec<Option<Stage>> = stages.into_iter().map(Some).collect();
         let mut index = 0;
         while index < calls.len() {
             let concurrent = stages[index].as_ref().is_some_and(Stage::concurrent);
@@ -147,12 +148,47 @@ impl ToolRunner {
             } else {
                 index + 1
             };
-            let group = (index..end).map(|i| {
-                let stage = stages[i].take().expect("each stage runs once");
-                self.run_one(&calls[i], stage, sink, cancel)
-            });
-            for (offset, result) in join_all(group).await.into_iter().enumerate() {
-                results[index + offset] = Some(result);
+            let slots: Vec<Slot> = (index..end)
+                .map(|i| announce(&calls[i], stages[i].as_ref(), sink))
+                .collect();
+            let mut running = FuturesUnordered::new();
+            for i in index..end {
+                let slot = &slots[i - index];
+                let decided = match stages[i].take() {
+                    Some(Stage::Ready(call)) => {
+                        match self.decide(&calls[i], &call, sink, cancel).await {
+                            Ok(()) => Ok(call),
+                            Err(done) => Err(done),
+                        }
+                    }
+                    Some(Stage::Done(status, output)) => Err((status, output)),
+                    None => Err((
+                        ToolStatus::Refused,
+                        ToolOutput::error("internal error: the call was scheduled twice"),
+                    )),
+                };
+                match decided {
+                    Ok(call) => {
+                        let handle = self.spawn(call, &calls[i].call_id, sink, cancel);
+                        running.push(async move { (i, handle.await) });
+                    }
+                    Err((status, output)) => results[i] = Some(finish(sink, slot, status, output)),
+                }
+            }
+            while let Some((i, joined)) = running.next().await {
+                let output = joined.unwrap_or_else(|err| {
+                    ToolOutput::error(format!(
+                        "internal error: the call's task failed ({err}); try another way"
+                    ))
+                });
+                let status = if cancel.is_cancelled() {
+                    ToolStatus::Cancelled
+                } else if output.is_error {
+                    ToolStatus::Error
+                } else {
+                    ToolStatus::Ok
+                };
+                results[i] = Some(finish(sink, &slots[i - index], status, output));
             }
             index = end;
         }
@@ -187,141 +223,23 @@ impl ToolRunner {
         }
     }
 
-    async fn run_one(
+    /// Starts an allowed call on its own task, its output reported as events.
+    fn spawn(
         &self,
-        planned: &PlannedCall,
-        stage: Stage,
-        sink: &EventSink,
-        cancel: &CancellationToken,
-    ) -> CallResult {
-        let began = Instant::now();
-        let (name, arguments, kind) = match &stage {
-            Stage::Ready(call) => (
-                call.name.to_owned(),
-                call.arguments.clone(),
-                Some(call.kind),
-            ),
-            Stage::Done(..) => (
-                planned.call.name.clone(),
-                planned.call.arguments.clone(),
-                None,
-            ),
-        };
-        sink.emit(Event::ToolCallStarted {
-            call_id: planned.call_id.clone(),
-            name: name.clone(),
-            arguments: arguments.clone(),
-            summary: summary::started(&name, &arguments),
-        });
-        let (status, output) = match stage {
-            Stage::Done(status, output) => (status, output),
-            Stage::Ready(_) if cancel.is_cancelled() => (
-                ToolStatus::Cancelled,
-                ToolOutput::error(STOPPED_BEFORE_RUNNING),
-            ),
-            Stage::Ready(call) => self.approve_and_run(planned, call, sink, cancel).await,
-        };
-        let summary = summary::finished(&name, &arguments, status, &output, began.elapsed());
-        let stats = summary::stats(&output.metadata).filter(|_| status == ToolStatus::Ok);
-        let changed_path = (status == ToolStatus::Ok && kind == Some(ToolKind::Edit))
-            .then(|| {
-                output
-                    .metadata
-                    .get("path")
-                    .or_else(|| arguments.get("path"))
-                    .and_then(|p| p.as_str())
-                    .map(str::to_owned)
-            })
-            .flatten();
-        sink.emit(Event::ToolCallFinished {
-            call_id: planned.call_id.clone(),
-            name: name.clone(),
-            status,
-            summary: summary.clone(),
-            stats,
-            duration_ms: u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
-        });
-        CallResult {
-            call_id: planned.call_id.clone(),
-            name,
-            kind,
-            status,
-            output,
-            summary,
-            changed_path,
-        }
-    }
-
-    async fn approve_and_run(
-        &self,
-        planned: &PlannedCall,
         call: PreparedCall,
+        call_id: &str,
         sink: &EventSink,
         cancel: &CancellationToken,
-    ) -> (ToolStatus, ToolOutput) {
-        let Some(definition) = self.registry.definition(call.name) else {
-            return (
-                ToolStatus::Refused,
-                ToolOutput::error(format!("unknown tool `{}`", call.name)),
-            );
-        };
-        match self.gate.check(&call, definition) {
-            Verdict::Allow => {}
-            Verdict::Deny { reason } => {
-                return (
-                    ToolStatus::Denied,
-                    ToolOutput::error(denial_text(Some(&reason))),
-                );
-            }
-            Verdict::Ask { reasons, scope } => {
-                let _one_at_a_time = self.asking.lock().await;
-                // An earlier prompt of this batch may have allowed it for the session.
-                if let Verdict::Ask { .. } = self.gate.check(&call, definition) {
-                    let request = self.request(planned, &call, reasons, scope.clone());
-                    sink.emit(Event::ApprovalRequested {
-                        call_id: request.call_id.clone(),
-                        tool: request.tool.clone(),
-                        description: request.description.clone(),
-                        diff: request.diff.clone(),
-                    });
-                    let decision = tokio::select! {
-                        decision = self.approver.approve(&request) => decision,
-                        () = cancel.cancelled() => {
-                            return (ToolStatus::Cancelled, ToolOutput::error(STOPPED_BEFORE_RUNNING));
-                        }
-                    };
-                    sink.emit(Event::ApprovalResolved {
-                        call_id: planned.call_id.clone(),
-                        decision: decision.clone(),
-                    });
-                    match decision {
-                        ApprovalDecision::AllowOnce => {}
-                        ApprovalDecision::AllowSession => self.gate.allow_for_session(&scope),
-                        ApprovalDecision::Deny { message } => {
-                            return (
-                                ToolStatus::Denied,
-                                ToolOutput::error(denial_text(message.as_deref())),
-                            );
-                        }
-                    }
-                }
-            }
-        }
-        if cancel.is_cancelled() {
-            return (
-                ToolStatus::Cancelled,
-                ToolOutput::error(STOPPED_BEFORE_RUNNING),
-            );
-        }
+    ) -> tokio::task::JoinHandle<ToolOutput> {
         let mut ctx = ToolContext::new(Arc::clone(&self.session));
         ctx.cancel = cancel.child_token();
-        ctx.call_id = Some(planned.call_id.clone());
+        ctx.call_id = Some(call_id.to_owned());
         let progress_sink = sink.clone();
-        let call_id = planned.call_id.clone();
+        let id = call_id.to_owned();
         ctx.progress = Some(Arc::new(move |progress: ToolProgress| {
             let event = match progress {
                 ToolProgress::Output { text } => Event::ToolOutputDelta {
-                    call_id: call_id.clone(),
+                    call_id: id.clone(),
                     stream: OutputStream::Stdout,
                     text,
                 },
@@ -329,15 +247,70 @@ impl ToolRunner {
             };
             progress_sink.emit(event);
         }));
-        let output = self.registry.run_prepared(&call, ctx).await;
-        let status = if cancel.is_cancelled() {
-            ToolStatus::Cancelled
-        } else if output.is_error {
-            ToolStatus::Error
-        } else {
-            ToolStatus::Ok
+        let registry = Arc::clone(&self.registry);
+        tokio::spawn(async move { registry.run_prepared(&call, ctx).await })
+    }
+
+    /// Checks a call against the gate, asking the approver where it says so. `Err` is how the
+    /// call ends without running.
+    async fn decide(
+        &self,
+        planned: &PlannedCall,
+        call: &PreparedCall,
+        sink: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<(), (ToolStatus, ToolOutput)> {
+        let stopped = || {
+            (
+                ToolStatus::Cancelled,
+                ToolOutput::error(STOPPED_BEFORE_RUNNING),
+            )
         };
-        (status, output)
+        if cancel.is_cancelled() {
+            return Err(stopped());
+        }
+        let Some(definition) = self.registry.definition(call.name) else {
+            return Err((
+                ToolStatus::Refused,
+                ToolOutput::error(format!("unknown tool `{}`", call.name)),
+            ));
+        };
+        let (reasons, scope) = match self.gate.check(call, definition) {
+            Verdict::Allow => return Ok(()),
+            Verdict::Deny { reason } => {
+                return Err((
+                    ToolStatus::Denied,
+                    ToolOutput::error(denial_text(Some(&reason))),
+                ));
+            }
+            Verdict::Ask { reasons, scope } => (reasons, scope),
+        };
+        let request = self.request(planned, call, reasons, scope.clone());
+        sink.emit(Event::ApprovalRequested {
+            call_id: request.call_id.clone(),
+            tool: request.tool.clone(),
+            description: request.description.clone(),
+            diff: request.diff.clone(),
+        });
+        let decision = tokio::select! {
+            decision = self.approver.approve(&request) => decision,
+            () = cancel.cancelled() => return Err(stopped()),
+        };
+        sink.emit(Event::ApprovalResolved {
+            call_id: planned.call_id.clone(),
+            decision: decision.clone(),
+        });
+        match decision {
+            ApprovalDecision::AllowOnce => Ok(()),
+            ApprovalDecision::AllowSession => {
+                self.gate.allow_for_session(&scope);
+                Ok(())
+            }
+            ApprovalDecision::Deny { message } => Err((
+                ToolStatus::Denied,
+                ToolOutput::error(denial_text(message.as_deref())),
+            )),
+        }
     }
 
     fn request(
@@ -374,5 +347,77 @@ impl ToolRunner {
             diff: preview.map(|p| p.diff),
             scope,
         }
+    }
+}
+
+/// A call that was announced: what its finished event needs.
+struct Slot {
+    call_id: String,
+    name: String,
+    arguments: serde_json::Value,
+    kind: Option<ToolKind>,
+    began: Instant,
+}
+
+/// Emits a call's started event.
+fn announce(planned: &PlannedCall, stage: Option<&Stage>, sink: &EventSink) -> Slot {
+    let (name, arguments, kind) = match stage {
+        Some(Stage::Ready(call)) => (
+            call.name.to_owned(),
+            call.arguments.clone(),
+            Some(call.kind),
+        ),
+        _ => (
+            planned.call.name.clone(),
+            planned.call.arguments.clone(),
+            None,
+        ),
+    };
+    sink.emit(Event::ToolCallStarted {
+        call_id: planned.call_id.clone(),
+        name: name.clone(),
+        arguments: arguments.clone(),
+        summary: summary::started(&name, &arguments),
+    });
+    Slot {
+        call_id: planned.call_id.clone(),
+        name,
+        arguments,
+        kind,
+        began: Instant::now(),
+    }
+}
+
+/// Emits a call's finished event and returns its result.
+fn finish(sink: &EventSink, slot: &Slot, status: ToolStatus, output: ToolOutput) -> CallResult {
+    let elapsed = slot.began.elapsed();
+    let summary = summary::finished(&slot.name, &slot.arguments, status, &output, elapsed);
+    let stats = summary::stats(&output.metadata).filter(|_| status == ToolStatus::Ok);
+    let changed_path = (status == ToolStatus::Ok && slot.kind == Some(ToolKind::Edit))
+        .then(|| {
+            output
+                .metadata
+                .get("path")
+                .or_else(|| slot.arguments.get("path"))
+                .and_then(|p| p.as_str())
+                .map(str::to_owned)
+        })
+        .flatten();
+    sink.emit(Event::ToolCallFinished {
+        call_id: slot.call_id.clone(),
+        name: slot.name.clone(),
+        status,
+        summary: summary.clone(),
+        stats,
+        duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+    });
+    CallResult {
+        call_id: slot.call_id.clone(),
+        name: slot.name.clone(),
+        kind: slot.kind,
+        status,
+        output,
+        summary,
+        changed_path,
     }
 }

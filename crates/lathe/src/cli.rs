@@ -37,6 +37,12 @@ pub enum Command {
     Tools(ToolsArgs),
     /// Run one tool (or a batch of calls) with no model.
     Tool(ToolArgs),
+    /// Run a task headless: the agent works until it is done, then exits (0 done, 1 not).
+    Exec(crate::exec_cmd::ExecArgs),
+    /// An interactive session in the terminal.
+    Chat(crate::chat::ChatArgs),
+    /// Stored sessions: list them, show one's transcript.
+    Sessions(crate::sessions_cmd::SessionsArgs),
 }
 
 /// `lathe tools`.

@@ -15,6 +15,10 @@ use lathe_tools::ToolConfig;
 pub struct Config {
     /// The tool runtime.
     pub tools: ToolConfig,
+    /// The model server and model (`lathe exec`, `lathe chat`).
+    pub model: crate::agent_setup::ModelConfig,
+    /// The agent loop: approval mode, turn limit.
+    pub agent: crate::agent_setup::AgentConfig,
 }
 
 /// The files read, lowest precedence first.

@@ -1,7 +1,12 @@
 //! `lathe`: the binary. Thin: parses flags, loads configuration, and hands off to the crates.
 
+mod agent_setup;
+mod chat;
 mod cli;
 mod config;
+mod exec_cmd;
+mod render;
+mod sessions_cmd;
 mod setup;
 mod state;
 mod tool_cmd;
@@ -47,6 +52,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Tools(args) => tool_cmd::list(&common, args),
         Command::Tool(args) => tool_cmd::run(&common, args).await,
+        Command::Exec(args) => exec_cmd::run(&common, args).await,
+        Command::Chat(args) => chat::run(&common, args).await,
+        Command::Sessions(args) => sessions_cmd::run(&common, args),
     }
 }
 

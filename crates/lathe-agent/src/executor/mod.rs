@@ -167,6 +167,8 @@ impl Executor {
         self.push(Message::user(task));
         let wants_change = asks_for_change(task);
         let mut wrote = false;
+        // A task whose changes were denied is not nudged: the user stopped them.
+        let mut denied = false;
         let mut nudged = false;
         let mut continued = false;
         let mut repeats = RepeatGuard::default();
@@ -207,7 +209,7 @@ impl Executor {
                     self.push(Message::user(CONTINUE));
                     continue;
                 }
-                if wants_change && !wrote && !nudged {
+                if wants_change && !wrote && !denied && !nudged {
                     nudged = true;
                     self.push(Message::user(NUDGE));
                     continue;
@@ -217,6 +219,7 @@ impl Executor {
             let (planned, stop) = self.plan(&turn, &mut repeats);
             let results = self.runner.run_batch(&planned, &self.sink, cancel).await;
             wrote |= results.iter().any(|r| self.wrote(r, &planned));
+            denied |= results.iter().any(|r| r.status == ToolStatus::Denied);
             self.record_results(&turn, &results);
             if !malformed.is_empty() {
                 self.push(Message::user(malformed.join("\n")));

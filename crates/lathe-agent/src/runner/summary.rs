@@ -81,27 +81,40 @@ pub fn finished(
             None => start,
         },
         "shell" => {
-            if let Some(id) = meta
-                .get("background")
-                .and_then(Value::as_bool)
-                .filter(|b| *b)
-                .and_then(|_| {
-                    meta.get("id")
-                        .or_else(|| meta.get("command_id"))
-                        .and_then(scalar)
-                })
-            {
-                return format!("{start} -> running in the background as {id}");
+            // The shell tool reports `status: {state, exit_code | signal | label}`.
+            let status_meta = meta.get("status").and_then(Value::as_object);
+            let field = |key: &str| {
+                status_meta
+                    .and_then(|s| s.get(key))
+                    .or_else(|| meta.get(key))
+                    .cloned()
+            };
+            let state = field("state").and_then(|v| v.as_str().map(str::to_owned));
+            let id = meta
+                .get("command_id")
+                .or_else(|| meta.get("id"))
+                .and_then(scalar);
+            let backgrounded = state.as_deref() == Some("running")
+                || meta.get("background").and_then(Value::as_bool) == Some(true);
+            if backgrounded && status != ToolStatus::Error {
+                return match id {
+                    Some(id) => format!("{start} -> running in the background as {id}"),
+                    None => format!("{start} -> running in the background"),
+                };
             }
-            let took = meta
-                .get("duration_ms")
-                .and_then(Value::as_u64)
+            let took = ["wall_ms", "duration_ms"]
+                .iter()
+                .find_map(|k| meta.get(*k).and_then(Value::as_u64))
                 .map(Duration::from_millis)
                 .unwrap_or(elapsed);
-            let how = if let Some(code) = meta.get("exit_code").and_then(Value::as_i64) {
+            let how = if let Some(code) = field("exit_code").and_then(|v| v.as_i64()) {
                 format!("exit {code}")
-            } else if let Some(signal) = meta.get("signal").and_then(scalar) {
-                format!("killed by {signal}")
+            } else if let Some(signal) = field("signal").as_ref().and_then(scalar) {
+                format!("killed by signal {signal}")
+            } else if let Some(label) = field("label").as_ref().and_then(scalar) {
+                label
+            } else if state.as_deref() == Some("timed_out") {
+                "timed out".to_owned()
             } else if status == ToolStatus::Error {
                 format!("error: {}", first_line(&output.text))
             } else {
@@ -149,10 +162,10 @@ fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
 }
 
 fn shown_lines(meta: &Map<String, Value>, text: &str) -> Option<(u64, u64)> {
-    let from = ["start_line", "first_line", "from"]
+    let from = ["start_line", "first_line", "from", "offset"]
         .iter()
         .find_map(|k| meta.get(*k).and_then(Value::as_u64));
-    let to = ["end_line", "last_line", "to"]
+    let to = ["end_line", "last_line", "to", "end"]
         .iter()
         .find_map(|k| meta.get(*k).and_then(Value::as_u64));
     if let (Some(from), Some(to)) = (from, to) {
@@ -245,7 +258,10 @@ mod tests {
             "read_file src/main.rs (lines 1-120)"
         );
         let shell = json!({"command": "cargo test"});
-        let output = ok("exit 0", json!({"exit_code": 0, "duration_ms": 3_200}));
+        let output = ok(
+            "exit 0",
+            json!({"status": {"state": "exited", "exit_code": 0}, "wall_ms": 3_200}),
+        );
         assert_eq!(
             finished("shell", &shell, ToolStatus::Ok, &output, Duration::ZERO),
             "shell cargo test -> exit 0, 3.2 s"
@@ -271,6 +287,27 @@ mod tests {
                 Duration::from_millis(1_250)
             ),
             "shell make … -> exit 2, 1.2 s"
+        );
+    }
+
+    #[test]
+    fn background_and_signals() {
+        let shell = json!({"command": "sleep 100"});
+        let output = ok(
+            "",
+            json!({"status": {"state": "running"}, "command_id": "cmd-3"}),
+        );
+        assert_eq!(
+            finished("shell", &shell, ToolStatus::Ok, &output, Duration::ZERO),
+            "shell sleep 100 -> running in the background as cmd-3"
+        );
+        let output = ok(
+            "",
+            json!({"status": {"state": "signaled", "signal": 9}, "wall_ms": 500}),
+        );
+        assert_eq!(
+            finished("shell", &shell, ToolStatus::Error, &output, Duration::ZERO),
+            "shell sleep 100 -> killed by signal 9, 0.5 s"
         );
     }
 

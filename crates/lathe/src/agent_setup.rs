@@ -1,0 +1,423 @@
+//! What `lathe exec` and `lathe chat` share: the `[model]` and `[agent]` configuration, the
+//! flags that override it, and wiring a session (store, tools, runner, executor) together.
+//!
+//! Precedence: flags over environment (`OLLAMA_HOST`, `OPENAI_BASE_URL`, `LATHE_MODEL`,
+//! `OPENAI_API_KEY`) over configuration files over defaults.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use serde::Deserialize;
+
+use lathe_agent::approval::{ApprovalMode, Approver, Gate};
+use lathe_agent::executor::{DEFAULT_MAX_TURNS, Executor, ExecutorConfig};
+use lathe_agent::provider::{
+    ChatOptions, DEFAULT_NUM_CTX, Provider, ProviderConfig, ProviderKind, Think, ToolProtocol,
+    connect,
+};
+use lathe_agent::runner::ToolRunner;
+use lathe_agent::sink::{EventHandler, EventSink};
+use lathe_store::{NewSession, SessionId, Store};
+use lathe_tools::{Registry, Session};
+
+use crate::setup::Setup;
+
+/// Ollama's port when `OLLAMA_HOST` gives none.
+const OLLAMA_PORT: u16 = 11434;
+/// Where an Ollama server listens by default.
+pub const DEFAULT_OLLAMA_URL: &str = "http://127.0.0.1:11434";
+/// Where an OpenAI-compatible server (llama.cpp's `llama-server`) listens by default.
+pub const DEFAULT_OPENAI_URL: &str = "http://127.0.0.1:8080/v1";
+/// Longest session title kept from the first prompt.
+const TITLE_CHARS: usize = 80;
+
+/// The `[model]` section.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelConfig {
+    /// `ollama` or `openai`. By default, `ollama`.
+    pub provider: Option<ProviderKind>,
+    /// The model name.
+    pub name: Option<String>,
+    /// The server's base URL.
+    pub base_url: Option<String>,
+    /// Bearer token for OpenAI-compatible servers (`OPENAI_API_KEY` wins when set).
+    pub api_key: Option<String>,
+    /// Context window in tokens: sent to Ollama as `num_ctx`, and what the agent keeps the
+    /// conversation within. By default, 32,768.
+    pub context_window: Option<u32>,
+    /// How long Ollama keeps the model loaded (`"30m"`, `"-1"`).
+    pub keep_alive: Option<String>,
+    /// `auto`, `off`, or an effort level (`low`, `medium`, `high`). By default, `auto`.
+    pub think: Option<String>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Cap on tokens generated per reply.
+    pub max_tokens: Option<u32>,
+    /// `auto`, `native` or `text`. By default, `auto`.
+    pub tool_protocol: Option<ToolProtocol>,
+}
+
+/// The `[agent]` section.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    /// The approval mode when no flag gives one. By default, `ask`.
+    pub approval: Option<ApprovalMode>,
+    /// The turn limit of one task. By default, 50.
+    pub max_turns: Option<u32>,
+}
+
+/// Flags `exec` and `chat` share.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ModelArgs {
+    /// The model (env LATHE_MODEL, or [model] name).
+    #[arg(long, short = 'm')]
+    pub model: Option<String>,
+    /// The model server's protocol: ollama or openai (any OpenAI-compatible server).
+    #[arg(long, value_parser = parse_provider)]
+    pub provider: Option<ProviderKind>,
+    /// The model server (env OLLAMA_HOST / OPENAI_BASE_URL; default http://127.0.0.1:11434 for
+    /// ollama, http://127.0.0.1:8080/v1 for openai).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// How much runs without asking: read-only, ask, auto or full (default: ask).
+    #[arg(long, value_parser = parse_mode)]
+    pub approval: Option<ApprovalMode>,
+}
+
+fn parse_provider(s: &str) -> Result<ProviderKind, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "ollama" => Ok(ProviderKind::Ollama),
+        "openai" | "openai-compatible" => Ok(ProviderKind::OpenAi),
+        other => Err(format!("unknown provider '{other}': use ollama or openai")),
+    }
+}
+
+fn parse_mode(s: &str) -> Result<ApprovalMode, String> {
+    s.parse()
+        .map_err(|e: lathe_agent::approval::UnknownMode| e.to_string())
+}
+
+/// Everything resolved from flags, environment and configuration.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// The protocol.
+    pub provider: ProviderKind,
+    /// The server.
+    pub base_url: String,
+    /// The model, when one was given.
+    pub model: Option<String>,
+    /// Bearer token.
+    pub api_key: Option<String>,
+    /// Request options.
+    pub options: ChatOptions,
+    /// How tools reach the model.
+    pub tool_protocol: ToolProtocol,
+    /// The approval mode.
+    pub approval: ApprovalMode,
+    /// The turn limit.
+    pub max_turns: u32,
+}
+
+/// Resolves the model side from `args`, the environment (read through `env`) and `setup`.
+pub fn resolve(
+    setup: &Setup,
+    args: &ModelArgs,
+    env: impl Fn(&str) -> Option<String>,
+) -> anyhow::Result<Resolved> {
+    let model_config = &setup.config.model;
+    let env = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    let provider = args
+        .provider
+        .or_else(|| env("LATHE_PROVIDER").and_then(|p| parse_provider(&p).ok()))
+        .or(model_config.provider)
+        .unwrap_or(ProviderKind::Ollama);
+    let env_url = match provider {
+        ProviderKind::Ollama => env("OLLAMA_HOST").map(|h| ollama_url(&h)),
+        ProviderKind::OpenAi => env("OPENAI_BASE_URL"),
+    };
+    let base_url = args
+        .base_url
+        .clone()
+        .or(env_url)
+        .or_else(|| model_config.base_url.clone())
+        .unwrap_or_else(|| match provider {
+            ProviderKind::Ollama => DEFAULT_OLLAMA_URL.to_owned(),
+            ProviderKind::OpenAi => DEFAULT_OPENAI_URL.to_owned(),
+        });
+    let model = args
+        .model
+        .clone()
+        .or_else(|| env("LATHE_MODEL"))
+        .or_else(|| model_config.name.clone());
+    let think = match model_config.think.as_deref().map(str::trim) {
+        None | Some("auto") | Some("") => Think::Auto,
+        Some("off") | Some("false") | Some("none") => Think::Off,
+        Some(level) => Think::Level(level.to_owned()),
+    };
+    let options = ChatOptions {
+        num_ctx: model_config.context_window.unwrap_or(DEFAULT_NUM_CTX),
+        keep_alive: model_config.keep_alive.clone(),
+        think,
+        temperature: model_config.temperature,
+        max_tokens: model_config.max_tokens,
+    };
+    Ok(Resolved {
+        provider,
+        base_url,
+        model,
+        api_key: env("OPENAI_API_KEY").or_else(|| model_config.api_key.clone()),
+        options,
+        tool_protocol: model_config.tool_protocol.unwrap_or_default(),
+        approval: args
+            .approval
+            .or(setup.config.agent.approval)
+            .unwrap_or(ApprovalMode::Ask),
+        max_turns: setup.config.agent.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
+    })
+}
+
+/// `OLLAMA_HOST` as Ollama's own client reads it: `host`, `host:port` or a URL; a server bound
+/// to every address (`0.0.0.0`) is reached on loopback.
+pub fn ollama_url(host: &str) -> String {
+    let host = host.trim().trim_end_matches('/');
+    let (scheme, rest) = match host.split_once("://") {
+        Some((scheme, rest)) => (scheme.to_owned(), rest.to_owned()),
+        None => ("http".to_owned(), host.to_owned()),
+    };
+    let (authority, path) = match rest.split_once('/') {
+        Some((a, p)) => (a.to_owned(), format!("/{p}")),
+        None => (rest, String::new()),
+    };
+    let (name, port) = match authority.rsplit_once(':') {
+        Some((name, port)) if !name.ends_with(']') || authority.starts_with('[') => {
+            if port.chars().all(|c| c.is_ascii_digit()) && !port.is_empty() {
+                (name.to_owned(), port.to_owned())
+            } else {
+                (authority.clone(), OLLAMA_PORT.to_string())
+            }
+        }
+        _ => (authority.clone(), OLLAMA_PORT.to_string()),
+    };
+    let name = match name.as_str() {
+        "" | "0.0.0.0" => "127.0.0.1".to_owned(),
+        "[::]" => "[::1]".to_owned(),
+        _ => name,
+    };
+    format!("{scheme}://{name}:{port}{path}")
+}
+
+/// The provider for `resolved`.
+pub fn provider(resolved: &Resolved) -> anyhow::Result<Arc<dyn Provider>> {
+    let config = ProviderConfig::new(resolved.base_url.clone()).api_key(resolved.api_key.clone());
+    connect(resolved.provider, config).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// The model to use, or an error that says how to give one and what the server has.
+pub async fn require_model(resolved: &Resolved, provider: &dyn Provider) -> anyhow::Result<String> {
+    if let Some(model) = &resolved.model {
+        return Ok(model.clone());
+    }
+    let available = match provider.list_models().await {
+        Ok(models) if !models.is_empty() => format!(
+            " The server at {} has: {}.",
+            resolved.base_url,
+            models.join(", ")
+        ),
+        _ => String::new(),
+    };
+    anyhow::bail!(
+        "no model given: pass --model NAME, set LATHE_MODEL, or set name under [model] in .lathe/config.toml.{available}"
+    )
+}
+
+/// A new stored session for this workspace and model, titled after the task.
+pub fn create_session(
+    store: &Store,
+    setup: &Setup,
+    resolved: &Resolved,
+    model: &str,
+    title: Option<&str>,
+) -> anyhow::Result<SessionId> {
+    let provider = match resolved.provider {
+        ProviderKind::Ollama => "ollama",
+        ProviderKind::OpenAi => "openai",
+    };
+    let workspace = setup
+        .root
+        .canonicalize()
+        .unwrap_or_else(|_| setup.root.clone());
+    let id = store.create_session(NewSession {
+        workspace,
+        provider: provider.to_owned(),
+        model: model.to_owned(),
+        approval: resolved.approval.as_str().to_owned(),
+        title: title.map(session_title).filter(|t| !t.is_empty()),
+        parent: None,
+        extra: serde_json::json!({"base_url": resolved.base_url}),
+    })?;
+    Ok(id)
+}
+
+/// The first line of a task, cut to a title.
+pub fn session_title(task: &str) -> String {
+    let first = task
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    match first.char_indices().nth(TITLE_CHARS) {
+        Some((i, _)) => format!("{}…", &first[..i]),
+        None => first.to_owned(),
+    }
+}
+
+/// Where a session keeps its artifacts and saved results.
+pub fn session_state_dir(id: &SessionId) -> PathBuf {
+    crate::state::data_dir().join("sessions").join(id.as_str())
+}
+
+/// The tool session for stored session `id`.
+pub fn tool_session(setup: &Setup, id: &SessionId) -> anyhow::Result<Arc<Session>> {
+    setup.session(session_state_dir(id))
+}
+
+/// The parts of one agent session.
+pub struct Agent {
+    /// The loop.
+    pub executor: Executor,
+    /// The approval gate (to switch modes).
+    pub gate: Arc<Gate>,
+}
+
+/// Wires the runner and executor of a session whose events go to `ui`.
+#[allow(clippy::too_many_arguments)]
+pub fn agent(
+    resolved: &Resolved,
+    provider: Arc<dyn Provider>,
+    model: String,
+    store: Store,
+    id: SessionId,
+    tools: Arc<Session>,
+    approver: Arc<dyn Approver>,
+    ui: EventHandler,
+) -> anyhow::Result<Agent> {
+    let gate = Arc::new(Gate::new(resolved.approval));
+    let runner = Arc::new(ToolRunner::new(
+        Arc::new(Registry::builtin()),
+        tools,
+        Arc::clone(&gate),
+        approver,
+    ));
+    let sink = EventSink::new(store, id, ui);
+    let config = ExecutorConfig {
+        model,
+        max_turns: resolved.max_turns,
+        options: resolved.options.clone(),
+        tool_protocol: resolved.tool_protocol,
+        context_window: Some(u64::from(resolved.options.num_ctx)),
+    };
+    Ok(Agent {
+        executor: Executor::new(provider, runner, sink, config),
+        gate,
+    })
+}
+
+/// The environment as `resolve` reads it.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ollama_host_forms() {
+        assert_eq!(ollama_url("127.0.0.1"), "http://127.0.0.1:11434");
+        assert_eq!(ollama_url("0.0.0.0:9999"), "http://127.0.0.1:9999");
+        assert_eq!(ollama_url("http://gpu-box:11434/"), "http://gpu-box:11434");
+        assert_eq!(
+            ollama_url("https://ollama.example.com"),
+            "https://ollama.example.com:11434"
+        );
+        assert_eq!(ollama_url("localhost:8000"), "http://localhost:8000");
+    }
+
+    fn setup(toml_text: &str) -> Setup {
+        let config: crate::config::Config = toml::from_str(toml_text).unwrap();
+        Setup {
+            root: std::env::temp_dir(),
+            config,
+        }
+    }
+
+    #[test]
+    fn flags_over_environment_over_files() {
+        let setup = setup(
+            "[model]\nname = \"file-model\"\nbase_url = \"http://file:1\"\ncontext_window = 8192\n[agent]\napproval = \"auto\"\nmax_turns = 7\n",
+        );
+        let none = |_: &str| None;
+        let r = resolve(&setup, &ModelArgs::default(), none).unwrap();
+        assert_eq!(r.model.as_deref(), Some("file-model"));
+        assert_eq!(r.base_url, "http://file:1");
+        assert_eq!(
+            (r.approval, r.max_turns, r.options.num_ctx),
+            (ApprovalMode::Auto, 7, 8192)
+        );
+        let env = |name: &str| match name {
+            "LATHE_MODEL" => Some("env-model".to_owned()),
+            "OLLAMA_HOST" => Some("0.0.0.0:1234".to_owned()),
+            _ => None,
+        };
+        let r = resolve(&setup, &ModelArgs::default(), env).unwrap();
+        assert_eq!(r.model.as_deref(), Some("env-model"));
+        assert_eq!(r.base_url, "http://127.0.0.1:1234");
+        let args = ModelArgs {
+            model: Some("flag-model".into()),
+            provider: Some(ProviderKind::OpenAi),
+            base_url: Some("http://flag:2/v1".into()),
+            approval: Some(ApprovalMode::ReadOnly),
+        };
+        let r = resolve(&setup, &args, env).unwrap();
+        assert_eq!(
+            (r.model.as_deref(), r.base_url.as_str()),
+            (Some("flag-model"), "http://flag:2/v1")
+        );
+        assert_eq!(
+            (r.provider, r.approval),
+            (ProviderKind::OpenAi, ApprovalMode::ReadOnly)
+        );
+    }
+
+    #[test]
+    fn defaults() {
+        let r = resolve(&setup(""), &ModelArgs::default(), |_| None).unwrap();
+        assert_eq!(
+            (r.provider, r.base_url.as_str()),
+            (ProviderKind::Ollama, DEFAULT_OLLAMA_URL)
+        );
+        assert_eq!(
+            (r.approval, r.max_turns, r.model),
+            (ApprovalMode::Ask, 50, None)
+        );
+    }
+
+    #[test]
+    fn unknown_keys_in_the_sections_are_errors() {
+        let err = toml::from_str::<crate::config::Config>("[model]\nnmae = \"x\"\n").unwrap_err();
+        assert!(err.to_string().contains("nmae"), "{err}");
+        assert!(toml::from_str::<crate::config::Config>("[agent]\napproval = \"yolo\"\n").is_err());
+    }
+
+    #[test]
+    fn titles_are_the_first_line_cut() {
+        assert_eq!(
+            session_title("\n  fix the build\nand more"),
+            "fix the build"
+        );
+        assert_eq!(session_title(&"x".repeat(100)).chars().count(), 81);
+    }
+}

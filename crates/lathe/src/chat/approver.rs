@@ -1,0 +1,93 @@
+//! Approval prompts at the terminal: y (once), n (with an optional reason for the model), a
+//! (always, for this session).
+
+use std::io::Write;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use lathe_agent::approval::{ApprovalDecision, ApprovalRequest, Approver};
+
+use super::input::Input;
+use crate::render::Renderer;
+
+/// Asks at the terminal.
+pub struct TerminalApprover {
+    input: Arc<Input>,
+    renderer: Arc<Renderer>,
+}
+
+impl TerminalApprover {
+    /// An approver reading answers from `input`, pausing `renderer` while it asks.
+    pub fn new(input: Arc<Input>, renderer: Arc<Renderer>) -> Self {
+        TerminalApprover { input, renderer }
+    }
+}
+
+/// What an answer means; `None` for an answer that is not one.
+pub fn parse_answer(answer: &str) -> Option<char> {
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Some('y'),
+        "n" | "no" => Some('n'),
+        "a" | "always" => Some('a'),
+        _ => None,
+    }
+}
+
+impl Approver for TerminalApprover {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
+        Box::pin(async move {
+            self.renderer.pause();
+            self.input.discard_typed_ahead().await;
+            let style = *self.renderer.style();
+            {
+                let mut out = std::io::stdout().lock();
+                for reason in &request.reasons {
+                    let _ = writeln!(out, "  {}", style.dim(reason));
+                }
+                let _ = out.flush();
+            }
+            let question = format!(
+                "Allow? [y]es / [n]o / [a]lways for {} this session: ",
+                request.scope
+            );
+            loop {
+                let Some(answer) = self.input.line(&question).await else {
+                    return ApprovalDecision::Deny {
+                        message: Some("nobody answered the approval prompt (input closed)".into()),
+                    };
+                };
+                match parse_answer(&answer) {
+                    Some('y') => return ApprovalDecision::AllowOnce,
+                    Some('a') => return ApprovalDecision::AllowSession,
+                    Some(_) => {
+                        let reason = self
+                            .input
+                            .line("Reason for the model (optional, Enter to skip): ")
+                            .await
+                            .map(|r| r.trim().to_owned())
+                            .filter(|r| !r.is_empty());
+                        return ApprovalDecision::Deny { message: reason };
+                    }
+                    None => {
+                        let _ = writeln!(std::io::stdout(), "  answer y, n or a");
+                    }
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers() {
+        assert_eq!(parse_answer(" Y "), Some('y'));
+        assert_eq!(parse_answer("always"), Some('a'));
+        assert_eq!(parse_answer("no"), Some('n'));
+        assert_eq!(parse_answer("maybe"), None);
+        assert_eq!(parse_answer(""), None);
+    }
+}

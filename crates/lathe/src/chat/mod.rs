@@ -1,0 +1,173 @@
+//! `lathe chat`: an interactive, multi-turn session in the terminal. Output streams as it comes;
+//! calls that need approval ask (y / n / a); Ctrl-C once stops the current turn (running
+//! commands are killed), twice exits; slash commands switch the model or the approval mode.
+//! `--resume ID` continues a stored session.
+
+pub mod approver;
+mod commands;
+pub mod input;
+pub mod interrupt;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use tokio_util::sync::CancellationToken;
+
+use lathe_agent::sink::stored_history;
+use lathe_store::SessionStatus;
+
+use crate::agent_setup::{self, ModelArgs};
+use crate::cli::CommonArgs;
+use crate::render::{OutputMode, Renderer};
+use crate::setup::Setup;
+use approver::TerminalApprover;
+use commands::{Command, Outcome};
+use input::Input;
+use interrupt::{Interrupts, exit_now};
+
+/// `lathe chat`.
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// Model, server and approval flags.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Continue a stored session (its id, or a unique prefix of it).
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+    /// The most model turns per message (default 50, or [agent] max_turns).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_turns: Option<u32>,
+}
+
+/// Runs `lathe chat`.
+pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode> {
+    let store = crate::sessions_cmd::open_store()?;
+    let resumed = match &args.resume {
+        Some(id) => Some(store.session(id)?),
+        None => None,
+    };
+    let mut common = common.clone();
+    if let (Some(session), None) = (&resumed, &common.workspace) {
+        common.workspace = Some(session.workspace.clone());
+    }
+    let setup = Setup::load(&common)?;
+    let mut model_args = args.model.clone();
+    if let Some(session) = &resumed {
+        model_args.model = model_args.model.or_else(|| Some(session.model.clone()));
+    }
+    let mut resolved = agent_setup::resolve(&setup, &model_args, agent_setup::process_env)?;
+    if let Some(max_turns) = args.max_turns {
+        resolved.max_turns = max_turns;
+    }
+    let provider = agent_setup::provider(&resolved)?;
+    let model = agent_setup::require_model(&resolved, provider.as_ref()).await?;
+    let id = match &resumed {
+        Some(session) => session.id.clone(),
+        None => agent_setup::create_session(&store, &setup, &resolved, &model, None)?,
+    };
+    let tools = agent_setup::tool_session(&setup, &id)?;
+    let renderer = Renderer::new(OutputMode::Human, Some(Arc::clone(&tools)));
+    let input = Arc::new(Input::start());
+    let approver = Arc::new(TerminalApprover::new(
+        Arc::clone(&input),
+        Arc::clone(&renderer),
+    ));
+    let mut agent = agent_setup::agent(
+        &resolved,
+        Arc::clone(&provider),
+        model.clone(),
+        store.clone(),
+        id.clone(),
+        Arc::clone(&tools),
+        approver,
+        renderer.handler(),
+    )?;
+    let style = *renderer.style();
+    let mut titled = resumed.as_ref().is_some_and(|s| s.title.is_some());
+    if let Some(session) = &resumed {
+        let history = stored_history(&store, &session.id)?;
+        let turns = history
+            .iter()
+            .filter(|m| matches!(m, lathe_agent::message::Message::User { .. }))
+            .count();
+        agent.executor.resume(history);
+        say(&style.dim(&format!(
+            "resumed session {} ({turns} earlier messages from you)",
+            session.id
+        )));
+    }
+    say(&style.dim(&format!(
+        "lathe chat · {model} · approval {} · session {id}\nType a task, /help for commands, Ctrl-C to stop a turn, twice to exit.",
+        agent.gate.mode()
+    )));
+
+    let mut interrupts = Interrupts::listen();
+    let prompt = style.bold("> ");
+    loop {
+        interrupts.clear();
+        let line = tokio::select! {
+            line = input.line(&prompt) => line,
+            () = interrupts.next() => {
+                say(&style.dim("\n(press Ctrl-C again to exit, or type /exit)"));
+                tokio::select! {
+                    line = input.line(&prompt) => line,
+                    () = interrupts.next() => exit_now(&tools),
+                }
+            }
+        };
+        let Some(line) = line else {
+            break;
+        };
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(command) = Command::parse(line) {
+            match commands::apply(command, &mut agent, &store, &setup, &style).await {
+                Outcome::Continue => continue,
+                Outcome::Exit => break,
+            }
+        }
+        if !titled {
+            if let Err(err) = store.set_title(&id, &agent_setup::session_title(line)) {
+                tracing::warn!("cannot title session {id}: {err}");
+            }
+            titled = true;
+        }
+        renderer.reset();
+        let cancel = CancellationToken::new();
+        let run = agent.executor.run(line, &cancel);
+        tokio::pin!(run);
+        let mut stopping = false;
+        loop {
+            tokio::select! {
+                _ = &mut run => break,
+                () = interrupts.next() => {
+                    if stopping {
+                        exit_now(&tools);
+                    }
+                    stopping = true;
+                    renderer.pause();
+                    say(&style.yellow("stopping the turn… (Ctrl-C again to exit)"));
+                    cancel.cancel();
+                }
+            }
+        }
+    }
+    tools.shutdown();
+    // A chat that ended at the prompt is done, not running.
+    if let Ok(session) = store.session(id.as_str())
+        && session.status == SessionStatus::Running
+    {
+        let _ = store.update_session_status(&id, SessionStatus::Completed);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn say(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{text}");
+    let _ = out.flush();
+}

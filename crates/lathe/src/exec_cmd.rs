@@ -1,0 +1,129 @@
+//! `lathe exec PROMPT|-`: runs one task headless and exits 0 when the agent finished, 1 when it
+//! failed, hit a limit or was stopped.
+
+use std::io::{IsTerminal, Read, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Args;
+use tokio_util::sync::CancellationToken;
+
+use lathe_agent::approval::{Approver, NonInteractive};
+use lathe_agent::events::RunStatus;
+
+use crate::EXIT_FAILURE;
+use crate::agent_setup::{self, ModelArgs};
+use crate::chat::approver::TerminalApprover;
+use crate::chat::input::Input;
+use crate::chat::interrupt::{Interrupts, exit_now};
+use crate::cli::CommonArgs;
+use crate::render::{OutputMode, Renderer};
+use crate::setup::Setup;
+
+/// `lathe exec`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  lathe exec \"add a --verbose flag to the CLI\" --approval auto\n  echo \"fix the failing test\" | lathe exec - --json"
+)]
+pub struct ExecArgs {
+    /// The task, or `-` to read it from stdin.
+    pub prompt: String,
+    /// Model, server and approval flags.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Write the events as JSON lines (as stored in the session) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// The most model turns (default 50, or [agent] max_turns).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_turns: Option<u32>,
+}
+
+/// Runs `lathe exec`.
+pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode> {
+    let from_stdin = args.prompt == "-";
+    let task = if from_stdin {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("cannot read the task from stdin")?;
+        text
+    } else {
+        args.prompt.clone()
+    };
+    if task.trim().is_empty() {
+        anyhow::bail!("the task is empty: give it as an argument, or pipe it in with `-`");
+    }
+    let setup = Setup::load(common)?;
+    let mut resolved = agent_setup::resolve(&setup, &args.model, agent_setup::process_env)?;
+    if let Some(max_turns) = args.max_turns {
+        resolved.max_turns = max_turns;
+    }
+    let provider = agent_setup::provider(&resolved)?;
+    let model = agent_setup::require_model(&resolved, provider.as_ref()).await?;
+    let store = crate::sessions_cmd::open_store()?;
+    let id = agent_setup::create_session(&store, &setup, &resolved, &model, Some(&task))?;
+    let tools = agent_setup::tool_session(&setup, &id)?;
+    let mode = if args.json {
+        OutputMode::Json
+    } else {
+        OutputMode::Human
+    };
+    let renderer = Renderer::new(mode, Some(Arc::clone(&tools)));
+    if mode == OutputMode::Human {
+        let style = renderer.style();
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "{}",
+            style.dim(&format!(
+                "session {id} · {model} · approval {}",
+                resolved.approval
+            ))
+        );
+    }
+    // Asking needs a person at a terminal; a piped task or JSON output means nobody is there.
+    let interactive = !from_stdin
+        && !args.json
+        && std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal();
+    let approver: Arc<dyn Approver> = if interactive {
+        Arc::new(TerminalApprover::new(
+            Arc::new(Input::start()),
+            Arc::clone(&renderer),
+        ))
+    } else {
+        Arc::new(NonInteractive)
+    };
+    let mut agent = agent_setup::agent(
+        &resolved,
+        provider,
+        model,
+        store,
+        id,
+        Arc::clone(&tools),
+        approver,
+        renderer.handler(),
+    )?;
+    let cancel = CancellationToken::new();
+    let mut interrupts = Interrupts::listen();
+    let watcher = {
+        let cancel = cancel.clone();
+        let tools = Arc::clone(&tools);
+        tokio::spawn(async move {
+            interrupts.next().await;
+            cancel.cancel();
+            interrupts.next().await;
+            exit_now(&tools);
+        })
+    };
+    let outcome = agent.executor.run(&task, &cancel).await;
+    watcher.abort();
+    tools.shutdown();
+    drop(agent);
+    Ok(match outcome.status {
+        RunStatus::Finished => ExitCode::SUCCESS,
+        _ => ExitCode::from(EXIT_FAILURE),
+    })
+}

@@ -1,0 +1,261 @@
+//! `lathe sessions list` and `lathe sessions show ID`: every session, and its transcript.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use lathe_agent::message::Message;
+use lathe_agent::runner::summary;
+use lathe_agent::sink::stored_history;
+use lathe_store::{Session, SessionFilter, Store};
+
+use crate::render::Style;
+
+/// `lathe sessions`.
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: SessionsAction,
+}
+
+/// `lathe sessions list|show`.
+#[derive(Debug, Subcommand)]
+pub enum SessionsAction {
+    /// List sessions, the newest first.
+    List {
+        /// Print a JSON array of sessions.
+        #[arg(long)]
+        json: bool,
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Only sessions of the workspace (the current directory, or --workspace).
+        #[arg(long)]
+        here: bool,
+    },
+    /// Show one session's transcript.
+    Show {
+        /// The session id, or a unique prefix of it.
+        id: String,
+        /// Print `{"session", "messages", "events"}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Opens the sessions database in Lathe's data directory.
+pub fn open_store() -> anyhow::Result<Store> {
+    let path = lathe_store::default_database_path(&crate::state::data_dir());
+    Store::open(&path)
+        .with_context(|| format!("cannot open the sessions database {}", path.display()))
+}
+
+/// Runs `lathe sessions ...`.
+pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Result<ExitCode> {
+    let store = open_store()?;
+    let mut out = std::io::stdout().lock();
+    match args.action {
+        SessionsAction::List { json, limit, here } => {
+            let workspace = if here {
+                let root = match &common.workspace {
+                    Some(dir) => dir.clone(),
+                    None => std::env::current_dir().context("cannot read the current directory")?,
+                };
+                Some(root.canonicalize().unwrap_or(root))
+            } else {
+                None
+            };
+            let sessions = store.list_sessions(&SessionFilter {
+                workspace,
+                limit: Some(limit),
+            })?;
+            if json {
+                serde_json::to_writer_pretty(&mut out, &sessions)?;
+                writeln!(out)?;
+            } else if sessions.is_empty() {
+                writeln!(
+                    out,
+                    "no sessions yet: start one with `lathe exec \"...\"` or `lathe chat`"
+                )?;
+            } else {
+                let style = Style::for_stdout();
+                for session in &sessions {
+                    writeln!(out, "{}", list_line(session, &style))?;
+                }
+            }
+        }
+        SessionsAction::Show { id, json } => {
+            let session = store.session(&id)?;
+            if json {
+                let messages = store.messages(&session.id)?;
+                let events = store.events(&session.id)?;
+                let value = json!({"session": session, "messages": messages, "events": events});
+                serde_json::to_writer_pretty(&mut out, &value)?;
+                writeln!(out)?;
+            } else {
+                let history = stored_history(&store, &session.id)?;
+                write!(
+                    out,
+                    "{}",
+                    transcript(&session, &history, &Style::for_stdout())
+                )?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list_line(session: &Session, style: &Style) -> String {
+    let when = session.updated_at.to_string();
+    let when = when.get(..16).unwrap_or(&when).replace('T', " ");
+    let title = session.title.as_deref().unwrap_or("(untitled)");
+    format!(
+        "{}  {}  {:<11}  {:<20}  {}",
+        style.bold(&short_id(session)),
+        when,
+        session.status.as_str(),
+        cut(&session.model, 20),
+        cut(title, 60)
+    )
+}
+
+fn short_id(session: &Session) -> String {
+    session.id.as_str().to_owned()
+}
+
+/// The transcript of a session, as text.
+pub fn transcript(session: &Session, history: &[Message], style: &Style) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "{} {}\n",
+        style.bold("session"),
+        style.bold(session.id.as_str())
+    ));
+    out.push_str(&format!(
+        "{} · {} {} · approval {} · {}\n",
+        session.status,
+        session.provider,
+        session.model,
+        session.approval,
+        session.workspace.display()
+    ));
+    out.push_str(&format!(
+        "started {} · updated {}\n",
+        session.created_at, session.updated_at
+    ));
+    for message in history {
+        match message {
+            Message::System { .. } => {}
+            Message::User { content } => {
+                out.push('\n');
+                out.push_str(&style.bold(&format!("> {}", content.trim())));
+                out.push('\n');
+            }
+            Message::Assistant(turn) => {
+                if let Some(thinking) = turn.thinking.as_deref().filter(|t| !t.trim().is_empty()) {
+                    out.push_str(
+                        &style.dim(&format!("(thought: {})", cut(&one_line(thinking), 100))),
+                    );
+                    out.push('\n');
+                }
+                if !turn.content.trim().is_empty() {
+                    out.push_str(turn.content.trim());
+                    out.push('\n');
+                }
+                for call in &turn.tool_calls {
+                    out.push_str(&format!(
+                        "{} {}\n",
+                        style.cyan("→"),
+                        summary::started(&call.name, &call.arguments)
+                    ));
+                }
+            }
+            Message::Tool(result) => {
+                let first = result
+                    .content
+                    .lines()
+                    .map(str::trim)
+                    .find(|l| !l.is_empty())
+                    .unwrap_or("");
+                let lines = result.content.lines().count();
+                let more = if lines > 1 {
+                    format!(" (+{} lines)", lines - 1)
+                } else {
+                    String::new()
+                };
+                out.push_str(&style.dim(&format!(
+                    "  {}: {}{more}",
+                    result.tool_name,
+                    cut(first, 100)
+                )));
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lathe_agent::message::{AssistantMessage, ToolCall};
+    use lathe_store::NewSession;
+
+    #[test]
+    fn transcript_shows_prompts_text_calls_and_results() {
+        let store = Store::open_in_memory().unwrap();
+        let id = store
+            .create_session(NewSession {
+                workspace: "/w".into(),
+                provider: "ollama".into(),
+                model: "qwen3".into(),
+                approval: "auto".into(),
+                title: Some("fix it".into()),
+                ..NewSession::default()
+            })
+            .unwrap();
+        let session = store.session(id.as_str()).unwrap();
+        let call = ToolCall::new("read_file", json!({"path": "src/main.rs"}));
+        let history = vec![
+            Message::system("secret system prompt"),
+            Message::user("fix it"),
+            Message::Assistant(AssistantMessage {
+                content: "Looking.".into(),
+                thinking: Some("hmm\nlet me see".into()),
+                tool_calls: vec![call.clone()],
+            }),
+            Message::tool_result(&call, "1\tfn main() {}\n2\t"),
+            Message::assistant("Fixed."),
+        ];
+        let text = transcript(&session, &history, &Style::plain());
+        assert!(text.contains("> fix it\n"), "{text}");
+        assert!(text.contains("(thought: hmm let me see)"), "{text}");
+        assert!(text.contains("→ read_file src/main.rs\n"), "{text}");
+        assert!(
+            text.contains("  read_file: 1\tfn main() {} (+1 lines)\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("Fixed.\n"), "{text}");
+        assert!(!text.contains("secret system prompt"));
+        assert!(
+            text.contains("running · ollama qwen3 · approval auto · /w"),
+            "{text}"
+        );
+    }
+}

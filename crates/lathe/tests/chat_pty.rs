@@ -1,0 +1,333 @@
+//! `lathe chat` in a real terminal: a pseudo-terminal whose other end the test types into, with
+//! the chat as the terminal's session leader so that Ctrl-C (`\x03`) is a real SIGINT.
+
+mod agent_harness;
+
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use agent_harness::*;
+use lathe_testkit::Script;
+
+/// Generous: the machine is slow and shared. Nothing here asserts a duration.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+struct Terminal {
+    child: Child,
+    master: std::fs::File,
+    screen: Arc<Mutex<String>>,
+}
+
+impl Terminal {
+    fn start(h: &Harness, args: &[&str]) -> Terminal {
+        let pty = nix::pty::openpty(None, None).expect("openpty");
+        let slave: OwnedFd = pty.slave;
+        let mut cmd = h.lathe();
+        cmd.args(["chat", "--model", MODEL, "--base-url", &h.server.url()])
+            .args(args);
+        cmd.env("NO_COLOR", "1").env("TERM", "xterm");
+        cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave));
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().expect("spawn lathe chat");
+        drop(cmd);
+        let master = std::fs::File::from(pty.master);
+        let screen = Arc::new(Mutex::new(String::new()));
+        let mut reader = master.try_clone().unwrap();
+        let shown = Arc::clone(&screen);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => shown
+                        .lock()
+                        .unwrap()
+                        .push_str(&String::from_utf8_lossy(&buf[..n])),
+                }
+            }
+        });
+        Terminal {
+            child,
+            master,
+            screen,
+        }
+    }
+
+    fn screen(&self) -> String {
+        self.screen.lock().unwrap().clone()
+    }
+
+    /// Waits until `text` has appeared `count` times on the screen.
+    fn wait_for_n(&self, text: &str, count: usize) {
+        let start = Instant::now();
+        while self.screen().matches(text).count() < count {
+            assert!(
+                start.elapsed() < DEADLINE,
+                "waited for {text:?} x{count}; the screen:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn wait_for(&self, text: &str) {
+        self.wait_for_n(text, 1);
+    }
+
+    fn type_line(&mut self, line: &str) {
+        self.master.write_all(line.as_bytes()).unwrap();
+        self.master.write_all(b"\r").unwrap();
+        self.master.flush().unwrap();
+    }
+
+    fn ctrl_c(&mut self) {
+        self.master.write_all(b"\x03").unwrap();
+        self.master.flush().unwrap();
+    }
+
+    fn wait_exit(&mut self) -> i32 {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "lathe chat did not exit; the screen:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Processes whose command line contains `marker`.
+fn processes_with(marker: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(marker) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn wait_until_gone(marker: &str) {
+    let start = Instant::now();
+    while !processes_with(marker).is_empty() {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "processes left behind: {:?}",
+            processes_with(marker)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits until the newest session's events hold `runs` finished runs, and returns them.
+fn wait_for_run_end(h: &Harness, runs: usize) -> Vec<serde_json::Value> {
+    let start = Instant::now();
+    loop {
+        let events = h.stored_events();
+        if of_type(&events, "run_finished").len() >= runs {
+            return events;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the run did not end: {events:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn an_approval_prompt_turn_allowed_then_denied_with_a_reason() {
+    let script = Script::new()
+        .chat(
+            reply()
+                .tool_call("shell", json!({"command": "echo hi > made.txt"}))
+                .done(),
+        )
+        .chat(reply().text("Made it.").done())
+        .chat(
+            reply()
+                .tool_call("shell", json!({"command": "rm made.txt"}))
+                .done(),
+        )
+        .chat(reply().text("Left it alone.").done());
+    let h = Harness::new(script);
+    let mut term = Terminal::start(&h, &[]);
+    term.wait_for("> ");
+    term.type_line("create made.txt");
+    term.wait_for("? shell echo hi > made.txt");
+    term.wait_for("Allow? [y]es / [n]o / [a]lways");
+    term.type_line("y");
+    term.wait_for("Made it.");
+    assert_eq!(h.read("made.txt"), "hi\n");
+
+    term.wait_for_n("> ", 2);
+    term.type_line("now remove it");
+    term.wait_for("? shell rm made.txt");
+    term.wait_for_n("Allow?", 2);
+    term.type_line("n");
+    term.wait_for("Reason for the model");
+    term.type_line("keep the file");
+    term.wait_for("Left it alone.");
+    assert!(h.ws.join("made.txt").exists());
+    let bodies = h.bodies();
+    let denied = messages(&bodies[3]).last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(denied, "the user denied this: keep the file");
+
+    term.type_line("/exit");
+    assert_eq!(term.wait_exit(), 0);
+    let session = h.newest_session();
+    assert_eq!(session.title.as_deref(), Some("create made.txt"));
+    let events = h.stored_events();
+    assert_eq!(of_type(&events, "approval_requested").len(), 2);
+}
+
+#[test]
+fn ctrl_c_stops_a_running_command_then_twice_exits() {
+    let marker = "987654321";
+    let script = Script::new()
+        .chat(
+            reply()
+                .tool_call(
+                    "shell",
+                    json!({"command": format!("echo started > started.txt; sleep {marker}")}),
+                )
+                .done(),
+        )
+        .chat(
+            reply()
+                .tool_call("shell", json!({"command": format!("sleep {marker}1")}))
+                .done(),
+        );
+    let h = Harness::new(script);
+    let mut term = Terminal::start(&h, &["--approval", "full"]);
+    term.wait_for("> ");
+    term.type_line("run the long thing");
+    let start = Instant::now();
+    while !h.ws.join("started.txt").exists() {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the command never started; screen:\n{}",
+            term.screen()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!processes_with(marker).is_empty(), "the command runs");
+    term.ctrl_c();
+    term.wait_for("stopping the turn");
+    wait_until_gone(marker);
+    let events = wait_for_run_end(&h, 1);
+    assert!(
+        term.child.try_wait().unwrap().is_none(),
+        "one Ctrl-C does not exit"
+    );
+    let finished = of_type(&events, "tool_call_finished");
+    assert_eq!(finished.len(), 1, "{events:#?}\n{}", term.screen());
+    assert_eq!(finished[0]["status"], "cancelled", "{events:#?}");
+    assert_eq!(events.last().unwrap()["status"], "stopped");
+    assert_eq!(h.newest_session().status.as_str(), "interrupted");
+
+    // A second task starts a command; Ctrl-C twice exits with nothing left behind.
+    term.type_line("again");
+    let second = format!("{marker}1");
+    let start = Instant::now();
+    while processes_with(&second).is_empty() {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the second command never started; screen:\n{}",
+            term.screen()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    term.ctrl_c();
+    term.wait_for_n("stopping the turn", 2);
+    term.ctrl_c();
+    let code = term.wait_exit();
+    assert_ne!(code, 0);
+    wait_until_gone(&second);
+}
+
+#[test]
+fn slash_commands_and_resume() {
+    let script = Script::new()
+        .chat(reply().text("First answer.").done())
+        .chat(reply().text("Second answer.").done());
+    let h = Harness::new(script);
+    let mut term = Terminal::start(&h, &[]);
+    term.wait_for("> ");
+    term.type_line("/help");
+    term.wait_for("/approval [MODE]");
+    term.type_line("/approval auto");
+    term.wait_for("approval is now auto");
+    term.type_line("/model other-model");
+    term.wait_for("model is now other-model");
+    term.type_line("/model qwen3:8b");
+    term.wait_for("model is now qwen3:8b");
+    term.type_line("hello there");
+    term.wait_for("First answer.");
+    term.type_line("/sessions");
+    term.wait_for("hello there");
+    term.type_line("/exit");
+    assert_eq!(term.wait_exit(), 0);
+    let id = h.newest_session().id.to_string();
+
+    let mut term = Terminal::start(&h, &["--resume", &id]);
+    term.wait_for("resumed session");
+    term.type_line("and again");
+    term.wait_for("Second answer.");
+    term.type_line("/exit");
+    assert_eq!(term.wait_exit(), 0);
+    let bodies = h.bodies();
+    let second = messages(&bodies[1]);
+    let texts: Vec<&str> = second
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(
+        texts.contains(&"hello there")
+            && texts.contains(&"First answer.")
+            && texts.contains(&"and again"),
+        "{texts:?}"
+    );
+    assert_eq!(second.iter().filter(|m| m["role"] == "system").count(), 1);
+}
