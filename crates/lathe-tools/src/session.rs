@@ -250,6 +250,25 @@ impl Session {
     }
 }
 
+impl Session {
+    /// [`Session::check_unchanged`] for a file whose current stamp was computed elsewhere (too
+    /// large to hold in memory).
+    pub fn check_unchanged_stamp(
+        &self,
+        path: &Path,
+        current: FileStamp,
+        shown: &str,
+    ) -> Result<(), String> {
+        match self.file_stamp(path) {
+            Some(stamp) if stamp != current => Err(format!(
+                "{shown} changed on disk since this session last read or wrote it; \
+                 read it again with read_file, then retry with the current content"
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod stamp_tests {
     use super::*;
@@ -272,24 +291,5 @@ mod stamp_tests {
         let mut short = StampBuilder::new(10);
         short.update(b"abc");
         assert_eq!(short.finish(), None);
-    }
-}
-
-impl Session {
-    /// [`Session::check_unchanged`] for a file whose current stamp was computed elsewhere (too
-    /// large to hold in memory).
-    pub fn check_unchanged_stamp(
-        &self,
-        path: &Path,
-        current: FileStamp,
-        shown: &str,
-    ) -> Result<(), String> {
-        match self.file_stamp(path) {
-            Some(stamp) if stamp != current => Err(format!(
-                "{shown} changed on disk since this session last read or wrote it; \
-                 read it again with read_file, then retry with the current content"
-            )),
-            _ => Ok(()),
-        }
     }
 }

@@ -4,6 +4,7 @@
 mod apply;
 mod closest;
 mod document;
+mod escapes;
 mod matching;
 
 use std::io::{self, Read};
