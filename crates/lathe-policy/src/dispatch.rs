@@ -133,7 +133,7 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
     a.absorb(judged);
     if inv.argv.is_empty() {
         for (name, value) in &inv.assigns {
-            scope.vars.insert(name.clone(), value.value.clone());
+            scope.vars.insert(name.clone(), crate::walk::capped(value));
         }
         for r in &a.reasons {
             w.out.finding(a.severity, format!("`{}`: {r}", inv.source));
@@ -239,6 +239,9 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
         }
     };
 
+    let networked = paths
+        .iter()
+        .any(|p| crate::judge::network_device(p).is_some());
     let mut verdict = classify::Verdict::default();
     if !base.is_empty() {
         let cmd = Cmd {
@@ -252,6 +255,15 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
         verdict = classify::classify(&cmd);
     }
     a.absorb(std::mem::take(&mut verdict.a));
+    if networked {
+        verdict.downloads = true;
+        if classify::runs_code(&base) {
+            a.raise(
+                Severity::Critical,
+                format!("connects `{base}` to the network through /dev/tcp: a reverse shell"),
+            );
+        }
+    }
     if let Some(p) = &custom_path {
         a.raise(
             Severity::Normal,
@@ -300,6 +312,19 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
             Severity::Dangerous,
             format!("{how} runs `{base}` on every input item, which is not known until run time"),
         );
+        let outside = paths.iter().any(|p| {
+            p.access == Access::Write
+                && matches!(
+                    p.location,
+                    crate::paths::Location::Outside | crate::paths::Location::Device
+                )
+        });
+        if verdict.destructive && outside {
+            a.raise(
+                Severity::Critical,
+                format!("{how} runs `{base}` on every file of a tree outside the workspace"),
+            );
+        }
     }
     for (s, r) in &w.frame.imposed {
         a.raise(*s, r.clone());

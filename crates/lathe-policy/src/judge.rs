@@ -40,6 +40,13 @@ pub(crate) fn secret_in(r: &PathRef, word: &Word, ctx: &AnalysisContext) -> Opti
     })
 }
 
+/// Bash opens a network connection for `/dev/tcp/HOST/PORT` and `/dev/udp/HOST/PORT`.
+pub(crate) fn network_device(r: &PathRef) -> Option<String> {
+    let abs = r.path.as_deref()?;
+    (abs.starts_with("/dev/tcp/") || abs.starts_with("/dev/udp/"))
+        .then(|| format!("connects to the network through `{}`", r.text))
+}
+
 /// Judges a write to the path a word names.
 pub(crate) fn judge_write(
     word: &Word,
@@ -49,6 +56,10 @@ pub(crate) fn judge_write(
     let r = path_ref(word, cwd, ctx, Access::Write);
     let mut a = Assessment::default();
     let shown = &r.text;
+    if let Some(net) = network_device(&r) {
+        a.raise(Severity::Dangerous, net);
+        return (r, a);
+    }
     match r.location {
         Location::Null => {}
         Location::Workspace => a.raise(
@@ -106,6 +117,9 @@ pub(crate) fn judge_read(
 ) -> (PathRef, Assessment) {
     let r = path_ref(word, cwd, ctx, Access::Read);
     let mut a = Assessment::default();
+    if let Some(net) = network_device(&r) {
+        a.raise(Severity::Dangerous, net);
+    }
     if let Some(what) = secret_in(&r, word, ctx) {
         a.raise(Severity::Critical, format!("reads {what} (`{}`)", r.text));
     }

@@ -25,11 +25,17 @@
 mod analysis;
 mod classify;
 mod context;
+mod decision;
 mod dispatch;
 mod error;
 mod judge;
+mod mode;
 mod paths;
 mod redirect;
+mod report;
+mod rules;
+mod scope;
+mod sensitive;
 mod severity;
 mod walk;
 mod word;
@@ -37,8 +43,14 @@ mod wrappers;
 
 pub use analysis::{Access, CommandAnalysis, Finding, PathRef, Redirect, SimpleCommand};
 pub use context::AnalysisContext;
+pub use decision::{Action, Policy, Sandbox};
 pub use error::PolicyError;
+pub use mode::ApprovalMode;
 pub use paths::{Location, normalize};
+pub use report::{Decision, DecisionReport, PartReport};
+pub use rules::{PermissionsConfig, Rule, RuleSet};
+pub use scope::{remember_rule, remember_scope};
+pub use sensitive::{DEFAULT_SENSITIVE_PATHS, SensitivePaths};
 pub use severity::Severity;
 
 /// Analyses a command line: every simple command it would run, each with a severity and

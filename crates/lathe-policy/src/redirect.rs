@@ -141,7 +141,11 @@ impl<'a> Walker<'a> {
             for (field, child) in fields(*node) {
                 match (field, child.kind()) {
                     (Some("descriptor"), _) => spec.fd = Some(self.text(child).to_string()),
-                    (Some("destination"), _) => spec.target = Some(self.word(child, scope, nd + 1)),
+                    // the grammar can split `>& /dev/tcp/h/p 0>&1` into two destinations:
+                    // the first is the real one
+                    (Some("destination"), _) if spec.target.is_none() => {
+                        spec.target = Some(self.word(child, scope, nd + 1))
+                    }
                     (Some("right"), _) => extra.push(Follower::Then(child)),
                     (Some("redirect"), _) => nested.push(child),
                     (Some("argument"), _) => extra.push(Follower::Arg(child)),

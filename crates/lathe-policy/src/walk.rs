@@ -17,6 +17,15 @@ pub(crate) const MAX_SCRIPT_DEPTH: usize = 8;
 /// Syntax trees deeper than this are not walked further, for the same reason.
 const MAX_NODE_DEPTH: usize = 200;
 
+/// Variable values longer than this are treated as unknown: `x=$x$x` repeated would
+/// otherwise double the text at every step.
+const MAX_VALUE_LEN: usize = 4096;
+
+/// The value to remember for a variable.
+pub(crate) fn capped(value: &Word) -> Option<String> {
+    value.value.clone().filter(|v| v.len() <= MAX_VALUE_LEN)
+}
+
 /// What the shell knows at a point of the script.
 #[derive(Debug, Clone)]
 pub(crate) struct Scope {
@@ -361,7 +370,7 @@ impl<'a> Walker<'a> {
                 format!("sets {name}={}, which {why}", value.display),
             );
         }
-        scope.vars.insert(name.to_string(), value.value.clone());
+        scope.vars.insert(name.to_string(), capped(value));
     }
 
     fn declaration(&mut self, node: Node<'_>, scope: &mut Scope, nd: usize) {

@@ -83,6 +83,11 @@ fn language(p: &str) -> Option<&'static str> {
     })
 }
 
+/// Whether the program is a shell or a language interpreter.
+pub(super) fn runs_code(program: &str) -> bool {
+    SHELLS.contains(&program) || language(program).is_some()
+}
+
 pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
     let p = cmd.program;
     if SHELLS.contains(&p) {
@@ -96,6 +101,26 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
             "source",
             "runs the script in the current shell",
         ),
+        "alias" => {
+            let mut v = Verdict::safe("alias defines a shorthand");
+            for w in cmd.args {
+                match w.known().and_then(|t| t.split_once('=')) {
+                    Some((_, body)) if !body.is_empty() => {
+                        v.inner.push(Inner::Script(body.to_string()))
+                    }
+                    Some(_) => {}
+                    None if !w.is_known() => v.raise(
+                        Severity::Dangerous,
+                        format!(
+                            "alias defines `{}`, which is not known until run time",
+                            w.display
+                        ),
+                    ),
+                    None => {}
+                }
+            }
+            v
+        }
         "trap" => {
             let mut v = Verdict::safe("trap sets a command to run on a signal");
             v.transparent = true;

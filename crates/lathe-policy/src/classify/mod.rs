@@ -214,6 +214,11 @@ impl Cmd<'_> {
     }
 }
 
+/// Whether the program runs code it is given (a shell or an interpreter).
+pub(crate) fn runs_code(program: &str) -> bool {
+    exec::runs_code(program)
+}
+
 /// Classifies an invocation.
 pub(crate) fn classify(cmd: &Cmd<'_>) -> Verdict {
     let families: [fn(&Cmd<'_>) -> Option<Verdict>; 7] = [

@@ -157,7 +157,6 @@ const ALWAYS_SAFE: &[&str] = &[
     "c++filt",
     "rustfilt",
     "shellcheck",
-    "alias",
     "unalias",
     "umask",
     "ulimit",
@@ -295,6 +294,15 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
             }
             false => Verdict::safe("man only shows manuals"),
         },
+        "printenv" => {
+            let secret = cmd.values().find(|v| crate::word::is_secret_name(v));
+            match secret {
+                Some(name) => {
+                    Verdict::dangerous(format!("printenv prints {name}, which looks like a secret"))
+                }
+                None => Verdict::safe("printenv only prints the environment"),
+            }
+        }
         "find" => find(cmd),
         "fd" | "fdfind" => fd(cmd),
         "exec" => Verdict::safe("exec without a command only changes redirections"),

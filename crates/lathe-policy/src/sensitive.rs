@@ -1,0 +1,244 @@
+//! Path patterns in gitignore syntax, and the sensitive paths that make Lathe ask.
+//!
+//! A pattern without a slash matches the name at any depth (`.env*`); one with a slash at the
+//! start or in the middle is anchored to the workspace root (`.git/**`, `/build`); `**`
+//! crosses directories, `*` does not; a trailing `/` or `/**` also matches everything below.
+//! `~/` starts a pattern in the home directory and `//` an absolute one. In
+//! `sensitive_paths`, a leading `!` exempts what an earlier pattern matched (the last match
+//! wins, as in gitignore).
+
+use globset::{GlobBuilder, GlobMatcher};
+
+use crate::context::AnalysisContext;
+use crate::error::PolicyError;
+use crate::paths::{normalize, resolve, workspace_relative};
+
+/// The sensitive-path patterns used when the configuration adds none.
+pub const DEFAULT_SENSITIVE_PATHS: &[&str] = &[
+    ".env*",
+    "*.pem",
+    "*.key",
+    "id_rsa*",
+    ".git/**",
+    ".lathe/**",
+    "**/secrets*",
+];
+
+/// A path as the patterns see it: relative to the workspace when inside, absolute always.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PathKey {
+    pub relative: Option<String>,
+    pub absolute: Option<String>,
+}
+
+impl PathKey {
+    /// A path given by a tool: relative paths are relative to the workspace root.
+    pub fn from_text(path: &str, ctx: &AnalysisContext) -> PathKey {
+        let absolute = resolve(path, Some(ctx.workspace()), ctx);
+        PathKey {
+            relative: absolute.as_deref().and_then(|a| workspace_relative(a, ctx)),
+            absolute,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Anchor {
+    /// Matched against the workspace-relative path.
+    Workspace,
+    /// Matched at any depth, inside the workspace or out.
+    Anywhere,
+    /// Matched against the absolute path.
+    Absolute,
+}
+
+/// One compiled pattern.
+#[derive(Debug, Clone)]
+pub(crate) struct PathPattern {
+    pub text: String,
+    pub negated: bool,
+    anchor: Anchor,
+    globs: Vec<GlobMatcher>,
+}
+
+impl PathPattern {
+    pub fn new(
+        pattern: &str,
+        ctx: &AnalysisContext,
+        allow_negation: bool,
+    ) -> Result<Self, PolicyError> {
+        let invalid = |problem: &str| PolicyError::InvalidPattern {
+            pattern: pattern.to_string(),
+            problem: problem.to_string(),
+        };
+        let mut p = pattern.trim();
+        let negated = p.starts_with('!');
+        if negated {
+            if !allow_negation {
+                return Err(invalid("`!` is only meaningful in sensitive_paths"));
+            }
+            p = &p[1..];
+        }
+        if p.is_empty() {
+            return Err(invalid("the pattern is empty"));
+        }
+        let (anchor, body) = if let Some(rest) = p.strip_prefix("~/") {
+            (Anchor::Absolute, format!("{}/{}", ctx.home(), rest))
+        } else if let Some(rest) = p.strip_prefix("//") {
+            (Anchor::Absolute, format!("/{rest}"))
+        } else if let Some(rest) = p.strip_prefix('/') {
+            (Anchor::Workspace, rest.to_string())
+        } else {
+            let inner = p.trim_end_matches('/').trim_end_matches("/**");
+            if inner.contains('/') && !inner.starts_with("**/") {
+                (Anchor::Workspace, p.to_string())
+            } else {
+                (Anchor::Anywhere, p.to_string())
+            }
+        };
+        let body = body.trim_end_matches('/');
+        let base = body.strip_suffix("/**").unwrap_or(body);
+        let base = if anchor == Anchor::Anywhere && !base.starts_with("**/") {
+            format!("**/{base}")
+        } else {
+            base.to_string()
+        };
+        let mut globs = Vec::new();
+        for g in [base.clone(), format!("{base}/**")] {
+            let glob = GlobBuilder::new(&g)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+                .map_err(|e| invalid(&e.kind().to_string()))?;
+            globs.push(glob.compile_matcher());
+        }
+        Ok(PathPattern {
+            text: pattern.trim().to_string(),
+            negated,
+            anchor,
+            globs,
+        })
+    }
+
+    pub fn matches(&self, key: &PathKey) -> bool {
+        let hit = |s: &str| self.globs.iter().any(|g| g.is_match(s));
+        match self.anchor {
+            Anchor::Workspace => key
+                .relative
+                .as_deref()
+                .is_some_and(|r| !r.is_empty() && hit(r)),
+            Anchor::Absolute => key.absolute.as_deref().is_some_and(hit),
+            Anchor::Anywhere => {
+                key.relative
+                    .as_deref()
+                    .is_some_and(|r| !r.is_empty() && hit(r))
+                    || (key.relative.is_none()
+                        && key
+                            .absolute
+                            .as_deref()
+                            .is_some_and(|a| hit(a.trim_start_matches('/'))))
+            }
+        }
+    }
+}
+
+/// The patterns that make reading or changing a file ask.
+#[derive(Debug, Clone)]
+pub struct SensitivePaths {
+    patterns: Vec<PathPattern>,
+}
+
+impl SensitivePaths {
+    /// The defaults ([`DEFAULT_SENSITIVE_PATHS`]) followed by `extra` patterns; a later
+    /// `!pattern` exempts what an earlier one matched.
+    pub fn new(extra: &[String], ctx: &AnalysisContext) -> Result<Self, PolicyError> {
+        let mut patterns = Vec::new();
+        for p in DEFAULT_SENSITIVE_PATHS
+            .iter()
+            .copied()
+            .chain(extra.iter().map(String::as_str))
+        {
+            patterns.push(PathPattern::new(p, ctx, true)?);
+        }
+        Ok(SensitivePaths { patterns })
+    }
+
+    /// The pattern that makes `path` (relative to the workspace root, or absolute) sensitive.
+    pub fn matching(&self, path: &str, ctx: &AnalysisContext) -> Option<&str> {
+        self.matching_key(&PathKey::from_text(&normalize(path), ctx))
+    }
+
+    pub(crate) fn matching_key(&self, key: &PathKey) -> Option<&str> {
+        let mut found = None;
+        for p in &self.patterns {
+            if p.matches(key) {
+                found = if p.negated {
+                    None
+                } else {
+                    Some(p.text.as_str())
+                };
+            }
+        }
+        found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> AnalysisContext {
+        AnalysisContext::new("/home/u/proj", "/home/u")
+    }
+
+    #[test]
+    fn defaults() {
+        let c = ctx();
+        let s = SensitivePaths::new(&[], &c).expect("defaults compile");
+        for p in [
+            ".env",
+            ".env.local",
+            "config/.env",
+            "certs/server.pem",
+            "a/b/tls.key",
+            "id_rsa",
+            "id_rsa.pub",
+            ".git/config",
+            ".git",
+            ".lathe/config.toml",
+            "deploy/secrets.yaml",
+            "secrets",
+            "/home/u/other/.env",
+        ] {
+            assert!(s.matching(p, &c).is_some(), "{p} should be sensitive");
+        }
+        for p in [
+            "src/main.rs",
+            "README.md",
+            "environment.md",
+            "keys.rs",
+            "sub/.git-keep",
+            "my.env",
+        ] {
+            assert!(s.matching(p, &c).is_none(), "{p} should not be sensitive");
+        }
+    }
+
+    #[test]
+    fn negation_and_anchors() {
+        let c = ctx();
+        let extra = vec![
+            "!.env.example".to_string(),
+            "/private/**".to_string(),
+            "~/notes/*.txt".to_string(),
+        ];
+        let s = SensitivePaths::new(&extra, &c).expect("compiles");
+        assert!(s.matching(".env.example", &c).is_none());
+        assert!(s.matching(".env", &c).is_some());
+        assert!(s.matching("private/a/b", &c).is_some());
+        assert!(s.matching("sub/private/a", &c).is_none());
+        assert!(s.matching("/home/u/notes/x.txt", &c).is_some());
+        assert!(PathPattern::new("[z-a]", &c, true).is_err());
+        assert!(PathPattern::new("!x", &c, false).is_err());
+    }
+}
