@@ -17,6 +17,7 @@
 //! the sandbox asks unless approvals are skipped. The action's decision is its worst part's:
 //! a compound command is allowed only if every part is.
 
+use crate::action::{Action, Sandbox};
 use crate::analysis::{Access, CommandAnalysis, SimpleCommand};
 use crate::context::AnalysisContext;
 use crate::error::PolicyError;
@@ -27,54 +28,6 @@ use crate::rules::{PermissionsConfig, Rule, RuleSet};
 use crate::scope::remember_rule;
 use crate::sensitive::{PathKey, SensitivePaths};
 use crate::severity::Severity;
-
-/// Whether a shell command runs inside the sandbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Sandbox {
-    /// Inside the sandbox (the default).
-    #[default]
-    Enabled,
-    /// Outside it (`sandbox: false`): always needs approval.
-    Disabled,
-}
-
-/// Something Lathe wants to do.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
-    /// Read a file (relative to the workspace root, or absolute).
-    Read {
-        /// The path.
-        path: String,
-    },
-    /// Create or overwrite a file.
-    Write {
-        /// The path.
-        path: String,
-        /// Whether the path resolves inside the workspace (the caller resolves symlinks).
-        inside_workspace: bool,
-    },
-    /// Change part of a file.
-    Edit {
-        /// The path.
-        path: String,
-        /// Whether the path resolves inside the workspace.
-        inside_workspace: bool,
-    },
-    /// Run a shell command line.
-    Shell {
-        /// The command's analysis (see [`crate::analyze`]).
-        analysis: CommandAnalysis,
-        /// Whether it runs in the sandbox.
-        sandbox: Sandbox,
-    },
-    /// Use a tool that is not one of the above.
-    Tool {
-        /// The tool's name.
-        name: String,
-        /// Whether it only reads.
-        read_only: bool,
-    },
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {

@@ -15,15 +15,10 @@ use crate::wrappers::{Unwrap, unwrap};
 const MAX_WRAPPERS: usize = 16;
 
 /// Directories whose programs are the real system programs of that name.
+#[rustfmt::skip]
 const SYSTEM_BIN_DIRS: &[&str] = &[
-    "/bin",
-    "/usr/bin",
-    "/usr/local/bin",
-    "/sbin",
-    "/usr/sbin",
-    "/usr/local/sbin",
-    "/opt/homebrew/bin",
-    "/run/current-system/sw/bin",
+    "/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin",
+    "/opt/homebrew/bin", "/run/current-system/sw/bin",
 ];
 
 /// A command as parsed: prefix assignments, words, redirections, input.

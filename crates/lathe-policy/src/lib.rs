@@ -22,6 +22,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod action;
 mod analysis;
 mod classify;
 mod context;
@@ -33,6 +34,7 @@ mod mode;
 mod paths;
 mod redirect;
 mod report;
+mod resolve;
 mod rules;
 mod scope;
 mod sensitive;
@@ -41,9 +43,10 @@ mod walk;
 mod word;
 mod wrappers;
 
+pub use action::{Action, Sandbox};
 pub use analysis::{Access, CommandAnalysis, Finding, PathRef, Redirect, SimpleCommand};
 pub use context::AnalysisContext;
-pub use decision::{Action, Policy, Sandbox};
+pub use decision::Policy;
 pub use error::PolicyError;
 pub use mode::ApprovalMode;
 pub use paths::{Location, normalize};

@@ -94,13 +94,9 @@ pub(crate) fn resolve(raw: &str, cwd: Option<&str>, ctx: &AnalysisContext) -> Op
     cwd.map(|c| normalize(&format!("{c}/{raw}")))
 }
 
+#[rustfmt::skip]
 const NULL_FILES: &[&str] = &[
-    "/dev/null",
-    "/dev/zero",
-    "/dev/stdin",
-    "/dev/stdout",
-    "/dev/stderr",
-    "/dev/tty",
+    "/dev/null", "/dev/zero", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty",
 ];
 
 /// Judges where a normalised absolute path points.
@@ -157,28 +153,11 @@ pub(crate) fn protected(abs: &str, ctx: &AnalysisContext) -> Option<String> {
     None
 }
 
+#[rustfmt::skip]
 const SYSTEM_AREAS: &[&str] = &[
-    "/etc",
-    "/usr",
-    "/bin",
-    "/sbin",
-    "/lib",
-    "/lib32",
-    "/lib64",
-    "/libx32",
-    "/boot",
-    "/sys",
-    "/proc",
-    "/var",
-    "/opt",
-    "/root",
-    "/snap",
-    "/srv",
-    "/nix",
-    "/System",
-    "/Library",
-    "/Applications",
-    "/private",
+    "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/sys",
+    "/proc", "/var", "/opt", "/root", "/snap", "/srv", "/nix", "/System", "/Library",
+    "/Applications", "/private",
 ];
 
 /// Whether the path is in a system area (configuration, binaries, kernel interfaces).

@@ -14,14 +14,9 @@ use crate::error::PolicyError;
 use crate::paths::{normalize, resolve, workspace_relative};
 
 /// The sensitive-path patterns used when the configuration adds none.
+#[rustfmt::skip]
 pub const DEFAULT_SENSITIVE_PATHS: &[&str] = &[
-    ".env*",
-    "*.pem",
-    "*.key",
-    "id_rsa*",
-    ".git/**",
-    ".lathe/**",
-    "**/secrets*",
+    ".env*", "*.pem", "*.key", "id_rsa*", ".git/**", ".lathe/**", "**/secrets*",
 ];
 
 /// A path as the patterns see it: relative to the workspace when inside, absolute always.

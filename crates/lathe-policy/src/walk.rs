@@ -9,13 +9,13 @@ use crate::context::AnalysisContext;
 use crate::dispatch::{Invocation, dispatch, risky_env};
 use crate::redirect::{Follower, RedirectSpec};
 use crate::severity::Severity;
-use crate::word::{Word, WordBuilder, is_secret_name};
+use crate::word::Word;
 
 /// `bash -c "bash -c \"...\""` nesting deeper than this is not followed: it is rare in honest
 /// commands and unbounded recursion would let a crafted command exhaust the stack.
 pub(crate) const MAX_SCRIPT_DEPTH: usize = 8;
 /// Syntax trees deeper than this are not walked further, for the same reason.
-const MAX_NODE_DEPTH: usize = 200;
+pub(crate) const MAX_NODE_DEPTH: usize = 200;
 
 /// Variable values longer than this are treated as unknown: `x=$x$x` repeated would
 /// otherwise double the text at every step.
@@ -222,7 +222,7 @@ impl<'a> Walker<'a> {
         self.src.get(node.byte_range()).unwrap_or("")
     }
 
-    fn too_deep(&mut self) {
+    pub(crate) fn too_deep(&mut self) {
         self.out.finding(
             Severity::Dangerous,
             "the command is nested too deeply to analyse completely",
@@ -490,144 +490,5 @@ impl<'a> Walker<'a> {
         };
         dispatch(self, invocation, scope);
         self.followers(extra, scope, before, nd);
-    }
-
-    /// Resolves a word node, walking any command substitution inside it.
-    pub fn word(&mut self, node: Node<'_>, scope: &Scope, nd: usize) -> Word {
-        let mut b = WordBuilder::new(self.text(node));
-        self.word_part(node, scope, nd, &mut b, true, false);
-        b.finish()
-    }
-
-    fn word_part(
-        &mut self,
-        node: Node<'_>,
-        scope: &Scope,
-        nd: usize,
-        b: &mut WordBuilder,
-        first: bool,
-        in_quotes: bool,
-    ) {
-        let text = self.text(node);
-        if nd > MAX_NODE_DEPTH {
-            self.too_deep();
-            b.dynamic(text, "a part nested too deeply to analyse".into());
-            return;
-        }
-        match node.kind() {
-            "word" | "brace_expression" => b.unquoted(text, first, self.ctx.home()),
-            "number" if node.named_child_count() == 0 => b.unquoted(text, first, self.ctx.home()),
-            "raw_string" => {
-                let inner = text.strip_prefix('\'').unwrap_or(text);
-                b.quoted(inner.strip_suffix('\'').unwrap_or(inner));
-            }
-            "ansi_c_string" => {
-                let inner = text.strip_prefix("$'").unwrap_or(text);
-                b.ansi_c(inner.strip_suffix('\'').unwrap_or(inner));
-            }
-            "string" => self.double_quoted(node, scope, nd, b),
-            "translated_string" => {
-                for child in children(node) {
-                    if child.kind() == "string" {
-                        self.double_quoted(child, scope, nd, b);
-                    }
-                }
-            }
-            "simple_expansion" | "expansion" => self.expansion(node, scope, nd, b, in_quotes),
-            "command_substitution" | "process_substitution" => {
-                let before = self.out.commands.len();
-                let mut inner = scope.clone();
-                self.walk_children(node, &mut inner, &Stdin::Terminal, nd + 1);
-                if self.out.downloads_since(before) {
-                    b.download();
-                }
-                if node.kind() == "process_substitution" {
-                    b.process();
-                }
-                let short: String = text.chars().take(40).collect();
-                b.dynamic(text, format!("the output of `{short}`"));
-            }
-            "concatenation" | "command_name" => {
-                let mut first_part = first;
-                for child in children(node) {
-                    if child.is_named() {
-                        self.word_part(child, scope, nd + 1, b, first_part, in_quotes);
-                    } else {
-                        b.unquoted(self.text(child), first_part, self.ctx.home());
-                    }
-                    first_part = false;
-                }
-            }
-            "regex" | "extglob_pattern" | "test_operator" | "variable_name" => b.quoted(text),
-            _ => {
-                let mut inner = scope.clone();
-                self.walk_children(node, &mut inner, &Stdin::Terminal, nd + 1);
-                let short: String = text.chars().take(40).collect();
-                b.dynamic(text, format!("`{short}`"));
-            }
-        }
-    }
-
-    fn double_quoted(&mut self, node: Node<'_>, scope: &Scope, nd: usize, b: &mut WordBuilder) {
-        let start = node.start_byte();
-        let end = node.end_byte();
-        let text = self.text(node);
-        let mut pos = start + usize::from(text.starts_with('"'));
-        let inner_end = if text.len() >= 2 && text.ends_with('"') {
-            end - 1
-        } else {
-            end
-        };
-        b.quoted("");
-        for child in children(node) {
-            if !child.is_named() {
-                continue;
-            }
-            if child.start_byte() > pos {
-                b.double_quoted(self.src.get(pos..child.start_byte()).unwrap_or(""));
-            }
-            if child.kind() == "string_content" {
-                b.double_quoted(self.text(child));
-            } else {
-                self.word_part(child, scope, nd + 1, b, false, true);
-            }
-            pos = child.end_byte();
-        }
-        if inner_end > pos {
-            b.double_quoted(self.src.get(pos..inner_end).unwrap_or(""));
-        }
-    }
-
-    fn expansion(
-        &mut self,
-        node: Node<'_>,
-        scope: &Scope,
-        nd: usize,
-        b: &mut WordBuilder,
-        in_quotes: bool,
-    ) {
-        let text = self.text(node);
-        let kids = children(node);
-        let named: Vec<&Node<'_>> = kids.iter().filter(|c| c.is_named()).collect();
-        for n in &named {
-            if n.kind() == "variable_name" && is_secret_name(self.text(**n)) {
-                b.secret(self.text(**n));
-            }
-        }
-        let simple_name = match (node.kind(), named.as_slice()) {
-            ("simple_expansion", [n]) if n.kind() == "variable_name" => Some(self.text(**n)),
-            ("expansion", [n]) if n.kind() == "variable_name" && kids.len() == 3 => {
-                Some(self.text(**n))
-            }
-            _ => None,
-        };
-        match simple_name.and_then(|n| scope.var(n, self.ctx).map(|v| (n, v))) {
-            Some((name, value)) => b.expanded(name, &value, in_quotes),
-            None => {
-                let mut inner = scope.clone();
-                self.walk_children(node, &mut inner, &Stdin::Terminal, nd + 1);
-                b.dynamic(text, format!("the variable {text}"));
-            }
-        }
     }
 }

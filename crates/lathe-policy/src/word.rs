@@ -334,15 +334,9 @@ pub(crate) fn is_plain(value: &str) -> bool {
 
 /// Whether a variable name looks like it holds a secret (`API_KEY`, `GITHUB_TOKEN`).
 pub(crate) fn is_secret_name(name: &str) -> bool {
+    #[rustfmt::skip]
     const MARKERS: &[&str] = &[
-        "KEY",
-        "TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "CREDENTIALS",
-        "CREDENTIAL",
-        "APIKEY",
+        "KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIALS", "CREDENTIAL", "APIKEY",
         "PAT",
     ];
     name.to_ascii_uppercase()

@@ -87,27 +87,11 @@ pub(crate) fn unwrap(program: &str, argv: &[Word]) -> Unwrap {
     match program {
         "env" => env(argv),
         "sudo" => {
+            #[rustfmt::skip]
             let valued = [
-                "-u",
-                "-g",
-                "-h",
-                "-p",
-                "-C",
-                "-D",
-                "-r",
-                "-t",
-                "-T",
-                "-U",
-                "--user",
-                "--group",
-                "--host",
-                "--prompt",
-                "--close-from",
-                "--chdir",
-                "--role",
-                "--type",
-                "--command-timeout",
-                "--other-user",
+                "-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-T", "-U", "--user", "--group",
+                "--host", "--prompt", "--close-from", "--chdir", "--role", "--type",
+                "--command-timeout", "--other-user",
             ];
             if has(argv, &["-e", "--edit", "-l", "--list", "-v", "-k", "-K"]) {
                 return Unwrap::No;
@@ -121,19 +105,10 @@ pub(crate) fn unwrap(program: &str, argv: &[Word]) -> Unwrap {
         "doas" => inner(argv, skip_opts(argv, 1, &["-u", "-C"]), root("doas")),
         "pkexec" => inner(argv, skip_opts(argv, 1, &["--user"]), root("pkexec")),
         "run0" => {
+            #[rustfmt::skip]
             let valued = [
-                "-u",
-                "--user",
-                "-g",
-                "--group",
-                "-D",
-                "--chdir",
-                "--setenv",
-                "--property",
-                "--unit",
-                "--slice",
-                "--nice",
-                "--description",
+                "-u", "--user", "-g", "--group", "-D", "--chdir", "--setenv", "--property",
+                "--unit", "--slice", "--nice", "--description",
             ];
             inner(argv, skip_opts(argv, 1, &valued), root("run0"))
         }
@@ -176,21 +151,15 @@ pub(crate) fn unwrap(program: &str, argv: &[Word]) -> Unwrap {
             inner(argv, skip_opts(argv, 1, &["-T", "-P", "-D"]) + 1, None)
         }
         "numactl" => {
+            #[rustfmt::skip]
             let valued = [
-                "-C",
-                "-N",
-                "-m",
-                "-i",
-                "-p",
-                "--cpunodebind",
-                "--membind",
-                "--interleave",
-                "--preferred",
-                "--physcpubind",
+                "-C", "-N", "-m", "-i", "-p", "--cpunodebind", "--membind", "--interleave",
+                "--preferred", "--physcpubind",
             ];
             inner(argv, skip_opts(argv, 1, &valued), None)
         }
         "strace" | "ltrace" if !has(argv, &["-p"]) => {
+            #[rustfmt::skip]
             let valued = [
                 "-o", "-e", "-s", "-u", "-E", "-P", "-I", "-b", "-a", "-X", "-O", "-S", "-U",
             ];
@@ -258,20 +227,10 @@ pub(crate) fn unwrap(program: &str, argv: &[Word]) -> Unwrap {
             inner(argv, skip_opts(argv, 1, &["-t", "--target"]), note)
         }
         "systemd-run" => {
+            #[rustfmt::skip]
             let valued = [
-                "-p",
-                "--property",
-                "-u",
-                "--unit",
-                "-E",
-                "--setenv",
-                "--description",
-                "--slice",
-                "-M",
-                "--machine",
-                "--uid",
-                "--gid",
-                "--working-directory",
+                "-p", "--property", "-u", "--unit", "-E", "--setenv", "--description", "--slice",
+                "-M", "--machine", "--uid", "--gid", "--working-directory",
             ];
             let note = Some((
                 Severity::Dangerous,
@@ -280,19 +239,10 @@ pub(crate) fn unwrap(program: &str, argv: &[Word]) -> Unwrap {
             inner(argv, skip_opts(argv, 1, &valued), note)
         }
         "uv" if sub(argv, &["run"]) => {
+            #[rustfmt::skip]
             let valued = [
-                "--with",
-                "--python",
-                "-p",
-                "--package",
-                "--extra",
-                "--group",
-                "--env-file",
-                "--directory",
-                "--project",
-                "--index",
-                "--with-requirements",
-                "-w",
+                "--with", "--python", "-p", "--package", "--extra", "--group", "--env-file",
+                "--directory", "--project", "--index", "--with-requirements", "-w",
                 "--with-editable",
             ];
             inner(argv, skip_opts(argv, 2, &valued), None)
@@ -381,22 +331,10 @@ fn env(argv: &[Word]) -> Unwrap {
 }
 
 fn xargs(argv: &[Word]) -> Unwrap {
+    #[rustfmt::skip]
     let valued = [
-        "-L",
-        "-n",
-        "-P",
-        "-s",
-        "-d",
-        "-E",
-        "-a",
-        "--arg-file",
-        "--delimiter",
-        "--max-args",
-        "--max-procs",
-        "--max-lines",
-        "--eof",
-        "--max-chars",
-        "--process-slot-var",
+        "-L", "-n", "-P", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter", "--max-args",
+        "--max-procs", "--max-lines", "--eof", "--max-chars", "--process-slot-var",
     ];
     let mut replace: Option<String> = None;
     let mut i = 1;

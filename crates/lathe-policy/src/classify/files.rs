@@ -74,70 +74,6 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
                 writes_all(cmd, Verdict::normal("tee writes its input to files"), &[])
             }
         }
-        "tar" | "bsdtar" | "gtar" => tar(cmd),
-        "unzip" => {
-            if cmd.flag('l', &[])
-                || cmd.flag('t', &[])
-                || cmd.flag('v', &[])
-                || cmd.flag('Z', &[])
-                || cmd.flag('p', &[])
-                || cmd.flag('c', &[])
-            {
-                Verdict::safe("unzip -l/-t/-p only lists, tests or prints")
-            } else {
-                let mut v = Verdict::normal("unzip extracts files");
-                let dirs = cmd.option_values(&["-d"], &[]);
-                v.writes = if dirs.is_empty() {
-                    vec![Word::literal(".")]
-                } else {
-                    dirs
-                };
-                v
-            }
-        }
-        "zip" => {
-            let mut v = Verdict::normal("zip writes an archive");
-            if cmd.has(&["-TT", "--unzip-command"]) {
-                v.raise(Severity::Dangerous, "zip -TT runs a program");
-            }
-            if let Some(archive) = cmd
-                .operands(&[
-                    "-TT",
-                    "-b",
-                    "-n",
-                    "-t",
-                    "-tt",
-                    "-x",
-                    "-i",
-                    "-P",
-                    "--password",
-                ])
-                .first()
-            {
-                v.write(archive);
-            }
-            v
-        }
-        "gzip" | "gunzip" | "bzip2" | "bunzip2" | "xz" | "unxz" | "zstd" | "unzstd" | "lz4"
-        | "unlz4" | "compress" | "uncompress" | "pigz" | "lzma" | "unlzma" | "brotli" => {
-            if cmd.flag('c', &["--stdout", "--to-stdout"])
-                || cmd.flag('l', &["--list"])
-                || cmd.flag('t', &["--test"])
-            {
-                Verdict::safe(format!("{p} -c/-l/-t only prints or tests"))
-            } else {
-                writes_all(
-                    cmd,
-                    Verdict::normal(format!("{p} replaces files with (de)compressed ones"))
-                        .destroys(),
-                    &["-S", "--suffix", "-o", "-T", "--threads", "-b"],
-                )
-            }
-        }
-        "7z" | "7za" | "7zz" => match cmd.first_operand().map(|(_, v)| v) {
-            Some("l" | "t") => Verdict::safe("7z l/t only lists or tests"),
-            _ => Verdict::normal("7z writes archives or extracted files"),
-        },
         "patch" => {
             if cmd.has(&["--dry-run", "-C", "--check"]) {
                 Verdict::safe("patch --dry-run only tests")
@@ -146,19 +82,6 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
                 v.writes = cmd.option_values(&["-o"], &["--output"]);
                 v
             }
-        }
-        "rsync" => rsync(cmd),
-        "scp" | "sftp" => {
-            let mut v = Verdict::dangerous(format!("{p} copies files over the network"));
-            v.downloads = true;
-            if let Some(dest) = cmd
-                .operands(&["-P", "-i", "-o", "-F", "-c", "-l", "-S", "-J"])
-                .last()
-                && !is_remote(dest)
-            {
-                v.write(dest);
-            }
-            v
         }
         "split" | "csplit" => Verdict::normal(format!("{p} writes pieces of a file")),
         "dos2unix" | "unix2dos" => writes_all(
@@ -169,7 +92,7 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
         _ if is_disk_tool(p) => {
             Verdict::critical(format!("{p} formats, partitions or wipes disks")).destroys()
         }
-        _ => return None,
+        _ => return super::archives::classify(cmd),
     };
     Some(v)
 }
@@ -214,19 +137,11 @@ fn is_disk_tool(p: &str) -> bool {
         )
 }
 
-fn writes_all(cmd: &Cmd<'_>, mut v: Verdict, valued: &[&str]) -> Verdict {
+pub(super) fn writes_all(cmd: &Cmd<'_>, mut v: Verdict, valued: &[&str]) -> Verdict {
     for w in cmd.operands(valued) {
         v.write(w);
     }
     v
-}
-
-fn is_remote(w: &Word) -> bool {
-    let v = w.known().unwrap_or(&w.display);
-    match v.find(':') {
-        Some(i) => !v[..i].contains('/') && i > 0,
-        None => false,
-    }
 }
 
 fn rm(cmd: &Cmd<'_>) -> Verdict {
@@ -296,19 +211,10 @@ fn rm(cmd: &Cmd<'_>) -> Verdict {
 
 /// `cp`/`mv`/`ln`/`install`: the destination is written; for `mv` the sources too.
 fn copy_like(cmd: &Cmd<'_>, mut v: Verdict, moves: bool) -> Verdict {
+    #[rustfmt::skip]
     let valued = [
-        "-t",
-        "--target-directory",
-        "-S",
-        "--suffix",
-        "-m",
-        "--mode",
-        "-o",
-        "--owner",
-        "-g",
-        "--group",
-        "-Z",
-        "--context",
+        "-t", "--target-directory", "-S", "--suffix", "-m", "--mode", "-o", "--owner", "-g",
+        "--group", "-Z", "--context",
     ];
     let targets = cmd.option_values(&["-t"], &["--target-directory"]);
     let ops = cmd.operands(&valued);
@@ -347,16 +253,9 @@ fn permissions(cmd: &Cmd<'_>) -> Verdict {
         && cmd.values().any(|v| {
             v.len() > 1 && v.starts_with('-') && v[1..].chars().all(|c| "rwxXst".contains(c))
         });
+    #[rustfmt::skip]
     let valued = [
-        "--reference",
-        "-m",
-        "-M",
-        "-x",
-        "-X",
-        "--modify",
-        "--remove",
-        "--set",
-        "--set-file",
+        "--reference", "-m", "-M", "-x", "-X", "--modify", "--remove", "--set", "--set-file",
         "--from",
     ];
     let ops = cmd.operands(&valued);
@@ -430,115 +329,6 @@ fn dd(cmd: &Cmd<'_>) -> Verdict {
                 );
             }
         }
-    }
-    v
-}
-
-fn tar(cmd: &Cmd<'_>) -> Verdict {
-    let mut letters = String::new();
-    for (i, value) in cmd.values().enumerate() {
-        if i == 0 && !value.starts_with('-') {
-            letters.push_str(value);
-        } else if value.starts_with('-') && !value.starts_with("--") {
-            letters.push_str(&value[1..]);
-        }
-    }
-    let long = |names: &[&str]| cmd.has(names);
-    let mut v = if letters.contains('t') || long(&["--list"]) {
-        Verdict::safe("tar -t only lists an archive")
-    } else if letters.contains('x') || long(&["--extract", "--get"]) {
-        let mut v = Verdict::normal("tar -x extracts files");
-        let dirs = cmd.option_values(&["-C"], &["--directory"]);
-        v.writes = if dirs.is_empty() {
-            vec![Word::literal(".")]
-        } else {
-            dirs
-        };
-        if letters.contains('P') || long(&["--absolute-names"]) {
-            v.raise(
-                Severity::Dangerous,
-                "tar -P extracts absolute paths, which can land anywhere",
-            );
-        }
-        v
-    } else {
-        let mut v = Verdict::normal("tar writes an archive");
-        let files = cmd.option_values(&["-f"], &["--file"]);
-        if files.is_empty()
-            && cmd
-                .arg(0)
-                .is_some_and(|a| !a.starts_with('-') && a.contains('f'))
-            && let Some(f) = cmd.args.get(1)
-        {
-            v.write(f);
-        }
-        for f in files.iter().filter(|f| f.known() != Some("-")) {
-            v.write(f);
-        }
-        v
-    };
-    let runs = [
-        "--to-command",
-        "--use-compress-program",
-        "--checkpoint-action",
-        "--info-script",
-        "--new-volume-script",
-        "--rsh-command",
-        "-I",
-        "-F",
-    ];
-    if cmd.has(&runs) {
-        v.raise(
-            Severity::Dangerous,
-            "tar runs another program (--to-command, -I, --checkpoint-action)",
-        );
-    }
-    v
-}
-
-fn rsync(cmd: &Cmd<'_>) -> Verdict {
-    let mut v = Verdict::normal("rsync copies files");
-    let valued = [
-        "-e",
-        "--rsh",
-        "--exclude",
-        "--include",
-        "--filter",
-        "-f",
-        "--exclude-from",
-        "--include-from",
-        "--files-from",
-        "--chmod",
-        "--chown",
-        "--rsync-path",
-        "--port",
-        "--password-file",
-        "-T",
-        "--temp-dir",
-        "--backup-dir",
-        "--suffix",
-        "--log-file",
-    ];
-    let ops = cmd.operands(&valued);
-    if cmd
-        .values()
-        .any(|x| x.starts_with("--delete") || x == "--remove-source-files")
-    {
-        v.raise(
-            Severity::Dangerous,
-            "rsync --delete deletes files at the destination",
-        );
-        v.destructive = true;
-    }
-    if ops.iter().any(|w| is_remote(w)) {
-        v.raise(
-            Severity::Dangerous,
-            "rsync copies files to or from another machine",
-        );
-        v.downloads = true;
-    }
-    if let Some(dest) = ops.last().filter(|d| ops.len() >= 2 && !is_remote(d)) {
-        v.write(dest);
     }
     v
 }

@@ -4,9 +4,12 @@
 //! interpreters and shells, package managers. A program no family knows is `normal`: it runs
 //! something, presumably inside the workspace, and is never assumed to be read-only.
 
+mod archives;
 mod exec;
 mod files;
 mod git;
+mod git_sub;
+mod interp;
 mod packages;
 mod readonly;
 mod remote;

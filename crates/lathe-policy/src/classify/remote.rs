@@ -38,6 +38,7 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
             Verdict::normal(format!("{p} queries the network"))
         }
         "ip" => {
+            #[rustfmt::skip]
             let changes = [
                 "add", "del", "delete", "set", "change", "replace", "flush", "append", "exec",
                 "prepend", "save", "restore",
@@ -193,6 +194,7 @@ fn containers(cmd: &Cmd<'_>) -> Verdict {
     } else {
         verb
     };
+    #[rustfmt::skip]
     let safe = [
         "ps", "images", "ls", "list", "inspect", "logs", "version", "info", "stats", "top",
         "history", "port", "diff", "search", "config", "df", "show", "events", "help", "",

@@ -258,16 +258,9 @@ pub(crate) fn sed_effects(script: &str) -> SedEffects {
 }
 
 fn awk(cmd: &Cmd<'_>) -> Verdict {
+    #[rustfmt::skip]
     let valued = [
-        "-F",
-        "-v",
-        "-f",
-        "--field-separator",
-        "--assign",
-        "--file",
-        "-i",
-        "--include",
-        "-l",
+        "-F", "-v", "-f", "--field-separator", "--assign", "--file", "-i", "--include", "-l",
         "--load",
     ];
     let mut v = Verdict::safe("awk only prints");

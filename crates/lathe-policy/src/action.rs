@@ -1,0 +1,51 @@
+//! What Lathe wants to do, as the policy sees it.
+
+use crate::analysis::CommandAnalysis;
+
+/// Whether a shell command runs inside the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sandbox {
+    /// Inside the sandbox (the default).
+    #[default]
+    Enabled,
+    /// Outside it (`sandbox: false`): always needs approval.
+    Disabled,
+}
+
+/// Something Lathe wants to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Read a file (relative to the workspace root, or absolute).
+    Read {
+        /// The path.
+        path: String,
+    },
+    /// Create or overwrite a file.
+    Write {
+        /// The path.
+        path: String,
+        /// Whether the path resolves inside the workspace (the caller resolves symlinks).
+        inside_workspace: bool,
+    },
+    /// Change part of a file.
+    Edit {
+        /// The path.
+        path: String,
+        /// Whether the path resolves inside the workspace.
+        inside_workspace: bool,
+    },
+    /// Run a shell command line.
+    Shell {
+        /// The command's analysis (see [`crate::analyze`]).
+        analysis: CommandAnalysis,
+        /// Whether it runs in the sandbox.
+        sandbox: Sandbox,
+    },
+    /// Use a tool that is not one of the above.
+    Tool {
+        /// The tool's name.
+        name: String,
+        /// Whether it only reads.
+        read_only: bool,
+    },
+}
