@@ -7,78 +7,17 @@
 mod diff;
 mod gate;
 
-use std::fmt;
-use std::str::FromStr;
-
 use futures::future::BoxFuture;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 pub use crate::events::ApprovalDecision;
 pub use diff::{EditPreview, preview_edit};
 pub use gate::{Gate, Verdict};
 
-/// How much runs without asking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum ApprovalMode {
-    /// Only tools that read run; everything else is refused.
-    ReadOnly,
-    /// Reading tools run; everything else asks. The default.
-    #[default]
-    Ask,
-    /// File changes inside the workspace and commands run; the policy still asks for dangerous
-    /// commands and sensitive files.
-    Auto,
-    /// Nothing asks (critical commands still do, unless approvals are skipped explicitly).
-    Full,
-}
-
-impl ApprovalMode {
-    /// Every mode, from the most to the least careful.
-    pub const ALL: [ApprovalMode; 4] = [
-        ApprovalMode::ReadOnly,
-        ApprovalMode::Ask,
-        ApprovalMode::Auto,
-        ApprovalMode::Full,
-    ];
-
-    /// The name used in flags and configuration: `read-only`, `ask`, `auto`, `full`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApprovalMode::ReadOnly => "read-only",
-            ApprovalMode::Ask => "ask",
-            ApprovalMode::Auto => "auto",
-            ApprovalMode::Full => "full",
-        }
-    }
-}
-
-impl fmt::Display for ApprovalMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// An approval mode name that is not one of `read-only`, `ask`, `auto`, `full`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown approval mode '{0}': use read-only, ask, auto or full")]
-pub struct UnknownMode(pub String);
-
-impl FromStr for ApprovalMode {
-    type Err = UnknownMode;
-
-    fn from_str(s: &str) -> Result<Self, UnknownMode> {
-        let folded = s.trim().to_ascii_lowercase().replace('_', "-");
-        match folded.as_str() {
-            "read-only" | "readonly" => Ok(ApprovalMode::ReadOnly),
-            "ask" => Ok(ApprovalMode::Ask),
-            "auto" => Ok(ApprovalMode::Auto),
-            "full" => Ok(ApprovalMode::Full),
-            _ => Err(UnknownMode(s.to_owned())),
-        }
-    }
-}
+/// How much runs without asking: `read-only`, `ask` (the default), `auto`, `full`. The same
+/// modes `lathe policy check` and `lathe mcp` use.
+pub use lathe_policy::ApprovalMode;
 
 /// What an approver is asked.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -95,7 +34,8 @@ pub struct ApprovalRequest {
     pub reasons: Vec<String>,
     /// A unified diff, for edits whose result can be worked out beforehand.
     pub diff: Option<String>,
-    /// What "always" would allow for the rest of the session, for humans: `shell(npm run test *)`.
+    /// What "always" would allow for the rest of the session, for humans:
+    /// `shell(npm run test *)`, or `this call only` when it cannot be remembered.
     pub scope: String,
 }
 
@@ -150,20 +90,6 @@ pub fn denial_text(message: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn modes_parse_and_print() {
-        for mode in ApprovalMode::ALL {
-            assert_eq!(mode.as_str().parse::<ApprovalMode>().unwrap(), mode);
-        }
-        assert_eq!(
-            "READ_ONLY".parse::<ApprovalMode>().unwrap(),
-            ApprovalMode::ReadOnly
-        );
-        let err = "yolo".parse::<ApprovalMode>().unwrap_err();
-        assert!(err.to_string().contains("'yolo'"), "{err}");
-        assert_eq!(ApprovalMode::default(), ApprovalMode::Ask);
-    }
 
     #[test]
     fn denial_text_names_the_reason() {

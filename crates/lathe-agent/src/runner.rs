@@ -275,7 +275,7 @@ impl ToolRunner {
                 ToolOutput::error(format!("unknown tool `{}`", call.name)),
             ));
         };
-        let (reasons, scope) = match self.gate.check(call, definition) {
+        let (reasons, rules) = match self.gate.check(call, definition, &self.session) {
             Verdict::Allow => return Ok(()),
             Verdict::Deny { reason } => {
                 return Err((
@@ -283,9 +283,14 @@ impl ToolRunner {
                     ToolOutput::error(denial_text(Some(&reason))),
                 ));
             }
-            Verdict::Ask { reasons, scope } => (reasons, scope),
+            Verdict::Ask { reasons, rules } => (reasons, rules),
         };
-        let request = self.request(planned, call, reasons, scope.clone());
+        let scope = if rules.is_empty() {
+            "this call only".to_owned()
+        } else {
+            rules.join(", ")
+        };
+        let request = self.request(planned, call, reasons, scope);
         sink.emit(Event::ApprovalRequested {
             call_id: request.call_id.clone(),
             tool: request.tool.clone(),
@@ -303,7 +308,7 @@ impl ToolRunner {
         match decision {
             ApprovalDecision::AllowOnce => Ok(()),
             ApprovalDecision::AllowSession => {
-                self.gate.allow_for_session(&scope);
+                self.gate.allow_for_session(&rules);
                 Ok(())
             }
             ApprovalDecision::Deny { message } => Err((

@@ -108,7 +108,7 @@ fn start(script: Script, configure: impl FnOnce(&mut ExecutorConfig)) -> Run {
     let runner = Arc::new(ToolRunner::new(
         Arc::new(registry),
         tool_session,
-        Arc::new(Gate::new(ApprovalMode::Auto)),
+        Arc::new(Gate::new(ApprovalMode::Auto, &root)),
         Arc::new(NonInteractive),
     ));
     let store = Store::open(dir.path().join("db/sessions.sqlite3")).unwrap();

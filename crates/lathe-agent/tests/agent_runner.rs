@@ -123,7 +123,7 @@ fn fixture(mode: ApprovalMode, approver: Arc<dyn Approver>, meet: usize) -> Fixt
     let runner = ToolRunner::new(
         Arc::new(registry),
         session,
-        Arc::new(Gate::new(mode)),
+        Arc::new(Gate::new(mode, &root)),
         approver,
     );
     let events = Arc::new(Mutex::new(Vec::new()));

@@ -85,6 +85,9 @@ pub struct ModelArgs {
     /// How much runs without asking: read-only, ask, auto or full (default: ask).
     #[arg(long, value_parser = parse_mode)]
     pub approval: Option<ApprovalMode>,
+    /// Never ask, not even for critical commands (deny rules and read-only still refuse).
+    #[arg(long)]
+    pub dangerously_skip_approvals: bool,
 }
 
 fn parse_provider(s: &str) -> Result<ProviderKind, String> {
@@ -97,7 +100,7 @@ fn parse_provider(s: &str) -> Result<ProviderKind, String> {
 
 fn parse_mode(s: &str) -> Result<ApprovalMode, String> {
     s.parse()
-        .map_err(|e: lathe_agent::approval::UnknownMode| e.to_string())
+        .map_err(|e: lathe_policy::PolicyError| e.to_string())
 }
 
 /// Everything resolved from flags, environment and configuration.
@@ -119,6 +122,8 @@ pub struct Resolved {
     pub approval: ApprovalMode,
     /// The turn limit.
     pub max_turns: u32,
+    /// Never ask (`--dangerously-skip-approvals`).
+    pub skip_approvals: bool,
 }
 
 /// Resolves the model side from `args`, the environment (read through `env`) and `setup`.
@@ -176,6 +181,7 @@ pub fn resolve(
             .or(setup.config.agent.approval)
             .unwrap_or(ApprovalMode::Ask),
         max_turns: setup.config.agent.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
+        skip_approvals: args.dangerously_skip_approvals,
     })
 }
 
@@ -296,6 +302,7 @@ pub struct Agent {
 #[allow(clippy::too_many_arguments)]
 pub fn agent(
     resolved: &Resolved,
+    permissions: &lathe_policy::PermissionsConfig,
     provider: Arc<dyn Provider>,
     model: String,
     store: Store,
@@ -304,7 +311,15 @@ pub fn agent(
     approver: Arc<dyn Approver>,
     ui: EventHandler,
 ) -> anyhow::Result<Agent> {
-    let gate = Arc::new(Gate::new(resolved.approval));
+    let gate = Arc::new(
+        Gate::with_permissions(
+            permissions,
+            resolved.approval,
+            tools.workspace().root(),
+            resolved.skip_approvals,
+        )
+        .map_err(|err| anyhow::anyhow!("invalid [permissions] in the configuration: {err}"))?,
+    );
     let runner = Arc::new(ToolRunner::new(
         Arc::new(Registry::builtin()),
         tools,
@@ -380,6 +395,7 @@ mod tests {
             provider: Some(ProviderKind::OpenAi),
             base_url: Some("http://flag:2/v1".into()),
             approval: Some(ApprovalMode::ReadOnly),
+            dangerously_skip_approvals: false,
         };
         let r = resolve(&setup, &args, env).unwrap();
         assert_eq!(

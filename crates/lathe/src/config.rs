@@ -19,6 +19,8 @@ pub struct Config {
     pub model: crate::agent_setup::ModelConfig,
     /// The agent loop: approval mode, turn limit.
     pub agent: crate::agent_setup::AgentConfig,
+    /// Permission rules and sensitive paths (`allow`, `ask`, `deny`, `sensitive_paths`).
+    pub permissions: lathe_policy::PermissionsConfig,
 }
 
 /// The files read, lowest precedence first.

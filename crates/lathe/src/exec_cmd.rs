@@ -98,6 +98,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     };
     let mut agent = agent_setup::agent(
         &resolved,
+        &setup.config.permissions,
         provider,
         model,
         store,

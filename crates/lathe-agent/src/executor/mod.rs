@@ -371,12 +371,7 @@ impl Executor {
                     .and_then(|p| p.call.arguments.get("command"))
                     .and_then(Value::as_str)
                     .unwrap_or("");
-                let root = self.runner.session().workspace().root();
-                let home = std::env::var_os("HOME")
-                    .map(std::path::PathBuf::from)
-                    .unwrap_or_else(|| "/".into());
-                let ctx = lathe_policy::AnalysisContext::new(root, home);
-                lathe_policy::analyze(command, &ctx).severity > lathe_policy::Severity::Safe
+                !self.runner.gate().command_only_reads(command)
             }
             _ => false,
         }

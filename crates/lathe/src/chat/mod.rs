@@ -76,6 +76,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     ));
     let mut agent = agent_setup::agent(
         &resolved,
+        &setup.config.permissions,
         Arc::clone(&provider),
         model.clone(),
         store.clone(),

@@ -1,0 +1,117 @@
+//! `lathe exec` with the safety policy: modes, command analysis and `[permissions]` rules.
+
+mod agent_harness;
+
+use serde_json::json;
+
+use agent_harness::*;
+use lathe_testkit::Script;
+
+fn shell(command: &str) -> lathe_testkit::Response {
+    reply()
+        .tool_call("shell", json!({ "command": command }))
+        .done()
+}
+
+#[test]
+fn auto_mode_runs_safe_and_normal_commands_and_stops_at_a_dangerous_one() {
+    let script = Script::new()
+        .chat(shell("ls -la"))
+        .chat(shell("mkdir -p build && touch build/out.txt"))
+        .chat(shell("git push --force origin main"))
+        .chat(reply().text("Built; the push needs you.").done());
+    let h = Harness::new(script);
+    let output = h.exec("build it and push", &["--approval", "auto", "--json"]);
+    assert_exit(&output, 0);
+    assert!(h.ws.join("build/out.txt").exists());
+    let events = json_lines(&output);
+    let asked = of_type(&events, "approval_requested");
+    assert_eq!(
+        asked.len(),
+        1,
+        "only the dangerous command asks: {events:#?}"
+    );
+    assert_eq!(
+        asked[0]["description"],
+        "shell git push --force origin main"
+    );
+    let statuses: Vec<&str> = of_type(&events, "tool_call_finished")
+        .iter()
+        .map(|e| e["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["ok", "ok", "denied"]);
+    let told = messages(&h.bodies()[3]).last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(told.starts_with("the user denied this:"), "{told}");
+}
+
+#[test]
+fn deny_rules_refuse_even_in_full_mode_and_say_which_rule() {
+    let script = Script::new()
+        .chat(shell("rm notes.txt"))
+        .chat(reply().text("Could not remove it.").done());
+    let h = Harness::new(script);
+    h.write("notes.txt", "keep\n");
+    h.write(
+        ".lathe/config.toml",
+        "[permissions]\ndeny = [\"shell(rm *)\"]\n",
+    );
+    let output = h.exec("remove notes.txt", &["--approval", "full"]);
+    assert_exit(&output, 0);
+    assert!(h.ws.join("notes.txt").exists());
+    let told = messages(&h.bodies()[1]).last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(told.contains("shell(rm *)"), "{told}");
+}
+
+#[test]
+fn allow_rules_let_ask_mode_run_a_command_without_asking() {
+    let script = Script::new()
+        .chat(shell("touch made.txt"))
+        .chat(reply().text("Made.").done());
+    let h = Harness::new(script);
+    h.write(
+        ".lathe/config.toml",
+        "[permissions]\nallow = [\"shell(touch *)\"]\n",
+    );
+    let output = h.exec("make made.txt", &["--json"]);
+    assert_exit(&output, 0);
+    assert!(h.ws.join("made.txt").exists());
+    assert!(of_type(&json_lines(&output), "approval_requested").is_empty());
+}
+
+#[test]
+fn critical_commands_ask_even_in_full_mode() {
+    let script = Script::new()
+        .chat(shell("sudo rm -rf /"))
+        .chat(reply().text("Refused.").done());
+    let h = Harness::new(script);
+    let output = h.exec("clean the machine", &["--approval", "full", "--json"]);
+    assert_exit(&output, 0);
+    let events = json_lines(&output);
+    assert_eq!(of_type(&events, "approval_requested").len(), 1);
+    assert_eq!(
+        of_type(&events, "tool_call_finished")[0]["status"],
+        "denied"
+    );
+}
+
+#[test]
+fn an_invalid_rule_is_a_configuration_error() {
+    let h = Harness::new(Script::new());
+    h.write(
+        ".lathe/config.toml",
+        "[permissions]\nallow = [\"shell(\"]\n",
+    );
+    let output = h.exec("hi", &[]);
+    assert_exit(&output, 2);
+    assert!(
+        stderr(&output).contains("[permissions]"),
+        "{}",
+        stderr(&output)
+    );
+}
