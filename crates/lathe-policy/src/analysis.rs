@@ -61,6 +61,8 @@ pub enum Access {
     Read,
     /// Written, created, moved or deleted.
     Write,
+    /// Named without its contents being read (`ls`, `stat`, `test -f`).
+    Metadata,
 }
 
 /// A path named by a command.

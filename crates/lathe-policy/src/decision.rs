@@ -355,7 +355,7 @@ impl Policy {
         };
         match (part.kind, part.command, &part.key) {
             (Kind::Command, Some(c), _) => {
-                for p in &c.paths {
+                for p in c.paths.iter().filter(|p| p.access != Access::Metadata) {
                     let key = PathKey {
                         relative: p.relative.clone(),
                         absolute: p.path.clone(),

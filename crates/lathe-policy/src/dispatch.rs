@@ -293,7 +293,7 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
             continue;
         }
         if verdict.metadata_only {
-            paths.push(path_ref(&target, cwd.as_deref(), ctx, Access::Read));
+            paths.push(path_ref(&target, cwd.as_deref(), ctx, Access::Metadata));
         } else {
             let (r, j) = judge_read(&target, cwd.as_deref(), ctx);
             a.absorb(j);

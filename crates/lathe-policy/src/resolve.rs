@@ -3,6 +3,7 @@
 
 use tree_sitter::Node;
 
+use crate::context::AnalysisContext;
 use crate::walk::{MAX_NODE_DEPTH, Scope, Stdin, Walker, children};
 use crate::word::{Word, WordBuilder, is_secret_name};
 
@@ -59,8 +60,19 @@ impl Walker<'_> {
                 if node.kind() == "process_substitution" {
                     b.process();
                 }
-                let short: String = text.chars().take(40).collect();
-                b.dynamic(text, format!("the output of `{short}`"));
+                // `$(pwd)` is the current directory, a common way to spell it
+                let inner_text = text.trim_start_matches("$(").trim_matches(['`', ')', ' ']);
+                match (inner_text, &scope.cwd) {
+                    ("pwd" | "pwd -L" | "pwd -P", Some(cwd))
+                        if node.kind() == "command_substitution" =>
+                    {
+                        b.expanded("PWD", cwd, in_quotes)
+                    }
+                    _ => {
+                        let short: String = text.chars().take(40).collect();
+                        b.dynamic(text, format!("the output of `{short}`"));
+                    }
+                }
             }
             "concatenation" | "command_name" => {
                 let mut first_part = first;
@@ -136,6 +148,12 @@ impl Walker<'_> {
             }
             _ => None,
         };
+        if simple_name.is_none() {
+            if let Some((name, value)) = substring(text, scope, self.ctx) {
+                b.expanded(&name, &value, in_quotes);
+                return;
+            }
+        }
         match simple_name.and_then(|n| scope.var(n, self.ctx).map(|v| (n, v))) {
             Some((name, value)) => b.expanded(name, &value, in_quotes),
             None => {
@@ -144,5 +162,54 @@ impl Walker<'_> {
                 b.dynamic(text, format!("the variable {text}"));
             }
         }
+    }
+}
+
+/// `${NAME:offset}` and `${NAME:offset:length}` of a known variable (`${HOME:0:1}` is `/`).
+fn substring(text: &str, scope: &Scope, ctx: &AnalysisContext) -> Option<(String, String)> {
+    let inner = text.strip_prefix("${")?.strip_suffix('}')?;
+    let mut parts = inner.splitn(3, ':');
+    let name = parts.next()?;
+    let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let offset: usize = parts.next()?.trim().parse().ok()?;
+    let length: Option<usize> = match parts.next() {
+        Some(l) => Some(l.trim().parse().ok()?),
+        None => None,
+    };
+    if !valid {
+        return None;
+    }
+    let value = scope.var(name, ctx)?;
+    let taken: String = value
+        .chars()
+        .skip(offset)
+        .take(length.unwrap_or(usize::MAX))
+        .collect();
+    Some((name.to_string(), taken))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::classify::test_support::{expect, run};
+    use crate::severity::Severity::*;
+
+    #[test]
+    fn words_resolve_like_the_shell() {
+        expect(&[
+            ("rm -rf \"$(pwd)\"", Critical),
+            ("rm -rf `pwd`/..", Critical),
+            ("rm -rf ${HOME:0:1}", Critical),
+            ("rm -rf ${HOME:0}", Critical),
+            ("rm -rf ${PWD}", Critical),
+            ("X=/; rm -rf $X", Critical),
+            ("F='-rf /'; rm $F", Critical),
+            ("cat <<< $(rm -rf ~)", Critical),
+            ("[[ $(rm -rf /) ]]", Critical),
+            ("case $(rm -rf /) in *) ;; esac", Critical),
+            ("cat <<'EOF'\n$(rm -rf /)\nEOF", Safe),
+            ("cat <<EOF\n$(rm -rf /)\nEOF", Critical),
+        ]);
+        let a = run("echo \"a\\\"b\" 'c d' $'e\\tf' g\\ h");
+        assert_eq!(a.commands[0].args, vec!["a\"b", "c d", "e\tf", "g h"]);
     }
 }

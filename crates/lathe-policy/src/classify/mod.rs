@@ -235,13 +235,60 @@ pub(crate) fn classify(cmd: &Cmd<'_>) -> Verdict {
     ];
     for family in families {
         if let Some(v) = family(cmd) {
+            if matches!(cmd.args, [only] if matches!(only.known(), Some("--version" | "--help"))) {
+                return Verdict::safe(format!("{} only prints its version or help", cmd.program));
+            }
             return v;
         }
     }
-    Verdict::normal(format!(
+    let mut v = Verdict::normal(format!(
         "runs `{}`, which Lathe does not know; assumed to change files only inside the workspace",
         cmd.name
-    ))
+    ));
+    v.writes = output_options(cmd);
+    v
+}
+
+/// The values of the usual output options (`-o FILE`, `--output=FILE`): for programs whose
+/// options are not known otherwise, these are taken as files written.
+pub(crate) fn output_options(cmd: &Cmd<'_>) -> Vec<Word> {
+    cmd.option_values(
+        &["-o"],
+        &[
+            "--output",
+            "--out",
+            "--outfile",
+            "--output-file",
+            "--out-file",
+            "--out-dir",
+            "--outdir",
+            "--output-dir",
+        ],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::expect;
+    use crate::severity::Severity::*;
+
+    #[test]
+    fn fallbacks() {
+        expect(&[
+            ("curl --version", Safe),
+            ("sudo --version", Safe),
+            ("./tool --version", Normal),
+            ("frobnicate --all", Normal),
+            ("frobnicate -o /usr/local/bin/x", Critical),
+            ("pandoc -o ~/x.pdf in.md", Dangerous),
+            ("gcc -o build/app main.c", Normal),
+            ("gcc -o /usr/bin/app main.c", Critical),
+            ("vim ~/.ssh/id_rsa", Critical),
+            ("./tools/ls", Normal),
+            ("/usr/bin/ls -la", Safe),
+            ("pip config set global.index-url http://x", Dangerous),
+        ]);
+    }
 }
 
 #[cfg(test)]

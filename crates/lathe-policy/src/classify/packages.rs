@@ -252,6 +252,7 @@ pub(super) fn pip(cmd: &Cmd<'_>) -> Verdict {
             Verdict::safe("pip config only reads")
         }
         Some(s) if s.starts_with('-') => Verdict::safe("pip only prints information"),
+        Some("config") => Verdict::dangerous("pip config changes settings outside the workspace"),
         Some(s) => Verdict::normal(format!("pip {s} changes pip's state")),
     }
 }
@@ -359,8 +360,10 @@ fn build(cmd: &Cmd<'_>) -> Verdict {
             .is_some_and(|v| matches!(*v, "install" | "upgrade" | "pin")),
         _ => false,
     };
-    match publishes {
+    let mut v = match publishes {
         true => Verdict::dangerous(format!("{p} publishes or installs packages")),
         false => Verdict::normal(format!("{p} builds, checks or tests code in the workspace")),
-    }
+    };
+    v.writes = super::output_options(cmd);
+    v
 }

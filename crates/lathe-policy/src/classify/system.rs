@@ -89,7 +89,15 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
         | "sysrq"
         | "setcap"
         | "quotaon"
-        | "quotaoff" => Verdict::dangerous(format!("{p} changes system configuration")),
+        | "quotaoff"
+        | "csrutil"
+        | "spctl"
+        | "nvram"
+        | "pmset"
+        | "tmutil"
+        | "scutil"
+        | "systemsetup"
+        | "networksetup" => Verdict::dangerous(format!("{p} changes system configuration")),
         "grub-install" | "efibootmgr" | "bootctl" | "flashrom" | "fwupdmgr" => {
             Verdict::critical(format!("{p} changes the boot loader or firmware"))
         }
