@@ -148,11 +148,11 @@ impl Walker<'_> {
             }
             _ => None,
         };
-        if simple_name.is_none() {
-            if let Some((name, value)) = substring(text, scope, self.ctx) {
-                b.expanded(&name, &value, in_quotes);
-                return;
-            }
+        if simple_name.is_none()
+            && let Some((name, value)) = substring(text, scope, self.ctx)
+        {
+            b.expanded(&name, &value, in_quotes);
+            return;
         }
         match simple_name.and_then(|n| scope.var(n, self.ctx).map(|v| (n, v))) {
             Some((name, value)) => b.expanded(name, &value, in_quotes),
