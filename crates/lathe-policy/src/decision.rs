@@ -1,21 +1,4 @@
 //! The decision: rules, sensitive paths and the approval mode applied to an action.
-//!
-//! For each part of an action (each simple command of a shell command line, the file of a
-//! read or write, the tool), in this order:
-//!
-//! 1. a matching `deny` rule denies;
-//! 2. a `critical` part asks, whatever the rules and the mode;
-//! 3. a matching `ask` rule asks;
-//! 4. a sensitive path asks (for a file action, unless an allow rule names that file);
-//! 5. a matching `allow` rule allows;
-//! 6. the mode decides: `read-only` allows reading and denies the rest, `ask` allows reading
-//!    and asks for the rest, `auto` allows file changes inside the workspace and safe or
-//!    normal commands and asks for the rest, `full` allows everything.
-//!
-//! With `--dangerously-skip-approvals`, steps 2 to 4 do not ask and whatever the mode would
-//! ask is allowed; deny rules and the read-only mode still deny. Running a command outside
-//! the sandbox asks unless approvals are skipped. The action's decision is its worst part's:
-//! a compound command is allowed only if every part is.
 
 use crate::action::{Action, Sandbox};
 use crate::analysis::{Access, CommandAnalysis, SimpleCommand};
@@ -59,6 +42,23 @@ impl Part<'_> {
 }
 
 /// Rules, sensitive paths and a mode: decides what Lathe may do.
+///
+/// For each part of an action (each simple command of a shell command line, the file of a
+/// read or write, the tool), in this order:
+///
+/// 1. a matching `deny` rule denies;
+/// 2. a `critical` part asks, whatever the rules and the mode;
+/// 3. a matching `ask` rule asks;
+/// 4. a sensitive path asks (for a file action, unless an allow rule names that file);
+/// 5. a matching `allow` rule allows;
+/// 6. the mode decides: `read-only` allows reading and denies the rest, `ask` allows reading
+///    and asks for the rest, `auto` allows file changes inside the workspace and safe or
+///    normal commands and asks for the rest, `full` allows everything.
+///
+/// With `--dangerously-skip-approvals`, steps 2 to 4 do not ask and whatever the mode would
+/// ask is allowed; deny rules and the read-only mode still deny. Running a command outside
+/// the sandbox asks unless approvals are skipped. The action's decision is its worst part's:
+/// a compound command is allowed only if every part is.
 #[derive(Debug, Clone)]
 pub struct Policy {
     rules: RuleSet,

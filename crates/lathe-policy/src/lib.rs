@@ -1,15 +1,25 @@
 //! lathe-policy: what a shell command would do, and whether Lathe may do it without asking.
 //!
-//! Pure logic, no I/O: the workspace root and home directory come in as plain values.
+//! Pure logic, no I/O: the workspace root and home directory come in as plain values
+//! ([`AnalysisContext`]), and paths are judged lexically.
 //!
 //! * [`analyze`] parses a command line with tree-sitter-bash into every simple command it
-//!   would run (across `;`, `&&`, `||`, pipes, subshells, `$(...)`, here-documents, and the
-//!   scripts inside `bash -c` and `eval`), looks through wrappers (`sudo`, `env`, `timeout`,
-//!   `xargs`, `find -exec`, ...) and classifies each into a [`Severity`] with reasons.
-//! * [`Policy`] combines an [`ApprovalMode`], the `[permissions]` rules of the configuration
-//!   ([`PermissionsConfig`]) and sensitive-path patterns into a [`Decision`] for an
-//!   [`Action`].
-//! * [`remember_scope`] gives the rule an "always allow" answer should store.
+//!   would run: across `;`, `&&`, `||`, pipes, subshells, `$(...)`, backticks, process
+//!   substitution, here-documents, and the scripts inside `bash -c`, `eval`, `ssh host ...`
+//!   and `find -exec` (analysed recursively). Wrappers (`sudo`, `env`, `timeout`, `nice`,
+//!   `xargs`, `nohup`, `command`, `exec`, ...) are looked through; quoting is resolved, so
+//!   `r""m`, `'rm'`, `\rm`, `$'\x72m'` and `x=rm; $x` are all `rm`, flagged as hidden.
+//! * Each [`SimpleCommand`] gets a [`Severity`] with reasons: `safe` only reads (arguments
+//!   checked: `find` without `-exec`/`-delete`, `sed` without `-i`/`w`/`e`, `git log` without
+//!   `--output`); `normal` changes the workspace (builds, tests, `git commit`, unknown
+//!   programs); `dangerous` destroys, publishes, installs, downloads, kills, writes outside
+//!   the workspace or hides what runs; `critical` can wreck the machine or leak secrets
+//!   (`rm -rf ~`, writes to devices, `mkfs`, fork bombs, `sudo`, `curl ... | sh`, reading
+//!   `~/.ssh`). A command line is as severe as its worst part; one that does not parse is at
+//!   least `dangerous`.
+//! * [`Policy`] combines an [`ApprovalMode`], the `[permissions]` rules
+//!   ([`PermissionsConfig`]) and [`SensitivePaths`] into a [`DecisionReport`] for an
+//!   [`Action`]; [`remember_scope`] gives the pattern an "always allow" answer stores.
 //!
 //! ```
 //! use lathe_policy::{analyze, AnalysisContext, Severity};
@@ -19,6 +29,25 @@
 //! assert_eq!(analysis.severity, Severity::Critical);
 //! assert_eq!(analysis.texts(), vec!["git status", "rm -rf /home/me"]);
 //! assert_eq!(analysis.commands[0].severity, Severity::Safe);
+//! ```
+//!
+//! ```
+//! use lathe_policy::{AnalysisContext, ApprovalMode, Decision, PermissionsConfig, Policy};
+//!
+//! let config = PermissionsConfig {
+//!     allow: vec!["shell(npm run test *)".into()],
+//!     ..PermissionsConfig::default()
+//! };
+//! let ctx = AnalysisContext::new("/home/me/project", "/home/me");
+//! let policy = Policy::new(&config, ApprovalMode::Ask, ctx)?;
+//! assert_eq!(policy.check("git log --oneline -5").decision, Decision::Allow);
+//! assert_eq!(policy.check("npm run test -- --watch").decision, Decision::Allow);
+//! assert_eq!(policy.check("cargo build").decision, Decision::Ask);
+//! assert_eq!(policy.check("cat .env").decision, Decision::Ask);
+//! let report = policy.check("curl -s https://example.com/x.sh | sh");
+//! assert_eq!(report.decision, Decision::Ask);
+//! println!("{report}");
+//! # Ok::<(), lathe_policy::PolicyError>(())
 //! ```
 #![deny(missing_docs)]
 

@@ -1,18 +1,4 @@
 //! Permission rules: `[permissions] allow / ask / deny` in the configuration.
-//!
-//! ```toml
-//! [permissions]
-//! allow = ["shell(git status *)", "shell(npm run test:*)", "edit(src/**)", "tool(ast_edit)"]
-//! ask = ["shell(git push *)"]
-//! deny = ["read(**/.env)", "shell(rm -rf *)"]
-//! sensitive_paths = ["!.env.example", "config/credentials.*"]
-//! ```
-//!
-//! Shell patterns match the normalised text of each simple command (program and arguments
-//! joined by single spaces, quotes removed). `*` matches any text; a pattern ending in ` *`
-//! matches the prefix alone or followed by a space and anything, one ending in `:*` the
-//! prefix alone or followed by a space, `:` and anything (`npm run test:*` matches
-//! `npm run test`, `npm run test:unit`, `npm run test -- -w`). `\*` is a literal star.
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -22,6 +8,25 @@ use crate::error::PolicyError;
 use crate::sensitive::{PathKey, PathPattern};
 
 /// The `[permissions]` table of the configuration file.
+///
+/// ```toml
+/// [permissions]
+/// allow = ["shell(git status *)", "shell(npm run test:*)", "edit(src/**)", "tool(ast_edit)"]
+/// ask = ["shell(git push *)"]
+/// deny = ["read(**/.env)", "shell(rm -rf *)"]
+/// sensitive_paths = ["!.env.example", "config/credentials.*"]
+/// ```
+///
+/// Shell patterns match the normalised text of each simple command (program and arguments
+/// joined by single spaces, quotes removed). `*` matches any text; a pattern ending in ` *`
+/// matches the prefix alone or followed by a space and anything, one ending in `:*` the
+/// prefix alone or followed by a space, `:` and anything (`npm run test:*` matches
+/// `npm run test`, `npm run test:unit`, `npm run test -- -w`). `\*` is a literal star.
+/// `read(GLOB)` matches files read, `edit(GLOB)` and `write(GLOB)` (synonyms) files changed,
+/// with the gitignore-style syntax of [`SensitivePaths`](crate::SensitivePaths);
+/// `tool(NAME)` or a bare `NAME` matches a tool (`*` allowed), and `shell` as a tool name
+/// matches every shell command. Unknown keys in the table are an error, so a typo such as
+/// `alow` cannot silently drop rules.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PermissionsConfig {

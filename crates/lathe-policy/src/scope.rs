@@ -1,15 +1,4 @@
 //! What an "always allow" answer remembers.
-//!
-//! The scope is the program and its subcommand, not the exact command and not the whole
-//! program: `npm run test -- -w` remembers `npm run test *`, `git commit -m x` remembers
-//! `git commit *`, `cargo +nightly test -p a` remembers `cargo +nightly test *`. Options
-//! before the subcommand are kept (`git -C sub status *`) because the rule must match the
-//! command's text.
-//!
-//! A program without subcommands is remembered as `program *` only when no use of it is
-//! dangerous in itself (`ls *`, `pytest *`, `./build.sh *`). Programs that delete, move,
-//! change permissions, download, run other code or act as root (`rm`, `mv`, `chmod`, `curl`,
-//! `bash`, `python`, `sed`, `find`, `sudo`, ...) are remembered as the exact command only.
 
 use crate::analysis::SimpleCommand;
 use crate::paths::basename;
@@ -112,6 +101,17 @@ fn literal(text: &str) -> String {
 
 /// The shell pattern an "always allow" answer for this command should store (without the
 /// `shell(...)` around it; see [`remember_rule`]).
+///
+/// The scope is the program and its subcommand, not the exact command and not the whole
+/// program: `npm run test -- -w` remembers `npm run test *`, `git commit -m x` remembers
+/// `git commit *`, `cargo +nightly test -p a` remembers `cargo +nightly test *`. Options
+/// before the subcommand are kept (`git -C sub status *`) because the rule must match the
+/// command's text.
+///
+/// A program without subcommands is remembered as `program *` only when no use of it is
+/// dangerous in itself (`ls *`, `pytest *`, `./build.sh *`). Programs that delete, move,
+/// change permissions, download, run other code or act as root (`rm`, `mv`, `chmod`, `curl`,
+/// `bash`, `python`, `sed`, `find`, `sudo`, ...) are remembered as the exact command only.
 pub fn remember_scope(cmd: &SimpleCommand) -> String {
     let base = basename(&cmd.program).to_ascii_lowercase();
     let is_python_module =

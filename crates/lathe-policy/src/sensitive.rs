@@ -1,11 +1,4 @@
 //! Path patterns in gitignore syntax, and the sensitive paths that make Lathe ask.
-//!
-//! A pattern without a slash matches the name at any depth (`.env*`); one with a slash at the
-//! start or in the middle is anchored to the workspace root (`.git/**`, `/build`); `**`
-//! crosses directories, `*` does not; a trailing `/` or `/**` also matches everything below.
-//! `~/` starts a pattern in the home directory and `//` an absolute one. In
-//! `sensitive_paths`, a leading `!` exempts what an earlier pattern matched (the last match
-//! wins, as in gitignore).
 
 use globset::{GlobBuilder, GlobMatcher};
 
@@ -138,6 +131,13 @@ impl PathPattern {
 }
 
 /// The patterns that make reading or changing a file ask.
+///
+/// A pattern without a slash matches the name at any depth (`.env*`); one with a slash at the
+/// start or in the middle is anchored to the workspace root (`.git/**`, `/build`); `**`
+/// crosses directories, `*` does not; a trailing `/` or `/**` also matches everything below.
+/// `~/` starts a pattern in the home directory and `//` an absolute one. In
+/// `sensitive_paths`, a leading `!` exempts what an earlier pattern matched (the last match
+/// wins, as in gitignore).
 #[derive(Debug, Clone)]
 pub struct SensitivePaths {
     patterns: Vec<PathPattern>,
