@@ -43,6 +43,8 @@ pub enum Command {
     Chat(crate::chat::ChatArgs),
     /// Stored sessions: list them, show one's transcript.
     Sessions(crate::sessions_cmd::SessionsArgs),
+    /// Serve Lathe's tools to an MCP client (stdio, or streamable HTTP with --listen).
+    Mcp(crate::mcp::McpArgs),
 }
 
 /// `lathe tools`.

@@ -5,6 +5,7 @@ mod chat;
 mod cli;
 mod config;
 mod exec_cmd;
+mod mcp;
 mod render;
 mod sessions_cmd;
 mod setup;
@@ -55,6 +56,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Exec(args) => exec_cmd::run(&common, args).await,
         Command::Chat(args) => chat::run(&common, args).await,
         Command::Sessions(args) => sessions_cmd::run(&common, args),
+        Command::Mcp(args) => mcp::run(&common, args).await,
     }
 }
 

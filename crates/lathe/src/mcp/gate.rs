@@ -1,0 +1,159 @@
+//! The safety layer of the MCP server: the agent's own approval gate (`lathe_agent::approval`,
+//! deciding with `lathe_policy` from the mode, the `[permissions]` rules, sensitive paths and
+//! command analysis), one per session, so an "allow for the rest of this session" answer
+//! stays with the connection that gave it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lathe_agent::approval::Gate;
+use lathe_policy::{ApprovalMode, PermissionsConfig};
+use lathe_tools::Session;
+
+/// How every session's gate is made.
+#[derive(Debug, Clone)]
+pub struct GateConfig {
+    permissions: PermissionsConfig,
+    mode: ApprovalMode,
+    root: PathBuf,
+    skip_approvals: bool,
+}
+
+/// A session's gate, kept in the session.
+struct SessionGate(Arc<Gate>);
+
+impl GateConfig {
+    /// The configuration, checked: a rule that does not parse is an error now rather than at
+    /// the first call.
+    pub fn new(
+        permissions: PermissionsConfig,
+        mode: ApprovalMode,
+        root: &Path,
+        skip_approvals: bool,
+    ) -> anyhow::Result<GateConfig> {
+        let config = GateConfig {
+            permissions,
+            mode,
+            root: root.to_path_buf(),
+            skip_approvals,
+        };
+        config.build()?;
+        Ok(config)
+    }
+
+    /// The approval mode.
+    pub fn mode(&self) -> ApprovalMode {
+        self.mode
+    }
+
+    fn build(&self) -> anyhow::Result<Gate> {
+        Gate::with_permissions(
+            &self.permissions,
+            self.mode,
+            &self.root,
+            self.skip_approvals,
+        )
+        .map_err(|err| anyhow::anyhow!("invalid [permissions] in the configuration: {err}"))
+    }
+
+    /// Gives `session` its own gate.
+    pub fn install(&self, session: &Session) -> anyhow::Result<()> {
+        let gate = Arc::new(self.build()?);
+        let installed = session.extension(move || SessionGate(gate));
+        drop(installed);
+        Ok(())
+    }
+}
+
+/// The gate of `session`, if [`GateConfig::install`] gave it one.
+pub fn of(session: &Session) -> Option<Arc<Gate>> {
+    session
+        .existing_extension::<SessionGate>()
+        .map(|g| Arc::clone(&g.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lathe_agent::approval::Verdict;
+    use lathe_tools::tool::hints_for;
+    use lathe_tools::{PreparedCall, ToolDefinition, ToolKind};
+    use serde_json::json;
+
+    fn session(dir: &Path) -> Arc<Session> {
+        let root = dir.join("ws");
+        std::fs::create_dir_all(&root).unwrap();
+        let workspace = lathe_tools::Workspace::new(&root).unwrap();
+        Session::new(workspace, Default::default(), dir.join("state")).unwrap()
+    }
+
+    fn shell(command: &str) -> (PreparedCall, ToolDefinition) {
+        let kind = ToolKind::Execute;
+        (
+            PreparedCall {
+                name: "shell",
+                arguments: json!({"command": command}),
+                kind,
+            },
+            ToolDefinition {
+                name: "shell",
+                description: String::new(),
+                parameters: json!({}),
+                kind,
+                hints: hints_for(kind),
+            },
+        )
+    }
+
+    #[test]
+    fn each_session_remembers_its_own_answers() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = session(&dir.path().join("one"));
+        let two = session(&dir.path().join("two"));
+        let config = GateConfig::new(
+            PermissionsConfig::default(),
+            ApprovalMode::Ask,
+            one.workspace().root(),
+            false,
+        )
+        .unwrap();
+        config.install(&one).unwrap();
+        config.install(&two).unwrap();
+        let (call, definition) = shell("cargo test -p x");
+        let Verdict::Ask { rules, .. } = of(&one).unwrap().check(&call, &definition, &one) else {
+            panic!("ask mode asks before a command");
+        };
+        of(&one).unwrap().allow_for_session(&rules);
+        assert_eq!(
+            of(&one).unwrap().check(&call, &definition, &one),
+            Verdict::Allow
+        );
+        assert!(matches!(
+            of(&two).unwrap().check(&call, &definition, &two),
+            Verdict::Ask { .. }
+        ));
+    }
+
+    #[test]
+    fn deny_rules_deny_and_bad_rules_fail_early() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = session(dir.path());
+        let permissions = PermissionsConfig {
+            deny: vec!["shell(curl *)".into()],
+            ..PermissionsConfig::default()
+        };
+        let config =
+            GateConfig::new(permissions, ApprovalMode::Full, s.workspace().root(), false).unwrap();
+        config.install(&s).unwrap();
+        let (call, definition) = shell("ls && curl https://example.invalid");
+        assert!(matches!(
+            of(&s).unwrap().check(&call, &definition, &s),
+            Verdict::Deny { .. }
+        ));
+        let broken = PermissionsConfig {
+            allow: vec!["shell(".into()],
+            ..PermissionsConfig::default()
+        };
+        assert!(GateConfig::new(broken, ApprovalMode::Auto, s.workspace().root(), false).is_err());
+    }
+}

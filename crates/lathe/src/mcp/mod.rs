@@ -1,0 +1,87 @@
+//! `lathe mcp`: Lathe's tools served to any MCP client, on stdio or streamable HTTP.
+//!
+//! This module is the only place that knows rmcp (it changes fast): the rest of Lathe sees
+//! [`McpArgs`] and [`run`].
+
+mod approve;
+mod convert;
+mod gate;
+mod http;
+mod progress;
+mod server;
+mod stdio;
+mod wire;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use clap::Args;
+use lathe_policy::ApprovalMode;
+use lathe_tools::Registry;
+
+use crate::cli::CommonArgs;
+use crate::setup::Setup;
+
+/// `lathe mcp`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Add Lathe to an MCP client (Claude Desktop, Cursor, ...):\n  {\"mcpServers\": {\"lathe\": {\"command\": \"lathe\", \"args\": [\"mcp\", \"--workspace\", \"/path/to/project\"]}}}"
+)]
+pub struct McpArgs {
+    /// What runs without asking: read-only, ask, auto or full. Where the policy asks, the
+    /// client is asked through MCP elicitation, or the call is refused when it cannot be.
+    #[arg(long, value_name = "MODE", default_value = "auto")]
+    pub approval: ApprovalMode,
+    /// Never ask, not even before critical commands (`rm -rf ~`, `sudo ...`); deny rules and
+    /// the read-only mode still refuse. Only for throwaway machines.
+    #[arg(long)]
+    pub dangerously_skip_approvals: bool,
+    /// Serve MCP's streamable HTTP transport at http://ADDR/mcp instead of stdio. ADDR is
+    /// PORT (on 127.0.0.1) or HOST:PORT.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Allow --listen on an address other machines can reach. Anyone who reaches it can read
+    /// files and run commands in the workspace.
+    #[arg(long, requires = "listen")]
+    pub allow_remote: bool,
+    /// Append logs to FILE instead of writing them to stderr (stdout only ever carries the
+    /// protocol).
+    #[arg(long, value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
+}
+
+/// Runs the server until the client disconnects (stdio) or a signal arrives (HTTP).
+pub async fn run(common: &CommonArgs, args: McpArgs) -> anyhow::Result<ExitCode> {
+    if let Some(file) = &args.log_file {
+        stdio::log_to(file)?;
+    }
+    let setup = Arc::new(Setup::load(common)?);
+    let gates = gate::GateConfig::new(
+        setup.config.permissions.clone(),
+        args.approval,
+        &setup.root,
+        args.dangerously_skip_approvals,
+    )?;
+    let new_session = {
+        let setup = Arc::clone(&setup);
+        move || setup.session(session_dir())
+    };
+    let shared = server::Shared::new(Registry::builtin(), gates, &setup.root, new_session);
+    match &args.listen {
+        Some(addr) => http::serve(shared, addr, args.allow_remote).await?,
+        None => stdio::serve(shared).await?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A fresh state directory for one MCP session (several may live in one process over HTTP).
+fn session_dir() -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let base = crate::state::new_run_dir();
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let mut name = base.file_name().unwrap_or_default().to_os_string();
+    name.push(format!("-mcp{n}"));
+    base.with_file_name(name)
+}

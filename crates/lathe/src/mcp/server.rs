@@ -1,0 +1,287 @@
+//! The MCP server handler: the registry's tools, one session per connection, the gate and
+//! approvals in front of every call, progress and cancellation.
+
+use std::sync::{Arc, OnceLock};
+
+use lathe_tools::{Registry, Session, ToolContext, ToolOutput};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::approve::{self, Approval, Question};
+use super::convert;
+use super::gate::{self, GateConfig};
+use super::progress::Forwarder;
+use lathe_agent::approval::Verdict;
+
+/// What every connection of one server shares.
+pub struct Shared {
+    registry: Registry,
+    tools: Vec<Tool>,
+    gates: GateConfig,
+    instructions: String,
+    new_session: Box<dyn Fn() -> anyhow::Result<Arc<Session>> + Send + Sync>,
+}
+
+impl Shared {
+    /// The server over `registry`, each session with a gate made by `gates`, created by
+    /// `new_session`.
+    pub fn new(
+        registry: Registry,
+        gates: GateConfig,
+        workspace: &std::path::Path,
+        new_session: impl Fn() -> anyhow::Result<Arc<Session>> + Send + Sync + 'static,
+    ) -> Arc<Shared> {
+        let tools = registry.definitions().map(convert::tool).collect();
+        let instructions = format!(
+            "Lathe's coding tools over the workspace {}. Paths are relative to the workspace \
+             root. Read a file with read_file before changing it with edit_file or write_file. \
+             A shell command that outlives its timeout moves to the background: read its output \
+             with command_output and stop it with kill_command. Approval mode: {}.",
+            workspace.display(),
+            gates.mode()
+        );
+        Arc::new(Shared {
+            registry,
+            tools,
+            gates,
+            instructions,
+            new_session: Box::new(new_session),
+        })
+    }
+
+    /// A new session, with its own approval gate.
+    pub fn session(&self) -> anyhow::Result<Arc<Session>> {
+        let session = (self.new_session)()?;
+        self.gates.install(&session)?;
+        Ok(session)
+    }
+}
+
+/// Which session a connection's calls run in.
+pub enum Scope {
+    /// One connection, one session (stdio).
+    Connection(Arc<Session>),
+    /// Streamable HTTP: an MCP session (opened by `initialize`) gets its own session; requests
+    /// of the stateless 2026-07-28 lifecycle have no connection and share the host's.
+    Http {
+        /// Created by `initialize`.
+        own: OnceLock<Arc<Session>>,
+        /// The session of the whole server, for stateless requests.
+        host: Arc<Session>,
+    },
+}
+
+/// One connection's handler.
+pub struct LatheServer {
+    shared: Arc<Shared>,
+    scope: Scope,
+    /// Cancelled when the connection ends: every call running in it stops.
+    closed: CancellationToken,
+}
+
+impl LatheServer {
+    /// A handler for one connection; `closed` ends its running calls.
+    pub fn new(shared: Arc<Shared>, scope: Scope, closed: CancellationToken) -> Self {
+        LatheServer {
+            shared,
+            scope,
+            closed,
+        }
+    }
+
+    fn session(&self) -> Arc<Session> {
+        match &self.scope {
+            Scope::Connection(session) => Arc::clone(session),
+            Scope::Http { own, host } => Arc::clone(own.get().unwrap_or(host)),
+        }
+    }
+
+    async fn run_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let registry = &self.shared.registry;
+        if let Err(close) = registry.resolve_name(&request.name) {
+            let hint = if close.is_empty() {
+                String::new()
+            } else {
+                format!(" Did you mean {}?", close.join(", "))
+            };
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown tool `{}`.{hint} The tools are: {}.",
+                    request.name,
+                    registry.names().join(", ")
+                ),
+                None,
+            ));
+        }
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        let call = match registry.prepare(&request.name, arguments) {
+            Ok(call) => call,
+            Err(output) => return Ok(convert::result(output).into()),
+        };
+        let session = self.session();
+        let cancel = self.closed.child_token();
+        let _link = Link::new(&context.ct, &cancel);
+
+        let Some(definition) = registry.definition(call.name) else {
+            return Err(McpError::internal_error(
+                format!("tool `{}` has no definition", call.name),
+                None,
+            ));
+        };
+        let Some(gate) = gate::of(&session) else {
+            return Err(McpError::internal_error(
+                "the session has no approval gate",
+                None,
+            ));
+        };
+        match gate.check(&call, definition, &session) {
+            Verdict::Allow => {}
+            Verdict::Deny { reason } => {
+                tracing::info!(tool = call.name, %reason, "call denied");
+                return Ok(convert::result(ToolOutput::error(format!("denied: {reason}"))).into());
+            }
+            Verdict::Ask { reasons, rules } => {
+                let reason = reasons.join("; ");
+                let question = Question {
+                    call: &call,
+                    reason: &reason,
+                    scopes: &rules,
+                    mode: self.shared.gates.mode(),
+                };
+                match approve::ask(&context, &request, &session, question, &cancel).await {
+                    Approval::Approved { remember } => {
+                        if remember {
+                            gate.allow_for_session(&rules);
+                        }
+                    }
+                    Approval::Refused(text) => {
+                        tracing::info!(tool = call.name, "call refused: {text}");
+                        return Ok(convert::result(ToolOutput::error(text)).into());
+                    }
+                    Approval::NeedsInput(input) => return Ok((*input).into()),
+                }
+            }
+        }
+
+        let forwarder = context.meta.get_progress_token().map(|token| {
+            let (forwarder, sink) = Forwarder::start(context.peer.clone(), token);
+            (forwarder, sink)
+        });
+        let ctx = ToolContext {
+            session,
+            cancel,
+            progress: forwarder.as_ref().map(|(_, sink)| Arc::clone(sink)),
+            call_id: Some(context.id.to_string()),
+        };
+        tracing::info!(tool = call.name, id = %context.id, "call started");
+        let output = registry.run_prepared(&call, ctx).await;
+        if let Some((forwarder, _)) = forwarder {
+            forwarder.finish().await;
+        }
+        tracing::info!(tool = call.name, id = %context.id, is_error = output.is_error, "call finished");
+        Ok(convert::result(output).into())
+    }
+}
+
+impl Drop for LatheServer {
+    fn drop(&mut self) {
+        self.closed.cancel();
+        match &self.scope {
+            Scope::Connection(session) => session.shutdown(),
+            Scope::Http { own, .. } => {
+                if let Some(session) = own.get() {
+                    session.shutdown();
+                }
+            }
+        }
+    }
+}
+
+/// Forwards the request's cancellation (`notifications/cancelled`, or the connection closing)
+/// to the tool's token while the call runs, and no longer: the SDK also cancels the request's
+/// token once the response is sent, which must not reach a command that moved to the
+/// background.
+struct Link(tokio::task::JoinHandle<()>);
+
+impl Link {
+    fn new(request: &CancellationToken, tool: &CancellationToken) -> Link {
+        let request = request.clone();
+        let tool = tool.clone();
+        Link(tokio::spawn(async move {
+            tokio::select! {
+                () = request.cancelled() => tool.cancel(),
+                () = tool.cancelled() => {}
+            }
+        }))
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl ServerHandler for LatheServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut implementation = Implementation::new("lathe", env!("CARGO_PKG_VERSION"));
+        implementation.title = Some("Lathe".into());
+        implementation.description = Some(
+            "Coding tools with command analysis, approvals and lossless command output".into(),
+        );
+        let mut info = InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_instructions(self.shared.instructions.clone());
+        info.server_info = implementation;
+        info
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        if let Scope::Http { own, .. } = &self.scope
+            && own.get().is_none()
+        {
+            let session = self.shared.session().map_err(|err| {
+                McpError::internal_error(format!("cannot create a session: {err:#}"), None)
+            })?;
+            if let Err(session) = own.set(session) {
+                session.shutdown();
+            }
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.shared.tools.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.shared.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        self.run_call(request, context).await
+    }
+}
