@@ -6,8 +6,9 @@ use crate::classify::{self, Cmd, Inner};
 use crate::judge::{judge_read, judge_write, path_ref};
 use crate::paths::{basename, parent, resolve};
 use crate::redirect::{self, RedirectSpec};
+use crate::script::analyze_script;
 use crate::severity::{Assessment, Severity};
-use crate::walk::{Scope, Stdin, Walker, analyze_script};
+use crate::walk::{Scope, Stdin, Walker};
 use crate::word::{Word, is_plain};
 use crate::wrappers::{Unwrap, unwrap};
 

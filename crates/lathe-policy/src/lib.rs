@@ -66,6 +66,7 @@ mod report;
 mod resolve;
 mod rules;
 mod scope;
+mod script;
 mod sensitive;
 mod severity;
 mod walk;
@@ -90,7 +91,7 @@ pub use severity::Severity;
 pub fn analyze(command: &str, ctx: &AnalysisContext) -> CommandAnalysis {
     let mut out = walk::Output::default();
     let mut scope = walk::Scope::new(ctx);
-    walk::analyze_script(
+    script::analyze_script(
         ctx,
         command,
         &mut scope,

@@ -206,6 +206,8 @@ mod tests {
             ("cat <<< $(rm -rf ~)", Critical),
             ("[[ $(rm -rf /) ]]", Critical),
             ("case $(rm -rf /) in *) ;; esac", Critical),
+            ("while true; do bash & done", Dangerous),
+            ("while :; do sleep 1; done", Safe),
             ("cat <<'EOF'\n$(rm -rf /)\nEOF", Safe),
             ("cat <<EOF\n$(rm -rf /)\nEOF", Critical),
         ]);

@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use tree_sitter::{Node, Parser};
+use tree_sitter::Node;
 
 use crate::analysis::{Finding, SimpleCommand};
 use crate::context::AnalysisContext;
@@ -108,87 +108,6 @@ impl Output {
     }
 }
 
-/// Parses `text` as a shell script and records every command in it.
-pub(crate) fn analyze_script(
-    ctx: &AnalysisContext,
-    text: &str,
-    scope: &mut Scope,
-    depth: usize,
-    frame: Frame,
-    out: &mut Output,
-) {
-    if depth > MAX_SCRIPT_DEPTH {
-        out.finding(
-            Severity::Dangerous,
-            format!("scripts nested more than {MAX_SCRIPT_DEPTH} levels deep are not analysed"),
-        );
-        return;
-    }
-    let mut parser = Parser::new();
-    if parser
-        .set_language(&tree_sitter_bash::LANGUAGE.into())
-        .is_err()
-    {
-        out.parse_error = true;
-        out.finding(Severity::Dangerous, "the shell grammar could not be loaded");
-        return;
-    }
-    let Some(tree) = parser.parse(text, None) else {
-        out.parse_error = true;
-        out.finding(Severity::Dangerous, "the command could not be parsed");
-        return;
-    };
-    let root = tree.root_node();
-    if root.has_error() {
-        out.parse_error = true;
-        out.finding(Severity::Dangerous, describe_error(root, text));
-    }
-    let mut walker = Walker {
-        ctx,
-        src: text,
-        depth,
-        frame,
-        out,
-    };
-    walker.walk(root, scope, &Stdin::Terminal, 0);
-}
-
-fn describe_error(root: Node<'_>, text: &str) -> String {
-    let mut stack = vec![root];
-    while let Some(node) = stack.pop() {
-        if node.is_missing() {
-            let p = node.start_position();
-            return format!(
-                "the command does not parse as shell: missing `{}` at line {} column {}; \
-                 a command that does not parse is treated as dangerous",
-                node.kind(),
-                p.row + 1,
-                p.column + 1
-            );
-        }
-        if node.is_error() {
-            let p = node.start_position();
-            let near: String = text
-                .get(node.byte_range())
-                .unwrap_or("")
-                .chars()
-                .take(30)
-                .collect();
-            return format!(
-                "the command does not parse as shell: syntax error near `{near}` at line {} \
-                 column {}; a command that does not parse is treated as dangerous",
-                p.row + 1,
-                p.column + 1
-            );
-        }
-        let mut cursor = node.walk();
-        let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
-        stack.extend(children.into_iter().rev().filter(|c| c.has_error()));
-    }
-    "the command does not parse as shell; a command that does not parse is treated as dangerous"
-        .to_string()
-}
-
 pub(crate) struct Walker<'a> {
     pub ctx: &'a AnalysisContext,
     pub src: &'a str,
@@ -249,6 +168,23 @@ impl<'a> Walker<'a> {
                 self.set_var(&name, &value, scope);
             }
             "declaration_command" | "unset_command" => self.declaration(node, scope, nd),
+            "while_statement" => {
+                let endless = node
+                    .child_by_field_name("condition")
+                    .map(|c| self.text(c).trim().trim_end_matches(';').trim())
+                    .is_some_and(|c| matches!(c, "true" | ":" | "[ 1 ]" | "(( 1 ))"));
+                let body = node
+                    .child_by_field_name("body")
+                    .map(|b| self.text(b))
+                    .unwrap_or("");
+                if endless && body.replace("&&", "").contains('&') {
+                    self.out.finding(
+                        Severity::Dangerous,
+                        "an endless loop starts background processes, which can exhaust the machine",
+                    );
+                }
+                self.walk_children(node, scope, stdin, nd);
+            }
             "for_statement" => {
                 if let Some(var) = node.child_by_field_name("variable") {
                     scope.vars.insert(self.text(var).to_string(), None);
