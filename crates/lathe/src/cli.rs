@@ -45,6 +45,8 @@ pub enum Command {
     Sessions(crate::sessions_cmd::SessionsArgs),
     /// Serve Lathe's tools to an MCP client (stdio, or streamable HTTP with --listen).
     Mcp(crate::mcp::McpArgs),
+    /// The safety policy: `lathe policy check -- COMMAND` decides a command as the agent would.
+    Policy(crate::policy_cmd::PolicyArgs),
 }
 
 /// `lathe tools`.

@@ -6,6 +6,7 @@ mod cli;
 mod config;
 mod exec_cmd;
 mod mcp;
+mod policy_cmd;
 mod render;
 mod sessions_cmd;
 mod setup;
@@ -57,6 +58,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Chat(args) => chat::run(&common, args).await,
         Command::Sessions(args) => sessions_cmd::run(&common, args),
         Command::Mcp(args) => mcp::run(&common, args).await,
+        Command::Policy(args) => policy_cmd::run(&common, args),
     }
 }
 
