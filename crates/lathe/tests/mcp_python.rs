@@ -127,8 +127,18 @@ fn cancellation_kills_the_running_command() {
 }
 
 #[test]
+fn cancellation_kills_the_running_command_on_2026_connections() {
+    scenario("cancel_running_call_modern");
+}
+
+#[test]
 fn disconnect_leaves_no_process_behind() {
     scenario("disconnect_kills_background");
+}
+
+#[test]
+fn disconnect_leaves_no_process_behind_on_2026_connections() {
+    scenario("disconnect_kills_background_modern");
 }
 
 #[test]

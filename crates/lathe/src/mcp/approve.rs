@@ -22,8 +22,8 @@ use lathe_policy::ApprovalMode;
 const INPUT_KEY: &str = "approval";
 /// Pending approvals kept per session; older ones are forgotten (the client never retried).
 const MAX_PENDING: usize = 64;
-/// The longest rendering of a call's arguments shown in a prompt.
-const MAX_SHOWN_ARGUMENTS: usize = 2_000;
+/// The longest rendering of a call (its diff or arguments) shown in a prompt.
+const MAX_SHOWN_DETAIL: usize = 4_000;
 
 /// The outcome of asking.
 #[derive(Debug)]
@@ -49,6 +49,35 @@ pub struct Question<'a> {
     pub scopes: &'a [String],
     /// The mode the server runs in.
     pub mode: ApprovalMode,
+    /// What the call would do, for the person asked: a diff for edits, else the arguments.
+    pub detail: &'a str,
+}
+
+/// What `call` would do, shown when asking: the diff of an edit when it can be worked out
+/// beforehand, else the arguments.
+pub async fn describe(call: &PreparedCall, session: &Arc<Session>) -> String {
+    if call.kind == lathe_tools::ToolKind::Edit {
+        let name = call.name;
+        let arguments = call.arguments.clone();
+        let session = Arc::clone(session);
+        // Reads the file: off the async threads.
+        let preview = tokio::task::spawn_blocking(move || {
+            lathe_agent::approval::preview_edit(name, &arguments, session.workspace())
+        })
+        .await
+        .ok()
+        .flatten();
+        if let Some(preview) = preview {
+            return cut(
+                format!(
+                    "{} (+{} -{})\n{}",
+                    preview.path, preview.added, preview.removed, preview.diff
+                ),
+                "diff",
+            );
+        }
+    }
+    shown_arguments(&call.arguments)
 }
 
 /// Asks the client about `question`, or refuses when it cannot be asked.
@@ -175,21 +204,25 @@ fn elicitation(question: &Question<'_>) -> Result<ElicitRequestParams, serde_jso
         meta: None,
         message: format!(
             "Lathe asks before running `{}` ({}).\n{}\nAccept to run it once; decline to refuse it.",
-            question.call.name,
-            question.reason,
-            shown_arguments(&question.call.arguments),
+            question.call.name, question.reason, question.detail,
         ),
         requested_schema: schema,
     })
 }
 
 fn shown_arguments(arguments: &Value) -> String {
-    let text = serde_json::to_string_pretty(arguments).unwrap_or_default();
-    if text.chars().count() <= MAX_SHOWN_ARGUMENTS {
+    cut(
+        serde_json::to_string_pretty(arguments).unwrap_or_default(),
+        "arguments",
+    )
+}
+
+fn cut(text: String, what: &str) -> String {
+    if text.chars().count() <= MAX_SHOWN_DETAIL {
         return text;
     }
-    let cut: String = text.chars().take(MAX_SHOWN_ARGUMENTS).collect();
-    format!("{cut}\n[... arguments cut]")
+    let kept: String = text.chars().take(MAX_SHOWN_DETAIL).collect();
+    format!("{kept}\n[... rest of the {what} cut]")
 }
 
 fn cannot_ask(question: &Question<'_>) -> String {
@@ -332,6 +365,7 @@ mod tests {
             reason: "`git push --force` publishes",
             scopes: &scopes,
             mode: ApprovalMode::Auto,
+            detail: "{}",
         };
         let text = cannot_ask(&question);
         assert!(text.contains("[permissions]"), "{text}");

@@ -153,11 +153,13 @@ impl LatheServer {
             }
             Verdict::Ask { reasons, rules } => {
                 let reason = reasons.join("; ");
+                let detail = approve::describe(&call, &session).await;
                 let question = Question {
                     call: &call,
                     reason: &reason,
                     scopes: &rules,
                     mode: self.shared.gates.mode(),
+                    detail: &detail,
                 };
                 match approve::ask(&context, &request, &session, question, &cancel).await {
                     Approval::Approved { remember } => {

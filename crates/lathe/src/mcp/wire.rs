@@ -11,6 +11,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
+use rmcp::model::{ClientRequest, GetMeta, ProtocolVersion};
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
@@ -269,11 +270,28 @@ where
         };
         match &message {
             rmcp::model::JsonRpcMessage::Request(request) => {
-                let method = serde_json::to_value(&request.request)
-                    .ok()
-                    .and_then(|v| v.get("method").and_then(Value::as_str).map(str::to_owned));
-                if matches!(method.as_deref(), Some("ping" | "server/discover")) {
-                    bootstrap.insert(request.id.to_string());
+                match &request.request {
+                    ClientRequest::PingRequest(_) | ClientRequest::DiscoverRequest(_) => {
+                        bootstrap.insert(request.id.to_string());
+                    }
+                    // Started once its response goes out (see `note_outgoing`).
+                    ClientRequest::InitializeRequest(_) => {}
+                    // The 2026-07-28 lifecycle starts with the first request that carries
+                    // complete metadata for a supported version: the SDK serves it (and all
+                    // that follows, cancellations included) from its main loop. This mirrors
+                    // the SDK's own test.
+                    other => {
+                        let meta = other.get_meta();
+                        let complete = meta
+                            .missing_required_keys(&ProtocolVersion::V_2026_07_28)
+                            .is_empty();
+                        let supported = meta
+                            .protocol_version()
+                            .is_some_and(|v| ProtocolVersion::KNOWN_VERSIONS.contains(&v));
+                        if complete && supported {
+                            *lifecycle = Lifecycle::Started;
+                        }
+                    }
                 }
                 Some(message)
             }
@@ -489,5 +507,34 @@ mod tests {
         client_write.shutdown().await.unwrap();
         assert!(transport.receive().await.is_none());
         assert!(eof.is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn a_2026_request_starts_the_lifecycle_so_its_cancellation_passes() {
+        let (client, server) = tokio::io::duplex(4096);
+        let (server_read, server_write) = tokio::io::split(server);
+        let mut transport = LineTransport::new(server_read, server_write, CancellationToken::new());
+        let (_client_read, mut client_write) = tokio::io::split(client);
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "shell", "arguments": {"command": "sleep 100"},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}
+            }
+        }});
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                            "params": {"requestId": 1}});
+        client_write
+            .write_all(format!("{call}\n{cancel}\n").as_bytes())
+            .await
+            .unwrap();
+        assert!(matches!(
+            transport.receive().await,
+            Some(rmcp::model::JsonRpcMessage::Request(_))
+        ));
+        assert!(matches!(
+            transport.receive().await,
+            Some(rmcp::model::JsonRpcMessage::Notification(_))
+        ));
     }
 }

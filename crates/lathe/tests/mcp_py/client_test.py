@@ -237,6 +237,7 @@ async def ask_with_elicitation(mode: str) -> None:
         async with Client(server("--approval", "ask"), mode=mode, elicitation_callback=elicitation(answer, seen)) as client:
             result = await call(client, "write_file", {"path": name, "content": "yes\n"})
         check(len(seen) == 1 and "write_file" in seen[0], f"the client was asked {seen}")
+        check("+yes" in seen[0], f"the question shows the diff: {seen[0]!r}")
         exists = os.path.exists(os.path.join(WORKSPACE, name))
         if answer == "accept":
             check(not result.is_error and exists, text(result))
@@ -253,9 +254,9 @@ async def elicitation_modern() -> None:
     await ask_with_elicitation("auto")
 
 
-async def cancel_running_call() -> None:
+async def cancel_running_call(mode: str = "legacy") -> None:
     mark = marker()
-    async with Client(server(), mode="legacy") as client:
+    async with Client(server(), mode=mode) as client:
         with anyio.move_on_after(60) as outer:
             async with anyio.create_task_group() as group:
 
@@ -273,9 +274,9 @@ async def cancel_running_call() -> None:
         check(not result.is_error, text(result))
 
 
-async def disconnect_kills_background() -> None:
+async def disconnect_kills_background(mode: str = "legacy") -> None:
     mark = marker()
-    async with Client(server(), mode="legacy") as client:
+    async with Client(server(), mode=mode) as client:
         started = await call(client, "shell", {"command": f"sleep {mark}", "background": True})
         check(not started.is_error, text(started))
         await anyio.to_thread.run_sync(wait_until, lambda: processes_with(mark), "the background command runs")
@@ -341,7 +342,9 @@ SCENARIOS = {
     "elicitation_legacy": elicitation_legacy,
     "elicitation_modern": elicitation_modern,
     "cancel_running_call": cancel_running_call,
+    "cancel_running_call_modern": lambda: cancel_running_call("auto"),
     "disconnect_kills_background": disconnect_kills_background,
+    "disconnect_kills_background_modern": lambda: disconnect_kills_background("auto"),
     "progress_notifications": progress_notifications,
     "streamable_http": streamable_http,
 }
