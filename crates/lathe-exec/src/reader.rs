@@ -46,6 +46,9 @@ pub(crate) struct ReaderSink {
 /// The supervisor's side of a reader thread.
 pub(crate) struct ReaderHandle {
     wake: OwnedFd,
+    /// A copy of the wake pipe's read end: with a reader always open, the exit notice can never
+    /// fail with EPIPE (and raise SIGPIPE) after the reader thread ended at end of file.
+    _wake_reader: OwnedFd,
     drained: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
@@ -74,11 +77,13 @@ impl ReaderHandle {
 pub(crate) fn start(pipe: OwnedFd, sink: ReaderSink) -> io::Result<ReaderHandle> {
     let (wake_read, wake_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
     let (drained_tx, drained_rx) = tokio::sync::oneshot::channel();
+    let wake_reader = wake_read.try_clone()?;
     std::thread::Builder::new()
         .name(format!("lathe-cmd-{}", sink.id))
         .spawn(move || run(pipe, wake_read, sink, drained_tx))?;
     Ok(ReaderHandle {
         wake: wake_write,
+        _wake_reader: wake_reader,
         drained: Some(drained_rx),
     })
 }

@@ -352,11 +352,7 @@ impl Supervisor {
         }
         let target = self.session_target();
         let grace = self.config.kill_grace;
-        let _ = tokio::task::spawn_blocking(move || {
-            tree::kill_tree(&target, grace);
-            tree::sweep_orphans_if_last(grace);
-        })
-        .await;
+        let _ = tokio::task::spawn_blocking(move || tree::kill_at_end(target, grace)).await;
     }
 
     /// Like [`shutdown`](Self::shutdown), for callers that cannot await (a drop, a synchronous
@@ -376,8 +372,7 @@ impl Supervisor {
             .filter(|e| e.is_running() && !e.reaped.load(Ordering::SeqCst))
             .filter_map(|e| e.pid)
             .collect();
-        tree::kill_tree(&target, self.config.kill_grace);
-        tree::sweep_orphans_if_last(self.config.kill_grace);
+        tree::kill_at_end(target, self.config.kill_grace);
     }
 
     /// Every process started by any command of this supervisor.

@@ -103,21 +103,17 @@ pub(crate) fn supervisor_ended() {
     *live = live.saturating_sub(1);
 }
 
-/// When the calling supervisor is the only one left, kills the orphans re-parented to us that no
-/// tag attributes to a session (a process that cleared its environment, started its own session
-/// and lost its parent): with no other supervisor alive, they can only be ours.
-pub(crate) fn sweep_orphans_if_last(grace: Duration) {
+/// Kills a supervisor's processes at its end (`target`). When it is the only supervisor left,
+/// the same scan also takes the orphans re-parented to us that no tag attributes to a session
+/// (a process that cleared its environment, started its own session and lost its parent): with
+/// no other supervisor alive, they can only be ours. The registry stays locked meanwhile, so no
+/// new supervisor can start commands whose orphans the sweep would take.
+pub(crate) fn kill_at_end(mut target: TreeTarget, grace: Duration) -> usize {
     let live = live_supervisors();
-    if *live <= 1 {
-        let target = TreeTarget {
-            mains: Vec::new(),
-            tag: None,
-            not_before: u64::MAX,
-            orphans: true,
-        };
-        kill_tree(&target, grace);
-    }
+    target.orphans = *live <= 1;
+    let killed = kill_tree(&target, grace);
     drop(live);
+    killed
 }
 
 /// Spawns with `spawn` while holding the registry of owned pids, and registers the new pid, so
@@ -173,8 +169,7 @@ pub(crate) struct TreeTarget {
     pub(crate) tag: Option<TagMatch>,
     /// Processes started before this (clock ticks after boot) cannot carry the tag.
     pub(crate) not_before: u64,
-    /// Also every orphan re-parented to us from outside our session (see
-    /// [`sweep_orphans_if_last`]).
+    /// Also every orphan re-parented to us from outside our session (see [`kill_at_end`]).
     pub(crate) orphans: bool,
 }
 
