@@ -539,3 +539,34 @@ fn stop(mut child: std::process::Child) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[tokio::test]
+async fn sigterm_kills_the_session_commands_before_exiting() {
+    let fixture = Fixture::new();
+    let mut server = Server::start(&fixture);
+    let client = server.connect(Collector::default()).await;
+    let mark = marker();
+    let started = client
+        .call_tool(call(
+            "shell",
+            json!({"command": format!("sleep {mark}"), "background": true}),
+        ))
+        .await
+        .expect("background start");
+    assert_eq!(started.is_error, Some(false), "{started:?}");
+    wait_until("the command runs", || !processes_with(&mark).is_empty()).await;
+    let pid = server.child.id().expect("pid");
+    let status = Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let exit = tokio::time::timeout(DEADLINE, server.child.wait())
+        .await
+        .expect("lathe mcp exits on SIGTERM")
+        .expect("exit status");
+    assert!(exit.success(), "{exit}");
+    wait_until("the command is gone", || processes_with(&mark).is_empty()).await;
+    drop(client);
+}

@@ -321,11 +321,25 @@ async def streamable_http() -> None:
         with open(os.path.join(WORKSPACE, "http.txt"), "w") as f:
             f.write("over http\n")
         for mode in ("legacy", "auto"):
+            mark = marker()
             async with Client(url, mode=mode) as client:
                 names = [t.name for t in (await client.list_tools()).tools]
                 check("read_file" in names, f"tools {names}")
                 result = await call(client, "read_file", {"path": "http.txt"})
                 check(not result.is_error and "over http" in text(result), text(result))
+                started = await call(client, "shell", {"command": f"sleep {mark}", "background": True})
+                check(not started.is_error, text(started))
+                ident = command_id(started)
+                listed = await call(client, "list_commands", {})
+                check(ident in text(listed), f"the background command belongs to the session: {text(listed)}")
+                await anyio.to_thread.run_sync(wait_until, lambda: processes_with(mark), "the command runs")
+            if mode == "legacy":
+                # Closing an HTTP session ends its Lathe session.
+                await anyio.to_thread.run_sync(wait_until, lambda: not processes_with(mark), "the session's command is gone")
+        child.terminate()
+        child.wait(timeout=DEADLINE)
+        # Stopping the server ends the shared session of stateless requests.
+        await anyio.to_thread.run_sync(wait_until, lambda: not processes_with(mark), "no process is left behind")
     finally:
         child.terminate()
         child.wait(timeout=DEADLINE)
