@@ -345,6 +345,9 @@ fn write_a_directory_or_under_a_file_is_refused() {
     ws.write("dir/x", "");
     let out = ws.err("write_file", json!({"path": "dir", "content": "x"}));
     assert!(out.text.contains("dir is a directory"), "{}", out.text);
+    let out = ws.err("write_file", json!({"path": "newdir/", "content": "x"}));
+    assert!(out.text.contains("names a directory"), "{}", out.text);
+    assert!(!ws.path("newdir").exists());
     let out = ws.err("write_file", json!({"path": "dir/x/y.txt", "content": "x"}));
     assert!(
         out.text.contains("is a file, not a directory"),

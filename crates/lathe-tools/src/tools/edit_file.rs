@@ -117,6 +117,9 @@ fn edit(session: &Session, input: EditFileInput) -> ToolOutput {
         Ok(edits) => edits,
         Err(message) => return ToolOutput::error(message),
     };
+    if let Some(message) = text::names_a_directory(&path) {
+        return ToolOutput::error(message);
+    }
     let workspace = session.workspace();
     let resolved = match workspace.resolve(&path, Access::Write) {
         Ok(resolved) => resolved,

@@ -22,6 +22,9 @@ use crate::workspace::{Access, ResolvedPath};
 pub const DEFAULT_LIMIT: u64 = 2000;
 /// Lines longer than this many characters are cut.
 pub const MAX_LINE_CHARS: usize = 2000;
+/// The text kept for one result, at most: past it the range ends early (the note gives the
+/// offset to go on from). 2,000 lines of 2,000 characters fit.
+const MAX_KEPT_BYTES: usize = 4 * 1024 * 1024;
 /// How much of the start of a file decides whether it is binary.
 const SNIFF_BYTES: usize = 8192;
 
@@ -127,6 +130,7 @@ fn read(session: &Session, input: &ReadFileInput, cancel: &CancellationToken) ->
         offset,
         limit,
         max_line_chars: MAX_LINE_CHARS,
+        max_kept_bytes: MAX_KEPT_BYTES,
     };
     let scan = match scan::scan(&mut file, &prefix, meta.len(), request, cancel) {
         Ok(scan) => scan,

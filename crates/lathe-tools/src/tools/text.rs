@@ -101,6 +101,15 @@ pub fn crlf_to_lf(text: &str) -> String {
     text.replace("\r\n", "\n")
 }
 
+/// For a tool that writes a file: the refusal when `path` ends with `/` (it names a directory,
+/// and writing it would make a file of that name instead).
+pub fn names_a_directory(path: &str) -> Option<String> {
+    let trimmed = path.trim();
+    (trimmed.ends_with('/') && trimmed.len() > 1).then(|| {
+        format!("'{trimmed}' ends with '/', so it names a directory; give the path of a file")
+    })
+}
+
 /// Line counts of a change, and its unified diff.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DiffSummary {
@@ -212,6 +221,12 @@ mod tests {
         assert_eq!(human_size(1023), "1023 bytes");
         assert_eq!(human_size(1536), "1.5 KiB (1,536 bytes)");
         assert_eq!(human_size(3 << 30), "3.0 GiB (3,221,225,472 bytes)");
+    }
+
+    #[test]
+    fn directory_paths_are_spotted() {
+        assert!(names_a_directory("src/").is_some());
+        assert!(names_a_directory("src/a.rs").is_none());
     }
 
     #[test]

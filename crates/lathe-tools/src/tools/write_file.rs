@@ -63,6 +63,9 @@ enum Previous {
 }
 
 fn write(session: &Session, input: &WriteFileInput) -> ToolOutput {
+    if let Some(message) = text::names_a_directory(&input.path) {
+        return ToolOutput::error(message);
+    }
     let workspace = session.workspace();
     let resolved = match workspace.resolve(&input.path, Access::Write) {
         Ok(resolved) => resolved,

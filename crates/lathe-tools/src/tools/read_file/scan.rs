@@ -25,6 +25,9 @@ pub struct Request {
     pub limit: u64,
     /// Lines longer than this many characters are cut.
     pub max_line_chars: usize,
+    /// Once the kept lines hold this many bytes, the window ends early (at a line boundary),
+    /// so even a huge `limit` keeps memory bounded.
+    pub max_kept_bytes: usize,
 }
 
 /// A kept line.
@@ -97,6 +100,8 @@ struct Scanner {
     current_last: Option<u8>,
     keep_bytes: usize,
     lines: Vec<Line>,
+    /// Text bytes in `lines`.
+    kept_bytes: usize,
     invalid_utf8: bool,
     crlf: bool,
     last_byte: Option<u8>,
@@ -115,6 +120,7 @@ impl Scanner {
             // Enough for `max_line_chars` characters of up to 4 bytes, plus a BOM.
             keep_bytes: request.max_line_chars.saturating_mul(4).saturating_add(8),
             lines: Vec::new(),
+            kept_bytes: 0,
             invalid_utf8: false,
             crlf: false,
             last_byte: None,
@@ -208,11 +214,16 @@ impl Scanner {
         } else {
             (decoded.into_owned(), None)
         };
+        self.kept_bytes += text.len();
         self.lines.push(Line {
             number: self.line_no,
             text,
             cut_from,
         });
+        if self.kept_bytes >= self.request.max_kept_bytes {
+            // End the window after this line: what follows is only counted.
+            self.request.limit = self.line_no + 1 - self.request.offset;
+        }
         self.current.clear();
         self.current_chars = 0;
         self.current_last = None;
@@ -273,6 +284,7 @@ mod tests {
             offset,
             limit,
             max_line_chars: max,
+            max_kept_bytes: usize::MAX,
         };
         let cancel = CancellationToken::new();
         // Feed a prefix and the rest separately, as read_file does.
@@ -375,6 +387,25 @@ mod tests {
     }
 
     #[test]
+    fn a_huge_limit_still_keeps_bounded_bytes() {
+        let content: String = (1..=100).map(|i| format!("{i:09}\n")).collect();
+        let request = Request {
+            offset: 11,
+            limit: u64::MAX,
+            max_line_chars: 100,
+            max_kept_bytes: 45,
+        };
+        let cancel = CancellationToken::new();
+        let mut reader = content.as_bytes();
+        let s = scan(&mut reader, b"", content.len() as u64, request, &cancel).unwrap();
+        // 9 bytes a line: the fifth line reaches 45 bytes and ends the window.
+        assert_eq!(s.lines.len(), 5);
+        assert_eq!(s.lines[4].number, 15);
+        assert_eq!(s.total_lines, 100);
+        assert_eq!(s.stamp, Some(FileStamp::of(content.as_bytes())));
+    }
+
+    #[test]
     fn cancellation_stops_the_scan() {
         let cancel = CancellationToken::new();
         cancel.cancel();
@@ -382,6 +413,7 @@ mod tests {
             offset: 1,
             limit: 1,
             max_line_chars: 10,
+            max_kept_bytes: usize::MAX,
         };
         let mut reader: &[u8] = b"a\nb\n";
         let err = scan(&mut reader, b"", 4, request, &cancel).unwrap_err();
