@@ -109,9 +109,6 @@ impl Supervisor {
         if spec.command.trim().is_empty() {
             return Err(ExecError::EmptyCommand);
         }
-        if self.shut_down.load(Ordering::SeqCst) {
-            return Err(ExecError::ShutDown);
-        }
         match std::fs::metadata(&spec.cwd) {
             Ok(meta) if meta.is_dir() => {}
             Ok(_) => {
@@ -128,6 +125,9 @@ impl Supervisor {
             }
         }
         let mut commands = lock(&self.commands);
+        if self.shut_down.load(Ordering::SeqCst) {
+            return Err(ExecError::ShutDown);
+        }
         let running = commands.values().filter(|e| e.is_running()).count();
         if running >= self.config.max_running {
             return Err(ExecError::TooManyRunning { running });
@@ -342,13 +342,15 @@ impl Supervisor {
     /// Ends the session: refuses new commands, kills every running command (SIGTERM, the grace
     /// period, SIGKILL) and every process finished commands left behind, and waits for them.
     pub async fn shutdown(&self) {
-        self.shut_down.store(true, Ordering::SeqCst);
-        let entries: Vec<Arc<CommandEntry>> = lock(&self.commands).values().cloned().collect();
+        let entries = self.close();
         for entry in &entries {
             entry.request_kill(KillReason::Shutdown);
         }
         for entry in &entries {
             entry.wait_done().await;
+        }
+        if entries.is_empty() {
+            return;
         }
         let target = self.session_target();
         let grace = self.config.kill_grace;
@@ -358,10 +360,12 @@ impl Supervisor {
     /// Like [`shutdown`](Self::shutdown), for callers that cannot await (a drop, a synchronous
     /// hook): blocks while the processes die, up to the grace period and a few seconds more.
     pub fn shutdown_blocking(&self) {
-        self.shut_down.store(true, Ordering::SeqCst);
-        let entries: Vec<Arc<CommandEntry>> = lock(&self.commands).values().cloned().collect();
+        let entries = self.close();
         for entry in &entries {
             entry.request_kill(KillReason::Shutdown);
+        }
+        if entries.is_empty() {
+            return;
         }
         // Shells not yet reaped anchor their trees (the monitors may be gone with the runtime).
         // A shell reaped between this check and the kill could in theory see its pid reused
@@ -373,6 +377,14 @@ impl Supervisor {
             .filter_map(|e| e.pid)
             .collect();
         tree::kill_at_end(target, self.config.kill_grace);
+    }
+
+    /// Refuses new commands from now on and returns the commands started so far. Under the
+    /// commands lock, so a command being started either is in the list or is refused.
+    fn close(&self) -> Vec<Arc<CommandEntry>> {
+        let commands = lock(&self.commands);
+        self.shut_down.store(true, Ordering::SeqCst);
+        commands.values().cloned().collect()
     }
 
     /// Every process started by any command of this supervisor.

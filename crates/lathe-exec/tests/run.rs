@@ -239,40 +239,6 @@ async fn artifact_cap_counts_but_does_not_keep() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn background_grandchild_holding_the_pipe_does_not_hang() {
-    let state = tempfile::tempdir().unwrap();
-    let sup = supervisor(state.path());
-    let m = marker();
-    let spec = CommandSpec::new(format!("sleep {m} & echo started"), "/");
-    let report = sup.run(spec, &never()).await.unwrap();
-    // It returned while the sleep still runs: it did not wait for the pipe to close.
-    assert_eq!(report.status, CommandStatus::Exited { code: 0 });
-    assert_eq!(report.preview.head, "started\n");
-    assert!(
-        wait_until(|| sleeps_with(&m) == 1).await,
-        "the background sleep is still running"
-    );
-    sup.shutdown().await;
-    assert_eq!(sleeps_with(&m), 0);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn late_output_of_a_leftover_still_reaches_the_artifact() {
-    let state = tempfile::tempdir().unwrap();
-    let sup = supervisor(state.path());
-    let spec = CommandSpec::new("(sleep 0.3; echo late) & echo early", "/");
-    let report = sup.run(spec, &never()).await.unwrap();
-    assert_eq!(report.preview.head, "early\n");
-    let id = report.id;
-    assert!(
-        wait_until(|| std::fs::read(&report.artifact.path).unwrap_or_default() == b"early\nlate\n")
-            .await
-    );
-    let page = sup.read_output(id, 0, None).await.unwrap();
-    assert_eq!(page.bytes, b"early\nlate\n");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn soft_timeout_moves_to_background_and_kill_still_works() {
     let state = tempfile::tempdir().unwrap();
     let sup = supervisor(state.path());
