@@ -1,0 +1,292 @@
+//! The agent loop's own overhead per turn: everything the executor does except waiting for the
+//! model and running the tools.
+//!
+//! Run with `bench/agent_loop.sh` (or `cargo bench -p lathe-agent --bench agent_loop`). A
+//! scripted model server on loopback answers every turn at once with one tool call; the tools
+//! return at once too. Every turn therefore costs: shortening check and token estimate, building
+//! and encoding the request, decoding and processing the stream (parser scan, marker filter),
+//! the gate (policy analysis of a shell command line), the runner's events, persisting every
+//! event and message to SQLite on disk (WAL), and the JSON rendering of each event. The time
+//! spent awaiting the provider (request sent until the last chunk arrived) is measured and
+//! subtracted per turn, so a slow loopback does not count as loop overhead.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use futures::Stream;
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use lathe_agent::approval::{ApprovalMode, Gate, NonInteractive};
+use lathe_agent::events::{Event, RunStatus};
+use lathe_agent::executor::{Executor, ExecutorConfig};
+use lathe_agent::provider::{
+    Capabilities, ChatRequest, ChunkStream, Provider, ProviderConfig, ProviderError, ProviderKind,
+    connect,
+};
+use lathe_agent::runner::ToolRunner;
+use lathe_agent::sink::EventSink;
+use lathe_store::{NewSession, Store};
+use lathe_testkit::{Script, ScriptedServer, ollama};
+use lathe_tools::{
+    Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace,
+};
+
+const MODEL: &str = "bench-model";
+/// Turns per run; the history grows with them, as in a real session.
+const TURNS: [usize; 2] = [20, 100];
+const ROUNDS: usize = 3;
+/// The target from the issue.
+const TARGET: Duration = Duration::from_millis(5);
+
+/// Looks at a file (returns at once).
+#[derive(Deserialize, JsonSchema)]
+struct PeekInput {
+    /// The file.
+    path: String,
+}
+
+struct Peek;
+
+impl Tool for Peek {
+    const NAME: &'static str = "read_file";
+    type Input = PeekInput;
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+    async fn run(&self, input: PeekInput, _ctx: ToolContext) -> ToolOutput {
+        ToolOutput::ok(format!("1\tcontents of {}\n", input.path)).with_meta("path", input.path)
+    }
+}
+
+/// Runs a command (returns at once; the gate still analyses the command line).
+#[derive(Deserialize, JsonSchema)]
+struct RunInput {
+    /// The command.
+    command: String,
+}
+
+struct Run;
+
+impl Tool for Run {
+    const NAME: &'static str = "shell";
+    type Input = RunInput;
+    fn kind(&self) -> ToolKind {
+        ToolKind::Execute
+    }
+    async fn run(&self, input: RunInput, _ctx: ToolContext) -> ToolOutput {
+        ToolOutput::ok(format!("exit 0\n{}\n", input.command))
+            .with_meta("status", json!({"state": "exited", "exit_code": 0}))
+    }
+}
+
+/// Wraps a provider and adds up the time spent awaiting it: the request until the response
+/// starts, and every wait for the next chunk.
+struct Timed {
+    inner: Arc<dyn Provider>,
+    waited_ns: Arc<AtomicU64>,
+}
+
+struct TimedStream {
+    inner: ChunkStream,
+    waited_ns: Arc<AtomicU64>,
+    /// When the consumer began waiting for the next item (its first poll for it).
+    since: Option<Instant>,
+}
+
+impl Stream for TimedStream {
+    type Item = <ChunkStream as Stream>::Item;
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Self::Item>> {
+        // From the first poll for an item until it is ready, the consumer does nothing but
+        // wait (it is parked while the poll is pending): that is waiting for the model. Its own
+        // work between items is not counted.
+        let since = *self.since.get_or_insert_with(Instant::now);
+        let poll = self.inner.as_mut().poll_next(cx);
+        if poll.is_ready() {
+            self.since = None;
+            self.waited_ns
+                .fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        }
+        poll
+    }
+}
+
+impl Provider for Timed {
+    fn kind(&self) -> ProviderKind {
+        self.inner.kind()
+    }
+    fn base_url(&self) -> &str {
+        self.inner.base_url()
+    }
+    fn capabilities<'a>(
+        &'a self,
+        model: &'a str,
+    ) -> BoxFuture<'a, Result<Capabilities, ProviderError>> {
+        self.inner.capabilities(model)
+    }
+    fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
+        self.inner.list_models()
+    }
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChunkStream, ProviderError>> {
+        Box::pin(async move {
+            let start = Instant::now();
+            let stream = self.inner.chat(request).await;
+            self.waited_ns
+                .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            let stream = stream?;
+            Ok(Box::pin(TimedStream {
+                inner: stream,
+                waited_ns: Arc::clone(&self.waited_ns),
+                since: None,
+            }) as ChunkStream)
+        })
+    }
+}
+
+/// Loop overhead of each turn of one run of `turns` turns.
+async fn run(turns: usize) -> Vec<Duration> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("ws");
+    std::fs::create_dir_all(&root).expect("workspace");
+    let mut script = Script::new();
+    for i in 0..turns {
+        let reply = if i % 2 == 0 {
+            ollama::turn(MODEL)
+                .thinking("Next.")
+                .tool_call("read_file", json!({"path": format!("src/f{i}.rs")}))
+        } else {
+            ollama::turn(MODEL)
+                .text("Running the tests.")
+                .tool_call("shell", json!({"command": format!("cargo test -p crate{i} 2>&1 | tail -n 20 && git status --short")}))
+        };
+        script = script.chat(reply.done());
+    }
+    script = script.chat(ollama::turn(MODEL).text("Done.").done());
+    let server = ScriptedServer::start(script.ollama_models(&[MODEL], &["completion", "tools"]))
+        .expect("server");
+    let waited = Arc::new(AtomicU64::new(0));
+    let inner = connect(ProviderKind::Ollama, ProviderConfig::new(server.url())).expect("provider");
+    let provider = Arc::new(Timed {
+        inner,
+        waited_ns: Arc::clone(&waited),
+    });
+
+    let session = Session::new(
+        Workspace::new(&root).expect("ws"),
+        ToolConfig::default(),
+        dir.path().join("state"),
+    )
+    .expect("session");
+    let mut registry = Registry::new();
+    registry.register(Peek);
+    registry.register(Run);
+    let runner = Arc::new(ToolRunner::new(
+        Arc::new(registry),
+        session,
+        Arc::new(Gate::new(ApprovalMode::Auto, &root)),
+        Arc::new(NonInteractive),
+    ));
+    let store = Store::open(dir.path().join("data/sessions.sqlite3")).expect("store");
+    let id = store
+        .create_session(NewSession {
+            workspace: root.clone(),
+            provider: "ollama".into(),
+            model: MODEL.into(),
+            approval: "auto".into(),
+            ..NewSession::default()
+        })
+        .expect("session row");
+    // Turn boundaries as (start instant, provider wait so far).
+    let marks: Arc<Mutex<Vec<(Instant, u64)>>> = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&marks);
+    let waited_ui = Arc::clone(&waited);
+    let ui = Arc::new(move |event: &Event| {
+        // What `--json` does with each event.
+        let line = serde_json::to_string(event).unwrap_or_default();
+        std::hint::black_box(line);
+        if matches!(event, Event::TurnStarted { .. } | Event::RunFinished { .. }) {
+            seen.lock()
+                .expect("marks")
+                .push((Instant::now(), waited_ui.load(Ordering::Relaxed)));
+        }
+    });
+    let sink = EventSink::new(store, id, ui);
+    let mut config = ExecutorConfig::new(MODEL);
+    config.max_turns = turns as u32 + 1;
+    let mut executor = Executor::new(provider, runner, sink, config);
+    let outcome = executor
+        .run("do the long task", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
+    assert_eq!(outcome.turns as usize, turns + 1);
+    let marks = marks.lock().expect("marks");
+    marks
+        .windows(2)
+        .take(turns)
+        .map(|pair| {
+            let wall = pair[1].0 - pair[0].0;
+            let waited = Duration::from_nanos(pair[1].1 - pair[0].1);
+            wall.saturating_sub(waited)
+        })
+        .collect()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    println!("agent loop overhead per turn (model and tool time excluded), best of {ROUNDS} runs");
+    let mut worst_median = Duration::ZERO;
+    for turns in TURNS {
+        let mut best: Option<Vec<Duration>> = None;
+        for _ in 0..ROUNDS {
+            let mut per_turn = runtime.block_on(run(turns));
+            per_turn.sort();
+            let median = percentile(&per_turn, 0.5);
+            if best.as_ref().is_none_or(|b| median < percentile(b, 0.5)) {
+                best = Some(per_turn);
+            }
+        }
+        let per_turn = best.expect("at least one round");
+        let mean = per_turn.iter().sum::<Duration>() / per_turn.len() as u32;
+        let median = percentile(&per_turn, 0.5);
+        worst_median = worst_median.max(median);
+        println!(
+            "  {turns:>3} turns: median {}  mean {}  p90 {}  max {}",
+            ms(median),
+            ms(mean),
+            ms(percentile(&per_turn, 0.9)),
+            ms(*per_turn.last().expect("turns")),
+        );
+    }
+    let verdict = if worst_median < TARGET {
+        "under"
+    } else {
+        "OVER"
+    };
+    println!(
+        "target: under {} per turn; median {verdict} target",
+        ms(TARGET)
+    );
+}
