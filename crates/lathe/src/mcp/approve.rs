@@ -39,6 +39,16 @@ pub enum Approval {
     NeedsInput(Box<InputRequiredResult>),
 }
 
+/// What would let an asking call run without asking, worked out by deciding the same call
+/// under changed settings (so a refusal never suggests something that would not help).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Advice {
+    /// The `[permissions]` allow rules of the question's scopes would allow it.
+    pub rules: bool,
+    /// This mode (`auto` or `full`) would allow it.
+    pub mode: Option<ApprovalMode>,
+}
+
 /// What is asked, and how a refusal explains itself.
 pub struct Question<'a> {
     /// The call.
@@ -47,8 +57,8 @@ pub struct Question<'a> {
     pub reason: &'a str,
     /// What "for the rest of this session" would remember (empty: it cannot be remembered).
     pub scopes: &'a [String],
-    /// The mode the server runs in.
-    pub mode: ApprovalMode,
+    /// What would let the call run without asking.
+    pub advice: Advice,
     /// What the call would do, for the person asked: a diff for edits, else the arguments.
     pub detail: &'a str,
 }
@@ -235,21 +245,28 @@ fn cannot_ask(question: &Question<'_>) -> String {
 }
 
 fn how_to_allow(question: &Question<'_>) -> String {
-    let rule = match question.scopes {
-        [] => format!("tool({})", question.call.name),
-        scopes => scopes.join("`, `"),
-    };
-    let restart = match question.mode {
-        ApprovalMode::ReadOnly | ApprovalMode::Ask => {
-            " or restart `lathe mcp` with `--approval auto` or `--approval full`"
+    let rules = question.scopes.join("`, `");
+    let advice = question.advice;
+    let ways = match (advice.rules && !rules.is_empty(), advice.mode) {
+        (true, Some(mode)) => format!(
+            "the user can add `{rules}` to `allow` under `[permissions]` in .lathe/config.toml, \
+             or restart `lathe mcp` with `--approval {mode}`"
+        ),
+        (true, None) => format!(
+            "the user can add `{rules}` to `allow` under `[permissions]` in .lathe/config.toml"
+        ),
+        (false, Some(mode)) => {
+            format!("the user can restart `lathe mcp` with `--approval {mode}`")
         }
-        ApprovalMode::Auto => " or restart `lathe mcp` with `--approval full`",
-        ApprovalMode::Full => "",
+        (false, None) => {
+            return "It always needs the user's approval (no rule or mode allows it), and \
+                    nobody can be asked over this connection, so it cannot run here: tell the \
+                    user what you wanted to do and let them do it, or use an MCP client that \
+                    supports elicitation."
+                .to_owned();
+        }
     };
-    format!(
-        "To allow it, the user can add `{rule}` to `allow` under `[permissions]` in \
-         .lathe/config.toml{restart}. Tell the user; do not retry the same call until they have."
-    )
+    format!("To allow it, {ways}. Tell the user; do not retry the same call until they have.")
 }
 
 /// Approvals asked through `InputRequiredResult`, waiting for the client's retry. The state
@@ -360,11 +377,14 @@ mod tests {
     fn refusals_say_how_to_allow() {
         let call = call("git push --force");
         let scopes = vec!["shell(git push *)".to_owned()];
-        let question = Question {
+        let mut question = Question {
             call: &call,
             reason: "`git push --force` publishes",
             scopes: &scopes,
-            mode: ApprovalMode::Auto,
+            advice: Advice {
+                rules: true,
+                mode: Some(ApprovalMode::Full),
+            },
             detail: "{}",
         };
         let text = cannot_ask(&question);
@@ -372,5 +392,26 @@ mod tests {
         assert!(text.contains("shell(git push *)"), "{text}");
         assert!(text.contains("--approval full"), "{text}");
         assert!(elicitation(&question).is_ok());
+
+        question.advice = Advice {
+            rules: true,
+            mode: None,
+        };
+        let text = cannot_ask(&question);
+        assert!(
+            text.contains("shell(git push *)") && !text.contains("--approval"),
+            "{text}"
+        );
+
+        question.advice = Advice {
+            rules: false,
+            mode: None,
+        };
+        let text = cannot_ask(&question);
+        assert!(
+            !text.contains("[permissions]") && !text.contains("--approval"),
+            "nothing that would not help: {text}"
+        );
+        assert!(text.contains("cannot run here"), "{text}");
     }
 }

@@ -6,9 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lathe_agent::approval::Gate;
+use lathe_agent::approval::{Gate, Verdict};
 use lathe_policy::{ApprovalMode, PermissionsConfig};
-use lathe_tools::Session;
+use lathe_tools::{PreparedCall, Session, ToolDefinition};
+
+use super::approve::Advice;
 
 /// How every session's gate is made.
 #[derive(Debug, Clone)]
@@ -65,6 +67,41 @@ impl GateConfig {
     }
 }
 
+impl GateConfig {
+    /// What would let `call` run without asking: adding `rules` to the allow rules, or a
+    /// less careful mode (`auto`, then `full`), each tried on its own.
+    pub fn advice(
+        &self,
+        call: &PreparedCall,
+        definition: &ToolDefinition,
+        session: &Session,
+        rules: &[String],
+    ) -> Advice {
+        let allows = |permissions: &PermissionsConfig, mode: ApprovalMode| {
+            Gate::with_permissions(permissions, mode, &self.root, self.skip_approvals)
+                .is_ok_and(|gate| gate.check(call, definition, session) == Verdict::Allow)
+        };
+        let with_rules = !rules.is_empty() && {
+            let mut permissions = self.permissions.clone();
+            permissions.allow.extend(rules.iter().cloned());
+            allows(&permissions, self.mode)
+        };
+        let mode = [ApprovalMode::Auto, ApprovalMode::Full]
+            .into_iter()
+            .filter(|m| less_careful(*m, self.mode))
+            .find(|m| allows(&self.permissions, *m));
+        Advice {
+            rules: with_rules,
+            mode,
+        }
+    }
+}
+
+fn less_careful(candidate: ApprovalMode, current: ApprovalMode) -> bool {
+    let rank = |m: ApprovalMode| ApprovalMode::ALL.iter().position(|x| *x == m);
+    rank(candidate) > rank(current)
+}
+
 /// The gate of `session`, if [`GateConfig::install`] gave it one.
 pub fn of(session: &Session) -> Option<Arc<Gate>> {
     session
@@ -75,9 +112,8 @@ pub fn of(session: &Session) -> Option<Arc<Gate>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lathe_agent::approval::Verdict;
+    use lathe_tools::ToolKind;
     use lathe_tools::tool::hints_for;
-    use lathe_tools::{PreparedCall, ToolDefinition, ToolKind};
     use serde_json::json;
 
     fn session(dir: &Path) -> Arc<Session> {
@@ -155,5 +191,42 @@ mod tests {
             ..PermissionsConfig::default()
         };
         assert!(GateConfig::new(broken, ApprovalMode::Auto, s.workspace().root(), false).is_err());
+    }
+
+    #[test]
+    fn advice_only_suggests_what_would_help() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = session(dir.path());
+        let config = GateConfig::new(
+            PermissionsConfig::default(),
+            ApprovalMode::Auto,
+            s.workspace().root(),
+            false,
+        )
+        .unwrap();
+        let advise = |command: &str| {
+            let (call, definition) = shell(command);
+            let rules = match of_config(&config, &s).check(&call, &definition, &s) {
+                Verdict::Ask { rules, .. } => rules,
+                other => panic!("{command} should ask, got {other:?}"),
+            };
+            config.advice(&call, &definition, &s, &rules)
+        };
+        let push = advise("git push --force origin main");
+        assert!(push.rules, "{push:?}");
+        assert_eq!(push.mode, Some(ApprovalMode::Full));
+        let critical = advise("rm -rf ~");
+        assert_eq!(
+            critical,
+            Advice {
+                rules: false,
+                mode: None
+            }
+        );
+    }
+
+    fn of_config(config: &GateConfig, session: &Session) -> Arc<Gate> {
+        config.install(session).unwrap();
+        of(session).unwrap()
     }
 }

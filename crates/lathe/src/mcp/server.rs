@@ -149,7 +149,8 @@ impl LatheServer {
             Verdict::Allow => {}
             Verdict::Deny { reason } => {
                 tracing::info!(tool = call.name, %reason, "call denied");
-                return Ok(convert::result(ToolOutput::error(format!("denied: {reason}"))).into());
+                let text = format!("denied by Lathe's policy: {reason}");
+                return Ok(convert::result(ToolOutput::error(text)).into());
             }
             Verdict::Ask { reasons, rules } => {
                 let reason = reasons.join("; ");
@@ -158,7 +159,10 @@ impl LatheServer {
                     call: &call,
                     reason: &reason,
                     scopes: &rules,
-                    mode: self.shared.gates.mode(),
+                    advice: self
+                        .shared
+                        .gates
+                        .advice(&call, definition, &session, &rules),
                     detail: &detail,
                 };
                 match approve::ask(&context, &request, &session, question, &cancel).await {
