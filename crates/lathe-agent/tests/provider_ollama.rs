@@ -494,3 +494,70 @@ async fn stream_that_ends_without_done_is_an_error() {
         .unwrap_err();
     assert!(matches!(failure.error(), ProviderError::MidStream(m) if m.contains("ended before")));
 }
+
+#[tokio::test]
+async fn cancelling_stops_the_turn_and_closes_the_stream() {
+    use lathe_agent::stream::collect_turn;
+    use std::time::Duration;
+    use tokio_util::sync::CancellationToken;
+
+    let server = ScriptedServer::start(
+        Script::new().ollama_models(&[MODEL], &["completion"]).chat(
+            ollama::turn(MODEL)
+                .text("Working on it")
+                .unfinished()
+                // A model that goes quiet: only the cancel can end this turn.
+                .delay(Duration::from_secs(600))
+                .text("{\"message\":{\"content\":\" never\"},\"done\":true}\n"),
+        ),
+    )
+    .unwrap();
+    let p = provider(ProviderKind::Ollama, &server.url());
+    let stream = p.chat(&request(vec![Message::user("x")])).await.unwrap();
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    let mut events = Vec::new();
+    let turn = tokio::time::timeout(
+        Duration::from_secs(30),
+        collect_turn(stream, common::names(), &cancel, &mut |e| {
+            if matches!(e, Event::TextDelta { .. }) {
+                trigger.cancel();
+            }
+            events.push(e);
+        }),
+    )
+    .await
+    .expect("the cancel ends the turn")
+    .unwrap();
+    assert!(turn.cancelled);
+    assert!(!turn.complete);
+    assert_eq!(turn.content, "Working on it");
+}
+
+#[tokio::test]
+async fn forced_text_protocol_skips_native_tools_without_a_notice() {
+    use lathe_agent::provider::ToolProtocol;
+    let server = ScriptedServer::start(
+        Script::new()
+            .ollama_models(&[MODEL], &["completion", "tools"])
+            .chat(ollama::turn(MODEL).text("ok").done()),
+    )
+    .unwrap();
+    let p = provider(ProviderKind::Ollama, &server.url());
+    let mut req = request(vec![Message::user("x")]);
+    req.tool_protocol = ToolProtocol::Text;
+    let (_, events) = turn(p.as_ref(), &req).await;
+    assert!(notices(&events).is_empty());
+    let body = &server.chat_bodies()[0];
+    assert!(body.get("tools").is_none());
+    assert!(
+        body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("# Tools")
+    );
+    assert!(
+        p.capabilities(MODEL).await.unwrap().tools,
+        "forcing text for one request changes nothing else"
+    );
+}

@@ -370,7 +370,7 @@ fn function_block_at(buf: &str, i: usize) -> Block {
     let b = buf.as_bytes();
     let name_start = i + FUNCTION_OPEN.len();
     let Some((name, gt)) = tag_value(buf, name_start) else {
-        return if buf.len() - name_start <= MAX_TAG_NAME && !buf[name_start..].contains('\n') {
+        return if tag_value_may_follow(buf, name_start) {
             Block::Incomplete
         } else {
             Block::Invalid
@@ -441,6 +441,9 @@ fn function_block_at(buf: &str, i: usize) -> Block {
         }
         if rest.starts_with(PARAMETER_OPEN) {
             let Some((key, key_gt)) = tag_value(buf, j + PARAMETER_OPEN.len()) else {
+                if !tag_value_may_follow(buf, j + PARAMETER_OPEN.len()) {
+                    return Block::Invalid;
+                }
                 parts.arguments = Value::Object(arguments);
                 let pending = Pending::Value { in_string: false };
                 return Block::Done {
@@ -505,14 +508,22 @@ fn function_block_at(buf: &str, i: usize) -> Block {
 fn tag_value(buf: &str, start: usize) -> Option<(String, usize)> {
     let rest = buf.get(start..)?;
     let gt = rest.find('>')?;
-    let name = rest[..gt].trim();
-    if gt > MAX_TAG_NAME || name.is_empty() || name.contains('\n') || name.contains('<') {
+    let raw = &rest[..gt];
+    let name = raw.trim();
+    if gt > MAX_TAG_NAME || name.is_empty() || raw.contains('\n') || raw.contains('<') {
         return None;
     }
     Some((
         name.trim_matches(|c| c == '"' || c == '\'').to_string(),
         start + gt,
     ))
+}
+
+/// Whether a `NAME>` that does not read yet may still arrive: no `>`, newline or `<` so far,
+/// and not too long.
+fn tag_value_may_follow(buf: &str, start: usize) -> bool {
+    let rest = buf.get(start..).unwrap_or("");
+    rest.len() <= MAX_TAG_NAME && !rest.contains(['>', '\n', '<'])
 }
 
 /// A parameter's text: one newline on each side is layout; JSON objects and arrays are read
