@@ -208,6 +208,13 @@ fn apply_shift(line: &str, shift: &Shift) -> String {
 /// shifts `new` by the same amount so the replacement lands at the file's indentation. The
 /// first line is judged on its own (a copied fragment often starts mid-line).
 fn reindent(new: &str, old_lines: &[&str], file_lines: &[&str]) -> String {
+    if let Some(swap) = indent_swap(old_lines, file_lines) {
+        return new
+            .split('\n')
+            .map(|line| swap.apply(line))
+            .collect::<Vec<_>>()
+            .join("\n");
+    }
     let first = shift_of(old_lines[0], file_lines[0]);
     let mut rest: Option<Option<Shift>> = None;
     for (o, f) in old_lines.iter().zip(file_lines).skip(1) {
@@ -238,6 +245,65 @@ fn reindent(new: &str, old_lines: &[&str], file_lines: &[&str]) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The model indented with spaces where the file uses tabs (or the reverse), one tab for
+/// `width` spaces on every line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct IndentSwap {
+    to_tabs: bool,
+    width: usize,
+}
+
+impl IndentSwap {
+    fn apply(self, line: &str) -> String {
+        let lead = indent(line);
+        let body = &line[lead.len()..];
+        if self.to_tabs && lead.bytes().all(|b| b == b' ') {
+            let tabs = "\t".repeat(lead.len() / self.width);
+            let spaces = " ".repeat(lead.len() % self.width);
+            format!("{tabs}{spaces}{body}")
+        } else if !self.to_tabs && lead.bytes().all(|b| b == b'\t') {
+            format!("{}{body}", " ".repeat(lead.len() * self.width))
+        } else {
+            line.to_owned()
+        }
+    }
+}
+
+/// Finds a consistent tabs-for-spaces swap between the model's lines and the file's.
+fn indent_swap(old_lines: &[&str], file_lines: &[&str]) -> Option<IndentSwap> {
+    let mut found: Option<IndentSwap> = None;
+    for (o, f) in old_lines.iter().zip(file_lines) {
+        if o.trim().is_empty() {
+            continue;
+        }
+        let (oi, fi) = (indent(o), indent(f));
+        if oi.is_empty() && fi.is_empty() {
+            continue;
+        }
+        let spaces = |s: &str| !s.is_empty() && s.bytes().all(|b| b == b' ');
+        let tabs = |s: &str| !s.is_empty() && s.bytes().all(|b| b == b'\t');
+        let swap = if spaces(oi) && tabs(fi) && oi.len() % fi.len() == 0 {
+            IndentSwap {
+                to_tabs: true,
+                width: oi.len() / fi.len(),
+            }
+        } else if tabs(oi) && spaces(fi) && fi.len() % oi.len() == 0 {
+            IndentSwap {
+                to_tabs: false,
+                width: fi.len() / oi.len(),
+            }
+        } else {
+            return None;
+        };
+        match found {
+            None => found = Some(swap),
+            Some(seen) if seen == swap => {}
+            Some(_) => return None,
+        }
+    }
+    found
 }
 
 /// `text` with each whitespace run as one space, and for each byte of it, where its character
@@ -361,6 +427,21 @@ mod tests {
         );
         assert_eq!(strategy, Strategy::TrimmedLines);
         assert_eq!(out, want);
+    }
+
+    #[test]
+    fn spaces_become_the_files_tabs_and_back() {
+        let text = "func f() {\n\tif x {\n\t\treturn\n\t}\n}\n";
+        let (strategy, out) = one(
+            text,
+            "    if x {\n        return\n    }",
+            "    if y {\n        return\n    }",
+        );
+        assert_eq!(strategy, Strategy::TrimmedLines);
+        assert_eq!(out, "func f() {\n\tif y {\n\t\treturn\n\t}\n}\n");
+        let text = "def f():\n    if x:\n        pass\n";
+        let (_, out) = one(text, "\tif x:\n\t\tpass", "\tif y:\n\t\tpass");
+        assert_eq!(out, "def f():\n    if y:\n        pass\n");
     }
 
     #[test]
