@@ -29,7 +29,8 @@ pub fn similar_paths(workspace: &Workspace, missing: &Path, max: usize) -> Vec<S
     let mut seen: HashSet<PathBuf> = HashSet::new();
     let mut scored: Vec<(f64, String)> = Vec::new();
     let mut consider = |path: PathBuf, is_dir: bool, scored: &mut Vec<(f64, String)>| {
-        if path == missing || !seen.insert(path.clone()) {
+        let in_git_dir = path.components().any(|c| c.as_os_str() == ".git");
+        if path == missing || in_git_dir || !seen.insert(path.clone()) {
             return;
         }
         let Some(name) = path.file_name().map(|n| n.to_string_lossy().to_lowercase()) else {
