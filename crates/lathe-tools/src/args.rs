@@ -10,7 +10,14 @@
 use serde_json::{Map, Value};
 
 /// Names models use for a path parameter.
-const PATH_ALIASES: &[&str] = &["path", "file", "file_path", "filepath", "filename", "file_name"];
+const PATH_ALIASES: &[&str] = &[
+    "path",
+    "file",
+    "file_path",
+    "filepath",
+    "filename",
+    "file_name",
+];
 
 /// An argument problem the model can fix; `Display` says which parameter and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -76,24 +83,24 @@ fn normalize_value(value: Value, schema: &Value, at: &str) -> Result<Value, Argu
         Value::String(text) => Value::String(repair_double_escape(text)),
         other => other,
     };
-    if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
-        if !allowed.contains(&value) {
-            // Accept a case-insensitive match for string enums ("Content" for "content").
-            let folded = value.as_str().map(fold_name);
-            if let Some(hit) = allowed
-                .iter()
-                .find(|a| a.as_str().map(fold_name).is_some() && a.as_str().map(fold_name) == folded)
-            {
-                return Ok(hit.clone());
-            }
-            let names: Vec<String> = allowed.iter().map(Value::to_string).collect();
-            return Err(ArgumentError(format!(
-                "{} must be one of {}, got {}",
-                describe_at(at),
-                names.join(", "),
-                preview(&value)
-            )));
+    if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
+        && !allowed.contains(&value)
+    {
+        // Accept a case-insensitive match for string enums ("Content" for "content").
+        let folded = value.as_str().map(fold_name);
+        if let Some(hit) = allowed
+            .iter()
+            .find(|a| a.as_str().is_some() && a.as_str().map(fold_name) == folded)
+        {
+            return Ok(hit.clone());
         }
+        let names: Vec<String> = allowed.iter().map(Value::to_string).collect();
+        return Err(ArgumentError(format!(
+            "{} must be one of {}, got {}",
+            describe_at(at),
+            names.join(", "),
+            preview(&value)
+        )));
     }
     Ok(value)
 }
@@ -163,7 +170,11 @@ fn normalize_object(
         let names: Vec<&String> = properties.keys().collect();
         message.push_str(&format!(
             "the parameters are: {}",
-            names.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")
+            names
+                .iter()
+                .map(|n| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
         return Err(ArgumentError(message));
     }
@@ -192,7 +203,11 @@ fn match_key(key: &str, properties: &Map<String, Value>) -> Option<String> {
 fn schema_types(schema: &Value) -> Vec<String> {
     match schema.get("type") {
         Some(Value::String(t)) => vec![t.clone()],
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
         _ => {
             if schema.get("properties").is_some() {
                 vec!["object".to_owned()]
@@ -243,9 +258,7 @@ fn coerce(value: Value, types: &[String]) -> Value {
             }
             Value::String(text)
         }
-        Value::Number(_) | Value::Bool(_) if wants("string") => {
-            Value::String(value.to_string())
-        }
+        Value::Number(_) | Value::Bool(_) if wants("string") => Value::String(value.to_string()),
         Value::Number(_) => coerce_number(value, types),
         other if wants("array") && !other.is_null() => Value::Array(vec![other]),
         other => other,
@@ -254,12 +267,14 @@ fn coerce(value: Value, types: &[String]) -> Value {
 
 /// `10.0` where an integer is wanted becomes `10`.
 fn coerce_number(value: Value, types: &[String]) -> Value {
-    if types.iter().any(|t| t == "integer") {
-        if let Some(f) = value.as_f64() {
-            if !value.is_i64() && !value.is_u64() && f.fract() == 0.0 && f.abs() < 9e15 {
-                return Value::from(f as i64);
-            }
-        }
+    if types.iter().any(|t| t == "integer")
+        && let Some(f) = value.as_f64()
+        && !value.is_i64()
+        && !value.is_u64()
+        && f.fract() == 0.0
+        && f.abs() < 9e15
+    {
+        return Value::from(f as i64);
     }
     value
 }
@@ -394,7 +409,11 @@ mod tests {
     fn path_aliases_and_key_folding() {
         for key in ["path", "file", "file_path", "filePath", "FILE-PATH", "Path"] {
             let out = normalize(json!({key: "a.rs", "Replace-All": true}), &schema()).unwrap();
-            assert_eq!(out, json!({"path": "a.rs", "replace_all": true}), "key {key}");
+            assert_eq!(
+                out,
+                json!({"path": "a.rs", "replace_all": true}),
+                "key {key}"
+            );
         }
     }
 
@@ -410,7 +429,10 @@ mod tests {
             json!({"path": "a", "offset": 10, "replace_all": true, "globs": ["a", "b"]})
         );
         let err = normalize(json!({"path": "a", "offset": "10 lines"}), &schema()).unwrap_err();
-        assert!(err.0.contains("parameter `offset` must be an integer"), "{err}");
+        assert!(
+            err.0.contains("parameter `offset` must be an integer"),
+            "{err}"
+        );
         assert_eq!(
             normalize(json!({"path": "a", "offset": 5.0}), &schema()).unwrap()["offset"],
             json!(5)
@@ -437,9 +459,17 @@ mod tests {
     #[test]
     fn missing_required_names_parameter_and_unknown_keys() {
         let err = normalize(json!({"name": "x"}), &schema()).unwrap_err();
-        assert!(err.0.contains("missing required parameter `path` (a string): The file."), "{err}");
+        assert!(
+            err.0
+                .contains("missing required parameter `path` (a string): The file."),
+            "{err}"
+        );
         assert!(err.0.contains("unknown parameters given: name"), "{err}");
-        let err = normalize(json!({"path": "a", "edits": [{"old_string": "x"}]}), &schema()).unwrap_err();
+        let err = normalize(
+            json!({"path": "a", "edits": [{"old_string": "x"}]}),
+            &schema(),
+        )
+        .unwrap_err();
         assert!(err.0.contains("`edits[0].new_string`"), "{err}");
     }
 
@@ -447,7 +477,12 @@ mod tests {
     fn arguments_as_a_json_string_and_null() {
         let out = normalize(json!("{\"file\": \"a\"}"), &schema()).unwrap();
         assert_eq!(out, json!({"path": "a"}));
-        assert!(normalize(Value::Null, &schema()).unwrap_err().0.contains("`path`"));
+        assert!(
+            normalize(Value::Null, &schema())
+                .unwrap_err()
+                .0
+                .contains("`path`")
+        );
         let out = normalize(json!({"path": "a", "limit": null}), &schema()).unwrap();
         assert_eq!(out, json!({"path": "a"}));
     }
@@ -457,6 +492,9 @@ mod tests {
         let out = normalize(json!({"path": "a", "mode": "Content"}), &schema()).unwrap();
         assert_eq!(out["mode"], json!("content"));
         let err = normalize(json!({"path": "a", "mode": "lines"}), &schema()).unwrap_err();
-        assert!(err.0.contains("must be one of \"content\", \"count\""), "{err}");
+        assert!(
+            err.0.contains("must be one of \"content\", \"count\""),
+            "{err}"
+        );
     }
 }

@@ -19,7 +19,8 @@ pub fn fit(text: String, budget: usize, session: &Session) -> (String, Option<Pa
     let head_chars = room / 2;
     let tail_chars = room - head_chars;
     let head_end = cut_back_to_line(&text, byte_at_char(&text, head_chars));
-    let tail_start = cut_forward_to_line(&text, byte_at_char(&text, total_chars - tail_chars)).max(head_end);
+    let tail_start =
+        cut_forward_to_line(&text, byte_at_char(&text, total_chars - tail_chars)).max(head_end);
     let head = &text[..head_end];
     let tail = &text[tail_start..];
     let cut = &text[head_end..tail_start];
@@ -32,7 +33,10 @@ pub fn fit(text: String, budget: usize, session: &Session) -> (String, Option<Pa
             path.display(),
             path.display()
         ),
-        None => "narrow the request (a smaller range or a more specific pattern) to see the cut part".to_owned(),
+        None => {
+            "narrow the request (a smaller range or a more specific pattern) to see the cut part"
+                .to_owned()
+        }
     };
     let marker = format!(
         "\n[... {} of {} characters cut (lines {}-{}); {where_} ...]\n",
@@ -53,7 +57,9 @@ fn save(text: &str, session: &Session) -> Option<PathBuf> {
 }
 
 fn byte_at_char(text: &str, chars: usize) -> usize {
-    text.char_indices().nth(chars).map_or(text.len(), |(i, _)| i)
+    text.char_indices()
+        .nth(chars)
+        .map_or(text.len(), |(i, _)| i)
 }
 
 /// The end of the last whole line before `at`, unless that throws away more than half.
@@ -78,7 +84,7 @@ pub fn group(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -119,7 +125,13 @@ mod tests {
         assert!(out.contains("characters cut (lines "), "{out}");
         assert!(out.contains(&saved.display().to_string()));
         // The marker names the first cut line, which is the line after the head.
-        let head_last: usize = out.lines().take_while(|l| l.starts_with("line ")).last().unwrap()[5..].parse().unwrap();
+        let head_last: usize = out
+            .lines()
+            .take_while(|l| l.starts_with("line "))
+            .last()
+            .unwrap()[5..]
+            .parse()
+            .unwrap();
         assert!(out.contains(&format!("(lines {}-", head_last + 1)), "{out}");
     }
 

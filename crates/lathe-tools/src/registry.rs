@@ -57,13 +57,18 @@ pub struct PreparedCall {
 }
 
 trait ErasedTool: Send + Sync {
-    fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<'static, Result<ToolOutput, String>>;
+    fn call(&self, args: Value, ctx: ToolContext)
+    -> BoxFuture<'static, Result<ToolOutput, String>>;
 }
 
 struct Erased<T: Tool>(Arc<T>);
 
 impl<T: Tool> ErasedTool for Erased<T> {
-    fn call(&self, args: Value, ctx: ToolContext) -> BoxFuture<'static, Result<ToolOutput, String>> {
+    fn call(
+        &self,
+        args: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, String>> {
         let tool = Arc::clone(&self.0);
         Box::pin(async move {
             let input: T::Input = serde_json::from_value(args).map_err(|err| err.to_string())?;
@@ -86,7 +91,9 @@ pub struct Registry {
 
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.entries.iter().map(|e| e.definition.name)).finish()
+        f.debug_list()
+            .entries(self.entries.iter().map(|e| e.definition.name))
+            .finish()
     }
 }
 
@@ -146,7 +153,11 @@ impl Registry {
 
     /// The definitions in the function-calling shape, as one JSON array.
     pub fn function_definitions(&self) -> Value {
-        Value::Array(self.definitions().map(ToolDefinition::to_function).collect())
+        Value::Array(
+            self.definitions()
+                .map(ToolDefinition::to_function)
+                .collect(),
+        )
     }
 
     /// The definition of `name` (exact).
@@ -186,10 +197,11 @@ impl Registry {
                 self.names().join(", ")
             ))
         })?;
-        let definition = self.definition(name).expect("resolved names are registered");
-        let arguments = args::normalize(arguments, &definition.parameters).map_err(|err| {
-            ToolOutput::error(format!("invalid arguments for `{name}`: {err}"))
-        })?;
+        let definition = self
+            .definition(name)
+            .expect("resolved names are registered");
+        let arguments = args::normalize(arguments, &definition.parameters)
+            .map_err(|err| ToolOutput::error(format!("invalid arguments for `{name}`: {err}")))?;
         Ok(PreparedCall {
             name,
             arguments,
@@ -234,16 +246,21 @@ impl Registry {
         let (text, saved) = budget::fit(std::mem::take(&mut output.text), budget_chars, &session);
         output.text = text;
         if let Some(saved) = saved {
-            output
-                .metadata
-                .insert("full_result".into(), Value::String(saved.display().to_string()));
+            output.metadata.insert(
+                "full_result".into(),
+                Value::String(saved.display().to_string()),
+            );
         }
         output
     }
 }
 
 fn quote_list(names: &[&str]) -> String {
-    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The names most like `name`: by edit distance after folding, and names sharing a word.
@@ -263,9 +280,7 @@ pub fn closest(name: &str, names: &[&'static str]) -> Vec<&'static str> {
                     .map(str::to_lowercase)
                     .collect::<Vec<_>>()
             };
-            let shared = words(name)
-                .iter()
-                .any(|w| words(candidate).contains(w));
+            let shared = words(name).iter().any(|w| words(candidate).contains(w));
             if shared {
                 score += 0.15;
             }

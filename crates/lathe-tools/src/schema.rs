@@ -21,7 +21,9 @@ pub fn tool_schema<T: JsonSchema>() -> (String, Value) {
     clean(&mut value);
     if let Some(object) = value.as_object_mut() {
         object.remove("title");
-        object.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+        object
+            .entry("properties")
+            .or_insert_with(|| Value::Object(Map::new()));
         object.insert("type".into(), Value::String("object".into()));
     }
     (description, value)
@@ -33,9 +35,25 @@ fn clean(value: &mut Value) {
             object.remove("$schema");
             object.remove("title");
             object.remove("definitions");
-            if object.get("format").and_then(Value::as_str).is_some_and(|f| {
-                matches!(f, "uint" | "uint8" | "uint16" | "uint32" | "uint64" | "int" | "int32" | "int64" | "double" | "float")
-            }) {
+            if object
+                .get("format")
+                .and_then(Value::as_str)
+                .is_some_and(|f| {
+                    matches!(
+                        f,
+                        "uint"
+                            | "uint8"
+                            | "uint16"
+                            | "uint32"
+                            | "uint64"
+                            | "int"
+                            | "int32"
+                            | "int64"
+                            | "double"
+                            | "float"
+                    )
+                })
+            {
                 object.remove("format");
             }
             // Option<T>: ["integer", "null"] -> "integer"; absence already means "not given".
@@ -60,7 +78,9 @@ fn clean(value: &mut Value) {
                         .cloned()
                         .collect();
                     let all_consts = !non_null.is_empty()
-                        && non_null.iter().all(|o| o.get("const").is_some() || o.get("enum").is_some());
+                        && non_null
+                            .iter()
+                            .all(|o| o.get("const").is_some() || o.get("enum").is_some());
                     if all_consts {
                         let mut values = Vec::new();
                         let mut docs = Vec::new();
@@ -71,7 +91,10 @@ fn clean(value: &mut Value) {
                             };
                             if let Some(doc) = option.get("description").and_then(Value::as_str) {
                                 for c in &consts {
-                                    docs.push(format!("`{}`: {doc}", c.as_str().unwrap_or_default()));
+                                    docs.push(format!(
+                                        "`{}`: {doc}",
+                                        c.as_str().unwrap_or_default()
+                                    ));
                                 }
                             }
                             values.extend(consts);
@@ -85,7 +108,10 @@ fn clean(value: &mut Value) {
                                 .and_then(Value::as_str)
                                 .map(|d| format!("{d} "))
                                 .unwrap_or_default();
-                            object.insert("description".into(), Value::String(format!("{base}{}", docs.join("; "))));
+                            object.insert(
+                                "description".into(),
+                                Value::String(format!("{base}{}", docs.join("; "))),
+                            );
                         }
                     } else if non_null.len() == 1 && options.len() == 2 {
                         let only = non_null[0].clone();
@@ -153,11 +179,20 @@ mod tests {
         let (description, schema) = tool_schema::<Input>();
         assert_eq!(description, "Reads things.\n\nSecond paragraph.");
         let text = schema.to_string();
-        assert!(!text.contains("$ref") && !text.contains("null") && !text.contains("title"), "{text}");
+        assert!(
+            !text.contains("$ref") && !text.contains("null") && !text.contains("title"),
+            "{text}"
+        );
         assert!(!text.contains("\"format\""), "{text}");
         assert_eq!(schema["properties"]["limit"]["type"], "integer");
-        assert_eq!(schema["properties"]["mode"]["enum"], serde_json::json!(["content", "count"]));
-        assert_eq!(schema["properties"]["items"]["items"]["properties"]["name"]["type"], "string");
+        assert_eq!(
+            schema["properties"]["mode"]["enum"],
+            serde_json::json!(["content", "count"])
+        );
+        assert_eq!(
+            schema["properties"]["items"]["items"]["properties"]["name"]["type"],
+            "string"
+        );
         assert_eq!(schema["required"], serde_json::json!(["path"]));
     }
 }

@@ -240,7 +240,11 @@ impl Workspace {
             let next = match open_beneath(dir.as_fd(), Path::new(name), flags, 0) {
                 Ok(fd) => fd,
                 Err(Errno::ENOENT) => {
-                    match nix::sys::stat::mkdirat(dir.as_fd(), name, Mode::from_bits_truncate(0o777)) {
+                    match nix::sys::stat::mkdirat(
+                        dir.as_fd(),
+                        name,
+                        Mode::from_bits_truncate(0o777),
+                    ) {
                         Ok(()) | Err(Errno::EEXIST) => {}
                         Err(err) => return Err(err.into()),
                     }
@@ -310,7 +314,12 @@ impl Workspace {
     }
 }
 
-fn open_beneath(dir: std::os::fd::BorrowedFd<'_>, rel: &Path, flags: OFlag, mode: u32) -> nix::Result<OwnedFd> {
+fn open_beneath(
+    dir: std::os::fd::BorrowedFd<'_>,
+    rel: &Path,
+    flags: OFlag,
+    mode: u32,
+) -> nix::Result<OwnedFd> {
     let how = OpenHow::new()
         .flags(flags)
         .mode(Mode::from_bits_truncate(mode))
@@ -318,7 +327,11 @@ fn open_beneath(dir: std::os::fd::BorrowedFd<'_>, rel: &Path, flags: OFlag, mode
     nix::fcntl::openat2(dir, rel, how)
 }
 
-fn create_temp(dir: std::os::fd::BorrowedFd<'_>, name: &OsStr, mode: u32) -> io::Result<(PathBuf, OwnedFd)> {
+fn create_temp(
+    dir: std::os::fd::BorrowedFd<'_>,
+    name: &OsStr,
+    mode: u32,
+) -> io::Result<(PathBuf, OwnedFd)> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     for _ in 0..100 {
@@ -326,21 +339,25 @@ fn create_temp(dir: std::os::fd::BorrowedFd<'_>, name: &OsStr, mode: u32) -> io:
         let mut tmp = std::ffi::OsString::from(".");
         tmp.push(name);
         tmp.push(format!(".lathe-{}-{n}.tmp", std::process::id()));
-        let flags = OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_WRONLY | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW;
+        let flags =
+            OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_WRONLY | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW;
         match nix::fcntl::openat(dir, tmp.as_os_str(), flags, Mode::from_bits_truncate(mode)) {
             Ok(fd) => return Ok((PathBuf::from(tmp), fd)),
             Err(Errno::EEXIST) => continue,
             Err(err) => return Err(err.into()),
         }
     }
-    Err(io::Error::new(io::ErrorKind::AlreadyExists, "could not create a temporary file"))
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        "could not create a temporary file",
+    ))
 }
 
 fn expand_home(input: &str) -> PathBuf {
-    if input == "~" || input.starts_with("~/") {
-        if let Some(home) = std::env::var_os("HOME") {
-            return Path::new(&home).join(input.trim_start_matches('~').trim_start_matches('/'));
-        }
+    if (input == "~" || input.starts_with("~/"))
+        && let Some(home) = std::env::var_os("HOME")
+    {
+        return Path::new(&home).join(input.trim_start_matches('~').trim_start_matches('/'));
     }
     PathBuf::from(input)
 }

@@ -28,7 +28,10 @@ fn fixture() -> Fixture {
 
 fn refused(ws: &Workspace, input: &str, access: Access) -> String {
     match ws.resolve(input, access) {
-        Ok(p) => panic!("{input} resolved to {} but should be refused", p.abs().display()),
+        Ok(p) => panic!(
+            "{input} resolved to {} but should be refused",
+            p.abs().display()
+        ),
         Err(err) => err.to_string(),
     }
 }
@@ -38,7 +41,12 @@ fn relative_and_absolute_paths_inside_are_accepted() {
     let f = fixture();
     let ws = Workspace::new(&f.root).unwrap();
     let absolute = format!("{}/src/lib.rs", f.root.display());
-    for input in ["src/lib.rs", "./src/lib.rs", "src/deep/../lib.rs", absolute.as_str()] {
+    for input in [
+        "src/lib.rs",
+        "./src/lib.rs",
+        "src/deep/../lib.rs",
+        absolute.as_str(),
+    ] {
         let p = ws.resolve(input, Access::Read).unwrap();
         assert_eq!(p.abs(), f.root.join("src/lib.rs"), "{input}");
         assert_eq!(p.shown(), "src/lib.rs");
@@ -56,10 +64,17 @@ fn dot_dot_and_absolute_elsewhere_are_refused() {
     assert!(msg.contains("outside the workspace"), "{msg}");
     refused(&ws, "src/../../outside/secret.txt", Access::Write);
     refused(&ws, "/etc/passwd", Access::Read);
-    refused(&ws, &f.outside.join("secret.txt").display().to_string(), Access::Read);
+    refused(
+        &ws,
+        &f.outside.join("secret.txt").display().to_string(),
+        Access::Read,
+    );
     refused(&ws, "src/deep/../../../outside/new.txt", Access::Write);
     refused(&ws, "missing/../../outside/new.txt", Access::Write);
-    assert!(matches!(ws.resolve("  ", Access::Read), Err(PathError::Empty)));
+    assert!(matches!(
+        ws.resolve("  ", Access::Read),
+        Err(PathError::Empty)
+    ));
 }
 
 #[test]
@@ -110,7 +125,11 @@ fn proc_tricks_are_refused() {
     let f = fixture();
     let ws = Workspace::new(&f.root).unwrap();
     refused(&ws, "/proc/self/root/etc/passwd", Access::Read);
-    refused(&ws, &format!("/proc/self/root{}/src/lib.rs", f.root.display()), Access::Read);
+    refused(
+        &ws,
+        &format!("/proc/self/root{}/src/lib.rs", f.root.display()),
+        Access::Read,
+    );
     refused(&ws, "/proc/self/cwd/x", Access::Write);
     refused(&ws, "/dev/fd/0", Access::Read);
     symlink("/proc/self/root/etc", f.root.join("etc")).unwrap();

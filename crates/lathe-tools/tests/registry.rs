@@ -6,7 +6,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use lathe_tools::{Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace};
+use lathe_tools::{
+    Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace,
+};
 
 /// Repeats a word.
 ///
@@ -109,11 +111,23 @@ async fn unknown_tools_name_the_closest() {
     let (_d, registry, session) = setup(1000);
     let out = call(&registry, &session, "echo_paths", json!({})).await;
     assert!(out.is_error);
-    assert!(out.text.contains("unknown tool `echo_paths`"), "{}", out.text);
-    assert!(out.text.contains("Did you mean `echo_path`?"), "{}", out.text);
+    assert!(
+        out.text.contains("unknown tool `echo_paths`"),
+        "{}",
+        out.text
+    );
+    assert!(
+        out.text.contains("Did you mean `echo_path`?"),
+        "{}",
+        out.text
+    );
     let out = call(&registry, &session, "zzzz", json!({})).await;
     assert!(!out.text.contains("Did you mean"), "{}", out.text);
-    assert!(out.text.contains("The tools are: echo_path."), "{}", out.text);
+    assert!(
+        out.text.contains("The tools are: echo_path."),
+        "{}",
+        out.text
+    );
 }
 
 #[tokio::test]
@@ -149,7 +163,11 @@ async fn bad_arguments_say_which_and_what() {
     )
     .await;
     assert!(out.is_error);
-    assert!(out.text.contains("invalid arguments for `echo_path`"), "{}", out.text);
+    assert!(
+        out.text.contains("invalid arguments for `echo_path`"),
+        "{}",
+        out.text
+    );
 }
 
 #[tokio::test]
@@ -211,7 +229,11 @@ fn duplicate_names_are_rejected() {
 fn builtin_names_are_unique_and_documented() {
     let registry = Registry::builtin();
     for def in registry.definitions() {
-        assert!(!def.description.is_empty(), "{} has no description", def.name);
+        assert!(
+            !def.description.is_empty(),
+            "{} has no description",
+            def.name
+        );
         for (name, prop) in def.parameters["properties"].as_object().unwrap() {
             assert!(
                 prop.get("description").is_some(),

@@ -42,11 +42,15 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> anyhow::Result<Config>
     for path in files(workspace, explicit) {
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound && Some(path.as_path()) != explicit => {
+            Err(err)
+                if err.kind() == std::io::ErrorKind::NotFound
+                    && Some(path.as_path()) != explicit =>
+            {
                 continue;
             }
             Err(err) => {
-                return Err(err).with_context(|| format!("cannot read config file {}", path.display()));
+                return Err(err)
+                    .with_context(|| format!("cannot read config file {}", path.display()));
             }
         };
         let table: toml::Table = toml::from_str(&text)
@@ -76,8 +80,12 @@ mod tests {
 
     #[test]
     fn later_files_win_and_tables_merge() {
-        let mut base: toml::Table = toml::from_str("[tools]\nresult_budget = 10\nread_roots = [\"/a\"]\n").unwrap();
-        merge(&mut base, toml::from_str("[tools]\nresult_budget = 20\n").unwrap());
+        let mut base: toml::Table =
+            toml::from_str("[tools]\nresult_budget = 10\nread_roots = [\"/a\"]\n").unwrap();
+        merge(
+            &mut base,
+            toml::from_str("[tools]\nresult_budget = 20\n").unwrap(),
+        );
         let config = Config::deserialize(toml::Value::Table(base)).unwrap();
         assert_eq!(config.tools.result_budget, 20);
         assert_eq!(config.tools.read_roots, vec![PathBuf::from("/a")]);

@@ -33,7 +33,13 @@ pub fn list(_common: &CommonArgs, args: ToolsArgs) -> anyhow::Result<ExitCode> {
                     .unwrap_or_default();
                 let params: Vec<String> = props
                     .keys()
-                    .map(|k| if required.contains(&k.as_str()) { k.clone() } else { format!("[{k}]") })
+                    .map(|k| {
+                        if required.contains(&k.as_str()) {
+                            k.clone()
+                        } else {
+                            format!("[{k}]")
+                        }
+                    })
                     .collect();
                 writeln!(out, "{:<16} {}", "", params.join(" "))?;
             }
@@ -96,7 +102,12 @@ fn read_arguments(given: Option<&str>) -> Result<Value, String> {
 }
 
 /// Runs one call; Ctrl-C cancels it (the tool kills what it started and says so).
-async fn call_cancellable(registry: &Registry, session: &Arc<Session>, name: &str, arguments: Value) -> ToolOutput {
+async fn call_cancellable(
+    registry: &Registry,
+    session: &Arc<Session>,
+    name: &str,
+    arguments: Value,
+) -> ToolOutput {
     let mut ctx = ToolContext::new(Arc::clone(session));
     let cancel: CancellationToken = ctx.cancel.clone();
     let watcher = tokio::spawn(async move {
