@@ -4,6 +4,7 @@
 //! [`McpArgs`] and [`run`].
 
 mod approve;
+mod classify;
 mod convert;
 mod gate;
 mod http;

@@ -1,0 +1,126 @@
+//! `lathe mcp --listen`: the address checks and the HTTP endpoint, with real processes on
+//! loopback. (The Python SDK scenario `streamable_http` drives MCP itself over HTTP.)
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir_all(dir.path().join("ws")).expect("workspace");
+        std::fs::write(
+            dir.path().join("ws/hello.txt"),
+            "hello from the workspace\n",
+        )
+        .expect("file");
+        Fixture { dir }
+    }
+
+    fn workspace(&self) -> std::path::PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    fn command(&self, extra: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_lathe"));
+        command
+            .arg("mcp")
+            .arg("--workspace")
+            .arg(self.workspace())
+            .args(extra)
+            .env("LATHE_DATA_DIR", self.dir.path().join("data"))
+            .env("LATHE_CONFIG_DIR", self.dir.path().join("config"));
+        command
+    }
+}
+
+/// The server, with a proxy in front of its stdio.
+
+#[test]
+fn listen_refuses_other_machines_unless_allowed() {
+    let fixture = Fixture::new();
+    let output = fixture
+        .command(&["--listen", "0.0.0.0:0"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("lathe runs");
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--allow-remote"), "{stderr}");
+    assert!(output.stdout.is_empty(), "nothing on stdout: {output:?}");
+
+    let mut child = fixture
+        .command(&["--listen", "0.0.0.0:0", "--allow-remote"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("lathe runs");
+    let address = listening_address(&mut child);
+    assert!(address.starts_with("0.0.0.0:"), "{address}");
+    stop(child);
+}
+
+#[test]
+fn http_endpoint_is_at_mcp_only() {
+    let fixture = Fixture::new();
+    let mut child = fixture
+        .command(&["--listen", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("lathe runs");
+    let address = listening_address(&mut child);
+    let mut stream = std::net::TcpStream::connect(&address).expect("connect");
+    stream
+        .set_read_timeout(Some(DEADLINE))
+        .expect("read timeout");
+    stream
+        .write_all(b"GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .expect("request");
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    assert!(response.starts_with("HTTP/1.1 404"), "{response}");
+    stop(child);
+}
+
+fn listening_address(child: &mut std::process::Child) -> String {
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                let address = rest.trim_end_matches("/mcp").to_owned();
+                let _ = tx.send(address);
+            }
+        }
+    });
+    rx.recv_timeout(DEADLINE)
+        .expect("the server says where it listens")
+}
+
+fn stop(mut child: std::process::Child) {
+    // SIGTERM: the orderly stop.
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
+    let started = Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return;
+        }
+        if started.elapsed() > DEADLINE {
+            let _ = child.kill();
+            panic!("lathe mcp --listen did not stop on SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
