@@ -10,6 +10,7 @@
 pub mod summary;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use futures::StreamExt;
@@ -26,6 +27,11 @@ use crate::approval::{
 use crate::events::{Event, OutputStream, ToolStatus};
 use crate::parser::{ParsedCall, refuse_truncated_write, unknown_tool_message};
 use crate::sink::EventSink;
+
+/// Most bytes of a call's live output turned into events (each event is stored).
+pub const LIVE_OUTPUT_CAP: usize = 256 * 1024;
+const LIVE_OUTPUT_STOPPED: &str =
+    "\n[live output stops here; the call's result and its saved output have the rest]\n";
 
 /// What the model reads for a call that never started because the user stopped the turn.
 pub const STOPPED_BEFORE_RUNNING: &str =
@@ -236,16 +242,28 @@ impl ToolRunner {
         ctx.call_id = Some(call_id.to_owned());
         let progress_sink = sink.clone();
         let id = call_id.to_owned();
-        ctx.progress = Some(Arc::new(move |progress: ToolProgress| {
-            let event = match progress {
-                ToolProgress::Output { text } => Event::ToolOutputDelta {
+        let shown = AtomicUsize::new(0);
+        ctx.progress = Some(Arc::new(move |progress: ToolProgress| match progress {
+            ToolProgress::Output { text } => {
+                // Every event is stored: past the cap, the live view stops (once, saying so)
+                // and the result and the command's artifact keep the rest.
+                let before = shown.fetch_add(text.len(), Ordering::Relaxed);
+                let text = if before + text.len() <= LIVE_OUTPUT_CAP {
+                    text
+                } else if before <= LIVE_OUTPUT_CAP {
+                    LIVE_OUTPUT_STOPPED.to_owned()
+                } else {
+                    return;
+                };
+                progress_sink.emit(Event::ToolOutputDelta {
                     call_id: id.clone(),
                     stream: OutputStream::Stdout,
                     text,
-                },
-                ToolProgress::Status { message } => Event::Notice { message },
-            };
-            progress_sink.emit(event);
+                });
+            }
+            // Progress lines ("searched 10,000 files") are for a live view only; the result
+            // says what matters.
+            ToolProgress::Status { message } => tracing::debug!(call = %id, "{message}"),
         }));
         let registry = Arc::clone(&self.registry);
         tokio::spawn(async move { registry.run_prepared(&call, ctx).await })

@@ -386,3 +386,38 @@ async fn a_server_error_fails_the_run_with_its_message() {
         SessionStatus::Failed
     );
 }
+
+#[tokio::test]
+async fn resuming_answers_calls_left_without_a_result() {
+    use lathe_agent::message::{AssistantMessage, Message, ToolCall};
+    let script = Script::new().chat(reply().text("Picking up.").done());
+    let mut run = start(script, |_| {});
+    let call = ToolCall {
+        id: Some("k1".into()),
+        name: "cat".into(),
+        arguments: json!({"path": "x"}),
+    };
+    run.executor.resume(vec![
+        Message::system("old prompt"),
+        Message::user("first task"),
+        Message::Assistant(AssistantMessage {
+            tool_calls: vec![call.clone()],
+            ..AssistantMessage::default()
+        }),
+    ]);
+    let outcome = run.executor.run("go on", &CancellationToken::new()).await;
+    assert_eq!(outcome.status, RunStatus::Finished);
+    let body = &run.server.chat_bodies()[0];
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(messages.iter().filter(|m| m["role"] == "system").count(), 1);
+    assert_ne!(messages[0]["content"], "old prompt");
+    assert_eq!(messages[3]["role"], "tool");
+    assert_eq!(messages[3]["tool_call_id"], "k1");
+    assert!(
+        messages[3]["content"]
+            .as_str()
+            .unwrap()
+            .contains("interrupted")
+    );
+    assert_eq!(messages[4], json!({"role": "user", "content": "go on"}));
+}

@@ -98,6 +98,31 @@ impl Tool for Forever {
     }
 }
 
+/// Prints a lot.
+#[derive(Deserialize, JsonSchema)]
+struct ChattyInput {}
+
+struct Chatty;
+
+impl Tool for Chatty {
+    const NAME: &'static str = "chatty";
+    type Input = ChattyInput;
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+    async fn run(&self, _input: ChattyInput, ctx: ToolContext) -> ToolOutput {
+        for _ in 0..400 {
+            ctx.report(ToolProgress::Output {
+                text: "x".repeat(1023) + "\n",
+            });
+        }
+        ctx.report(ToolProgress::Status {
+            message: "done printing".into(),
+        });
+        ToolOutput::ok("printed")
+    }
+}
+
 struct Fixture {
     _dir: tempfile::TempDir,
     root: std::path::PathBuf,
@@ -120,6 +145,7 @@ fn fixture(mode: ApprovalMode, approver: Arc<dyn Approver>, meet: usize) -> Fixt
     registry.register(Meet(Arc::new(Barrier::new(meet))));
     registry.register(Append);
     registry.register(Forever);
+    registry.register(Chatty);
     let runner = ToolRunner::new(
         Arc::new(registry),
         session,
@@ -141,7 +167,7 @@ fn fixture(mode: ApprovalMode, approver: Arc<dyn Approver>, meet: usize) -> Fixt
 }
 
 fn planned(i: usize, name: &str, arguments: serde_json::Value) -> PlannedCall {
-    let names = ToolNames::new(["meet", "append", "forever"]);
+    let names = ToolNames::new(["meet", "append", "forever", "chatty"]);
     PlannedCall {
         call: resolve_native(ToolCall::new(name, arguments), &names),
         call_id: format!("c{i}"),
@@ -381,4 +407,42 @@ async fn a_write_cut_off_by_the_token_limit_is_refused_not_written() {
         results[0].output.text
     );
     assert!(!f.root.join("a.txt").exists());
+}
+
+#[tokio::test]
+async fn live_output_events_are_capped_per_call() {
+    let f = fixture(ApprovalMode::Full, Arc::new(NonInteractive), 1);
+    let results = f
+        .runner
+        .run_batch(
+            &[planned(0, "chatty", json!({}))],
+            &f.sink,
+            &CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(results[0].status, ToolStatus::Ok);
+    let events = f.events.lock().unwrap();
+    let deltas: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolOutputDelta { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let bytes: usize = deltas.iter().map(|t| t.len()).sum();
+    assert!(
+        bytes <= lathe_agent::runner::LIVE_OUTPUT_CAP + 200,
+        "{bytes}"
+    );
+    assert_eq!(
+        deltas
+            .iter()
+            .filter(|t| t.contains("live output stops here"))
+            .count(),
+        1
+    );
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::Notice { .. })),
+        "status lines are not events"
+    );
 }

@@ -101,8 +101,8 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
         &setup.config.permissions,
         provider,
         model,
-        store,
-        id,
+        store.clone(),
+        id.clone(),
         Arc::clone(&tools),
         approver,
         renderer.handler(),
@@ -116,7 +116,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
             interrupts.next().await;
             cancel.cancel();
             interrupts.next().await;
-            exit_now(&tools);
+            exit_now(&tools, &store, &id);
         })
     };
     let outcome = agent.executor.run(&task, &cancel).await;

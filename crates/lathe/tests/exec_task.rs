@@ -42,6 +42,7 @@ fn read_edit_run_script() -> Script {
 fn reads_edits_runs_a_command_and_finishes() {
     let h = Harness::new(read_edit_run_script());
     h.write("greet.txt", "hello world\n");
+    h.write("AGENTS.md", "Always keep greetings lowercase.\n");
     let output = h.exec(
         "change hello to goodbye in greet.txt",
         &["--approval", "auto"],
@@ -69,6 +70,11 @@ fn reads_edits_runs_a_command_and_finishes() {
     assert_eq!(first[0]["role"], "system");
     let system = first[0]["content"].as_str().unwrap();
     assert!(system.contains(&h.ws.display().to_string()), "{system}");
+    assert!(
+        system.contains("Always keep greetings lowercase."),
+        "AGENTS.md: {system}"
+    );
+    assert!(system.contains(std::env::consts::OS), "{system}");
     assert_eq!(
         first[1],
         json!({"role": "user", "content": "change hello to goodbye in greet.txt"})

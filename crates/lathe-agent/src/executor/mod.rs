@@ -32,6 +32,10 @@ pub use guard::{NUDGE, Repeat, RepeatGuard, asks_for_change};
 /// The default limit on model turns in one run.
 pub const DEFAULT_MAX_TURNS: u32 = 50;
 
+/// The result of a call that a stopped Lathe never answered, on resume.
+const INTERRUPTED: &str = "this call was interrupted: Lathe stopped before it finished, so its \
+result is unknown. Check the state before you repeat it.";
+
 /// What the model reads when its answer was cut off by the output limit.
 const CONTINUE: &str = "Your last reply was cut off by the output limit. Continue from where \
 it stopped; keep each reply and each tool call short enough to fit.";
@@ -127,13 +131,31 @@ impl Executor {
     }
 
     /// Continues a stored conversation: `history` without its old system prompt goes after the
-    /// fresh one. Nothing is stored again.
+    /// fresh one. Nothing is stored again. Calls left without a result (a run killed mid-turn)
+    /// get one saying so, since servers refuse a call without its result.
     pub fn resume(&mut self, history: Vec<Message>) {
-        self.history.extend(
-            history
-                .into_iter()
-                .filter(|m| !matches!(m, Message::System { .. })),
-        );
+        let mut pending: std::collections::VecDeque<crate::message::ToolCall> = Default::default();
+        for message in history {
+            match message {
+                Message::System { .. } => continue,
+                Message::Tool(result) => {
+                    pending.pop_front();
+                    self.history.push(Message::Tool(result));
+                    continue;
+                }
+                _ => {}
+            }
+            for call in pending.drain(..) {
+                self.history.push(Message::tool_result(&call, INTERRUPTED));
+            }
+            if let Message::Assistant(turn) = &message {
+                pending.extend(turn.tool_calls.iter().cloned());
+            }
+            self.history.push(message);
+        }
+        for call in pending.drain(..) {
+            self.history.push(Message::tool_result(&call, INTERRUPTED));
+        }
     }
 
     /// The conversation so far, as sent (old results may be shortened).

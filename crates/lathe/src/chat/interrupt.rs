@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
+use lathe_store::{SessionId, SessionStatus, Store};
 use lathe_tools::Session;
 
 /// Exit code after an interrupt, as shells report SIGINT.
@@ -44,9 +45,12 @@ impl Interrupts {
 }
 
 /// Ends the process at once after a second Ctrl-C: running commands are killed first (the tool
-/// session's shutdown), so nothing is left behind.
-pub fn exit_now(tools: &Arc<Session>) -> ! {
+/// session's shutdown), the stored session is marked interrupted, so nothing is left behind.
+pub fn exit_now(tools: &Arc<Session>, store: &Store, id: &SessionId) -> ! {
     tools.shutdown();
+    if let Err(err) = store.update_session_status(id, SessionStatus::Interrupted) {
+        tracing::warn!("cannot mark session {id} interrupted: {err}");
+    }
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err);
     let _ = err.flush();

@@ -114,7 +114,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
                 say(&style.dim("\n(press Ctrl-C again to exit, or type /exit)"));
                 tokio::select! {
                     line = input.line(&prompt) => line,
-                    () = interrupts.next() => exit_now(&tools),
+                    () = interrupts.next() => exit_now(&tools, &store, &id),
                 }
             }
         };
@@ -147,7 +147,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
                 _ = &mut run => break,
                 () = interrupts.next() => {
                     if stopping {
-                        exit_now(&tools);
+                        exit_now(&tools, &store, &id);
                     }
                     stopping = true;
                     renderer.pause();

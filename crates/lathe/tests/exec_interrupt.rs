@@ -1,0 +1,81 @@
+//! `lathe exec` stopped by the user: the first Ctrl-C (SIGINT) stops the run and kills its
+//! running command, and the run ends as stopped with exit 1.
+
+mod agent_harness;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use agent_harness::*;
+use lathe_testkit::Script;
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn running(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        std::fs::read(entry.path().join("cmdline"))
+            .map(|c| {
+                String::from_utf8_lossy(&c)
+                    .replace('\0', " ")
+                    .contains(marker)
+            })
+            .unwrap_or(false)
+    })
+}
+
+#[test]
+fn sigint_stops_the_run_and_kills_the_running_command() {
+    let marker = "876543219";
+    let script = Script::new().chat(
+        reply()
+            .tool_call(
+                "shell",
+                json!({"command": format!("touch started; sleep {marker}")}),
+            )
+            .done(),
+    );
+    let h = Harness::new(script);
+    let mut cmd = h.lathe();
+    cmd.args([
+        "exec",
+        "wait a long time",
+        "--model",
+        MODEL,
+        "--base-url",
+        &h.server.url(),
+        "--approval",
+        "full",
+        "--json",
+    ]);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let start = Instant::now();
+    while !(h.ws.join("started").exists() && running(marker)) {
+        assert!(start.elapsed() < DEADLINE, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: plain kill(2) on our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_exit(&output, 1);
+    let start = Instant::now();
+    while running(marker) {
+        assert!(start.elapsed() < DEADLINE, "the command was left running");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let events = json_lines(&output);
+    assert_eq!(
+        of_type(&events, "tool_call_finished")[0]["status"],
+        "cancelled"
+    );
+    assert_eq!(events.last().unwrap()["status"], "stopped");
+    assert_eq!(h.newest_session().status.as_str(), "interrupted");
+    // The model never saw a request after the stop.
+    assert_eq!(h.bodies().len(), 1);
+}
