@@ -13,9 +13,10 @@
 # 2. Lathe's peak memory during (1): the maximum resident set size of the `lathe` process, from
 #    /usr/bin/time when installed, else polled from /proc/PID/status (VmHWM). Target: < 64 MiB.
 # 3. Overhead: `true` through `lathe tool shell` versus `bash -c true`, as whole processes (the
-#    figure a person running `lathe tool` sees: binary start, configuration, session, tool call),
-#    and per call inside one `lathe tool --batch` session (the cost of supervising a command
-#    alone: spawn, pipe, reader, artifact, reaping). Target: under 5 ms added.
+#    figure a person running `lathe tool` sees: binary start, configuration, session, tool call;
+#    Lathe's start alone, `lathe tool list_commands`, is shown beside it), and per call inside one
+#    `lathe tool --batch` session (the cost of supervising a command alone: spawn, pipe, reader,
+#    artifact, reaping). Target: under 5 ms added.
 #
 # Lathe's state (artifacts) goes to a temporary LATHE_DATA_DIR, removed at the end. Nothing is
 # installed.
@@ -112,6 +113,12 @@ for _ in $(seq "$ITERATIONS"); do "$LATHE" --workspace "$WS" tool shell '{"comma
 end=$(now)
 lathe_per=$(((end - start) / ITERATIONS))
 clear_artifacts
+# Lathe's own start (binary, configuration, registry, session) without running anything.
+start=$(now)
+for _ in $(seq "$ITERATIONS"); do "$LATHE" --workspace "$WS" tool list_commands '{}' >/dev/null; done
+end=$(now)
+startup_per=$(((end - start) / ITERATIONS))
+clear_artifacts
 
 # In one session: a batch of N calls minus a batch of none (the process start), per call.
 batch_line='{"name": "shell", "arguments": {"command": "true"}}'
@@ -143,6 +150,7 @@ printf '\n%-44s %14s %14s %10s %8s\n' "case" "plain shell" "lathe" "ratio/diff" 
 printf '%-44s %14s %14s %10s %8s\n' "1 GiB to stdout (median of $RUNS)" "$(secs "$shell_med")" "$(secs "$lathe_med")" "x$ratio" "$(verdict "$ratio_ok")"
 printf '%-44s %14s %14s %10s %8s\n' "lathe peak memory (max RSS)" "" "$((peak_max / 1024)) MiB" "" "$(verdict "$peak_ok")"
 printf '%-44s %14s %14s %10s %8s\n' "true, whole process (mean of $ITERATIONS)" "$(ms "$bash_per")" "$(ms "$lathe_per")" "+$(ms "$added_process")" "$(verdict "$process_ok")"
+printf '%-44s %14s %14s %10s %8s\n' "  of which lathe's start (tool list_commands)" "" "$(ms "$startup_per")" "" ""
 printf '%-44s %14s %14s %10s %8s\n' "true, per call in one session ($ITERATIONS)" "$(ms "$bash_per")" "$(ms "$batch_per")" "+$(ms "$added_call")" "$(verdict "$call_ok")"
 printf '\nmemory from %s; 1 GiB case: %s\n' \
     "$([ -x /usr/bin/time ] && echo "/usr/bin/time" || echo "/proc VmHWM polling")" "$PRODUCER"

@@ -54,6 +54,24 @@ static OWNED: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 static LIVE_SUPERVISORS: Mutex<usize> = Mutex::new(0);
 static SUBREAPER: OnceLock<bool> = OnceLock::new();
 
+/// Whether this process has any child at all (running or zombie), without reaping any.
+/// With the subreaper in place every process our commands started descends from one of our
+/// children, so "no child" proves there is nothing to kill and saves a scan of `/proc`.
+fn has_children() -> bool {
+    // SAFETY: `info` is plain data the kernel fills; WNOWAIT leaves every child's status for
+    // its owner (tokio), WNOHANG makes the call return at once.
+    let ret = unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(
+            libc::P_ALL,
+            0,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT | libc::__WALL,
+        )
+    };
+    !(ret == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD))
+}
+
 fn owned() -> MutexGuard<'static, BTreeSet<i32>> {
     OWNED
         .lock()
@@ -246,6 +264,9 @@ fn signal_all(procs: &[ProcStat], signal: Signal) {
 /// none. Processes found once stay tracked by pid and start time, so a member whose parent died
 /// mid-kill is not lost. Blocking.
 pub(crate) fn kill_tree(target: &TreeTarget, grace: Duration) -> usize {
+    if SUBREAPER.get() == Some(&true) && !has_children() {
+        return 0;
+    }
     let mut known: HashSet<ProcKey> = HashSet::new();
     let mut alive = Vec::new();
     for _ in 0..FREEZE_ROUNDS {
@@ -301,4 +322,20 @@ pub(crate) fn kill_tree(target: &TreeTarget, grace: Duration) -> usize {
         tracing::warn!("processes {left:?} survived SIGKILL (uninterruptible sleep?)");
     }
     known.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn children_are_seen_without_being_reaped() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("0.2")
+            .spawn()
+            .unwrap();
+        assert!(has_children());
+        // The status is still there for its owner.
+        assert!(child.wait().unwrap().success());
+    }
 }
