@@ -7,6 +7,7 @@
 
 use lathe_agent::parser::{ParsedText, Scanner, Scope, ToolNames, collect, parse_text};
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use serde_json::{Map, Value, json};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once};
@@ -224,7 +225,14 @@ fn written_call(name: &str, args: &Value, family: usize) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: cases(),
+        // Integration tests have no lib.rs for proptest to find; name the file.
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "tests/parser_fuzz.proptest-regressions"
+        ))),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn arbitrary_strings(text in any::<String>(), cuts in cut_points()) {

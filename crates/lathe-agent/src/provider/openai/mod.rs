@@ -1,0 +1,331 @@
+//! The OpenAI-compatible chat completions API over SSE: llama.cpp's server, vLLM, LM Studio,
+//! Ollama's `/v1`.
+
+mod decode;
+
+pub(crate) use decode::OpenAiDecoder;
+
+use super::error::{ProviderError, refuses_tools};
+use super::http::{HttpClient, chunk_stream};
+use super::{Capabilities, ChatRequest, ChunkStream, Provider, ProviderConfig, ProviderKind};
+use crate::message::{Message, ToolCall};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+/// A client for an OpenAI-compatible server.
+pub struct OpenAiProvider {
+    http: HttpClient,
+    echo_reasoning: bool,
+    /// Models whose server refused tools.
+    no_tools: Mutex<HashSet<String>>,
+}
+
+impl OpenAiProvider {
+    /// A client for the server in `config`. A base URL without a path gets `/v1`; the API key
+    /// is the configured one, else `OPENAI_API_KEY`.
+    pub fn new(mut config: ProviderConfig) -> Result<Self, ProviderError> {
+        let base = normalise_base(&config.base_url)?;
+        config.api_key = resolve_api_key(config.api_key.take(), |name| std::env::var(name).ok());
+        Ok(OpenAiProvider {
+            http: HttpClient::new(&config, base)?,
+            echo_reasoning: config.echo_reasoning,
+            no_tools: Mutex::new(HashSet::new()),
+        })
+    }
+
+    async fn models(&self) -> Result<Vec<String>, ProviderError> {
+        let list = self.http.get_json("/models").await?;
+        Ok(list["data"]
+            .as_array()
+            .map(|d| {
+                d.iter()
+                    .filter_map(|m| m["id"].as_str())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    async fn open(&self, request: &ChatRequest) -> Result<ChunkStream, ProviderError> {
+        let body = request_body(request, self.echo_reasoning);
+        match self.http.open_stream("/chat/completions", &body).await {
+            Ok((first, rest)) => Ok(chunk_stream(first, rest, OpenAiDecoder::default())),
+            Err(e @ ProviderError::Http { status: 404, .. }) => match self.models().await {
+                Ok(available) if !available.contains(&request.model) => {
+                    Err(ProviderError::UnknownModel {
+                        model: request.model.clone(),
+                        url: self.http.base_url().to_string(),
+                        available,
+                    })
+                }
+                _ => Err(e),
+            },
+            Err(ProviderError::Http { body, .. })
+                if !request.tools.is_empty() && refuses_tools(&body) =>
+            {
+                self.no_tools
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(request.model.clone());
+                Err(ProviderError::ToolsUnsupported {
+                    model: request.model.clone(),
+                    message: body,
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The configured key, else the one in the environment; an empty key is no key.
+pub(crate) fn resolve_api_key(
+    configured: Option<String>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Option<String> {
+    configured
+        .or_else(|| env("OPENAI_API_KEY"))
+        .filter(|k| !k.trim().is_empty())
+}
+
+/// `http://host:8080` -> `http://host:8080/v1`; a URL with a path is kept as given.
+fn normalise_base(base: &str) -> Result<String, ProviderError> {
+    let trimmed = base.trim().trim_end_matches('/');
+    let url = reqwest::Url::parse(trimmed)
+        .map_err(|e| ProviderError::Config(format!("base url '{base}' does not parse: {e}")))?;
+    if url.path().is_empty() || url.path() == "/" {
+        Ok(format!("{trimmed}/v1"))
+    } else {
+        Ok(trimmed.to_string())
+    }
+}
+
+pub(crate) fn request_body(request: &ChatRequest, echo_reasoning: bool) -> Value {
+    let mut body = json!({
+        "model": request.model,
+        "messages": messages_to_wire(&request.messages, echo_reasoning),
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if !request.tools.is_empty() {
+        body["tools"] = Value::Array(request.tools.clone());
+    }
+    if let Some(t) = request.options.temperature {
+        body["temperature"] = json!(t);
+    }
+    if let Some(n) = request.options.max_tokens {
+        body["max_tokens"] = json!(n);
+    }
+    body
+}
+
+/// History in the OpenAI format: arguments as JSON strings, results matched by `tool_call_id`.
+/// Calls without an id (Ollama's, or recovered from text) get a stable one here, and a result
+/// without an id takes the id of the first unanswered call of the same tool.
+pub(crate) fn messages_to_wire(messages: &[Message], echo_reasoning: bool) -> Vec<Value> {
+    let mut pending: Vec<(String, String)> = Vec::new();
+    let mut out = Vec::with_capacity(messages.len());
+    for (i, message) in messages.iter().enumerate() {
+        out.push(match message {
+            Message::System { content } => json!({"role": "system", "content": content}),
+            Message::User { content } => json!({"role": "user", "content": content}),
+            Message::Assistant(a) => {
+                let mut m = json!({"role": "assistant"});
+                m["content"] = if a.content.is_empty() && !a.tool_calls.is_empty() {
+                    Value::Null
+                } else {
+                    json!(a.content)
+                };
+                if echo_reasoning
+                    && let Some(thinking) = a.thinking.as_deref().filter(|t| !t.is_empty())
+                {
+                    m["reasoning_content"] = json!(thinking);
+                }
+                if !a.tool_calls.is_empty() {
+                    pending.clear();
+                    let calls: Vec<Value> = a
+                        .tool_calls
+                        .iter()
+                        .enumerate()
+                        .map(|(j, c)| {
+                            let id = c.id.clone().unwrap_or_else(|| format!("call_{i}_{j}"));
+                            pending.push((id.clone(), c.name.clone()));
+                            json!({"id": id, "type": "function",
+                                "function": {"name": c.name, "arguments": arguments_string(c)}})
+                        })
+                        .collect();
+                    m["tool_calls"] = Value::Array(calls);
+                }
+                m
+            }
+            Message::Tool(t) => {
+                let id = match &t.tool_call_id {
+                    Some(id) => {
+                        pending.retain(|(p, _)| p != id);
+                        id.clone()
+                    }
+                    None => {
+                        let at = pending
+                            .iter()
+                            .position(|(_, name)| *name == t.tool_name)
+                            .unwrap_or(0);
+                        if at < pending.len() {
+                            pending.remove(at).0
+                        } else {
+                            format!("call_{i}")
+                        }
+                    }
+                };
+                json!({"role": "tool", "tool_call_id": id, "content": t.content})
+            }
+        });
+    }
+    out
+}
+
+fn arguments_string(call: &ToolCall) -> String {
+    match &call.arguments {
+        Value::String(s) if serde_json::from_str::<Value>(s).is_ok() => s.clone(),
+        _ => Value::Object(call.arguments_object()).to_string(),
+    }
+}
+
+impl Provider for OpenAiProvider {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::OpenAi
+    }
+
+    fn base_url(&self) -> &str {
+        self.http.base_url()
+    }
+
+    fn capabilities<'a>(
+        &'a self,
+        model: &'a str,
+    ) -> BoxFuture<'a, Result<Capabilities, ProviderError>> {
+        // No standard way to ask; assume tools until the server refuses them.
+        let refused = self
+            .no_tools
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(model);
+        Box::pin(async move {
+            Ok(Capabilities {
+                tools: !refused,
+                thinking: true,
+                context_length: None,
+            })
+        })
+    }
+
+    fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
+        Box::pin(self.models())
+    }
+
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChunkStream, ProviderError>> {
+        Box::pin(self.open(request))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::AssistantMessage;
+
+    #[test]
+    fn base_urls() {
+        assert_eq!(normalise_base("http://h:8080").unwrap(), "http://h:8080/v1");
+        assert_eq!(
+            normalise_base("http://h:8080/").unwrap(),
+            "http://h:8080/v1"
+        );
+        assert_eq!(
+            normalise_base("http://h:11434/v1/").unwrap(),
+            "http://h:11434/v1"
+        );
+        assert_eq!(
+            normalise_base("http://h/api/openai").unwrap(),
+            "http://h/api/openai"
+        );
+        assert!(matches!(
+            normalise_base("not a url"),
+            Err(ProviderError::Config(_))
+        ));
+    }
+
+    #[test]
+    fn api_key_from_config_then_environment() {
+        let env = |_: &str| Some("from-env".to_string());
+        assert_eq!(resolve_api_key(Some("k".into()), env).as_deref(), Some("k"));
+        assert_eq!(resolve_api_key(None, env).as_deref(), Some("from-env"));
+        assert_eq!(resolve_api_key(None, |_| None), None);
+        assert_eq!(resolve_api_key(None, |_| Some(" ".into())), None);
+    }
+
+    #[test]
+    fn history_in_openais_shape_with_ids_filled_in() {
+        let a = ToolCall::new("read_file", json!({"path": "a"}));
+        let b = ToolCall::new("grep", json!({"pattern": "x"}));
+        let wire = messages_to_wire(
+            &[
+                Message::user("go"),
+                Message::Assistant(AssistantMessage {
+                    content: String::new(),
+                    thinking: Some("plan".into()),
+                    tool_calls: vec![a.clone(), b.clone()],
+                }),
+                Message::tool_result(&b, "B"),
+                Message::tool_result(&a, "A"),
+            ],
+            false,
+        );
+        assert_eq!(wire[1]["content"], Value::Null);
+        assert!(wire[1].get("reasoning_content").is_none());
+        assert_eq!(wire[1]["tool_calls"][0]["id"], "call_1_0");
+        assert_eq!(wire[1]["tool_calls"][0]["type"], "function");
+        assert_eq!(
+            wire[1]["tool_calls"][0]["function"]["arguments"],
+            "{\"path\":\"a\"}"
+        );
+        assert_eq!(
+            wire[2],
+            json!({"role": "tool", "tool_call_id": "call_1_1", "content": "B"})
+        );
+        assert_eq!(
+            wire[3],
+            json!({"role": "tool", "tool_call_id": "call_1_0", "content": "A"})
+        );
+        let echoed = messages_to_wire(
+            &[Message::Assistant(AssistantMessage {
+                content: "x".into(),
+                thinking: Some("t".into()),
+                tool_calls: vec![],
+            })],
+            true,
+        );
+        assert_eq!(echoed[0]["reasoning_content"], "t");
+    }
+
+    #[test]
+    fn body_asks_for_usage_and_sends_tools_when_given() {
+        let mut request = ChatRequest::new(
+            "m",
+            vec![Message::user("hi")],
+            vec![json!({"type": "function"})],
+        );
+        request.options.max_tokens = Some(100);
+        let body = request_body(&request, false);
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["stream_options"]["include_usage"], true);
+        assert_eq!(body["tools"][0]["type"], "function");
+        assert_eq!(body["max_tokens"], 100);
+        assert!(
+            body.get("tool_choice").is_none(),
+            "vLLM refuses tool_choice without its flags"
+        );
+    }
+}
