@@ -268,6 +268,12 @@ impl Workspace {
                 format!("'{}' is in a read-only root", path.shown),
             ));
         }
+        if self.relative(path).1.as_os_str().is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::IsADirectory,
+                "the workspace root is a directory, not a file",
+            ));
+        }
         let dir = self.open_parent_creating(path)?;
         let name = path
             .abs

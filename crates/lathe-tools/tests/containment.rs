@@ -196,4 +196,8 @@ fn write_atomic_creates_parents_and_keeps_mode() {
     assert_eq!(names.len(), 1, "{names:?}");
     let dir = ws.resolve("a", Access::Write).unwrap();
     assert!(ws.write_atomic(&dir, b"x", 0o644).is_err());
+    let root = ws.resolve(".", Access::Write).unwrap();
+    assert!(ws.write_atomic(&root, b"x", 0o644).is_err());
+    let root_name = f.root.file_name().unwrap();
+    assert!(!f.root.join(root_name).exists());
 }
