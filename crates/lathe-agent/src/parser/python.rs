@@ -1,7 +1,7 @@
 //! Python-style calls: `read_file(path="a.rs")`, `[f(a=1), g(b=2)]`, `tool.call(q="x")`.
 //! Values are read by the lenient JSON reader, which knows Python's quotes and literals.
 
-use super::json::parse_at;
+use super::json::{parse_at, partial_token};
 use super::names::ToolNames;
 use super::{Repair, add_repairs, shape::CallParts};
 use serde_json::{Map, Value};
@@ -132,13 +132,6 @@ fn call_at(src: &str, start: usize) -> Option<(PyCall, usize, bool)> {
             _ => return None,
         }
     }
-}
-
-/// Whether everything from `i` is one token that may still grow (`Tr`, `12`, `na`).
-fn partial_token(src: &str, i: usize) -> bool {
-    src.as_bytes()[i.min(src.len())..]
-        .iter()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b'+'))
 }
 
 /// Whether everything from `i` is the start of a call: a name, then maybe spaces.

@@ -1,7 +1,7 @@
 //! Mistral's `[TOOL_CALLS]`, as a JSON array or as `NAME[ARGS]{...}`.
 
 use super::{Ctx, MARKER, Resolved, partial_prefix, skip_ws};
-use crate::parser::json::parse_at;
+use crate::parser::json::{parse_at, partial_token};
 use crate::parser::shape::{CallParts, Context, calls_in};
 use crate::parser::{Family, Repair, add_repairs};
 use serde_json::{Map, Value};
@@ -107,6 +107,9 @@ pub(crate) fn resolve_marker(buf: &str, pos: usize, ctx: &Ctx<'_>, eof: bool) ->
             };
         }
         let Some(parsed) = parse_at(buf, args_at) else {
+            if !eof && partial_token(buf, args_at) {
+                return Resolved::NeedMore;
+            }
             return Resolved::Malformed {
                 end: args_at,
                 reason: "the arguments after [ARGS] are not valid JSON".into(),

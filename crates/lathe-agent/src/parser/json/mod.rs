@@ -64,6 +64,14 @@ pub(crate) fn parse_at(src: &str, start: usize) -> Option<Lenient> {
     }
 }
 
+/// Whether everything from `i` is one token that may still grow into a value (`Tr`, `12`,
+/// `Non`): a reader that streams must wait instead of calling it invalid.
+pub(crate) fn partial_token(src: &str, i: usize) -> bool {
+    src.as_bytes()[i.min(src.len())..]
+        .iter()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b'+'))
+}
+
 /// Reads `text` whole as one value (surrounding whitespace allowed).
 pub(crate) fn parse_whole(text: &str) -> Option<Lenient> {
     let parsed = parse_at(text, 0)?;
