@@ -206,25 +206,14 @@ pub fn collect(segments: Vec<Segment>) -> ParsedText {
 /// A native call checked like a recovered one: the name resolved against the real tools, and
 /// arguments that arrived as a string (possibly cut off) read leniently.
 pub fn resolve_native(call: ToolCall, names: &ToolNames) -> ParsedCall {
+    // Read like written arguments; what cannot be read stays as it came, for the runner to
+    // report.
     let mut repairs = Vec::new();
-    let arguments = match call.arguments {
-        Value::String(s) => match json::parse_whole(&s) {
-            Some(parsed) if parsed.value.is_object() => {
-                repairs.push(Repair::ArgumentsAsString);
-                repairs.extend(parsed.repairs);
-                if let Some(cut) = parsed.cut_off {
-                    repairs.push(Repair::Truncated {
-                        in_string: cut.in_string,
-                    });
-                }
-                parsed.value
-            }
-            _ if s.trim().is_empty() => Value::Object(Default::default()),
-            _ => Value::String(s),
-        },
-        Value::Null => Value::Object(Default::default()),
-        other => other,
-    };
+    let arguments =
+        shape::arguments_object(call.arguments.clone(), &mut repairs).unwrap_or_else(|| {
+            repairs.clear();
+            call.arguments
+        });
     let (name, resolution) = resolve_name(&call.name, names);
     ParsedCall {
         id: call.id,

@@ -159,7 +159,7 @@ pub(crate) fn object_call(
 
 /// Arguments as an object: null is empty, a string holding JSON is read (twice at most, for
 /// double encoding).
-fn arguments_object(value: Value, repairs: &mut Vec<Repair>) -> Option<Value> {
+pub(crate) fn arguments_object(value: Value, repairs: &mut Vec<Repair>) -> Option<Value> {
     let mut value = value;
     for _ in 0..3 {
         match value {

@@ -269,11 +269,6 @@ impl ProviderConfig {
         self.echo_reasoning = echo;
         self
     }
-
-    /// The base URL as given.
-    pub fn base_url_str(&self) -> &str {
-        &self.base_url
-    }
 }
 
 /// Decodes a response body, given as the pieces it arrived in, into what a provider's stream
