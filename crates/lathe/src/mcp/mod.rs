@@ -69,7 +69,11 @@ pub async fn run(common: &CommonArgs, args: McpArgs) -> anyhow::Result<ExitCode>
         let setup = Arc::clone(&setup);
         move || setup.session(session_dir())
     };
-    let shared = server::Shared::new(Registry::builtin(), gates, &setup.root, new_session);
+    let root = setup
+        .root
+        .canonicalize()
+        .unwrap_or_else(|_| setup.root.clone());
+    let shared = server::Shared::new(Registry::builtin(), gates, &root, new_session);
     match &args.listen {
         Some(addr) => http::serve(shared, addr, args.allow_remote).await?,
         None => stdio::serve(shared).await?,

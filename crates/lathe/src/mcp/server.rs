@@ -180,10 +180,10 @@ impl LatheServer {
             }
         }
 
-        let forwarder = context.meta.get_progress_token().map(|token| {
-            let (forwarder, sink) = Forwarder::start(context.peer.clone(), token);
-            (forwarder, sink)
-        });
+        let forwarder = context
+            .meta
+            .get_progress_token()
+            .map(|token| Forwarder::start(context.peer.clone(), token));
         let ctx = ToolContext {
             session,
             cancel,
