@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use ignore::WalkState;
 use ignore::overrides::Override;
 use ignore::types::Types;
@@ -85,8 +85,8 @@ impl Tool for GlobTool {
 
 /// The patterns a glob is matched with: as given, and ignoring case (to explain a miss).
 struct Patterns {
-    exact: GlobMatcher,
-    any_case: GlobMatcher,
+    exact: GlobSet,
+    any_case: GlobSet,
 }
 
 impl Patterns {
@@ -98,7 +98,7 @@ impl Patterns {
                 .backslash_escape(true)
                 .case_insensitive(case_insensitive)
                 .build()
-                .map(|glob| glob.compile_matcher())
+                .and_then(|glob| GlobSetBuilder::new().add(glob).build())
                 .map_err(|err| format!("invalid glob pattern {pattern:?}: {}", err.kind()))
         };
         Ok(Patterns {
@@ -210,7 +210,7 @@ fn execute(input: &GlobInput, ctx: &ToolContext) -> ToolOutput {
         if !search_walk::is_regular_file(&entry) {
             return WalkState::Continue;
         }
-        let rel = entry.path().strip_prefix(&root.abs).unwrap_or(entry.path());
+        let rel = search_walk::relative_to(&root.abs, entry.path());
         if patterns.exact.is_match(rel) {
             let modified = if by_time {
                 entry.metadata().ok().and_then(|m| m.modified().ok())
@@ -221,7 +221,11 @@ fn execute(input: &GlobInput, ctx: &ToolContext) -> ToolOutput {
                 path: entry.into_path(),
                 modified,
             });
-        } else if local.any_case.len() < EXAMPLES && patterns.any_case.is_match(rel) {
+        } else if local.found.is_empty()
+            && local.any_case.len() < EXAMPLES
+            && patterns.any_case.is_match(rel)
+        {
+            // Only wanted to explain an empty result: not looked for once a match is known.
             local.any_case.push(entry.into_path());
         }
         WalkState::Continue
@@ -238,29 +242,35 @@ fn execute(input: &GlobInput, ctx: &ToolContext) -> ToolOutput {
         any_case.extend(local.any_case);
         problems.merge(local.problems);
     }
+    let total = found.len();
     if found.is_empty() {
-        any_case.sort();
+        any_case.sort_unstable_by(|a, b| search_walk::path_order(a, b));
         any_case.truncate(EXAMPLES);
         let text = nothing_found(input, &root, &walk, &patterns, &any_case, ctx);
         return with_notes(text, None, problems).with_meta("files", 0);
     }
-    if by_time {
-        // Newest first; files whose time cannot be read go last; ties by path.
-        found.sort_unstable_by(|a, b| {
-            b.modified
-                .cmp(&a.modified)
-                .then_with(|| a.path.cmp(&b.path))
-        });
-    } else {
-        found.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-    }
-    let total = found.len();
     let limit = match input.limit {
         None => DEFAULT_LIMIT,
         Some(0) => usize::MAX,
         Some(n) => n,
     };
-    let shown = total.min(limit);
+    // Newest first (files whose time cannot be read go last), ties by path; or by path. Only
+    // the listed head needs sorting: the rest is only counted.
+    let order = |a: &Found, b: &Found| {
+        let by_path = || search_walk::path_order(&a.path, &b.path);
+        if by_time {
+            b.modified.cmp(&a.modified).then_with(by_path)
+        } else {
+            by_path()
+        }
+    };
+    if limit < found.len() {
+        found.select_nth_unstable_by(limit, order);
+        found.truncate(limit);
+    }
+    let head = limit.min(found.len());
+    found[..head].sort_unstable_by(order);
+    let shown = head;
     let mut text = String::new();
     for file in &found[..shown] {
         text.push_str(&search_walk::shown(workspace, &file.path));
@@ -324,7 +334,7 @@ fn nothing_found(
             |path| {
                 patterns
                     .exact
-                    .is_match(path.strip_prefix(&root.abs).unwrap_or(path))
+                    .is_match(search_walk::relative_to(&root.abs, path))
             },
             EXCLUDED_ENOUGH,
             &ctx.cancel,

@@ -101,7 +101,7 @@ impl FileSearcher {
             }
             return Ok(Verdict::Text);
         }
-        if head.contains(&BINARY_BYTE) {
+        if memchr::memchr(BINARY_BYTE, head).is_some() {
             return Ok(Verdict::Binary);
         }
         let body = head.strip_prefix(UTF8_BOM).unwrap_or(head);

@@ -149,8 +149,12 @@ pub(super) fn census(spec: &CensusSpec<'_>) -> Census {
         census.searched += tally.searched;
         census.problems.merge(tally.problems);
     }
-    census.files.sort_unstable();
-    census.binary.sort_unstable();
+    census
+        .files
+        .sort_unstable_by(|a, b| search_walk::path_order(&a.path, &b.path));
+    census
+        .binary
+        .sort_unstable_by(|a, b| search_walk::path_order(a, b));
     census
 }
 
