@@ -31,6 +31,9 @@ pub struct EditPreview {
 /// The preview of an edit call (`write_file`, `edit_file`), when it can be worked out. Other
 /// tools, and calls whose path is refused, have none.
 pub fn preview_edit(tool: &str, arguments: &Value, workspace: &Workspace) -> Option<EditPreview> {
+    if !matches!(tool, "write_file" | "edit_file") {
+        return None;
+    }
     let input_path = arguments.get("path")?.as_str()?;
     let resolved = workspace.resolve(input_path, Access::Write).ok()?;
     let shown = resolved.shown().to_owned();

@@ -37,11 +37,6 @@ impl Interrupts {
             std::future::pending::<()>().await;
         }
     }
-
-    /// Forgets interrupts that arrived before now.
-    pub fn clear(&mut self) {
-        while self.rx.try_recv().is_ok() {}
-    }
 }
 
 /// Ends the process at once after a second Ctrl-C: running commands are killed first (the tool

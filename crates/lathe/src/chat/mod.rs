@@ -106,18 +106,23 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
 
     let mut interrupts = Interrupts::listen();
     let prompt = style.bold("> ");
+    // Set by a Ctrl-C (one that stopped a turn, or one at the prompt): the next Ctrl-C, with
+    // nothing typed in between, exits. Two presses exit however quickly the turn stopped.
+    let mut armed = false;
     loop {
-        interrupts.clear();
-        let line = tokio::select! {
-            line = input.line(&prompt) => line,
-            () = interrupts.next() => {
-                say(&style.dim("\n(press Ctrl-C again to exit, or type /exit)"));
-                tokio::select! {
-                    line = input.line(&prompt) => line,
-                    () = interrupts.next() => exit_now(&tools, &store, &id),
+        let line = loop {
+            tokio::select! {
+                line = input.line(&prompt) => break line,
+                () = interrupts.next() => {
+                    if armed {
+                        exit_now(&tools, &store, &id);
+                    }
+                    armed = true;
+                    say(&style.dim("\n(press Ctrl-C again to exit, or type /exit)"));
                 }
             }
         };
+        armed = false;
         let Some(line) = line else {
             break;
         };
@@ -156,6 +161,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
                 }
             }
         }
+        armed = stopping;
     }
     tools.shutdown();
     // A chat that ended at the prompt is done, not running.
