@@ -42,12 +42,17 @@ impl ResultNote {
     /// A note from a call's summary and its result metadata.
     pub fn new(summary: impl Into<String>, metadata: &serde_json::Map<String, Value>) -> Self {
         let mut artifacts = Vec::new();
-        for key in ["artifact", "artifact_id", "command_id", "id", "full_result"] {
-            match metadata.get(key) {
-                Some(Value::String(s)) if !s.is_empty() => artifacts.push(s.clone()),
-                Some(Value::Number(n)) => artifacts.push(n.to_string()),
-                _ => {}
-            }
+        let text = |key: &str| match metadata.get(key) {
+            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        };
+        for key in ["artifact", "artifact_id", "full_result"] {
+            artifacts.extend(text(key));
+        }
+        // A command's id is how command_output reads its output again.
+        if let Some(id) = text("command_id").or_else(|| text("id")) {
+            artifacts.push(format!("command_output id={id}"));
         }
         ResultNote {
             summary: summary.into(),
@@ -384,14 +389,16 @@ mod tests {
 
     #[test]
     fn artifact_ids_survive_shortening() {
-        let metadata = json!({"artifact": "cmd-7", "exit_code": 0});
+        let metadata = json!({"artifact": "cmd-7", "command_id": 7, "exit_code": 0});
         let note = ResultNote::new(
             "shell cargo test -> exit 0, 3.2 s",
             metadata.as_object().unwrap(),
         );
         let text = shortened_result("shell", "lots of output", Some(&note));
         assert!(
-            text.contains("shell cargo test -> exit 0, 3.2 s; output kept as cmd-7;"),
+            text.contains(
+                "shell cargo test -> exit 0, 3.2 s; output kept as cmd-7, command_output id=7;"
+            ),
             "{text}"
         );
         let mentioned = shortened_result(
