@@ -103,40 +103,48 @@ peak_max=$(printf '%s\n' "${peaks[@]}" | sort -n | tail -n 1)
 ratio=$(awk -v a="$lathe_med" -v b="$shell_med" 'BEGIN { printf "%.2f", a / b }')
 
 # --- 3: overhead of `true` -------------------------------------------------------------------
-for _ in 1 2 3; do bash -c true; "$LATHE" --workspace "$WS" tool shell '{"command":"true"}' >/dev/null; done
-start=$(now)
-for _ in $(seq "$ITERATIONS"); do bash -c true; done
-end=$(now)
-bash_per=$(((end - start) / ITERATIONS))
-start=$(now)
-for _ in $(seq "$ITERATIONS"); do "$LATHE" --workspace "$WS" tool shell '{"command":"true"}' >/dev/null; done
-end=$(now)
-lathe_per=$(((end - start) / ITERATIONS))
-clear_artifacts
-# Lathe's own start (binary, configuration, registry, session) without running anything.
-start=$(now)
-for _ in $(seq "$ITERATIONS"); do "$LATHE" --workspace "$WS" tool list_commands '{}' >/dev/null; done
-end=$(now)
-startup_per=$(((end - start) / ITERATIONS))
-clear_artifacts
-
-# In one session: a batch of N calls minus a batch of none (the process start), per call.
+# Measured in interleaved rounds, so that every variant sees the same load on a busy machine.
+ROUND=20
+ROUNDS=$(((ITERATIONS + ROUND - 1) / ROUND))
+CALLS=$((ROUNDS * ROUND))
 batch_line='{"name": "shell", "arguments": {"command": "true"}}'
-for _ in $(seq "$ITERATIONS"); do echo "$batch_line"; done >"$WORK/batch"
+for _ in $(seq "$ROUND"); do echo "$batch_line"; done >"$WORK/batch"
 : >"$WORK/empty"
+for _ in 1 2 3; do bash -c true; "$LATHE" --workspace "$WS" tool shell '{"command":"true"}' >/dev/null; done
 "$LATHE" --workspace "$WS" tool --batch <"$WORK/batch" >/dev/null
 clear_artifacts
-start=$(now)
-"$LATHE" --workspace "$WS" tool --batch <"$WORK/empty" >/dev/null
-end=$(now)
-empty_batch=$((end - start))
-start=$(now)
-"$LATHE" --workspace "$WS" tool --batch <"$WORK/batch" >"$WORK/batch.out"
-end=$(now)
-full_batch=$((end - start))
-ok=$(grep -c 'exit code 0' "$WORK/batch.out" || true)
-[ "$ok" -eq "$ITERATIONS" ] || { echo "batch: $ok of $ITERATIONS calls reported exit code 0" >&2; exit 1; }
-batch_per=$(((full_batch - empty_batch) / ITERATIONS))
+bash_total=0 lathe_total=0 startup_total=0 batch_total=0 empty_total=0
+for _ in $(seq "$ROUNDS"); do
+    start=$(now)
+    for _ in $(seq "$ROUND"); do bash -c true; done
+    end=$(now)
+    bash_total=$((bash_total + end - start))
+    start=$(now)
+    for _ in $(seq "$ROUND"); do "$LATHE" --workspace "$WS" tool shell '{"command":"true"}' >/dev/null; done
+    end=$(now)
+    lathe_total=$((lathe_total + end - start))
+    # Lathe's own start (binary, configuration, registry, session) without running anything.
+    start=$(now)
+    for _ in $(seq "$ROUND"); do "$LATHE" --workspace "$WS" tool list_commands '{}' >/dev/null; done
+    end=$(now)
+    startup_total=$((startup_total + end - start))
+    # In one session: a batch of ROUND calls minus a batch of none (the process start).
+    start=$(now)
+    "$LATHE" --workspace "$WS" tool --batch <"$WORK/empty" >/dev/null
+    end=$(now)
+    empty_total=$((empty_total + end - start))
+    start=$(now)
+    "$LATHE" --workspace "$WS" tool --batch <"$WORK/batch" >"$WORK/batch.out"
+    end=$(now)
+    batch_total=$((batch_total + end - start))
+    ok=$(grep -c 'exit code 0' "$WORK/batch.out" || true)
+    [ "$ok" -eq "$ROUND" ] || { echo "batch: $ok of $ROUND calls reported exit code 0" >&2; exit 1; }
+    clear_artifacts
+done
+bash_per=$((bash_total / CALLS))
+lathe_per=$((lathe_total / CALLS))
+startup_per=$((startup_total / CALLS))
+batch_per=$(((batch_total - empty_total) / CALLS))
 
 verdict() { if [ "$1" = 1 ]; then echo "ok"; else echo "MISSED"; fi; }
 ratio_ok=$(awk -v r="$ratio" 'BEGIN { print (r <= 1.3) }')
@@ -149,8 +157,8 @@ process_ok=$(awk -v a="$added_process" 'BEGIN { print (a < 5000) }')
 printf '\n%-44s %14s %14s %10s %8s\n' "case" "plain shell" "lathe" "ratio/diff" "target"
 printf '%-44s %14s %14s %10s %8s\n' "1 GiB to stdout (median of $RUNS)" "$(secs "$shell_med")" "$(secs "$lathe_med")" "x$ratio" "$(verdict "$ratio_ok")"
 printf '%-44s %14s %14s %10s %8s\n' "lathe peak memory (max RSS)" "" "$((peak_max / 1024)) MiB" "" "$(verdict "$peak_ok")"
-printf '%-44s %14s %14s %10s %8s\n' "true, whole process (mean of $ITERATIONS)" "$(ms "$bash_per")" "$(ms "$lathe_per")" "+$(ms "$added_process")" "$(verdict "$process_ok")"
+printf '%-44s %14s %14s %10s %8s\n' "true, whole process (mean of $CALLS)" "$(ms "$bash_per")" "$(ms "$lathe_per")" "+$(ms "$added_process")" "$(verdict "$process_ok")"
 printf '%-44s %14s %14s %10s %8s\n' "  of which lathe's start (tool list_commands)" "" "$(ms "$startup_per")" "" ""
-printf '%-44s %14s %14s %10s %8s\n' "true, per call in one session ($ITERATIONS)" "$(ms "$bash_per")" "$(ms "$batch_per")" "+$(ms "$added_call")" "$(verdict "$call_ok")"
+printf '%-44s %14s %14s %10s %8s\n' "true, per call in one session ($CALLS)" "$(ms "$bash_per")" "$(ms "$batch_per")" "+$(ms "$added_call")" "$(verdict "$call_ok")"
 printf '\nmemory from %s; 1 GiB case: %s\n' \
     "$([ -x /usr/bin/time ] && echo "/usr/bin/time" || echo "/proc VmHWM polling")" "$PRODUCER"

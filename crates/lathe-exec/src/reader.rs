@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsFd, OwnedFd};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -36,11 +37,23 @@ pub(crate) fn output_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 pub(crate) struct ReaderSink {
     pub(crate) id: CommandId,
     pub(crate) capture: Arc<Mutex<Capture>>,
-    pub(crate) artifact: Option<File>,
+    /// The artifact file, created when the first byte arrives (a command that prints nothing
+    /// leaves no file, and the shell's start does not wait for the disk).
+    pub(crate) artifact: Artifact,
     pub(crate) artifact_cap: u64,
     /// Bytes written to the artifact so far (the reader is its only writer).
     pub(crate) artifact_written: u64,
     pub(crate) observer: Option<OutputObserver>,
+}
+
+/// The state of a command's artifact file.
+pub(crate) enum Artifact {
+    /// Not created yet; this is where it goes.
+    Pending(PathBuf),
+    /// Being written.
+    Open(File),
+    /// Not written any more (it failed; the capture holds the reason).
+    Failed,
 }
 
 /// The supervisor's side of a reader thread.
@@ -142,7 +155,16 @@ impl ReaderSink {
     fn consume(&mut self, chunk: &[u8]) {
         let mut kept = 0;
         let mut failure = None;
-        if let Some(file) = self.artifact.as_mut() {
+        if let Artifact::Pending(path) = &self.artifact {
+            self.artifact = match File::create(path) {
+                Ok(file) => Artifact::Open(file),
+                Err(error) => {
+                    failure = Some(error.to_string());
+                    Artifact::Failed
+                }
+            };
+        }
+        if let Artifact::Open(file) = &mut self.artifact {
             let room = self.artifact_cap.saturating_sub(self.artifact_written);
             let wanted = usize::try_from(room).unwrap_or(usize::MAX).min(chunk.len());
             while kept < wanted {
@@ -166,7 +188,7 @@ impl ReaderSink {
             capture.push(chunk, kept);
             if let Some(error) = failure {
                 capture.set_artifact_error(error);
-                self.artifact = None;
+                self.artifact = Artifact::Failed;
             }
             capture.total_bytes()
         };

@@ -23,7 +23,8 @@ pub enum Detached {
 pub struct ArtifactInfo {
     /// Its name, `cmd-<id>`.
     pub name: String,
-    /// Where it is (in the session's state directory).
+    /// Where it is (in the session's state directory). Created with the first byte of output:
+    /// a command that printed nothing has no file.
     pub path: PathBuf,
     /// Bytes kept in it.
     pub kept_bytes: u64,

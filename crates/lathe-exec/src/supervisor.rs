@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -20,7 +19,7 @@ use crate::config::Config;
 use crate::error::ExecError;
 use crate::preview::Preview;
 use crate::procfs::TagMatch;
-use crate::reader::{self, ReaderSink};
+use crate::reader::{self, Artifact, ReaderSink};
 use crate::report::{ArtifactInfo, CommandReport, CommandSummary, Detached, KillOutcome};
 use crate::spec::{CommandSpec, Launch};
 use crate::tree::{self, TreeTarget};
@@ -137,13 +136,6 @@ impl Supervisor {
         let budget = self.config.budget.bytes();
         // The tail keeps one byte more than the budget so the preview knows the byte before it.
         let capture = Arc::new(Mutex::new(Capture::new(budget, budget + 1)));
-        let artifact = match File::create(&artifact_path) {
-            Ok(file) => Some(file),
-            Err(error) => {
-                lock(&capture).set_artifact_error(error.to_string());
-                None
-            }
-        };
         let capture_error = |source| ExecError::Capture {
             command: spec.command.clone(),
             source,
@@ -180,7 +172,6 @@ impl Supervisor {
         let child = match spawned {
             Ok(child) => child,
             Err(source) => {
-                let _ = std::fs::remove_file(&artifact_path);
                 return Err(ExecError::Spawn {
                     shell: self.shell.clone(),
                     command: spec.command.clone(),
@@ -192,7 +183,7 @@ impl Supervisor {
         let entry = Arc::new(CommandEntry::new(
             id,
             spec.command.clone(),
-            artifact_path,
+            artifact_path.clone(),
             Arc::clone(&capture),
             spec.sandbox.as_ref().map(|s| s.enforcement().to_string()),
             tag,
@@ -202,7 +193,7 @@ impl Supervisor {
         let sink = ReaderSink {
             id,
             capture,
-            artifact,
+            artifact: Artifact::Pending(artifact_path),
             artifact_cap: self.config.artifact_cap,
             artifact_written: 0,
             observer: spec.on_output.clone(),
