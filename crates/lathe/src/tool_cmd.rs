@@ -24,7 +24,7 @@ pub fn list(_common: &CommonArgs, args: ToolsArgs) -> anyhow::Result<ExitCode> {
         writeln!(out)?;
     } else {
         for definition in registry.definitions() {
-            let summary = definition.description.lines().next().unwrap_or_default();
+            let summary = summary(&definition.description);
             writeln!(out, "{:<16} {summary}", definition.name)?;
             if let Some(props) = definition.parameters["properties"].as_object() {
                 let required: Vec<&str> = definition.parameters["required"]
@@ -41,11 +41,34 @@ pub fn list(_common: &CommonArgs, args: ToolsArgs) -> anyhow::Result<ExitCode> {
                         }
                     })
                     .collect();
-                writeln!(out, "{:<16} {}", "", params.join(" "))?;
+                if !params.is_empty() {
+                    writeln!(out, "{:<16} {}", "", params.join(" "))?;
+                }
             }
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The first sentence of a description's first paragraph, on one line.
+fn summary(description: &str) -> String {
+    let paragraph = description
+        .split("\n\n")
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let end = paragraph.match_indices(". ").map(|(i, _)| i).find(|&i| {
+        let before = &paragraph[..i];
+        !["e.g", "i.e", "etc", "vs"]
+            .iter()
+            .any(|abbr| before.ends_with(abbr))
+    });
+    match end {
+        Some(end) => paragraph[..=end].to_owned(),
+        None => paragraph,
+    }
 }
 
 /// `lathe tool NAME [ARGS]` and `lathe tool --batch`.
