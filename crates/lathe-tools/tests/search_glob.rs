@@ -149,6 +149,13 @@ async fn empty_results_explain_themselves() {
     let out = tree.glob(json!({"pattern": "*.java"})).await;
     assert!(!out.is_error);
     assert_eq!(out.text, "No files match \"*.java\" in the workspace.");
+    let out = tree.glob(json!({"pattern": "src"})).await;
+    assert!(
+        out.text
+            .contains("'src' is a directory: \"src/**\" lists the files in it."),
+        "{}",
+        out.text
+    );
     let out = tree.glob(json!({"pattern": "readme.md"})).await;
     assert!(
         out.text.contains("Ignoring case, these match: README.md"),

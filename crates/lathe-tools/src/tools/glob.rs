@@ -318,6 +318,12 @@ fn nothing_found(
         format!("'{}'", root.shown)
     };
     let mut text = format!("No files match {:?} in {place}.", input.pattern);
+    let plain = input.pattern.trim().trim_end_matches('/');
+    if !plain.is_empty() && !plain.contains(['*', '?', '[', '{']) && root.abs.join(plain).is_dir() {
+        text.push_str(&format!(
+            " '{plain}' is a directory: \"{plain}/**\" lists the files in it."
+        ));
+    }
     if !any_case.is_empty() {
         let names: Vec<String> = any_case
             .iter()

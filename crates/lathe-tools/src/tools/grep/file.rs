@@ -23,6 +23,11 @@ const BINARY_BYTE: u8 = 0;
 
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
+/// The most a searcher may hold in memory for one line (or, in multi-line mode, one file): a
+/// pathological file (a gigabyte on one line) is reported as unreadable instead of exhausting
+/// memory. Each search thread has its own searcher.
+const HEAP_LIMIT: usize = 256 * 1024 * 1024;
+
 /// What reading a file found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Verdict {
@@ -48,10 +53,12 @@ impl FileSearcher {
         let mut plain = builder.clone();
         plain
             .binary_detection(BinaryDetection::quit(BINARY_BYTE))
+            .heap_limit(Some(HEAP_LIMIT))
             .bom_sniffing(false);
         let mut transcoding = builder.clone();
         transcoding
             .binary_detection(BinaryDetection::quit(BINARY_BYTE))
+            .heap_limit(Some(HEAP_LIMIT))
             .bom_sniffing(true);
         FileSearcher {
             plain: plain.build(),
