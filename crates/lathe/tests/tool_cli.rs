@@ -1,0 +1,268 @@
+//! `lathe tools` and `lathe tool`, driven as a user or a program would: the real binary on a
+//! temporary workspace.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+fn lathe(workspace: &Path, data: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lathe"));
+    cmd.arg("--workspace")
+        .arg(workspace)
+        .env("LATHE_DATA_DIR", data)
+        .env("LATHE_CONFIG_DIR", data.join("config"))
+        .stdin(Stdio::null());
+    cmd
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    ws: std::path::PathBuf,
+    data: std::path::PathBuf,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("hello.txt"), "one\ntwo\nthree\n").unwrap();
+    Fixture {
+        _dir: dir,
+        ws,
+        data,
+    }
+}
+
+fn run(f: &Fixture, args: &[&str]) -> (i32, String, String) {
+    let out = lathe(&f.ws, &f.data).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn tools_json_is_the_function_calling_shape() {
+    let f = fixture();
+    let (code, out, _) = run(&f, &["tools", "--json"]);
+    assert_eq!(code, 0);
+    let defs: Value = serde_json::from_str(&out).unwrap();
+    let names: Vec<&str> = defs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            assert_eq!(d["type"], "function");
+            assert_eq!(d["function"]["parameters"]["type"], "object");
+            assert!(d["function"]["description"].as_str().unwrap().len() > 10);
+            d["function"]["name"].as_str().unwrap()
+        })
+        .collect();
+    for name in [
+        "read_file",
+        "write_file",
+        "edit_file",
+        "list_files",
+        "grep",
+        "glob",
+        "shell",
+        "command_output",
+        "list_commands",
+        "kill_command",
+    ] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    let (code, out, _) = run(&f, &["tools"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("read_file"), "{out}");
+}
+
+#[test]
+fn tool_prints_text_or_json_with_exit_codes() {
+    let f = fixture();
+    let (code, out, _) = run(&f, &["tool", "read_file", r#"{"path": "hello.txt"}"#]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("     1\tone\n     2\ttwo\n"), "{out}");
+
+    let (code, out, _) = run(
+        &f,
+        &["tool", "read_file", r#"{"path": "missing.txt"}"#, "--json"],
+    );
+    assert_eq!(code, 1);
+    let result: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(result["is_error"], true);
+    assert!(result["text"].as_str().unwrap().contains("missing.txt"));
+    assert!(result["metadata"].is_object());
+
+    // Usage errors: unreadable JSON, unknown flags.
+    let (code, _, err) = run(&f, &["tool", "read_file", "{nope"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("not valid JSON"), "{err}");
+    let (code, _, _) = run(&f, &["tool", "read_file", "--frobnicate"]);
+    assert_eq!(code, 2);
+
+    // An unknown tool is the tool's error (exit 1), naming the closest.
+    let (code, out, _) = run(&f, &["tool", "read_fil", "{}"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("`read_file`"), "{out}");
+}
+
+#[test]
+fn tool_reads_arguments_from_stdin() {
+    let f = fixture();
+    let mut child = lathe(&f.ws, &f.data)
+        .args(["tool", "write_file", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"file_path": "new/dir/x.txt", "content": "hi\n"}"#)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("new/dir/x.txt")).unwrap(),
+        "hi\n"
+    );
+}
+
+fn processes_with(marker: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline"))
+            && String::from_utf8_lossy(&cmdline).contains(marker)
+        {
+            // Zombies are already dead; only count processes still running.
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = state
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z'));
+            if !zombie {
+                found.push(pid);
+            }
+        }
+    }
+    found
+}
+
+/// A program drives a whole background-command scenario through one `--batch` session,
+/// using each answer (the command's id) in its next call.
+#[test]
+fn batch_drives_a_background_command_scenario() {
+    let f = fixture();
+    let marker = format!("{}.{}", 300, std::process::id());
+    let mut child = lathe(&f.ws, &f.data)
+        .args(["tool", "--batch"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut call = |name: &str, arguments: Value| -> Value {
+        let line = json!({"name": name, "arguments": arguments}).to_string();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+        let mut answer = String::new();
+        stdout.read_line(&mut answer).unwrap();
+        serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?}"))
+    };
+
+    let started = call(
+        "shell",
+        json!({"command": format!("echo started; sleep {marker}; echo never"), "background": true}),
+    );
+    assert_eq!(started["is_error"], false, "{started}");
+    let id = started["metadata"]["command_id"].clone();
+    assert!(id.is_u64(), "{started}");
+
+    let listed = call("list_commands", json!({}));
+    assert!(
+        listed["text"].as_str().unwrap().contains("running"),
+        "{listed}"
+    );
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let output = call("command_output", json!({"id": id}));
+        if output["text"].as_str().unwrap().contains("started") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no output: {output}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!processes_with(&marker).is_empty());
+
+    let killed = call("kill_command", json!({"id": id}));
+    assert_eq!(killed["is_error"], false, "{killed}");
+    let listed = call("list_commands", json!({}));
+    assert!(
+        listed["text"].as_str().unwrap().contains("killed"),
+        "{listed}"
+    );
+    assert!(processes_with(&marker).is_empty());
+
+    let again = call("kill_command", json!({"id": id}));
+    assert!(
+        again["text"].as_str().unwrap().contains("already"),
+        "{again}"
+    );
+
+    // Unreadable lines are answered and the batch goes on.
+    writeln!(stdin, "not json").unwrap();
+    let mut answer = String::new();
+    stdout.read_line(&mut answer).unwrap();
+    let bad: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(bad["is_error"], true);
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(2));
+}
+
+/// Ending the batch session ends what it started.
+#[test]
+fn batch_end_kills_background_commands() {
+    let f = fixture();
+    let marker = format!("{}.{}", 301, std::process::id());
+    let mut child = lathe(&f.ws, &f.data)
+        .args(["tool", "--batch"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let line = json!({"name": "shell", "arguments": {"command": format!("setsid sleep {marker} & nohup sleep {marker} & sleep {marker}"), "background": true}});
+    writeln!(stdin, "{line}").unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut answer = String::new();
+    stdout.read_line(&mut answer).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while processes_with(&marker).len() < 3 {
+        assert!(Instant::now() < deadline, "the commands never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert!(
+        processes_with(&marker).is_empty(),
+        "left behind: {:?}",
+        processes_with(&marker)
+    );
+}
