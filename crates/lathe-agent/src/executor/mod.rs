@@ -110,14 +110,15 @@ impl Executor {
         };
         let prompt = system_prompt(&PromptInputs::for_workspace(
             runner.session().workspace().root(),
-            names.clone(),
+            names,
         ));
         let window = config
             .context_window
             .unwrap_or(u64::from(config.options.num_ctx));
         let mut executor = Executor {
             provider,
-            names: Arc::new(ToolNames::new(names)),
+            // Parameter names too, so positional Python-style calls can be mapped.
+            names: Arc::new(ToolNames::from_definitions(&tools)),
             tools,
             history: Vec::new(),
             context: ContextWindow::new(window),
