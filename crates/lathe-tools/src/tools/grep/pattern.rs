@@ -60,9 +60,9 @@ fn explain(pattern: &str, flags: PatternFlags, err: &grep_regex::Error) -> Strin
             );
         }
     };
-    let kind = match &syntax {
-        regex_syntax::Error::Parse(e) => Some(e.kind()),
-        _ => None,
+    let (kind, at) = match &syntax {
+        regex_syntax::Error::Parse(e) => (Some(e.kind()), e.span().start.offset),
+        _ => (None, 0),
     };
     let literal = format!(
         "to search for the text literally, pass fixed_strings: true, or escape it: `{}`",
@@ -70,16 +70,16 @@ fn explain(pattern: &str, flags: PatternFlags, err: &grep_regex::Error) -> Strin
     );
     match kind {
         Some(ast::ErrorKind::UnsupportedLookAround) => format!(
-            "look-around ((?=...), (?!...), (?<=...), (?<!...)) is not supported: grep uses \
-             ripgrep's regex engine, which has no look-ahead or look-behind.\n{syntax}\n\
+            "look-around (lookahead `(?=...)`, `(?!...)`; lookbehind `(?<=...)`, `(?<!...)`) is \
+             not supported: grep uses ripgrep's regex engine, which has no look-around.\n{syntax}\n\
              Rewrite the pattern without it: match the surrounding text as part of the pattern \
              (`foo(?=bar)` -> `foobar`, `(?<=id: )\\d+` -> `id: \\d+`); for a negative look-around, \
              search for the wider pattern and leave out the unwanted results yourself, or narrow \
              the files with glob or type; {literal}"
         ),
-        Some(ast::ErrorKind::UnsupportedBackreference) => format!(
-            "backreferences (\\1, \\2, ...) are not supported: grep uses ripgrep's regex engine, \
-             which cannot match a repeat of captured text.\n{syntax}\n\
+        Some(kind) if is_backreference(kind, pattern, at) => format!(
+            "backreferences (`\\1`, `\\2`, `\\k<name>`) are not supported: grep uses ripgrep's \
+             regex engine, which cannot match a repeat of captured text.\n{syntax}\n\
              Rewrite the pattern without it: spell the repeated text out (`(ab)\\1` -> `abab`, \
              `(['\"]).*\\1` -> `'.*'|\".*\"`), or search for the wider pattern and check the \
              results; {literal}"
@@ -88,6 +88,24 @@ fn explain(pattern: &str, flags: PatternFlags, err: &grep_regex::Error) -> Strin
             "the pattern is not a valid regex.\n{syntax}\n{}",
             capitalized(&literal)
         ),
+    }
+}
+
+/// `\1` (which the parser names), and the named forms it only sees as an unknown escape or
+/// flag: `\k<name>`, `\k{name}`, `\g1`, `\g{name}`, `(?P=name)`.
+fn is_backreference(kind: &ast::ErrorKind, pattern: &str, at: usize) -> bool {
+    let rest = pattern.get(at..).unwrap_or("");
+    let before = pattern.get(..at).unwrap_or("");
+    match kind {
+        ast::ErrorKind::UnsupportedBackreference => true,
+        ast::ErrorKind::EscapeUnrecognized => {
+            ["\\k<", "\\k{", "\\k'", "\\g{"]
+                .iter()
+                .any(|p| rest.starts_with(p))
+                || (rest.starts_with("\\g") && rest[2..].starts_with(|c: char| c.is_ascii_digit()))
+        }
+        ast::ErrorKind::FlagUnrecognized => before.ends_with("(?") && rest.starts_with("P="),
+        _ => false,
     }
 }
 
@@ -124,8 +142,20 @@ mod tests {
             assert!(message.starts_with("look-around"), "{pattern}: {message}");
             assert!(message.contains("Rewrite"), "{message}");
         }
-        let message = error(r"(a)\1");
-        assert!(message.starts_with("backreferences"), "{message}");
+        for pattern in [
+            r"(a)\1",
+            r"(?<x>a)\k<x>",
+            r"(a)\g1",
+            r"(?P<x>a)(?P=x)",
+            r"(a)\k{x}",
+        ] {
+            let message = error(pattern);
+            assert!(
+                message.starts_with("backreferences"),
+                "{pattern}: {message}"
+            );
+        }
+        assert!(error(r"\q").starts_with("the pattern is not a valid regex"));
     }
 
     #[test]
