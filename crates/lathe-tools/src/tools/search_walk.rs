@@ -421,7 +421,7 @@ pub(crate) fn relative_to<'a>(root: &Path, path: &'a Path) -> &'a Path {
         Some(rest) if rest.first() == Some(&b'/') => {
             Path::new(std::ffi::OsStr::from_bytes(&rest[1..]))
         }
-        Some(rest) if rest.is_empty() => Path::new(""),
+        Some([]) => Path::new(""),
         _ if r == b"/" => Path::new(std::ffi::OsStr::from_bytes(
             p.strip_prefix(b"/").unwrap_or(p),
         )),
