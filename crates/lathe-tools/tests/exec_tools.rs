@@ -87,7 +87,10 @@ async fn wait_until(mut condition: impl FnMut() -> bool) -> bool {
 async fn the_four_tools_are_registered_with_their_parameters() {
     let registry = Registry::builtin();
     for (name, params) in [
-        ("shell", &["command", "cwd", "timeout", "background"][..]),
+        (
+            "shell",
+            &["command", "cwd", "timeout", "background", "sandbox"][..],
+        ),
         ("command_output", &["id", "search", "offset", "limit"][..]),
         ("list_commands", &[][..]),
         ("kill_command", &["id"][..]),
@@ -115,7 +118,11 @@ async fn shell_runs_in_the_workspace_and_reports_a_header() {
     let root = fx.session.workspace().root().display().to_string();
     assert!(out.text.contains(&format!("{root}\nerr")), "{}", out.text);
     assert_eq!(out.metadata["status"]["exit_code"], 3);
-    assert_eq!(out.metadata["sandboxed"], false);
+    // The sandbox is on by default wherever Landlock works.
+    assert_eq!(
+        out.metadata["sandboxed"],
+        lathe_exec::sandbox::probe().is_available()
+    );
     let sub = fx
         .call("shell", json!({"command": "pwd", "cwd": "sub"}))
         .await;
@@ -481,4 +488,34 @@ async fn sandboxed_commands_say_so_and_cannot_write_outside() {
     assert!(fx.session.workspace().root().join("inside.txt").exists());
     assert!(!target.exists(), "the sandbox let a write outside through");
     assert!(out.text.contains("done"), "{}", out.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sandbox_false_runs_outside_the_sandbox_and_the_header_says_so() {
+    if !lathe_exec::sandbox::probe().is_available() {
+        eprintln!("skipping: landlock is not available here");
+        return;
+    }
+    let fx = Fixture::new();
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("escape.txt");
+    let write = format!("echo out > '{}'", target.display());
+    let fenced = fx.call("shell", json!({"command": write})).await;
+    let header = fenced.text.lines().next().unwrap().to_owned();
+    assert!(header.contains("| sandboxed (landlock abi"), "{header}");
+    assert!(
+        !target.exists(),
+        "the default sandbox let a write outside through"
+    );
+    let free = fx
+        .call("shell", json!({"command": write, "sandbox": "false"}))
+        .await;
+    let header = free.text.lines().next().unwrap().to_owned();
+    assert!(header.starts_with("exit code 0 | "), "{}", free.text);
+    assert!(
+        header.ends_with("| not sandboxed (sandbox: false)"),
+        "{header}"
+    );
+    assert_eq!(free.metadata["sandboxed"], false);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "out\n");
 }

@@ -206,7 +206,10 @@ fn action(
             if let Some(cwd) = text("cwd").filter(|c| !c.trim().is_empty()) {
                 ctx = ctx.with_cwd(cwd);
             }
-            let sandbox = if args.get("sandbox").and_then(Value::as_bool) == Some(false) {
+            // Outside the sandbox without the configuration having chosen it (`sandbox: false`,
+            // or Landlock missing with `sandbox_unavailable = "ask"`): always asks.
+            let sandbox = if lathe_tools::tools::shell::runs_outside_sandbox_unchosen(session, args)
+            {
                 Sandbox::Disabled
             } else {
                 Sandbox::Enabled
@@ -274,6 +277,7 @@ fn session_rules(call: &PreparedCall, action: &Action) -> Vec<String> {
 mod tests {
     use super::*;
     use lathe_tools::tool::hints_for;
+    use lathe_tools::tools::shell::{self, ShellConfig, UnavailableMode};
     use serde_json::json;
 
     struct Fixture {
@@ -288,7 +292,78 @@ mod tests {
         let workspace = lathe_tools::Workspace::new(&root).unwrap();
         let session =
             Session::new(workspace, Default::default(), dir.path().join("state")).unwrap();
+        // The sandbox as by default, but a machine without Landlock runs commands instead of
+        // asking for each: these tests are about the policy, `sandbox_false_...` about that.
+        shell::configure(
+            &session,
+            ShellConfig {
+                sandbox_unavailable: UnavailableMode::Run,
+                ..ShellConfig::default()
+            },
+        );
         Fixture { _dir: dir, session }
+    }
+
+    #[test]
+    fn sandbox_false_always_asks_and_is_never_remembered() {
+        let f = fixture();
+        if !shell::sandbox_active(&f.session) {
+            eprintln!("skipping: landlock is not available here");
+            return;
+        }
+        let root = f.session.workspace().root().to_path_buf();
+        let args = json!({"command": "ls -la", "sandbox": false});
+        for mode in [ApprovalMode::Ask, ApprovalMode::Auto, ApprovalMode::Full] {
+            let gate = Gate::new(mode, &root);
+            let (one, def) = call("shell", ToolKind::Execute, args.clone());
+            let Verdict::Ask { reasons, rules } = gate.check(&one, &def, &f.session) else {
+                panic!("{mode}: sandbox: false must ask");
+            };
+            assert!(rules.is_empty(), "{mode}: {rules:?}");
+            assert!(
+                reasons.iter().any(|r| r.contains("outside the sandbox")),
+                "{reasons:?}"
+            );
+            assert_eq!(
+                verdict(
+                    &gate,
+                    &f,
+                    "shell",
+                    ToolKind::Execute,
+                    json!({"command": "ls -la"})
+                ),
+                'a'
+            );
+        }
+        let skip = Gate::with_permissions(
+            &PermissionsConfig::default(),
+            ApprovalMode::Full,
+            &root,
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            verdict(&skip, &f, "shell", ToolKind::Execute, args.clone()),
+            'a'
+        );
+        // Turned off in the configuration: the call changes nothing and asks nothing more.
+        let off = fixture();
+        let off_session = Session::new(
+            lathe_tools::Workspace::new(off.session.workspace().root()).unwrap(),
+            Default::default(),
+            off._dir.path().join("state-off"),
+        )
+        .unwrap();
+        shell::configure(
+            &off_session,
+            ShellConfig {
+                sandbox: false,
+                ..ShellConfig::default()
+            },
+        );
+        let gate = Gate::new(ApprovalMode::Full, &root);
+        let (call, def) = call("shell", ToolKind::Execute, args);
+        assert_eq!(gate.check(&call, &def, &off_session), Verdict::Allow);
     }
 
     fn call(

@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use lathe_exec::sandbox::{PreparedSandbox, SandboxPolicy};
 use lathe_exec::{
     CommandId, CommandReport, CommandSpec, CommandStatus, ExecError, OutputDelta, PreviewBudget,
     Supervisor,
@@ -21,6 +20,14 @@ use serde_json::{Value, json};
 use crate::session::Session;
 use crate::tool::{ProgressSink, Tool, ToolContext, ToolKind, ToolOutput, ToolProgress};
 use crate::workspace::Access;
+
+mod sandbox;
+
+pub use sandbox::{
+    FORCE_UNAVAILABLE_ENV, SandboxStatus, UnavailableMode, runs_outside_sandbox_unchosen,
+    sandbox_active, sandbox_status,
+};
+use sandbox::{SessionSandbox, session_sandbox};
 
 /// The longest soft timeout honoured: a model asking for more means "wait", and a day is that.
 const MAX_SOFT_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
@@ -46,13 +53,19 @@ pub struct ShellConfig {
     pub max_running: usize,
     /// Secret-looking environment variables (`*KEY*`, `*TOKEN*`, ...) to pass anyway.
     pub keep_env: Vec<String>,
-    /// Run commands in the Landlock sandbox (writes confined to the workspace, the session's
-    /// state directory, /tmp and /dev/null). By default, off.
+    /// Run commands in the Landlock sandbox: writes only inside the workspace, the session's
+    /// state (temporary) directory, `/tmp` and `/dev/null` plus `sandbox_write_paths`; reads
+    /// unrestricted. By default, on.
     pub sandbox: bool,
-    /// Extra directories sandboxed commands may write.
+    /// Extra absolute paths (directories or files) sandboxed commands may write. By default,
+    /// none.
     pub sandbox_write_paths: Vec<PathBuf>,
-    /// Whether sandboxed commands may use the network. By default, no.
+    /// Whether sandboxed commands may use the network (TCP, and UDP from Landlock ABI 10). By
+    /// default, no.
     pub sandbox_network: bool,
+    /// What commands do when the sandbox is on but Landlock is missing: `ask` (every command
+    /// needs the user's approval) or `run` (they run unsandboxed). By default, `ask`.
+    pub sandbox_unavailable: UnavailableMode,
 }
 
 impl Default for ShellConfig {
@@ -64,9 +77,10 @@ impl Default for ShellConfig {
             artifact_cap: lathe_exec::DEFAULT_ARTIFACT_CAP,
             max_running: lathe_exec::DEFAULT_MAX_RUNNING,
             keep_env: Vec::new(),
-            sandbox: false,
+            sandbox: true,
             sandbox_write_paths: Vec::new(),
             sandbox_network: false,
+            sandbox_unavailable: UnavailableMode::default(),
         }
     }
 }
@@ -74,7 +88,6 @@ impl Default for ShellConfig {
 /// The session's commands: one supervisor per session, created on first use.
 pub struct Commands {
     supervisor: Result<Supervisor, String>,
-    sandbox: Option<Result<PreparedSandbox, String>>,
     hooked: AtomicBool,
 }
 
@@ -89,17 +102,8 @@ impl Commands {
             .keep_env(config.keep_env.clone())
             .build()
             .map_err(|e| e.to_string());
-        let sandbox = config.sandbox.then(|| {
-            let mut policy = SandboxPolicy::new(session.workspace().root(), session.state_dir());
-            for path in &config.sandbox_write_paths {
-                policy = policy.with_write_path(path);
-            }
-            policy.network = config.sandbox_network;
-            PreparedSandbox::prepare(&policy).map_err(|e| e.to_string())
-        });
         Commands {
             supervisor,
-            sandbox,
             hooked: AtomicBool::new(false),
         }
     }
@@ -112,21 +116,43 @@ impl Commands {
     }
 }
 
-/// Sets the configuration of command execution for `session`. Returns `false` (and changes
-/// nothing) when a command already ran in the session with the default configuration.
-pub fn configure(session: &Arc<Session>, config: ShellConfig) -> bool {
+/// The `[shell]` configuration a session was given.
+struct Settings(ShellConfig);
+
+/// Sets the configuration of command execution (and of the sandbox) for `session`; what it
+/// sets up is built on first use. Returns `false` (and changes nothing) when the session was
+/// already configured or already used the default configuration.
+pub fn configure(session: &Session, config: ShellConfig) -> bool {
+    if session.existing_extension::<Commands>().is_some()
+        || session.existing_extension::<SessionSandbox>().is_some()
+    {
+        return false;
+    }
     let mut applied = false;
-    let commands = session.extension(|| {
+    session.extension(|| {
         applied = true;
-        Commands::new(session, &config)
+        Settings(config)
     });
-    hook_shutdown(session, &commands);
     applied
 }
 
-/// The session's commands, created with the default configuration on first use.
-pub fn commands(session: &Arc<Session>) -> Arc<Commands> {
-    let commands = session.extension(|| Commands::new(session, &ShellConfig::default()));
+/// The session's configuration: what `configure` set, else the defaults.
+fn settings(session: &Session) -> ShellConfig {
+    session
+        .existing_extension::<Settings>()
+        .map(|settings| settings.0.clone())
+        .unwrap_or_default()
+}
+
+/// The session's commands, created from its configuration on first use.
+pub fn commands(session: &Session) -> Arc<Commands> {
+    let commands = match session.existing_extension::<Commands>() {
+        Some(commands) => commands,
+        None => {
+            let config = settings(session);
+            session.extension(|| Commands::new(session, &config))
+        }
+    };
     hook_shutdown(session, &commands);
     commands
 }
@@ -227,6 +253,16 @@ pub struct ShellInput {
     /// Start the command and return its id at once, without waiting. Default false.
     #[serde(default)]
     pub background: bool,
+    /// Run in the sandbox (writes only inside the workspace and /tmp, no network). Default
+    /// true. When a command failed because of the sandbox (e.g. "Permission denied" or
+    /// "Read-only file system" writing outside the workspace, or a network error), you may run
+    /// it again with `sandbox: false`; that always needs the user's approval.
+    #[serde(default = "default_true")]
+    pub sandbox: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 impl Tool for ShellTool {
@@ -275,25 +311,45 @@ impl Tool for ShellTool {
             Ok(supervisor) => supervisor,
             Err(message) => return ToolOutput::error(message),
         };
-        match &commands.sandbox {
-            Some(Ok(sandbox)) => spec = spec.sandbox(sandbox.clone()),
-            Some(Err(error)) => {
+        let sandbox = session_sandbox(&session);
+        let unsandboxed = match (&sandbox.status, input.sandbox) {
+            (SandboxStatus::Active(prepared), true) => {
+                spec = spec.sandbox(prepared.clone());
+                None
+            }
+            (SandboxStatus::Failed(error), true) => {
                 return ToolOutput::error(format!(
-                    "the sandbox is configured but cannot be set up ({error}); commands are not run unsandboxed"
+                    "the sandbox is configured but cannot be set up ({error}); commands are not \
+                     run unsandboxed unless you pass `sandbox: false`, which needs the user's approval"
                 ));
             }
-            None => {}
-        }
+            (SandboxStatus::Active(_) | SandboxStatus::Failed(_), false) => {
+                Some("not sandboxed (sandbox: false)")
+            }
+            (SandboxStatus::Off, _) => Some("not sandboxed (turned off in the configuration)"),
+            (SandboxStatus::Unavailable { .. }, _) => Some("not sandboxed (landlock unavailable)"),
+        };
         if let Some(sink) = ctx.progress.clone() {
             let live = Arc::new(LiveOutput::new(sink));
             spec = spec.on_output(Arc::new(move |delta: OutputDelta<'_>| {
                 live.push(delta.bytes)
             }));
         }
-        match supervisor.run(spec, &ctx.cancel).await {
+        let mut output = match supervisor.run(spec, &ctx.cancel).await {
             Ok(report) => report_output(&report),
-            Err(error) => exec_error(error),
+            Err(error) => return exec_error(error),
+        };
+        if let Some(label) = unsandboxed {
+            let end = output.text.find('\n').unwrap_or(output.text.len());
+            output.text.insert_str(end, &format!(" | {label}"));
         }
+        if let Some(notice) = sandbox.take_notice() {
+            if !output.text.ends_with('\n') {
+                output.text.push('\n');
+            }
+            output.text.push_str(&format!("[note: {notice}]"));
+        }
+        output
     }
 }
 
@@ -410,7 +466,8 @@ mod tests {
             })
             .collect();
         assert_eq!(joined, text);
-        live.push(&vec![b'x'; LIVE_BYTES_PER_WINDOW]);
+        // Fill the window exactly: the next piece is over the cap.
+        live.push(&vec![b'x'; LIVE_BYTES_PER_WINDOW - bytes.len()]);
         let before = seen.lock().unwrap().len();
         live.push(b"over the cap");
         assert_eq!(
