@@ -8,6 +8,7 @@ use anyhow::Context;
 use serde::Deserialize;
 
 use lathe_tools::ToolConfig;
+use lathe_tools::tools::shell::ShellConfig;
 
 /// The whole configuration file.
 #[derive(Debug, Default, Deserialize)]
@@ -21,6 +22,36 @@ pub struct Config {
     pub agent: crate::agent_setup::AgentConfig,
     /// Permission rules and sensitive paths (`allow`, `ask`, `deny`, `sensitive_paths`).
     pub permissions: lathe_policy::PermissionsConfig,
+    /// Command execution and its sandbox. Keys, with their defaults:
+    /// `sandbox = true` (Landlock: writes only inside the workspace, the session's temporary
+    /// directory, `/tmp` and `/dev/null`), `sandbox_write_paths = []` (extra absolute paths
+    /// commands may write; `~/` is the home directory), `sandbox_network = false` (`true` lets
+    /// sandboxed commands use the network), `sandbox_unavailable = "ask"` (where Landlock is
+    /// missing every command asks; `"run"` runs them unsandboxed), `command_timeout` (none),
+    /// `command_timeout_exempt = []`, `preview = "medium"`, `max_running = 16`, `keep_env = []`.
+    pub shell: ShellConfig,
+}
+
+impl Config {
+    /// Checks what the types cannot: `sandbox_write_paths` must be absolute (`~/` expands to
+    /// the home directory).
+    fn resolve(mut self) -> anyhow::Result<Config> {
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        for path in &mut self.shell.sandbox_write_paths {
+            if let (Ok(rest), Some(home)) = (path.strip_prefix("~"), &home) {
+                *path = home.join(rest);
+            }
+            if !path.is_absolute() {
+                anyhow::bail!(
+                    "invalid configuration: [shell] sandbox_write_paths entry '{}' is not absolute (give a full path such as /opt/cache or ~/.cache)",
+                    path.display()
+                );
+            }
+        }
+        Ok(self)
+    }
 }
 
 /// The files read, lowest precedence first.
@@ -57,7 +88,9 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> anyhow::Result<Config>
             .with_context(|| format!("invalid config file {}", path.display()))?;
         merge(&mut merged, table);
     }
-    Config::deserialize(toml::Value::Table(merged)).context("invalid configuration")
+    Config::deserialize(toml::Value::Table(merged))
+        .context("invalid configuration")?
+        .resolve()
 }
 
 /// Merges `over` into `base`: tables merge key by key, anything else replaces.
@@ -89,6 +122,39 @@ mod tests {
         let config = Config::deserialize(toml::Value::Table(base)).unwrap();
         assert_eq!(config.tools.result_budget, 20);
         assert_eq!(config.tools.read_roots, vec![PathBuf::from("/a")]);
+    }
+
+    #[test]
+    fn the_shell_section_reads_its_keys_and_wants_absolute_write_paths() {
+        let table: toml::Table = toml::from_str(
+            "[shell]\nsandbox = false\nsandbox_network = true\nsandbox_unavailable = \"run\"\nsandbox_write_paths = [\"/opt/cache\"]\n",
+        )
+        .unwrap();
+        let config = Config::deserialize(toml::Value::Table(table))
+            .unwrap()
+            .resolve()
+            .unwrap();
+        assert!(!config.shell.sandbox);
+        assert!(config.shell.sandbox_network);
+        assert_eq!(
+            config.shell.sandbox_unavailable,
+            lathe_tools::tools::shell::UnavailableMode::Run
+        );
+        assert_eq!(
+            config.shell.sandbox_write_paths,
+            vec![PathBuf::from("/opt/cache")]
+        );
+        assert!(Config::default().shell.sandbox, "on by default");
+        let table: toml::Table =
+            toml::from_str("[shell]\nsandbox_write_paths = [\"cache\"]\n").unwrap();
+        let err = Config::deserialize(toml::Value::Table(table))
+            .unwrap()
+            .resolve()
+            .unwrap_err();
+        assert!(err.to_string().contains("'cache' is not absolute"), "{err}");
+        let table: toml::Table =
+            toml::from_str("[shell]\nsandbox_unavailable = \"maybe\"\n").unwrap();
+        assert!(Config::deserialize(toml::Value::Table(table)).is_err());
     }
 
     #[test]

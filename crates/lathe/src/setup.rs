@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
+use lathe_tools::tools::shell;
 use lathe_tools::{Session, Workspace};
 
 use crate::cli::CommonArgs;
@@ -32,11 +33,15 @@ impl Setup {
         Ok(Setup { root, config })
     }
 
-    /// A tool session over the workspace with its state in `state_dir`.
+    /// A tool session over the workspace with its state in `state_dir`, its commands set up
+    /// by the `[shell]` configuration (sandbox included). Every command that runs tools (`lathe
+    /// tool`, `exec`, `chat`, `mcp`) creates its sessions here.
     pub fn session(&self, state_dir: PathBuf) -> anyhow::Result<Arc<Session>> {
         let workspace = Workspace::new(&self.root)
             .with_context(|| format!("cannot open workspace {}", self.root.display()))?;
-        Session::new(workspace, self.config.tools.clone(), state_dir.clone())
-            .with_context(|| format!("cannot create state directory {}", state_dir.display()))
+        let session = Session::new(workspace, self.config.tools.clone(), state_dir.clone())
+            .with_context(|| format!("cannot create state directory {}", state_dir.display()))?;
+        shell::configure(&session, self.config.shell.clone());
+        Ok(session)
     }
 }
