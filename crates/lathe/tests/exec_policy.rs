@@ -18,11 +18,21 @@ fn auto_mode_runs_safe_and_normal_commands_and_stops_at_a_dangerous_one() {
     let script = Script::new()
         .chat(shell("ls -la"))
         .chat(shell("mkdir -p build && touch build/out.txt"))
-        .chat(shell("git push --force origin main"))
-        .chat(reply().text("Built; the push needs you.").done());
+        .chat(shell("rm -r build"))
+        .chat(reply().text("Built; removing it needs you.").done());
     let h = Harness::new(script);
-    let output = h.exec("build it and push", &["--approval", "auto", "--json"]);
+    let landlock = lathe_exec::sandbox::probe().is_available();
+    if !landlock {
+        // Without Landlock every command would ask (exec_sandbox.rs tests that); this test is
+        // about the analysis.
+        h.write(
+            ".lathe/config.toml",
+            "[shell]\nsandbox_unavailable = \"run\"\n",
+        );
+    }
+    let output = h.exec("build it and clean up", &["--approval", "auto", "--json"]);
     assert_exit(&output, 0);
+    // The dangerous command was stopped before it ran: what it would remove is still there.
     assert!(h.ws.join("build/out.txt").exists());
     let events = json_lines(&output);
     let asked = of_type(&events, "approval_requested");
@@ -31,15 +41,26 @@ fn auto_mode_runs_safe_and_normal_commands_and_stops_at_a_dangerous_one() {
         1,
         "only the dangerous command asks: {events:#?}"
     );
-    assert_eq!(
-        asked[0]["description"],
-        "shell git push --force origin main"
-    );
+    assert_eq!(asked[0]["description"], "shell rm -r build");
     let statuses: Vec<&str> = of_type(&events, "tool_call_finished")
         .iter()
         .map(|e| e["status"].as_str().unwrap())
         .collect();
     assert_eq!(statuses, ["ok", "ok", "denied"]);
+    let listed = messages(&h.bodies()[1]).last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    if landlock {
+        assert!(
+            listed
+                .lines()
+                .next()
+                .unwrap()
+                .contains("| sandboxed (landlock abi"),
+            "{listed}"
+        );
+    }
     let told = messages(&h.bodies()[3]).last().unwrap()["content"]
         .as_str()
         .unwrap()

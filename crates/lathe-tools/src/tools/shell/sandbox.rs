@@ -128,7 +128,12 @@ impl SessionSandbox {
         }
     }
 
+    /// The person hears of a notice as soon as the sandbox is set up (the first command or the
+    /// first approval check of the session), the model with its first command result.
     fn with(status: SandboxStatus, notice: Option<String>) -> Self {
+        if let Some(notice) = &notice {
+            tracing::warn!("{notice}");
+        }
         SessionSandbox {
             status,
             notice,
@@ -136,14 +141,13 @@ impl SessionSandbox {
         }
     }
 
-    /// The notice about the sandbox the first time it is asked for in the session (also logged
-    /// as a warning); `None` afterwards or when there is nothing to say.
+    /// The notice about the sandbox the first time it is asked for in the session; `None`
+    /// afterwards or when there is nothing to say.
     pub(super) fn take_notice(&self) -> Option<&str> {
         let notice = self.notice.as_deref()?;
         if self.noticed.swap(true, Ordering::SeqCst) {
             return None;
         }
-        tracing::warn!("{notice}");
         Some(notice)
     }
 }
