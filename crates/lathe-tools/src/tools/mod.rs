@@ -2,15 +2,15 @@
 //! and that list feeds the agent, `lathe tool` and the MCP server alike.
 
 pub mod command_output;
+pub mod edit_file;
 pub mod glob;
 pub mod grep;
 pub mod kill_command;
 pub mod list_commands;
-mod search_walk;
-pub mod shell;
-pub mod edit_file;
 pub mod list_files;
 pub mod read_file;
+mod search_walk;
+pub mod shell;
 pub mod suggest;
 pub mod text;
 pub mod write_file;
