@@ -7,7 +7,6 @@
 //! `**` does.
 
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use ignore::WalkState;
@@ -162,7 +161,8 @@ fn names_outside(pattern: &str, root: &SearchRoot) -> bool {
 
 struct Found {
     path: PathBuf,
-    modified: Option<SystemTime>,
+    /// Modification time as (seconds, nanoseconds) since the epoch.
+    modified: Option<(libc::time_t, libc::c_long)>,
 }
 
 #[derive(Default)]
@@ -196,6 +196,16 @@ fn execute(input: &GlobInput, ctx: &ToolContext) -> ToolOutput {
     };
     let workspace = ctx.session.workspace();
     let by_time = input.sort == GlobSort::Modified;
+    // Times are read relative to the root's descriptor: the kernel then resolves only the
+    // part of each path below the root, which makes the tens of thousands of stats cheaper.
+    let root_dir = if by_time {
+        match std::fs::File::open(&root.abs) {
+            Ok(dir) => Some(dir),
+            Err(err) => return ToolOutput::error(format!("cannot read '{}': {err}", root.shown)),
+        }
+    } else {
+        None
+    };
     let locals = search_walk::visit_parallel(&walk.builder(), Local::default, |local, entry| {
         if ctx.cancel.is_cancelled() {
             return WalkState::Quit;
@@ -212,11 +222,11 @@ fn execute(input: &GlobInput, ctx: &ToolContext) -> ToolOutput {
         }
         let rel = search_walk::relative_to(&root.abs, entry.path());
         if patterns.exact.is_match(rel) {
-            let modified = if by_time {
-                entry.metadata().ok().and_then(|m| m.modified().ok())
-            } else {
-                None
-            };
+            let modified = root_dir.as_ref().and_then(|dir| {
+                nix::sys::stat::fstatat(dir, rel, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)
+                    .ok()
+                    .map(|stat| (stat.st_mtime, stat.st_mtime_nsec))
+            });
             local.found.push(Found {
                 path: entry.into_path(),
                 modified,
