@@ -68,6 +68,18 @@ fn normalize_value(value: Value, schema: &Value, at: &str) -> Result<Value, Argu
             preview(&value)
         )));
     }
+    if let (Some(minimum), Some(number)) = (
+        schema.get("minimum").and_then(Value::as_f64),
+        value.as_f64(),
+    ) && number < minimum
+    {
+        return Err(ArgumentError(format!(
+            "{} must be {} or more, got {}",
+            describe_at(at),
+            Value::from(minimum as i64),
+            preview(&value)
+        )));
+    }
     let value = match value {
         Value::Object(map) if types.iter().any(|t| t == "object") => {
             Value::Object(normalize_object(map, schema, at)?)
@@ -146,6 +158,23 @@ fn normalize_object(
         .copied()
         .filter(|name| !out.contains_key(*name))
         .collect();
+    if missing.is_empty() && !unknown.is_empty() {
+        let mut message = String::new();
+        for key in &unknown {
+            let hint = closest_property(key, properties)
+                .map(|name| format!(" (did you mean `{name}`?)"))
+                .unwrap_or_default();
+            message.push_str(&format!(
+                "unknown parameter `{}`{hint}\n",
+                qualified(at, key)
+            ));
+        }
+        message.push_str(&format!(
+            "the parameters are: {}",
+            properties.keys().cloned().collect::<Vec<_>>().join(", ")
+        ));
+        return Err(ArgumentError(message));
+    }
     if !missing.is_empty() {
         let mut message = String::new();
         for name in &missing {
@@ -179,6 +208,17 @@ fn normalize_object(
         return Err(ArgumentError(message));
     }
     Ok(out)
+}
+
+/// The property most like an unknown key, when one is close enough to be a likely typo.
+fn closest_property(key: &str, properties: &Map<String, Value>) -> Option<String> {
+    let folded = fold_name(key);
+    properties
+        .keys()
+        .map(|name| (strsim::jaro_winkler(&folded, &fold_name(name)), name))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, name)| name.clone())
 }
 
 /// Finds the schema property a given key means.
@@ -258,6 +298,9 @@ fn coerce(value: Value, types: &[String]) -> Value {
             }
             Value::String(text)
         }
+        Value::Number(_) if wants("integer") && coerce_number(value.clone(), types).is_i64() => {
+            coerce_number(value, types)
+        }
         Value::Number(_) | Value::Bool(_) if wants("string") => Value::String(value.to_string()),
         Value::Number(_) => coerce_number(value, types),
         other if wants("array") && !other.is_null() => Value::Array(vec![other]),
@@ -320,6 +363,20 @@ pub fn repair_double_escape(text: String) -> String {
         }
     }
     out
+}
+
+/// Says that the tool refused `value` for parameter `name`, and what `schema` expects there.
+pub(crate) fn describe_invalid(name: &str, value: &Value, schema: &Value) -> String {
+    let doc = schema
+        .get("description")
+        .and_then(Value::as_str)
+        .map(|d| format!(": {}", first_sentence(d)))
+        .unwrap_or_default();
+    format!(
+        "parameter `{name}` cannot be {} (expected {}{doc})",
+        preview(value),
+        expected(schema, &schema_types(schema))
+    )
 }
 
 fn describe_at(at: &str) -> String {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::args::{self, fold_name};
@@ -59,6 +59,9 @@ pub struct PreparedCall {
 trait ErasedTool: Send + Sync {
     fn call(&self, args: Value, ctx: ToolContext)
     -> BoxFuture<'static, Result<ToolOutput, String>>;
+
+    /// Why `args` do not deserialize into the tool's input, or `None` when they do.
+    fn reject(&self, args: &Value) -> Option<String>;
 }
 
 struct Erased<T: Tool>(Arc<T>);
@@ -74,6 +77,10 @@ impl<T: Tool> ErasedTool for Erased<T> {
             let input: T::Input = serde_json::from_value(args).map_err(|err| err.to_string())?;
             Ok(tool.run(input, ctx).await)
         })
+    }
+
+    fn reject(&self, args: &Value) -> Option<String> {
+        T::Input::deserialize(args).err().map(|err| err.to_string())
     }
 }
 
@@ -227,8 +234,9 @@ impl Registry {
         let mut output = match AssertUnwindSafe(future).catch_unwind().await {
             Ok(Ok(output)) => output,
             Ok(Err(serde_message)) => ToolOutput::error(format!(
-                "invalid arguments for `{}`: {serde_message}",
-                call.name
+                "invalid arguments for `{}`: {}",
+                call.name,
+                self.explain_rejection(index, &call.arguments, &serde_message)
             )),
             Err(panic) => {
                 let what = panic
@@ -252,6 +260,39 @@ impl Registry {
             );
         }
         output
+    }
+}
+
+impl Registry {
+    /// Says which parameter the tool's input type refused, found by leaving each one out in
+    /// turn: the model must learn which parameter to fix, not the name of a Rust type.
+    fn explain_rejection(&self, index: usize, arguments: &Value, serde_message: &str) -> String {
+        let entry = &self.entries[index];
+        let Some(map) = arguments.as_object() else {
+            return serde_message.to_owned();
+        };
+        let culprit = map.keys().find(|key| {
+            let mut without = map.clone();
+            without.remove(*key);
+            let without = Value::Object(without);
+            match entry.tool.reject(&without) {
+                None => true,
+                Some(message) => message.contains(&format!("missing field `{key}`")),
+            }
+        });
+        match culprit {
+            Some(key) => {
+                let schema = entry
+                    .definition
+                    .parameters
+                    .get("properties")
+                    .and_then(|p| p.get(key))
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                args::describe_invalid(key, &map[key], &schema)
+            }
+            None => serde_message.to_owned(),
+        }
     }
 }
 

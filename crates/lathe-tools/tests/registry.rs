@@ -243,3 +243,80 @@ fn builtin_names_are_unique_and_documented() {
         }
     }
 }
+
+#[tokio::test]
+async fn unknown_optional_parameters_are_refused_with_the_closest_name() {
+    let (_d, registry, session) = setup(1000);
+    let out = call(
+        &registry,
+        &session,
+        "echo_path",
+        json!({"path": "a", "tims": 2}),
+    )
+    .await;
+    assert!(out.is_error, "{}", out.text);
+    assert!(
+        out.text
+            .contains("unknown parameter `tims` (did you mean `times`?)"),
+        "{}",
+        out.text
+    );
+    assert!(out.text.contains("the parameters are: "), "{}", out.text);
+}
+
+#[tokio::test]
+async fn a_value_the_input_type_refuses_names_the_parameter() {
+    let (_d, registry, session) = setup(1000);
+    // `times` is a u32: the schema's minimum refuses -3 before deserialization would.
+    let out = call(
+        &registry,
+        &session,
+        "echo_path",
+        json!({"path": "a", "times": -3}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert!(
+        out.text
+            .contains("parameter `times` must be 0 or more, got -3"),
+        "{}",
+        out.text
+    );
+    assert!(!out.text.contains("u32"), "{}", out.text);
+}
+
+#[tokio::test]
+async fn builtin_ids_and_offsets_refuse_negatives_by_name_and_take_whole_floats() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    let ws = Workspace::new(dir.path().join("ws")).unwrap();
+    let session = Session::new(ws, ToolConfig::default(), dir.path().join("state")).unwrap();
+    let registry = Registry::builtin();
+    let out = call(&registry, &session, "command_output", json!({"id": -1})).await;
+    assert!(out.is_error);
+    assert!(
+        out.text.contains("parameter `id` cannot be -1"),
+        "{}",
+        out.text
+    );
+    assert!(!out.text.contains("untagged enum"), "{}", out.text);
+    let out = call(
+        &registry,
+        &session,
+        "grep",
+        json!({"pattern": "x", "offset": -1}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert!(
+        out.text
+            .contains("parameter `offset` must be 0 or more, got -1"),
+        "{}",
+        out.text
+    );
+    let out = call(&registry, &session, "shell", json!({"command": "echo one"})).await;
+    assert!(!out.is_error, "{}", out.text);
+    let out = call(&registry, &session, "command_output", json!({"id": 1.0})).await;
+    assert!(!out.is_error, "{}", out.text);
+    assert!(out.text.contains("one"), "{}", out.text);
+}
