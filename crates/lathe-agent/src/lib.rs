@@ -7,14 +7,15 @@
 //! resulting [`stream::AssistantTurn`] goes back into the history as a [`message::Message`].
 #![deny(missing_docs)]
 
-pub mod events;
-pub mod message;
-pub mod parser;
-pub mod provider;
-pub mod stream;
 pub mod approval;
 pub mod context;
+pub mod events;
+pub mod executor;
+pub mod message;
+pub mod parser;
 pub mod prompt;
+pub mod provider;
 pub mod runner;
 pub mod sink;
-pub mod executor;
+pub mod stream;
+pub mod text;

@@ -269,15 +269,7 @@ pub fn create_session(
 
 /// The first line of a task, cut to a title.
 pub fn session_title(task: &str) -> String {
-    let first = task
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
-    match first.char_indices().nth(TITLE_CHARS) {
-        Some((i, _)) => format!("{}…", &first[..i]),
-        None => first.to_owned(),
-    }
+    lathe_agent::text::cut(lathe_agent::text::first_line(task), TITLE_CHARS)
 }
 
 /// Where a session keeps its artifacts and saved results.

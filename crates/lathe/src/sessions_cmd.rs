@@ -10,6 +10,7 @@ use serde_json::json;
 use lathe_agent::message::Message;
 use lathe_agent::runner::summary;
 use lathe_agent::sink::stored_history;
+use lathe_agent::text::{cut, first_line};
 use lathe_store::{Session, SessionFilter, Store};
 
 use crate::render::Style;
@@ -176,12 +177,7 @@ pub fn transcript(session: &Session, history: &[Message], style: &Style) -> Stri
                 }
             }
             Message::Tool(result) => {
-                let first = result
-                    .content
-                    .lines()
-                    .map(str::trim)
-                    .find(|l| !l.is_empty())
-                    .unwrap_or("");
+                let first = first_line(&result.content);
                 let lines = result.content.lines().count();
                 let more = if lines > 1 {
                     format!(" (+{} lines)", lines - 1)
@@ -202,13 +198,6 @@ pub fn transcript(session: &Session, history: &[Message], style: &Style) -> Stri
 
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_owned(),
-    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::text::cut;
+
 /// Something went wrong talking to the model server.
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
@@ -134,13 +136,6 @@ pub(crate) fn error_message(body: &str) -> String {
 
 /// Error bodies are shown to users; an HTML error page should not flood the terminal.
 const MAX_ERROR_BODY: usize = 600;
-
-pub(crate) fn cut(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -1,9 +1,10 @@
 //! The HTTP side shared by both providers: one reqwest client, retries before the first byte,
 //! and turning a response body into a stream of [`Chunk`]s through a wire decoder.
 
-use super::error::{ProviderError, cut, error_message};
+use super::error::{ProviderError, error_message};
 use super::retry::RetryPolicy;
 use super::{Chunk, ChunkStream, ProviderConfig};
+use crate::text::cut;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use serde_json::Value;

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use lathe_tools::ToolOutput;
 
 use crate::events::{DiffStats, ToolStatus};
+use crate::text::cut;
 
 /// Longest argument text shown in a line.
 const ARG_CHARS: usize = 100;
@@ -222,20 +223,7 @@ fn one_line(text: &str) -> String {
 }
 
 fn first_line(text: &str) -> String {
-    cut(
-        text.lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .unwrap_or(""),
-        ARG_CHARS,
-    )
-}
-
-fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_owned(),
-    }
+    cut(crate::text::first_line(text), ARG_CHARS)
 }
 
 #[cfg(test)]

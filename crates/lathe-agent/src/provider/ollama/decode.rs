@@ -26,7 +26,7 @@ impl OllamaDecoder {
             Ok(v) => v,
             Err(e) => {
                 self.failed = true;
-                let text = crate::provider::error::cut(&String::from_utf8_lossy(line), 200);
+                let text = crate::text::cut(&String::from_utf8_lossy(line), 200);
                 out.push_back(Err(ProviderError::Protocol(format!(
                     "{e} in ollama line '{text}'"
                 ))));

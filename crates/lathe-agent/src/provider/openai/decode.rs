@@ -46,7 +46,7 @@ impl OpenAiDecoder {
                 return;
             }
             Err(e) => {
-                let text = crate::provider::error::cut(data, 200);
+                let text = crate::text::cut(data, 200);
                 self.fail(
                     ProviderError::Protocol(format!("{e} in event '{text}'")),
                     out,
