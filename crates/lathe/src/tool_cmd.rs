@@ -155,10 +155,19 @@ struct BatchLine {
 /// Runs JSON lines from stdin in order in one session, answering each line before reading the
 /// next so that a driving program can use one result in its next call.
 async fn batch(registry: &Registry, session: &Arc<Session>) -> anyhow::Result<u8> {
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<std::io::Result<String>>(1);
-    // stdin is read on its own thread: a blocking read must not hold an async worker.
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<std::io::Result<Vec<u8>>>(1);
+    // stdin is read on its own thread: a blocking read must not hold an async worker. Lines are
+    // read as bytes so that one line that is not UTF-8 is answered as unreadable, not the end of
+    // the whole session.
     std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines() {
+        let mut stdin = std::io::stdin().lock();
+        loop {
+            let mut line = Vec::new();
+            let line = match stdin.read_until(b'\n', &mut line) {
+                Ok(0) => break,
+                Ok(_) => Ok(line),
+                Err(err) => Err(err),
+            };
             let stop = line.is_err();
             if tx.blocking_send(line).is_err() || stop {
                 break;
@@ -168,10 +177,12 @@ async fn batch(registry: &Registry, session: &Arc<Session>) -> anyhow::Result<u8
     let mut code = 0u8;
     while let Some(line) = rx.recv().await {
         let line = line.context("cannot read stdin")?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let output = match serde_json::from_str::<BatchLine>(&line) {
+        let parsed = match std::str::from_utf8(&line) {
+            Ok(text) if text.trim().is_empty() => continue,
+            Ok(text) => serde_json::from_str::<BatchLine>(text).map_err(|err| err.to_string()),
+            Err(err) => Err(format!("the line is not valid UTF-8: {err}")),
+        };
+        let output = match parsed {
             Ok(call) => {
                 let output = call_cancellable(registry, session, &call.name, call.arguments).await;
                 if output.is_error && code == 0 {

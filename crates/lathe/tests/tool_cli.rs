@@ -266,3 +266,44 @@ fn batch_end_kills_background_commands() {
         processes_with(&marker)
     );
 }
+
+/// A line that is not UTF-8 is answered as unreadable and the session goes on: the lines after
+/// it still run (and see what the lines before it did).
+#[test]
+fn batch_answers_a_non_utf8_line_and_goes_on() {
+    let f = fixture();
+    let mut child = lathe(&f.ws, &f.data)
+        .args(["tool", "--batch"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"name\":\"read_file\",\"arguments\":{\"path\":\"hello.txt\"}}\n")
+        .unwrap();
+    stdin.write_all(b"{\"name\":\"read_file\xff\"}\n").unwrap();
+    stdin
+        .write_all(
+            b"{\"name\":\"write_file\",\"arguments\":{\"path\":\"hello.txt\",\"content\":\"new\\n\"}}\n",
+        )
+        .unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(lines[0]["is_error"], json!(false));
+    assert_eq!(lines[1]["is_error"], json!(true));
+    let text = lines[1]["text"].as_str().unwrap();
+    assert!(text.contains("not valid UTF-8"), "{text}");
+    assert_eq!(lines[2]["is_error"], json!(false), "{}", lines[2]["text"]);
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("hello.txt")).unwrap(),
+        "new\n"
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
