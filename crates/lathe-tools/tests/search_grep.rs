@@ -160,6 +160,15 @@ async fn file_types_select_and_exclude() {
         "{}",
         out.text
     );
+    // With nothing close to suggest, the name still ends its sentence.
+    let out = tree.grep(run(json!("nosuchtype"))).await;
+    assert!(out.is_error, "{}", out.text);
+    assert!(
+        out.text
+            .contains("unknown file type \"nosuchtype\". Types are ripgrep's names"),
+        "{}",
+        out.text
+    );
 }
 
 #[tokio::test]

@@ -208,7 +208,7 @@ pub(crate) fn types(names: &[String]) -> Result<Types, String> {
                 .map(|(_, k)| format!("`{k}`"))
                 .collect();
             let hint = if close.is_empty() {
-                String::new()
+                ".".to_owned()
             } else {
                 format!("; did you mean {}?", close.join(", "))
             };
