@@ -13,7 +13,7 @@ use serde_json::Value;
 
 pub use crate::events::ApprovalDecision;
 pub use diff::{EditPreview, preview_edit};
-pub use gate::{Gate, Verdict};
+pub use gate::{Gate, Verdict, analysis_home};
 
 /// How much runs without asking: `read-only`, `ask` (the default), `auto`, `full`. The same
 /// modes `lathe policy check` and `lathe mcp` use.

@@ -310,7 +310,7 @@ pub fn agent(
             tools.workspace().root(),
             resolved.skip_approvals,
         )
-        .map_err(|err| anyhow::anyhow!("invalid [permissions] in the configuration: {err}"))?,
+        .map_err(crate::config::invalid_permissions)?,
     );
     let runner = Arc::new(ToolRunner::new(
         Arc::new(Registry::builtin()),

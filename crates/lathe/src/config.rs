@@ -10,6 +10,12 @@ use serde::Deserialize;
 use lathe_tools::ToolConfig;
 use lathe_tools::tools::shell::ShellConfig;
 
+/// The error for `[permissions]` rules or sensitive-path patterns that do not parse, the same
+/// wherever the configuration is turned into a policy or a gate.
+pub fn invalid_permissions(err: lathe_policy::PolicyError) -> anyhow::Error {
+    anyhow::anyhow!("invalid [permissions] in the configuration: {err}")
+}
+
 /// The whole configuration file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
+use lathe_agent::approval::analysis_home;
 use lathe_policy::{
     Action, AnalysisContext, ApprovalMode, Decision, DecisionReport, Policy, PolicyError, Sandbox,
 };
@@ -98,13 +99,6 @@ pub fn run(common: &CommonArgs, args: PolicyArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The home directory the analysis compares paths with, as the agent's gate reads it.
-fn home() -> PathBuf {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"))
-}
-
 fn check(common: &CommonArgs, args: CheckArgs) -> anyhow::Result<ExitCode> {
     let command = args.command.join(" ");
     if command.trim().is_empty() {
@@ -121,12 +115,12 @@ fn check(common: &CommonArgs, args: CheckArgs) -> anyhow::Result<ExitCode> {
         .root
         .canonicalize()
         .with_context(|| format!("cannot open workspace {}", setup.root.display()))?;
-    let mut ctx = AnalysisContext::new(&root, home());
+    let mut ctx = AnalysisContext::new(&root, analysis_home());
     if let Some(cwd) = &args.cwd {
         ctx = ctx.with_cwd(cwd);
     }
     let policy = Policy::new(&setup.config.permissions, mode, ctx)
-        .map_err(|err| anyhow::anyhow!("invalid [permissions] in the configuration: {err}"))?
+        .map_err(crate::config::invalid_permissions)?
         .dangerously_skip_approvals(args.dangerously_skip_approvals);
     let sandbox = if args.no_sandbox {
         Sandbox::Disabled

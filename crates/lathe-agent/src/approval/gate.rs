@@ -68,8 +68,9 @@ impl std::fmt::Debug for Gate {
     }
 }
 
-/// The home directory the analysis compares paths with.
-fn home() -> PathBuf {
+/// The home directory the command analysis compares paths with (`$HOME`, or `/` when it is
+/// unset or empty). `lathe policy check` uses it too, so that it decides as the gate does.
+pub fn analysis_home() -> PathBuf {
     std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from)
@@ -95,7 +96,7 @@ impl Gate {
         skip_approvals: bool,
     ) -> Result<Self, PolicyError> {
         let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-        let ctx = AnalysisContext::new(root, home());
+        let ctx = AnalysisContext::new(root, analysis_home());
         let policy =
             Policy::new(permissions, mode, ctx.clone())?.dangerously_skip_approvals(skip_approvals);
         Ok(Gate {

@@ -55,7 +55,7 @@ impl GateConfig {
             &self.root,
             self.skip_approvals,
         )
-        .map_err(|err| anyhow::anyhow!("invalid [permissions] in the configuration: {err}"))
+        .map_err(crate::config::invalid_permissions)
     }
 
     /// Gives `session` its own gate.
