@@ -134,6 +134,28 @@ fn tolerant_strategies_are_named() {
     assert_eq!(ws.text("c.rs"), "call(first, third);\n");
 }
 
+/// The model dedented `old_string` but wrote `new_string` at the file's indentation: the
+/// replacement lands as written, not indented a second time.
+#[test]
+fn trimmed_match_keeps_a_replacement_already_at_the_files_indentation() {
+    let ws = Ws::new();
+    ws.write(
+        "p.py",
+        "def average(numbers):\n    total = sum(numbers)\n    return total / len(numbers)\n",
+    );
+    let out = ws.ok(
+        "edit_file",
+        json!({"path": "p.py",
+               "old_string": "total = sum(numbers)\nreturn total / len(numbers)",
+               "new_string": "    total = 0\n    return 0"}),
+    );
+    assert!(out.text.contains("strategy trimmed_lines"), "{}", out.text);
+    assert_eq!(
+        ws.text("p.py"),
+        "def average(numbers):\n    total = 0\n    return 0\n"
+    );
+}
+
 #[test]
 fn double_escaped_text_is_unescaped() {
     let ws = Ws::new();

@@ -215,6 +215,9 @@ fn reindent(new: &str, old_lines: &[&str], file_lines: &[&str]) -> String {
             .collect::<Vec<_>>()
             .join("\n");
     }
+    if already_at_file_indent(new, old_lines, file_lines) {
+        return new.to_owned();
+    }
     let first = shift_of(old_lines[0], file_lines[0]);
     let mut rest: Option<Option<Shift>> = None;
     for (o, f) in old_lines.iter().zip(file_lines).skip(1) {
@@ -245,6 +248,28 @@ fn reindent(new: &str, old_lines: &[&str], file_lines: &[&str]) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The smallest indentation of the non-blank lines, in characters.
+fn min_indent<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<usize> {
+    lines
+        .into_iter()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| indent(line).chars().count())
+        .min()
+}
+
+/// The model dedented `old_string` but wrote `new_string` at the file's own indentation: shifting
+/// `new` as well would indent it twice.
+fn already_at_file_indent(new: &str, old_lines: &[&str], file_lines: &[&str]) -> bool {
+    let (Some(old), Some(file), Some(new)) = (
+        min_indent(old_lines.iter().copied()),
+        min_indent(file_lines.iter().copied()),
+        min_indent(new.split('\n')),
+    ) else {
+        return false;
+    };
+    old < file && new == file
 }
 
 /// The model indented with spaces where the file uses tabs (or the reverse), one tab for
