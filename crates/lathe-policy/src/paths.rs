@@ -235,7 +235,11 @@ pub(crate) fn credential(abs: &str, ctx: &AnalysisContext) -> Option<String> {
         ("/root", "the root account's files"),
     ];
     for (prefix, what) in system {
-        if is_within(abs, prefix) {
+        // The root account's files are another account's secrets, not the workspace a root
+        // user works in, nor the home of a user who is root (its credentials are listed above).
+        let own_root = prefix == "/root"
+            && (is_within(abs, ctx.workspace()) || is_within(ctx.home(), "/root"));
+        if is_within(abs, prefix) && !own_root {
             return Some(what.to_string());
         }
     }
@@ -283,6 +287,18 @@ mod tests {
 
     fn ctx() -> AnalysisContext {
         AnalysisContext::new("/home/u/proj", "/home/u")
+    }
+
+    #[test]
+    fn a_workspace_under_root_is_not_the_root_accounts_secrets() {
+        let root_user = AnalysisContext::new("/root/proj", "/root");
+        assert_eq!(credential("/root/proj/src/main.rs", &root_user), None);
+        assert_eq!(credential("/root/.bashrc", &root_user), None);
+        assert!(credential("/root/.ssh/id_rsa", &root_user).is_some());
+        let other = AnalysisContext::new("/root/proj", "/home/u");
+        assert_eq!(credential("/root/proj/a.txt", &other), None);
+        assert!(credential("/root/.bashrc", &other).is_some());
+        assert!(credential("/root/.bashrc", &ctx()).is_some());
     }
 
     #[test]

@@ -27,9 +27,11 @@
 mod http;
 pub mod ollama;
 pub mod openai;
+mod scratch;
 pub mod script;
 mod server;
 
 pub use http::RecordedRequest;
+pub use scratch::outside_scratch_dir;
 pub use script::{Framing, Part, PathMatch, Repeat, Reply, Response, Route, Script};
 pub use server::{REQUESTS_PATH, ScriptedServer};

@@ -497,7 +497,7 @@ async fn sandbox_false_runs_outside_the_sandbox_and_the_header_says_so() {
         return;
     }
     let fx = Fixture::new();
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = lathe_testkit::outside_scratch_dir(env!("CARGO_TARGET_TMPDIR"));
     let target = outside.path().join("escape.txt");
     let write = format!("echo out > '{}'", target.display());
     let fenced = fx.call("shell", json!({"command": write})).await;

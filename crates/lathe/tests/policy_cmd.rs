@@ -17,7 +17,7 @@ struct Ws {
 
 impl Ws {
     fn new() -> Self {
-        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let dir = lathe_testkit::outside_scratch_dir(env!("CARGO_TARGET_TMPDIR"));
         let root = dir.path().join("ws");
         std::fs::create_dir_all(root.join("sub")).unwrap();
         std::fs::create_dir_all(dir.path().join("home")).unwrap();
@@ -507,9 +507,13 @@ fn words_are_joined_into_one_command_line() {
 fn cwd_is_where_the_command_starts() {
     let ws = Ws::new();
     // From the workspace root, `..` is outside it; from `sub`, it is the root.
-    assert_eq!(
-        ws.decide(&["--approval", "auto"], "touch ../made.txt"),
-        ("ask".into(), "dangerous".into())
+    // Outside the workspace is at least dangerous; under a system area such as /root (where
+    // the scratch directory lands when tests run as root) it is critical.
+    let (decision, severity) = ws.decide(&["--approval", "auto"], "touch ../made.txt");
+    assert_eq!(decision, "ask");
+    assert!(
+        severity == "dangerous" || severity == "critical",
+        "{severity}"
     );
     assert_eq!(
         ws.decide(&["--approval", "auto", "--cwd", "sub"], "touch ../made.txt"),

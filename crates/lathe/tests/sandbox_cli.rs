@@ -31,7 +31,7 @@ fn fixture() -> Fixture {
     let ws = dir.path().join("ws");
     let data = dir.path().join("data");
     std::fs::create_dir_all(&ws).unwrap();
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = lathe_testkit::outside_scratch_dir(env!("CARGO_TARGET_TMPDIR"));
     Fixture {
         ws: ws.canonicalize().unwrap(),
         data,
