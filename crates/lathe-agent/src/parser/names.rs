@@ -3,6 +3,9 @@
 use serde_json::Value;
 use std::collections::HashMap;
 
+// The registry folds names the same way (`Read-File`, `readFile`, `read.file` -> `readfile`).
+use lathe_tools::args::fold_name;
+
 /// Prefixes models put before tool names (`functions.read_file` from OpenAI-style prompts,
 /// `default_api.read_file` from Gemini-style ones).
 const NAMESPACES: &[&str] = &[
@@ -87,7 +90,7 @@ impl ToolNames {
             return;
         }
         self.normalised
-            .entry(normalise(&name))
+            .entry(fold_name(&name))
             .or_insert(self.names.len());
         self.names.push(name);
         self.params.push(params);
@@ -146,17 +149,17 @@ impl ToolNames {
 
     fn find_normalised(&self, written: &str) -> Option<String> {
         self.normalised
-            .get(&normalise(written))
+            .get(&fold_name(written))
             .map(|&i| self.names[i].clone())
     }
 
     /// The real names closest to `written`, best first.
     pub fn closest(&self, written: &str) -> Vec<String> {
-        let target = normalise(written);
+        let target = fold_name(written);
         let mut scored: Vec<(f64, &String)> = self
             .names
             .iter()
-            .map(|n| (strsim::jaro_winkler(&target, &normalise(n)), n))
+            .map(|n| (strsim::jaro_winkler(&target, &fold_name(n)), n))
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
         scored
@@ -168,21 +171,12 @@ impl ToolNames {
 
     /// How alike `written` is to the closest real name, from 0 to 1.
     pub(crate) fn similarity(&self, written: &str) -> f64 {
-        let target = normalise(written);
+        let target = fold_name(written);
         self.names
             .iter()
-            .map(|n| strsim::normalized_damerau_levenshtein(&target, &normalise(n)))
+            .map(|n| strsim::normalized_damerau_levenshtein(&target, &fold_name(n)))
             .fold(0.0, f64::max)
     }
-}
-
-/// Lower case without `_`, `-`, `.` and spaces: `Read-File`, `readFile`, `read.file` all become
-/// `readfile`.
-pub(crate) fn normalise(name: &str) -> String {
-    name.chars()
-        .filter(|c| !matches!(c, '_' | '-' | '.' | ' '))
-        .flat_map(char::to_lowercase)
-        .collect()
 }
 
 #[cfg(test)]
