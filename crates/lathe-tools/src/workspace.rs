@@ -172,9 +172,15 @@ impl Workspace {
                 input: trimmed.to_owned(),
                 root: self.root().display().to_string(),
                 via: match via_link {
-                    Some(link) => format!(
+                    Some((link, target)) if target == abs => format!(
                         " (through the symlink {}, which points to {})",
                         self.shown(&link),
+                        target.display()
+                    ),
+                    Some((link, target)) => format!(
+                        " (through the symlink {}, which points to {}; the path resolves to {})",
+                        self.shown(&link),
+                        target.display(),
                         abs.display()
                     ),
                     None => String::new(),
@@ -378,8 +384,8 @@ const MAX_LINKS: usize = 40;
 
 /// Resolves `path` component by component as the kernel would, following symlinks in existing
 /// components and treating the missing tail lexically. Returns the resolved path and, when a
-/// symlink was followed, the path that held it.
-fn resolve_following_links(path: &Path) -> Result<(PathBuf, Option<PathBuf>), ()> {
+/// symlink was followed, the first one met and its target as written in the link.
+fn resolve_following_links(path: &Path) -> Result<(PathBuf, Option<(PathBuf, PathBuf)>), ()> {
     let mut pending: Vec<std::ffi::OsString> = Vec::new();
     push_components(&mut pending, path);
     let mut current = PathBuf::from("/");
@@ -406,7 +412,7 @@ fn resolve_following_links(path: &Path) -> Result<(PathBuf, Option<PathBuf>), ()
                     return Err(());
                 }
                 let target = std::fs::read_link(&current).map_err(|_| ())?;
-                via.get_or_insert_with(|| current.clone());
+                via.get_or_insert_with(|| (current.clone(), target.clone()));
                 current.pop();
                 if target.is_absolute() {
                     current = PathBuf::from("/");

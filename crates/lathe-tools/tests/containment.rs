@@ -87,7 +87,14 @@ fn symlinks_out_anywhere_along_the_path_are_refused() {
     let ws = Workspace::new(&f.root).unwrap();
     let msg = refused(&ws, "link.txt", Access::Read);
     assert!(msg.contains("symlink"), "{msg}");
-    refused(&ws, "src/out/secret.txt", Access::Read);
+    // The message names what the link points to, and where the whole path leads.
+    let msg = refused(&ws, "src/out/secret.txt", Access::Read);
+    let want = format!(
+        "through the symlink src/out, which points to {}; the path resolves to {}",
+        f.outside.display(),
+        f.outside.join("secret.txt").display()
+    );
+    assert!(msg.contains(&want), "{msg}");
     refused(&ws, "src/out/new.txt", Access::Write);
     refused(&ws, "src/rel_out/secret.txt", Access::Read);
     refused(&ws, "dangling", Access::Write);
