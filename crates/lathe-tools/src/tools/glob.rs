@@ -78,7 +78,8 @@ impl Tool for GlobTool {
 
     async fn run(&self, input: GlobInput, ctx: ToolContext) -> ToolOutput {
         let cancel = ctx.cancel.clone();
-        search_walk::run_blocking(Self::NAME, &cancel, move || execute(&input, &ctx)).await
+        search_walk::run_blocking(Self::NAME, &cancel, move |stop| execute(&input, &ctx, stop))
+            .await
     }
 }
 
@@ -172,7 +173,7 @@ struct Local {
     problems: Problems,
 }
 
-fn execute(input: &GlobInput, ctx: &ToolContext) -> ToolOutput {
+fn execute(input: &GlobInput, ctx: &ToolContext, stop: &search_walk::Stop) -> ToolOutput {
     let root = match search_walk::resolve_root(ctx, input.path.as_deref()) {
         Ok(root) => root,
         Err(output) => return output,
@@ -207,7 +208,7 @@ fn execute(input: &GlobInput, ctx: &ToolContext) -> ToolOutput {
         None
     };
     let locals = search_walk::visit_parallel(&walk.builder(), Local::default, |local, entry| {
-        if ctx.cancel.is_cancelled() {
+        if stop.is_set() {
             return WalkState::Quit;
         }
         let entry = match entry {
@@ -240,7 +241,7 @@ fn execute(input: &GlobInput, ctx: &ToolContext) -> ToolOutput {
         }
         WalkState::Continue
     });
-    if ctx.cancel.is_cancelled() {
+    if stop.is_set() {
         return ToolOutput::error("glob was cancelled; nothing is shown")
             .with_meta("cancelled", true);
     }
@@ -256,7 +257,7 @@ fn execute(input: &GlobInput, ctx: &ToolContext) -> ToolOutput {
     if found.is_empty() {
         any_case.sort_unstable_by(|a, b| search_walk::path_order(a, b));
         any_case.truncate(EXAMPLES);
-        let text = nothing_found(input, &root, &walk, &patterns, &any_case, ctx);
+        let text = nothing_found(input, &root, &walk, &patterns, &any_case, ctx, stop);
         return with_notes(text, None, problems).with_meta("files", 0);
     }
     let limit = match input.limit {
@@ -320,6 +321,7 @@ fn nothing_found(
     patterns: &Patterns,
     any_case: &[PathBuf],
     ctx: &ToolContext,
+    stop: &search_walk::Stop,
 ) -> String {
     let workspace = ctx.session.workspace();
     let place = if root.shown == "." {
@@ -353,7 +355,7 @@ fn nothing_found(
                     .is_match(search_walk::relative_to(&root.abs, path))
             },
             EXCLUDED_ENOUGH,
-            &ctx.cancel,
+            stop,
         );
         if excluded.count > 0 {
             let names: Vec<String> = excluded

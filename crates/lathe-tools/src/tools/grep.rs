@@ -146,12 +146,13 @@ impl Tool for GrepTool {
 
     async fn run(&self, input: GrepInput, ctx: ToolContext) -> ToolOutput {
         let cancel = ctx.cancel.clone();
-        search_walk::run_blocking(Self::NAME, &cancel, move || execute(&input, &ctx)).await
+        search_walk::run_blocking(Self::NAME, &cancel, move |stop| execute(&input, &ctx, stop))
+            .await
     }
 }
 
 /// The whole search, on a blocking thread.
-fn execute(input: &GrepInput, ctx: &ToolContext) -> ToolOutput {
+fn execute(input: &GrepInput, ctx: &ToolContext, stop: &search_walk::Stop) -> ToolOutput {
     let root = match search_walk::resolve_root(ctx, input.path.as_deref()) {
         Ok(root) => root,
         Err(output) => return output,
@@ -197,7 +198,7 @@ fn execute(input: &GrepInput, ctx: &ToolContext) -> ToolOutput {
         matcher: &matcher,
         multiline: input.multiline,
         first_match_only: input.output_mode == OutputMode::FilesWithMatches,
-        cancel: &ctx.cancel,
+        stop,
         progress: ctx.progress.as_ref(),
         workspace,
     });
@@ -212,6 +213,7 @@ fn execute(input: &GrepInput, ctx: &ToolContext) -> ToolOutput {
     let report = Report {
         input,
         ctx,
+        stop,
         root: &root,
         walk: &walk,
         census,

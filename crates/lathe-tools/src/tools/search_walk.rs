@@ -22,7 +22,6 @@ use std::sync::Mutex;
 use ignore::overrides::{Override, OverrideBuilder};
 use ignore::types::{Types, TypesBuilder};
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
-use tokio_util::sync::CancellationToken;
 
 use crate::tool::{ToolContext, ToolOutput};
 use crate::workspace::{Access, Workspace};
@@ -31,7 +30,7 @@ mod call;
 mod paths;
 mod problems;
 
-pub(crate) use call::run_blocking;
+pub(crate) use call::{Stop, run_blocking};
 pub(crate) use paths::{path_order, relative_to, shown};
 pub(crate) use problems::{Problems, plural};
 
@@ -390,7 +389,7 @@ pub(crate) fn unfiltered_count(
     spec: &WalkSpec,
     wanted: impl Fn(&Path) -> bool + Sync,
     enough: usize,
-    cancel: &CancellationToken,
+    stop: &Stop,
 ) -> Excluded {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let counted = AtomicUsize::new(0);
@@ -398,7 +397,7 @@ pub(crate) fn unfiltered_count(
         &spec.unfiltered_builder(),
         Vec::new,
         |paths: &mut Vec<PathBuf>, entry| {
-            if cancel.is_cancelled() || counted.load(Ordering::Relaxed) >= enough {
+            if stop.is_set() || counted.load(Ordering::Relaxed) >= enough {
                 return WalkState::Quit;
             }
             let Ok(entry) = entry else {

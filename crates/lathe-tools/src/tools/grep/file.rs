@@ -13,7 +13,8 @@ use std::path::Path;
 
 use grep_regex::RegexMatcher;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink};
-use tokio_util::sync::CancellationToken;
+
+use crate::tools::search_walk::Stop;
 
 /// Bytes read before searching: the whole of most source files.
 const HEAD_BYTES: usize = 64 * 1024;
@@ -72,7 +73,7 @@ impl FileSearcher {
         &mut self,
         path: &Path,
         matcher: &RegexMatcher,
-        cancel: &CancellationToken,
+        stop: &Stop,
         sink: S,
     ) -> io::Result<Verdict>
     where
@@ -81,7 +82,7 @@ impl FileSearcher {
         let mut file = open(path)?;
         let mut filled = 0;
         let complete = loop {
-            check(cancel)?;
+            check(stop)?;
             match file.read(&mut self.head[filled..]) {
                 Ok(0) => break true,
                 Ok(n) => {
@@ -95,10 +96,7 @@ impl FileSearcher {
             }
         };
         let head = &self.head[..filled];
-        let rest = CancelReader {
-            inner: file,
-            cancel,
-        };
+        let rest = CancelReader { inner: file, stop };
         if head.starts_with(b"\xFF\xFE") || head.starts_with(b"\xFE\xFF") {
             let searcher = &mut self.transcoding;
             if complete {
@@ -129,8 +127,8 @@ fn open(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
-fn check(cancel: &CancellationToken) -> io::Result<()> {
-    if cancel.is_cancelled() {
+fn check(stop: &Stop) -> io::Result<()> {
+    if stop.is_set() {
         Err(io::Error::other("search cancelled"))
     } else {
         Ok(())
@@ -140,12 +138,12 @@ fn check(cancel: &CancellationToken) -> io::Result<()> {
 /// A reader that fails once the call is cancelled, so that even one huge file stops promptly.
 struct CancelReader<'a> {
     inner: File,
-    cancel: &'a CancellationToken,
+    stop: &'a Stop,
 }
 
 impl Read for CancelReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        check(self.cancel)?;
+        check(self.stop)?;
         self.inner.read(buf)
     }
 }

@@ -16,6 +16,7 @@ const BINARY_EXAMPLES: usize = 3;
 pub(super) struct Report<'a> {
     pub input: &'a GrepInput,
     pub ctx: &'a ToolContext,
+    pub stop: &'a search_walk::Stop,
     pub root: &'a SearchRoot,
     pub walk: &'a WalkSpec,
     pub census: Census,
@@ -62,7 +63,7 @@ impl Report<'_> {
                     after,
                     skip,
                     take,
-                    cancel: &self.ctx.cancel,
+                    stop: self.stop,
                 };
                 let shown = search_walk::shown(workspace, &file.path);
                 match search::page_lines(&file.path, &spec) {
@@ -79,7 +80,7 @@ impl Report<'_> {
             }
             first_of_file = file_end;
         }
-        if self.ctx.cancel.is_cancelled() {
+        if self.stop.is_set() {
             return ToolOutput::error(
                 "grep was cancelled while reading the page; nothing is shown",
             );
@@ -270,7 +271,7 @@ impl Report<'_> {
         }
         let searched = self.census.searched as usize;
         let unfiltered =
-            search_walk::unfiltered_count(self.walk, |_| true, searched + 1, &self.ctx.cancel);
+            search_walk::unfiltered_count(self.walk, |_| true, searched + 1, self.stop);
         if unfiltered.count <= searched {
             return None;
         }

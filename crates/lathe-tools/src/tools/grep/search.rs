@@ -11,12 +11,11 @@ use grep_matcher::Matcher;
 use grep_regex::RegexMatcher;
 use grep_searcher::{Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use ignore::WalkState;
-use tokio_util::sync::CancellationToken;
 
 use super::file::{FileSearcher, Verdict};
 use super::render::line_text;
 use crate::tool::{ProgressSink, ToolProgress};
-use crate::tools::search_walk::{self, Problems, WalkSpec};
+use crate::tools::search_walk::{self, Problems, Stop, WalkSpec};
 use crate::workspace::Workspace;
 
 /// Files searched between two progress reports.
@@ -53,7 +52,7 @@ pub(super) struct CensusSpec<'a> {
     pub multiline: bool,
     /// Stop reading a file at its first match (only which files match is wanted).
     pub first_match_only: bool,
-    pub cancel: &'a CancellationToken,
+    pub stop: &'a Stop,
     pub progress: Option<&'a ProgressSink>,
     pub workspace: &'a Workspace,
 }
@@ -86,7 +85,7 @@ pub(super) fn census(spec: &CensusSpec<'_>) -> Census {
             problems: Problems::default(),
         },
         |tally, entry| {
-            if spec.cancel.is_cancelled() {
+            if spec.stop.is_set() {
                 return WalkState::Quit;
             }
             let entry = match entry {
@@ -117,12 +116,11 @@ pub(super) fn census(spec: &CensusSpec<'_>) -> Census {
                 first_match_only: spec.first_match_only,
                 multiline: spec.multiline,
             };
-            let result =
-                tally
-                    .searcher
-                    .search(entry.path(), &tally.matcher, spec.cancel, &mut sink);
+            let result = tally
+                .searcher
+                .search(entry.path(), &tally.matcher, spec.stop, &mut sink);
             match result {
-                Err(_) if spec.cancel.is_cancelled() => return WalkState::Quit,
+                Err(_) if spec.stop.is_set() => return WalkState::Quit,
                 Err(err) => tally.problems.add(format!(
                     "{}: {}",
                     search_walk::shown(spec.workspace, entry.path()),
@@ -140,7 +138,7 @@ pub(super) fn census(spec: &CensusSpec<'_>) -> Census {
         },
     );
     let mut census = Census {
-        cancelled: spec.cancel.is_cancelled(),
+        cancelled: spec.stop.is_set(),
         ..Census::default()
     };
     for tally in tallies {
@@ -204,7 +202,7 @@ pub(super) struct PageSpec<'a> {
     pub skip: u64,
     /// Matching lines of this file on the page.
     pub take: u64,
-    pub cancel: &'a CancellationToken,
+    pub stop: &'a Stop,
 }
 
 /// Reads one file again and returns the page's lines in order: its matching lines from `skip`
@@ -227,7 +225,7 @@ pub(super) fn page_lines(path: &Path, spec: &PageSpec<'_>) -> io::Result<Vec<Pag
         selected: Vec::new(),
         done: false,
     };
-    if searcher.search(path, spec.matcher, spec.cancel, &mut sink)? == Verdict::Binary {
+    if searcher.search(path, spec.matcher, spec.stop, &mut sink)? == Verdict::Binary {
         return Ok(Vec::new());
     }
     let PageSink { kept, selected, .. } = sink;
