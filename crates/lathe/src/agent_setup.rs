@@ -13,8 +13,8 @@ use serde::Deserialize;
 use lathe_agent::approval::{ApprovalMode, Approver, Gate};
 use lathe_agent::executor::{DEFAULT_MAX_TURNS, Executor, ExecutorConfig};
 use lathe_agent::provider::{
-    ChatOptions, DEFAULT_NUM_CTX, Provider, ProviderConfig, ProviderKind, Think, ToolProtocol,
-    connect,
+    ChatOptions, DEFAULT_NUM_CTX, OllamaProvider, Provider, ProviderConfig, ProviderKind, Think,
+    ToolProtocol, connect,
 };
 use lathe_agent::runner::ToolRunner;
 use lathe_agent::sink::{EventHandler, EventSink};
@@ -23,8 +23,6 @@ use lathe_tools::{Registry, Session};
 
 use crate::setup::Setup;
 
-/// Ollama's port when `OLLAMA_HOST` gives none.
-const OLLAMA_PORT: u16 = 11434;
 /// Where an Ollama server listens by default.
 pub const DEFAULT_OLLAMA_URL: &str = "http://127.0.0.1:11434";
 /// Where an OpenAI-compatible server (llama.cpp's `llama-server`) listens by default.
@@ -140,7 +138,7 @@ pub fn resolve(
         .or(model_config.provider)
         .unwrap_or(ProviderKind::Ollama);
     let env_url = match provider {
-        ProviderKind::Ollama => env("OLLAMA_HOST").map(|h| ollama_url(&h)),
+        ProviderKind::Ollama => env("OLLAMA_HOST").map(|h| OllamaProvider::base_url_from_host(&h)),
         ProviderKind::OpenAi => env("OPENAI_BASE_URL"),
     };
     let base_url = args
@@ -183,36 +181,6 @@ pub fn resolve(
         max_turns: setup.config.agent.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
         skip_approvals: args.dangerously_skip_approvals,
     })
-}
-
-/// `OLLAMA_HOST` as Ollama's own client reads it: `host`, `host:port` or a URL; a server bound
-/// to every address (`0.0.0.0`) is reached on loopback.
-pub fn ollama_url(host: &str) -> String {
-    let host = host.trim().trim_end_matches('/');
-    let (scheme, rest) = match host.split_once("://") {
-        Some((scheme, rest)) => (scheme.to_owned(), rest.to_owned()),
-        None => ("http".to_owned(), host.to_owned()),
-    };
-    let (authority, path) = match rest.split_once('/') {
-        Some((a, p)) => (a.to_owned(), format!("/{p}")),
-        None => (rest, String::new()),
-    };
-    let (name, port) = match authority.rsplit_once(':') {
-        Some((name, port)) if !name.ends_with(']') || authority.starts_with('[') => {
-            if port.chars().all(|c| c.is_ascii_digit()) && !port.is_empty() {
-                (name.to_owned(), port.to_owned())
-            } else {
-                (authority.clone(), OLLAMA_PORT.to_string())
-            }
-        }
-        _ => (authority.clone(), OLLAMA_PORT.to_string()),
-    };
-    let name = match name.as_str() {
-        "" | "0.0.0.0" => "127.0.0.1".to_owned(),
-        "[::]" => "[::1]".to_owned(),
-        _ => name,
-    };
-    format!("{scheme}://{name}:{port}{path}")
 }
 
 /// The provider for `resolved`.
@@ -340,18 +308,6 @@ pub fn process_env(name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ollama_host_forms() {
-        assert_eq!(ollama_url("127.0.0.1"), "http://127.0.0.1:11434");
-        assert_eq!(ollama_url("0.0.0.0:9999"), "http://127.0.0.1:9999");
-        assert_eq!(ollama_url("http://gpu-box:11434/"), "http://gpu-box:11434");
-        assert_eq!(
-            ollama_url("https://ollama.example.com"),
-            "https://ollama.example.com:11434"
-        );
-        assert_eq!(ollama_url("localhost:8000"), "http://localhost:8000");
-    }
 
     fn setup(toml_text: &str) -> Setup {
         let config: crate::config::Config = toml::from_str(toml_text).unwrap();

@@ -34,31 +34,34 @@ impl OllamaProvider {
         })
     }
 
-    /// The base URL for an `OLLAMA_HOST` value, which Ollama accepts without a scheme or a port
-    /// (`0.0.0.0`, `localhost:8080`, `https://box`).
+    /// The base URL for an `OLLAMA_HOST` value, read as Ollama's own client reads it: without a
+    /// scheme the port defaults to 11434 (`box` -> `http://box:11434`); with an explicit scheme
+    /// the scheme's own port applies (`https://box` is port 443); a server's listen-everywhere
+    /// address (`0.0.0.0`, `[::]`) is reached on loopback.
     pub fn base_url_from_host(host: &str) -> String {
         let host = host.trim().trim_end_matches('/');
-        let (scheme, rest) = match host.split_once("://") {
-            Some((scheme, rest)) => (scheme.to_string(), rest.to_string()),
-            None => ("http".to_string(), host.to_string()),
+        let (scheme, rest, explicit) = match host.split_once("://") {
+            Some((scheme, rest)) => (scheme.to_string(), rest.to_string(), true),
+            None => ("http".to_string(), host.to_string(), false),
         };
         let (authority, path) = match rest.find('/') {
             Some(i) => (rest[..i].to_string(), rest[i..].to_string()),
             None => (rest, String::new()),
         };
-        // 0.0.0.0 is how a server is told to listen everywhere; a client reaches it on loopback.
         let authority = match authority.as_str() {
             "" | "0.0.0.0" => "127.0.0.1".to_string(),
+            "[::]" => "[::1]".to_string(),
             a => a
                 .strip_prefix("0.0.0.0:")
                 .map(|port| format!("127.0.0.1:{port}"))
+                .or_else(|| a.strip_prefix("[::]:").map(|port| format!("[::1]:{port}")))
                 .unwrap_or_else(|| a.to_string()),
         };
         let has_port = match authority.rfind(']') {
             Some(bracket) => authority[bracket..].contains(':'),
             None => authority.contains(':'),
         };
-        let authority = if has_port || scheme == "https" {
+        let authority = if has_port || explicit {
             authority
         } else {
             format!("{authority}:{DEFAULT_PORT}")
@@ -341,6 +344,18 @@ mod tests {
         assert_eq!(
             OllamaProvider::base_url_from_host("[::1]:5"),
             "http://[::1]:5"
+        );
+        assert_eq!(
+            OllamaProvider::base_url_from_host("[::]"),
+            "http://[::1]:11434"
+        );
+        assert_eq!(
+            OllamaProvider::base_url_from_host("http://box"),
+            "http://box"
+        );
+        assert_eq!(
+            OllamaProvider::base_url_from_host("localhost:8000"),
+            "http://localhost:8000"
         );
     }
 
