@@ -67,6 +67,26 @@ fn ambiguous_match_lists_every_line() {
     );
 }
 
+/// A long line matched in a hundred thousand places: the line numbers are counted in one pass
+/// (counting from the start of the file for each match took minutes).
+#[test]
+fn ambiguous_match_with_very_many_places_is_answered() {
+    let ws = Ws::new();
+    let line = "y".repeat(300_000);
+    ws.write("one_line.txt", &format!("{line}\nsecond yyy\n"));
+    let out = ws.err(
+        "edit_file",
+        json!({"path": "one_line.txt", "old_string": "yyy", "new_string": "z"}),
+    );
+    assert!(
+        out.text.contains("matches 100001 places in one_line.txt"),
+        "{}",
+        out.text
+    );
+    assert!(out.text.contains("(100001 in all)"), "{}", out.text);
+    assert_eq!(ws.text("one_line.txt"), format!("{line}\nsecond yyy\n"));
+}
+
 #[test]
 fn no_match_shows_the_closest_region_and_says_read_again() {
     let ws = Ws::new();

@@ -4,7 +4,7 @@
 use super::EditInput;
 use super::closest::{Closest, closest};
 use super::document::{View, normalize_input};
-use super::matching::{Match, Strategy, find, line_of, line_spans};
+use super::matching::{Match, Strategy, find, line_spans, lines_of};
 
 /// Lines of the closest region shown when nothing matched.
 const MAX_CLOSEST_LINES: usize = 20;
@@ -242,10 +242,7 @@ fn apply_one(raw: &str, edit: &EditInput, index: usize) -> Result<(String, EditR
     let Some((strategy, matches)) = find(&view.text, &old, &new) else {
         return Err(not_found(&view.text, &old, index));
     };
-    let lines: Vec<usize> = matches
-        .iter()
-        .map(|m| line_of(&view.text, m.start))
-        .collect();
+    let lines = lines_of(&view.text, matches.iter().map(|m| m.start));
     if matches.len() > 1 && !edit.replace_all.unwrap_or(false) {
         return Err(EditError::Ambiguous {
             index,

@@ -90,13 +90,22 @@ pub fn find(text: &str, old: &str, new: &str) -> Option<(Strategy, Vec<Match>)> 
     escapes::literal_escapes(text, old, new).map(|found| (Strategy::LiteralEscapes, found))
 }
 
-/// The 1-based line of view position `pos`.
-pub fn line_of(text: &str, pos: usize) -> usize {
-    text.as_bytes()[..pos]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+/// The 1-based lines of view positions `positions`, counted in one pass when they come in
+/// order (a file with many matches must not be rescanned from the start for each one).
+pub fn lines_of(text: &str, positions: impl IntoIterator<Item = usize>) -> Vec<usize> {
+    let bytes = text.as_bytes();
+    let (mut at, mut line) = (0usize, 1usize);
+    positions
+        .into_iter()
+        .map(|pos| {
+            if pos < at {
+                (at, line) = (0, 1);
+            }
+            line += bytes[at..pos].iter().filter(|&&b| b == b'\n').count();
+            at = pos;
+            line
+        })
+        .collect()
 }
 
 pub(super) fn non_empty(found: Vec<Match>) -> Option<Vec<Match>> {
@@ -510,8 +519,9 @@ mod tests {
 
     #[test]
     fn line_numbers() {
-        assert_eq!(line_of("a\nb\nc", 0), 1);
-        assert_eq!(line_of("a\nb\nc", 4), 3);
+        assert_eq!(lines_of("a\nb\nc", [0]), [1]);
+        assert_eq!(lines_of("a\nb\nc", [4]), [3]);
+        assert_eq!(lines_of("a\nb\nc\nd", [0, 2, 2, 6, 1]), [1, 2, 2, 4, 1]);
         assert_eq!(line_spans("a\n\nb"), vec![(0, 1), (2, 2), (3, 4)]);
         assert_eq!(line_spans("a\n"), vec![(0, 1)]);
     }
