@@ -73,7 +73,7 @@ fn ambiguous_match_lists_every_line() {
 fn ambiguous_match_with_very_many_places_is_answered() {
     let ws = Ws::new();
     let line = "y".repeat(300_000);
-    ws.write("one_line.txt", &format!("{line}\nsecond yyy\n"));
+    ws.write("one_line.txt", format!("{line}\nsecond yyy\n"));
     let out = ws.err(
         "edit_file",
         json!({"path": "one_line.txt", "old_string": "yyy", "new_string": "z"}),
