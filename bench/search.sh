@@ -4,8 +4,8 @@
 #
 #   bench/search.sh [RUNS]        RUNS timed runs per command (default 5); medians are printed
 #
-# It installs what is missing (Debian's linux-source, ripgrep, fd-find, time, git), unpacks the
-# kernel tarball from /usr/src once into bench/.cache/linux (gitignored), builds
+# It installs what is missing (Debian's linux-source, ripgrep, fd-find, time, git, python3),
+# unpacks the kernel tarball from /usr/src once into bench/.cache/linux (gitignored), builds
 # `cargo build --release -p lathe`, and times each case with Lathe (`lathe tool grep|glob`) and
 # with the reference tool in the same run.
 #
@@ -18,6 +18,8 @@
 #   one page (200 lines); rg prints every match, with line numbers (-n), into a pipe that
 #   `cat > /dev/null` drains. (Its output must not go straight to /dev/null: ripgrep notices that
 #   and stops at the first match.) `files_with_matches` may stop at a file's first match in both.
+#   Lathe's glob also reads the modification time of every match (its default order is newest
+#   first), which fd, listing unsorted, does not.
 # - The same threads: every tool uses all cores (its default).
 # - A warm page cache: each command runs once untimed before its timed runs.
 # - Whole processes: Lathe's times include starting the binary and opening its session; peak
@@ -41,6 +43,7 @@ missing=()
 command -v rg >/dev/null || missing+=(ripgrep)
 command -v fdfind >/dev/null || missing+=(fd-find)
 command -v git >/dev/null || missing+=(git)
+command -v python3 >/dev/null || missing+=(python3)
 [ -x /usr/bin/time ] || missing+=(time)
 compgen -G "/usr/src/linux-source-*.tar.*" >/dev/null || missing+=(linux-source)
 if [ ${#missing[@]} -gt 0 ]; then
