@@ -32,6 +32,9 @@ pub enum PathError {
     /// The path was empty.
     #[error("the path is empty: give a path relative to the workspace root")]
     Empty,
+    /// The path holds a NUL character, which no file name can.
+    #[error("the path {0:?} contains a NUL character (\\0), which no file name can hold")]
+    Nul(String),
     /// The path resolves outside every allowed root.
     #[error(
         "'{input}' is outside the workspace ({root}){via}; only paths inside the workspace can be {verb}"
@@ -140,6 +143,9 @@ impl Workspace {
         let trimmed = input.trim();
         if trimmed.is_empty() {
             return Err(PathError::Empty);
+        }
+        if trimmed.contains('\0') {
+            return Err(PathError::Nul(trimmed.to_owned()));
         }
         let expanded = expand_home(trimmed);
         let joined = if expanded.is_absolute() {

@@ -144,6 +144,16 @@ fn proc_tricks_are_refused() {
 }
 
 #[test]
+fn a_nul_in_the_path_is_named() {
+    let f = fixture();
+    let ws = Workspace::new(&f.root).unwrap();
+    for access in [Access::Read, Access::Write] {
+        let msg = refused(&ws, "src/lib.rs\0.txt", access);
+        assert!(msg.contains("contains a NUL character"), "{msg}");
+    }
+}
+
+#[test]
 fn read_roots_are_readable_not_writable() {
     let f = fixture();
     let mut ws = Workspace::new(&f.root).unwrap();

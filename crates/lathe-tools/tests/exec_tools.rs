@@ -156,11 +156,28 @@ async fn shell_refuses_what_the_model_can_fix() {
             "not a directory",
         ),
         (json!({"command": "ls", "timeout": -1}), "positive number"),
+        // Over the kernel's limit for one argument: said plainly, not "Argument list too long"
+        // with the whole command echoed back.
+        (
+            json!({"command": format!("echo {}", "a".repeat(200_000))}),
+            "the command is 200005 bytes long",
+        ),
+        (json!({"command": "echo a\u{0}b"}), "NUL character"),
     ] {
         let out = fx.call("shell", args.clone()).await;
         assert!(out.is_error, "{args}: {}", out.text);
         assert!(out.text.contains(needle), "{args}: {}", out.text);
+        assert!(out.text.len() < 1000, "{}", out.text);
     }
+    // Just under the limit still runs.
+    let out = fx
+        .call(
+            "shell",
+            json!({"command": format!("printf %s {} | wc -c", "a".repeat(131_000))}),
+        )
+        .await;
+    assert!(!out.is_error, "{}", &out.text[..200]);
+    assert!(out.text.contains("131000"), "{}", &out.text[..200]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

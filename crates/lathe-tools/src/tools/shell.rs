@@ -261,6 +261,10 @@ pub struct ShellInput {
     pub sandbox: bool,
 }
 
+/// The longest command `bash -c` can take: one argument of at most `MAX_ARG_STRLEN` (32 pages)
+/// bytes, its NUL included.
+const MAX_COMMAND_BYTES: usize = 32 * 4096 - 1;
+
 fn default_true() -> bool {
     true
 }
@@ -274,6 +278,20 @@ impl Tool for ShellTool {
     }
 
     async fn run(&self, input: ShellInput, ctx: ToolContext) -> ToolOutput {
+        if input.command.len() > MAX_COMMAND_BYTES {
+            return ToolOutput::error(format!(
+                "the command is {} bytes long; the kernel refuses a command line over {} bytes. \
+                 Write the script to a file with write_file, then run it (e.g. `bash script.sh`)",
+                input.command.len(),
+                MAX_COMMAND_BYTES
+            ));
+        }
+        if input.command.contains('\0') {
+            return ToolOutput::error(
+                "the command contains a NUL character, which a command line cannot hold; \
+                 remove it (to print one, use printf '\\0')",
+            );
+        }
         let session = Arc::clone(&ctx.session);
         let workspace = session.workspace();
         let cwd = match input.cwd.as_deref().map(str::trim) {
