@@ -19,6 +19,30 @@ const PATH_ALIASES: &[&str] = &[
     "file_name",
 ];
 
+/// Other names models use for a parameter, learnt from other agents' tools (folded form first),
+/// applied only when the schema has the target and not the alias.
+const ALIASES: &[(&str, &str)] = &[
+    ("i", "case_insensitive"),
+    ("ignorecase", "case_insensitive"),
+    ("caseinsensitive", "case_insensitive"),
+    ("headlimit", "limit"),
+    ("maxresults", "limit"),
+    ("regex", "pattern"),
+    ("query", "pattern"),
+    ("cmd", "command"),
+    ("oldstr", "old_string"),
+    ("old", "old_string"),
+    ("newstr", "new_string"),
+    ("new", "new_string"),
+    ("contents", "content"),
+    ("filecontent", "content"),
+    ("directory", "path"),
+    ("dir", "path"),
+    ("workdir", "cwd"),
+    ("workingdirectory", "cwd"),
+    ("commandid", "id"),
+];
+
 /// An argument problem the model can fix; `Display` says which parameter and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -229,6 +253,12 @@ fn match_key(key: &str, properties: &Map<String, Value>) -> Option<String> {
     let folded = fold_name(key);
     if let Some(name) = properties.keys().find(|name| fold_name(name) == folded) {
         return Some(name.clone());
+    }
+    if let Some((_, target)) = ALIASES
+        .iter()
+        .find(|(alias, target)| *alias == folded && properties.contains_key(*target))
+    {
+        return Some((*target).to_owned());
     }
     let is_path_alias = PATH_ALIASES.iter().any(|alias| fold_name(alias) == folded);
     if is_path_alias {
@@ -460,6 +490,24 @@ mod tests {
             },
             "required": ["path"]
         })
+    }
+
+    #[test]
+    fn other_agents_names_map_when_the_schema_has_the_target() {
+        let grep = json!({"type": "object", "properties": {
+            "pattern": {"type": "string"}, "case_insensitive": {"type": "boolean"},
+            "limit": {"type": "integer"}, "path": {"type": "string"}}});
+        let out = normalize(
+            json!({"regex": "x", "-i": true, "head_limit": 5, "directory": "src"}),
+            &grep,
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            json!({"pattern": "x", "case_insensitive": true, "limit": 5, "path": "src"})
+        );
+        // No target in the schema: still an unknown parameter.
+        assert!(normalize(json!({"cmd": "ls"}), &grep).is_err());
     }
 
     #[test]
