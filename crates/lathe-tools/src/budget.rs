@@ -14,8 +14,16 @@ pub fn fit(text: String, budget: usize, session: &Session) -> (String, Option<Pa
         return (text, None);
     }
     let saved = save(&text, session);
-    // Room for the marker; the rest split between head and tail.
-    let room = budget.saturating_sub(400).max(budget / 2);
+    // Room for the marker (measured with every count at its largest, so the real one is no
+    // longer); the rest split between head and tail.
+    let widest = marker(
+        total_chars,
+        total_chars,
+        total_chars,
+        total_chars,
+        saved.as_deref(),
+    );
+    let room = budget.saturating_sub(widest.chars().count());
     let head_chars = room / 2;
     let tail_chars = room - head_chars;
     let head_end = cut_back_to_line(&text, byte_at_char(&text, head_chars));
@@ -27,7 +35,25 @@ pub fn fit(text: String, budget: usize, session: &Session) -> (String, Option<Pa
     let first_cut_line = head.matches('\n').count() + 1;
     let cut_lines = cut.matches('\n').count();
     let last_cut_line = first_cut_line + cut_lines.saturating_sub(1);
-    let where_ = match &saved {
+    let marker = marker(
+        cut.chars().count(),
+        total_chars,
+        first_cut_line,
+        last_cut_line.max(first_cut_line),
+        saved.as_deref(),
+    );
+    (format!("{head}{marker}{tail}"), saved)
+}
+
+/// The line in the middle of a cut result: how much was cut, which lines, and how to read them.
+fn marker(
+    cut_chars: usize,
+    total_chars: usize,
+    first_cut_line: usize,
+    last_cut_line: usize,
+    saved: Option<&std::path::Path>,
+) -> String {
+    let where_ = match saved {
         Some(path) => format!(
             "the full result is saved at {}: read the cut part with read_file path=\"{}\" offset={first_cut_line}",
             path.display(),
@@ -38,14 +64,13 @@ pub fn fit(text: String, budget: usize, session: &Session) -> (String, Option<Pa
                 .to_owned()
         }
     };
-    let marker = format!(
+    format!(
         "\n[... {} of {} characters cut (lines {}-{}); {where_} ...]\n",
-        group(cut.chars().count()),
+        group(cut_chars),
         group(total_chars),
         group(first_cut_line),
-        group(last_cut_line.max(first_cut_line)),
-    );
-    (format!("{head}{marker}{tail}"), saved)
+        group(last_cut_line),
+    )
 }
 
 fn save(text: &str, session: &Session) -> Option<PathBuf> {

@@ -320,3 +320,34 @@ async fn builtin_ids_and_offsets_refuse_negatives_by_name_and_take_whole_floats(
     assert!(!out.is_error, "{}", out.text);
     assert!(out.text.contains("one"), "{}", out.text);
 }
+
+/// The budget holds however long the state directory's path (named twice in the marker) is.
+#[tokio::test]
+async fn the_budget_holds_with_a_long_state_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    let ws = Workspace::new(dir.path().join("ws")).unwrap();
+    let config = ToolConfig {
+        result_budget: 800,
+        ..ToolConfig::default()
+    };
+    let state = dir.path().join("s".repeat(120)).join("t".repeat(60));
+    let session = Session::new(ws, config, state).unwrap();
+    let mut registry = Registry::new();
+    registry.register(Echo);
+    let out = call(
+        &registry,
+        &session,
+        "echo_path",
+        json!({"path": "abcdefghij", "times": 400}),
+    )
+    .await;
+    assert!(!out.is_error);
+    assert!(
+        out.text.chars().count() <= 800,
+        "{}",
+        out.text.chars().count()
+    );
+    assert!(out.text.starts_with("abcdefghij\n"), "{}", out.text);
+    assert!(out.text.contains("characters cut"), "{}", out.text);
+}
