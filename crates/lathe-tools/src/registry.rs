@@ -329,6 +329,79 @@ pub fn closest(name: &str, names: &[&'static str]) -> Vec<&'static str> {
         })
         .filter(|(score, _)| *score >= 0.7)
         .collect();
+    // Names other agents and shells use for the same job count as the closest of all.
+    for (synonyms, tool) in SYNONYMS {
+        if synonyms.contains(&folded.as_str())
+            && let Some(real) = names.iter().find(|n| *n == tool)
+        {
+            scored.retain(|(_, n)| n != real);
+            scored.insert(0, (f64::MAX, real));
+        }
+    }
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
     scored.into_iter().take(3).map(|(_, n)| n).collect()
 }
+
+/// Tool names models learned elsewhere (folded), and the built-in tool that does that job.
+const SYNONYMS: &[(&[&str], &str)] = &[
+    (
+        &[
+            "bash",
+            "sh",
+            "run",
+            "exec",
+            "execute",
+            "executecommand",
+            "runcommand",
+            "terminal",
+            "command",
+            "cmd",
+            "runshellcommand",
+            "shellcommand",
+        ],
+        "shell",
+    ),
+    (
+        &[
+            "cat",
+            "read",
+            "view",
+            "open",
+            "openfile",
+            "viewfile",
+            "readfiles",
+        ],
+        "read_file",
+    ),
+    (
+        &[
+            "search",
+            "rg",
+            "ripgrep",
+            "grepsearch",
+            "searchfiles",
+            "findinfiles",
+            "codesearch",
+        ],
+        "grep",
+    ),
+    (&["find", "findfiles", "filesearch", "globfiles"], "glob"),
+    (
+        &["ls", "listdir", "listdirectory", "tree", "dir"],
+        "list_files",
+    ),
+    (&["write", "createfile", "create", "savefile"], "write_file"),
+    (
+        &[
+            "edit",
+            "strreplace",
+            "strreplaceeditor",
+            "replace",
+            "replaceinfile",
+            "patch",
+            "applypatch",
+            "multiedit",
+        ],
+        "edit_file",
+    ),
+];

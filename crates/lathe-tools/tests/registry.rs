@@ -351,3 +351,29 @@ async fn the_budget_holds_with_a_long_state_directory() {
     assert!(out.text.starts_with("abcdefghij\n"), "{}", out.text);
     assert!(out.text.contains("characters cut"), "{}", out.text);
 }
+
+/// Names other agents use for the same job point at the built-in tool, though they share no
+/// letters with it.
+#[tokio::test]
+async fn unknown_tools_with_a_known_job_name_the_tool_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    let ws = Workspace::new(dir.path().join("ws")).unwrap();
+    let session = Session::new(ws, ToolConfig::default(), dir.path().join("state")).unwrap();
+    let registry = Registry::builtin();
+    for (written, real) in [
+        ("bash", "shell"),
+        ("cat", "read_file"),
+        ("str_replace", "edit_file"),
+        ("search", "grep"),
+        ("ls", "list_files"),
+    ] {
+        let out = call(&registry, &session, written, json!({})).await;
+        assert!(out.is_error);
+        assert!(
+            out.text.contains(&format!("Did you mean `{real}`")),
+            "{written}: {}",
+            out.text
+        );
+    }
+}
