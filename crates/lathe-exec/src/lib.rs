@@ -54,23 +54,20 @@ mod spec;
 mod supervisor;
 mod tree;
 
-pub use command::{
-    CommandId, CommandStatus, DRAIN_BOUND, KillReason, OutputDelta, OutputObserver,
-};
+pub use builder::SupervisorBuilder;
+pub use command::{CommandId, CommandStatus, DRAIN_BOUND, KillReason, OutputDelta, OutputObserver};
 pub use config::{
     DEFAULT_ARTIFACT_CAP, DEFAULT_KILL_GRACE, DEFAULT_MAX_RUNNING, ParseBudgetError, PreviewBudget,
 };
 pub use error::ExecError;
-pub use builder::SupervisorBuilder;
 pub use output::{
-    DEFAULT_READ_LIMIT, DEFAULT_SEARCH_LIMIT, MAX_READ_LIMIT, OutputPage, SearchMatch,
-    SearchResult,
+    DEFAULT_READ_LIMIT, DEFAULT_SEARCH_LIMIT, MAX_READ_LIMIT, OutputPage, SearchMatch, SearchResult,
 };
-pub use search::compile_pattern;
-pub use spec::{CommandSpec, Launch};
 pub use preview::{Omission, Preview, clean};
 pub use report::{
     ArtifactInfo, CommandReport, CommandSummary, Detached, KillOutcome, format_duration,
     format_size, render_list,
 };
+pub use search::compile_pattern;
+pub use spec::{CommandSpec, Launch};
 pub use supervisor::Supervisor;

@@ -70,7 +70,7 @@ pub struct AgentConfig {
 /// Flags `exec` and `chat` share.
 #[derive(Debug, Args, Clone, Default)]
 pub struct ModelArgs {
-    /// The model (env LATHE_MODEL, or [model] name).
+    /// The model (env LATHE_MODEL, or `[model] name`).
     #[arg(long, short = 'm')]
     pub model: Option<String>,
     /// The model server's protocol: ollama or openai (any OpenAI-compatible server).

@@ -35,7 +35,7 @@ pub struct ExecArgs {
     /// Write the events as JSON lines (as stored in the session) instead of text.
     #[arg(long)]
     pub json: bool,
-    /// The most model turns (default 50, or [agent] max_turns).
+    /// The most model turns (default 50, or `[agent] max_turns`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_turns: Option<u32>,
 }

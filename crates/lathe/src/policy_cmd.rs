@@ -42,7 +42,7 @@ pub struct CheckArgs {
     /// JSON instead of text.
     #[arg(long)]
     pub json: bool,
-    /// The approval mode to decide in: read-only, ask, auto or full (default: [agent] approval
+    /// The approval mode to decide in: read-only, ask, auto or full (default: `[agent] approval`
     /// in the configuration, else ask, as for `lathe exec`).
     #[arg(long, value_name = "MODE", value_parser = parse_mode)]
     pub approval: Option<ApprovalMode>,

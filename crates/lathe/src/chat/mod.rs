@@ -36,7 +36,7 @@ pub struct ChatArgs {
     /// Continue a stored session (its id, or a unique prefix of it).
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
-    /// The most model turns per message (default 50, or [agent] max_turns).
+    /// The most model turns per message (default 50, or `[agent] max_turns`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_turns: Option<u32>,
 }
