@@ -89,6 +89,36 @@ pub use severity::Severity;
 /// Analyses a command line: every simple command it would run, each with a severity and
 /// reasons. Never panics; input that does not parse is at least [`Severity::Dangerous`].
 pub fn analyze(command: &str, ctx: &AnalysisContext) -> CommandAnalysis {
+    // The walk recurses once per syntax level (bounded by `MAX_NODE_DEPTH`, and by
+    // `MAX_SCRIPT_DEPTH` for nested `bash -c`), and a deep level costs several frames. The
+    // caller's stack may be a 2 MiB async worker's, where adversarial nesting would overflow it:
+    // so the analysis runs on a thread of its own with a stack sized for the worst case.
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("lathe-policy-analyze".into())
+            .stack_size(ANALYSIS_STACK)
+            .spawn_scoped(scope, || analyze_here(command, ctx))
+            .ok()
+            .and_then(|handle| handle.join().ok())
+    })
+    .unwrap_or_else(|| {
+        // No thread could be started (resource limits), or the analysis panicked: never safe.
+        CommandAnalysis::new(
+            command,
+            Vec::new(),
+            vec![Finding {
+                severity: Severity::Dangerous,
+                reason: "the command could not be analysed".to_owned(),
+            }],
+            true,
+        )
+    })
+}
+
+/// The analysis thread's stack: ample for the deepest nesting the walk follows.
+const ANALYSIS_STACK: usize = 64 << 20;
+
+fn analyze_here(command: &str, ctx: &AnalysisContext) -> CommandAnalysis {
     let mut out = walk::Output::default();
     let mut scope = walk::Scope::new(ctx);
     script::analyze_script(

@@ -31,7 +31,7 @@ pub(crate) fn analyze_script(
         out.finding(Severity::Dangerous, "the shell grammar could not be loaded");
         return;
     }
-    let Some(tree) = parser.parse(text, None) else {
+    let Some(tree) = parser.parse(ascii_copy(text), None) else {
         out.parse_error = true;
         out.finding(Severity::Dangerous, "the command could not be parsed");
         return;
@@ -49,6 +49,19 @@ pub(crate) fn analyze_script(
         out,
     };
     walker.walk(root, scope, &Stdin::Terminal, 0);
+}
+
+/// What the parser reads: `text` with every non-ASCII byte replaced by `x`.
+///
+/// tree-sitter-bash's external scanner hands the lookahead character to C's `isdigit` and
+/// `isalpha`, which index a 256-entry table: a code point far above 255 reads far outside it and
+/// crashes the process (`echo {😀`). `x` is a word character, as such bytes are to bash, and one
+/// byte for one byte keeps every node's byte range valid in the original text, which is what the
+/// walk reads words from.
+fn ascii_copy(text: &str) -> String {
+    text.bytes()
+        .map(|b| if b.is_ascii() { char::from(b) } else { 'x' })
+        .collect()
 }
 
 fn describe_error(root: Node<'_>, text: &str) -> String {

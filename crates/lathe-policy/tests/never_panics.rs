@@ -89,3 +89,65 @@ fn long_input_is_analysed() {
 fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
+
+/// Callers run on small stacks (async workers have 2 MiB, some threads less): the deepest
+/// nesting the analysis follows must not overflow the caller's stack.
+#[test]
+fn deep_nesting_is_safe_on_a_small_caller_stack() {
+    let worker = std::thread::Builder::new()
+        .stack_size(128 * 1024)
+        .spawn(|| {
+            let ctx = ctx();
+            for open in [
+                "(",
+                "$(",
+                "{ ",
+                "`",
+                "<(",
+                "\"$(",
+                "if true; then ",
+                "$((",
+                "[[ ",
+            ] {
+                let text = open.repeat(5000) + "rm -rf /";
+                let a = analyze(&text, &ctx);
+                assert!(a.severity >= Severity::Dangerous, "{open}: {}", a.severity);
+            }
+        })
+        .unwrap();
+    worker.join().unwrap();
+}
+
+/// tree-sitter-bash's scanner passes the lookahead character to C's `isdigit` and friends,
+/// which index a 256-entry table: a code point far above 255 read far outside it and crashed
+/// the process (found by the arbitrary-text property above).
+#[test]
+fn characters_far_above_latin1_do_not_crash_the_parser() {
+    let ctx = ctx();
+    for c in [
+        '\u{10FFFF}',
+        '\u{FFFFF}',
+        '\u{E0000}',
+        '\u{1F600}',
+        '\u{7FFF}',
+        'é',
+    ] {
+        for shape in [
+            "${C",
+            "$C",
+            "{C",
+            "echo {C..C}",
+            "x{C",
+            "echo a{C",
+            "${x:C",
+            "echo C$((C",
+            "cat <<C\nC\nC",
+            "[[ C",
+            "a=C; $C",
+            "`C",
+        ] {
+            let text = shape.replace('C', &c.to_string().repeat(3));
+            let _ = analyze(&text, &ctx);
+        }
+    }
+}
