@@ -32,6 +32,6 @@ pub mod script;
 mod server;
 
 pub use http::RecordedRequest;
-pub use scratch::outside_scratch_dir;
+pub use scratch::{outside_scratch_dir, processes_with};
 pub use script::{Framing, Part, PathMatch, Repeat, Reply, Response, Route, Script};
 pub use server::{REQUESTS_PATH, ScriptedServer};

@@ -43,3 +43,22 @@ pub fn outside_scratch_dir(target_tmpdir: &str) -> tempfile::TempDir {
         "no scratch directory outside /tmp, /var/tmp and /dev/shm could be created (tried $HOME/.cache and {target_tmpdir})"
     );
 }
+
+/// Live processes (not this one) whose command line contains `marker`, as `(pid, command line
+/// with spaces for the NULs)`. Zombies have an empty command line, so only processes that still
+/// run are found: tests use this to show nothing a command started was left behind.
+pub fn processes_with(marker: &str) -> Vec<(i32, String)> {
+    let me = std::process::id() as i32;
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            (pid != me && cmdline.contains(marker)).then_some((pid, cmdline))
+        })
+        .collect()
+}

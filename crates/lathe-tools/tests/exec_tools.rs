@@ -63,12 +63,9 @@ fn marker() -> String {
 }
 
 fn sleeps_with(marker: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.starts_with("sleep ") && c.contains(marker))
+    lathe_testkit::processes_with(marker)
+        .iter()
+        .filter(|(_, cmdline)| cmdline.starts_with("sleep "))
         .count()
 }
 

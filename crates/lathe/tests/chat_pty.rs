@@ -128,21 +128,11 @@ impl Drop for Terminal {
 }
 
 /// Processes whose command line contains `marker`.
-fn processes_with(marker: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains(marker) {
-            found.push(pid);
-        }
-    }
-    found
+fn processes_with(marker: &str) -> Vec<i32> {
+    lathe_testkit::processes_with(marker)
+        .into_iter()
+        .map(|(pid, _)| pid)
+        .collect()
 }
 
 fn wait_until_gone(marker: &str) {

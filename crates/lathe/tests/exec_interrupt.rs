@@ -14,15 +14,7 @@ use lathe_testkit::Script;
 const DEADLINE: Duration = Duration::from_secs(60);
 
 fn running(marker: &str) -> bool {
-    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
-        std::fs::read(entry.path().join("cmdline"))
-            .map(|c| {
-                String::from_utf8_lossy(&c)
-                    .replace('\0', " ")
-                    .contains(marker)
-            })
-            .unwrap_or(false)
-    })
+    !lathe_testkit::processes_with(marker).is_empty()
 }
 
 #[test]

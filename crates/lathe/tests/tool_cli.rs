@@ -139,27 +139,11 @@ fn tool_reads_arguments_from_stdin() {
     );
 }
 
-fn processes_with(marker: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline"))
-            && String::from_utf8_lossy(&cmdline).contains(marker)
-        {
-            // Zombies are already dead; only count processes still running.
-            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let zombie = state
-                .rsplit(')')
-                .next()
-                .is_some_and(|rest| rest.trim_start().starts_with('Z'));
-            if !zombie {
-                found.push(pid);
-            }
-        }
-    }
-    found
+fn processes_with(marker: &str) -> Vec<i32> {
+    lathe_testkit::processes_with(marker)
+        .into_iter()
+        .map(|(pid, _)| pid)
+        .collect()
 }
 
 /// A program drives a whole background-command scenario through one `--batch` session,

@@ -29,34 +29,7 @@ pub fn marker() -> String {
     )
 }
 
-/// Live processes whose command line contains `needle` (zombies have an empty command line).
-pub fn processes_with(needle: &str) -> Vec<(i32, String)> {
-    let me = std::process::id() as i32;
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if pid == me {
-            continue;
-        }
-        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains(needle) {
-            found.push((pid, cmdline));
-        }
-    }
-    found
-}
+pub use lathe_testkit::processes_with;
 
 /// Live `sleep` processes carrying `marker`.
 pub fn sleeps_with(marker: &str) -> usize {
