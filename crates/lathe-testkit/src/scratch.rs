@@ -1,5 +1,5 @@
-//! Scratch directories that are really "outside": not under any place the sandbox or the policy
-//! lets commands write.
+//! Test helpers about the machine: scratch directories that are really "outside" (not under any
+//! place the sandbox or the policy lets commands write), and the processes still running.
 
 use std::path::Path;
 
