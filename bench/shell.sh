@@ -2,7 +2,7 @@
 # Lathe's `shell` tool against the plain shell, side by side. One command; not part of CI.
 #
 #   bench/shell.sh [RUNS] [ITERATIONS]
-#       RUNS        timed runs of the 1 GiB case (default 3; medians are printed)
+#       RUNS        timed runs of the 1 GiB case (default 5; medians are printed)
 #       ITERATIONS  runs of `true` for the overhead case (default 200)
 #
 # It builds `cargo build --release -p lathe` and measures, in one run:
@@ -22,7 +22,7 @@
 # installed.
 set -euo pipefail
 
-RUNS=${1:-3}
+RUNS=${1:-5}
 ITERATIONS=${2:-200}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LATHE="$ROOT/target/release/lathe"
@@ -75,6 +75,12 @@ timed_with_peak() {
     fi
     echo $((end - start))
 }
+
+# Load before measuring (this is a shared machine: other work skews both sides, Lathe's more,
+# since it runs a third stage beside `yes | head`), and CPU time stolen by the host meanwhile.
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+steal() { awk '/^cpu / { print $9 }' /proc/stat; }
+steal_before=$(steal)
 
 # --- 1 and 2: 1 GiB through lathe vs redirected by the shell ------------------------------
 args=$(printf '{"command": "%s"}' "${PRODUCER//\"/\\\"}")
@@ -160,5 +166,7 @@ printf '%-44s %14s %14s %10s %8s\n' "lathe peak memory (max RSS)" "" "$((peak_ma
 printf '%-44s %14s %14s %10s %8s\n' "true, whole process (mean of $CALLS)" "$(ms "$bash_per")" "$(ms "$lathe_per")" "+$(ms "$added_process")" "$(verdict "$process_ok")"
 printf '%-44s %14s %14s %10s %8s\n' "  of which lathe's start (tool list_commands)" "" "$(ms "$startup_per")" "" ""
 printf '%-44s %14s %14s %10s %8s\n' "true, per call in one session ($CALLS)" "$(ms "$bash_per")" "$(ms "$batch_per")" "+$(ms "$added_call")" "$(verdict "$call_ok")"
-printf '\nmemory from %s; 1 GiB case: %s\n' \
+printf '\nload average before: %s; CPU time stolen by the host during the runs: %s\n' \
+    "$load_before" "$(awk -v t="$(($(steal) - steal_before))" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f s", t / hz }')"
+printf 'memory from %s; 1 GiB case: %s\n' \
     "$([ -x /usr/bin/time ] && echo "/usr/bin/time" || echo "/proc VmHWM polling")" "$PRODUCER"

@@ -48,15 +48,9 @@ pub fn binary_kind(sample: &[u8]) -> Option<String> {
     Some(kind.to_owned())
 }
 
-/// Counts `\n` bytes. Written so the compiler vectorises it: the inner loop sums byte flags in
-/// a `u8`, which cannot overflow in blocks of 255.
+/// Counts `\n` bytes (memchr's vectorised counter).
 pub fn count_newlines(bytes: &[u8]) -> u64 {
-    let mut total = 0u64;
-    for block in bytes.chunks(255) {
-        let n = block.iter().fold(0u8, |acc, &b| acc + u8::from(b == b'\n'));
-        total += u64::from(n);
-    }
-    total
+    memchr::memchr_iter(b'\n', bytes).count() as u64
 }
 
 /// The number of lines as `read_file` numbers them: every `\n` ends a line, and text after the
