@@ -313,7 +313,12 @@ pub(crate) async fn monitor(
         }),
     };
     let status = match ending {
-        Ending::Exited(Ok(status)) => exit_status(status),
+        // A kill that won the race against the monitor (the session's end kills trees
+        // directly) is still reported as the kill it was, not as an anonymous signal.
+        Ending::Exited(Ok(status)) => match (exit_status(status), lock(&entry.state).kill_reason) {
+            (CommandStatus::Signaled { .. }, Some(reason)) => CommandStatus::Killed { reason },
+            (status, _) => status,
+        },
         Ending::Exited(Err(error)) => {
             tracing::warn!("waiting for command {}: {error}", entry.id);
             CommandStatus::Exited { code: -1 }

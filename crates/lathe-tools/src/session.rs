@@ -64,6 +64,9 @@ pub struct Session {
     extensions: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
     result_counter: std::sync::atomic::AtomicU64,
     shutdown_hooks: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
+    /// Held while the hooks run, so that a second `shutdown` (a signal arriving during the
+    /// normal end) returns only when the first has finished.
+    shutting_down: Mutex<()>,
 }
 
 impl std::fmt::Debug for Session {
@@ -99,6 +102,7 @@ impl Session {
             extensions: Mutex::new(HashMap::new()),
             result_counter: std::sync::atomic::AtomicU64::new(0),
             shutdown_hooks: Mutex::new(Vec::new()),
+            shutting_down: Mutex::new(()),
         }))
     }
 
@@ -173,8 +177,11 @@ impl Session {
         lock(&self.shutdown_hooks).push(Box::new(hook));
     }
 
-    /// Ends the session: runs the shutdown hooks. Also done when the session is dropped.
+    /// Ends the session: runs the shutdown hooks. Also done when the session is dropped. When
+    /// it returns, the hooks have run, whichever caller ran them (calls from several threads
+    /// wait for each other).
     pub fn shutdown(&self) {
+        let _running = lock(&self.shutting_down);
         let hooks = std::mem::take(&mut *lock(&self.shutdown_hooks));
         for hook in hooks.into_iter().rev() {
             hook();

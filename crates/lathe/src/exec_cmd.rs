@@ -16,7 +16,7 @@ use crate::EXIT_FAILURE;
 use crate::agent_setup::{self, ModelArgs};
 use crate::chat::approver::TerminalApprover;
 use crate::chat::input::Input;
-use crate::chat::interrupt::{Interrupts, exit_now};
+use crate::chat::interrupt::{Interrupts, end_on_termination, exit_now};
 use crate::cli::CommonArgs;
 use crate::render::{OutputMode, Renderer};
 use crate::setup::Setup;
@@ -109,6 +109,12 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     )?;
     let cancel = CancellationToken::new();
     let mut interrupts = Interrupts::listen();
+    let terminating = end_on_termination(
+        Arc::clone(&tools),
+        store.clone(),
+        id.clone(),
+        cancel.clone(),
+    );
     let watcher = {
         let cancel = cancel.clone();
         let tools = Arc::clone(&tools);
@@ -121,6 +127,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     };
     let outcome = agent.executor.run(&task, &cancel).await;
     watcher.abort();
+    terminating.abort();
     tools.shutdown();
     drop(agent);
     Ok(match outcome.status {

@@ -10,6 +10,7 @@ mod policy_cmd;
 mod render;
 mod sessions_cmd;
 mod setup;
+mod signals;
 mod state;
 mod tool_cmd;
 
@@ -40,6 +41,9 @@ fn main() -> ExitCode {
     let result = runtime.block_on(run(cli));
     // Background work (killed commands' reapers) must not keep the process alive.
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    if let Some(code) = signals::exit_code() {
+        return ExitCode::from(code);
+    }
     match result {
         Ok(code) => code,
         Err(err) => {

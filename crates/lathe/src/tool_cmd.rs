@@ -74,8 +74,13 @@ fn summary(description: &str) -> String {
 /// `lathe tool NAME [ARGS]` and `lathe tool --batch`.
 pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode> {
     let setup = Setup::load(common)?;
-    let session = setup.session(crate::state::new_run_dir())?;
+    let run_dir = crate::state::new_run_dir();
+    let session = setup.session(run_dir.clone())?;
     let registry = Registry::builtin();
+    let terminating = {
+        let session = Arc::clone(&session);
+        crate::signals::exit_on_termination(move || session.shutdown())
+    };
     let code = if args.batch {
         batch(&registry, &session).await?
     } else {
@@ -101,7 +106,9 @@ pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode
         out.flush()?;
         if output.is_error { EXIT_FAILURE } else { 0 }
     };
+    terminating.abort();
     session.shutdown();
+    crate::state::remove_if_empty(&run_dir);
     Ok(ExitCode::from(code))
 }
 

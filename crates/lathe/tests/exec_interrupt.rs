@@ -71,3 +71,52 @@ fn sigint_stops_the_run_and_kills_the_running_command() {
     // The model never saw a request after the stop.
     assert_eq!(h.bodies().len(), 1);
 }
+
+/// SIGTERM (a `timeout`, a supervisor stopping the job) ends the run at once: the running
+/// command's whole tree is killed, the session is marked interrupted, and the exit code is
+/// the signal's (143).
+#[test]
+fn sigterm_kills_the_running_command_and_exits_143() {
+    let marker = "876543221";
+    let script = Script::new().chat(
+        reply()
+            .tool_call(
+                "shell",
+                json!({"command": format!("setsid sleep {marker} & touch started; sleep {marker}")}),
+            )
+            .done(),
+    );
+    let h = Harness::new(script);
+    let mut cmd = h.lathe();
+    cmd.args([
+        "exec",
+        "wait a long time",
+        "--model",
+        MODEL,
+        "--base-url",
+        &h.server.url(),
+        "--approval",
+        "full",
+    ]);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let start = Instant::now();
+    while !(h.ws.join("started").exists() && lathe_testkit::processes_with(marker).len() >= 2) {
+        assert!(start.elapsed() < DEADLINE, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: plain kill(2) on our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_exit(&output, 128 + libc::SIGTERM);
+    assert!(
+        !running(marker),
+        "left behind: {:?}",
+        lathe_testkit::processes_with(marker)
+    );
+    assert_eq!(h.newest_session().status.as_str(), "interrupted");
+}

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio_util::sync::CancellationToken;
 
 use lathe_store::{SessionId, SessionStatus, Store};
 use lathe_tools::Session;
@@ -39,15 +40,34 @@ impl Interrupts {
     }
 }
 
-/// Ends the process at once after a second Ctrl-C: running commands are killed first (the tool
-/// session's shutdown), the stored session is marked interrupted, so nothing is left behind.
-pub fn exit_now(tools: &Arc<Session>, store: &Store, id: &SessionId) -> ! {
+/// Kills the session's commands (the tool session's shutdown) and marks the stored session
+/// interrupted, so that nothing is left behind and `lathe sessions` tells the truth.
+fn end_interrupted(tools: &Session, store: &Store, id: &SessionId) {
     tools.shutdown();
     if let Err(err) = store.update_session_status(id, SessionStatus::Interrupted) {
         tracing::warn!("cannot mark session {id} interrupted: {err}");
     }
+}
+
+/// Ends the process at once after a second Ctrl-C, ending the session first.
+pub fn exit_now(tools: &Arc<Session>, store: &Store, id: &SessionId) -> ! {
+    end_interrupted(tools, store, id);
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err);
     let _ = err.flush();
     std::process::exit(EXIT_INTERRUPTED)
+}
+
+/// SIGTERM or SIGHUP end the session as a second Ctrl-C does, with the signal's exit code.
+/// `run` is cancelled first, so that the agent asks the model nothing more meanwhile.
+pub fn end_on_termination(
+    tools: Arc<Session>,
+    store: Store,
+    id: SessionId,
+    run: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    crate::signals::exit_on_termination(move || {
+        run.cancel();
+        end_interrupted(&tools, &store, &id);
+    })
 }

@@ -25,7 +25,7 @@ use crate::setup::Setup;
 use approver::TerminalApprover;
 use commands::{Command, Outcome};
 use input::Input;
-use interrupt::{Interrupts, exit_now};
+use interrupt::{Interrupts, end_on_termination, exit_now};
 
 /// `lathe chat`.
 #[derive(Debug, Args)]
@@ -105,6 +105,14 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     )));
 
     let mut interrupts = Interrupts::listen();
+    // Each turn's cancellation is a child of this one, which a termination signal cancels.
+    let terminate = CancellationToken::new();
+    let terminating = end_on_termination(
+        Arc::clone(&tools),
+        store.clone(),
+        id.clone(),
+        terminate.clone(),
+    );
     let prompt = style.bold("> ");
     // Set by a Ctrl-C (one that stopped a turn, or one at the prompt): the next Ctrl-C, with
     // nothing typed in between, exits. Two presses exit however quickly the turn stopped.
@@ -143,7 +151,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
             titled = true;
         }
         renderer.reset();
-        let cancel = CancellationToken::new();
+        let cancel = terminate.child_token();
         let run = agent.executor.run(line, &cancel);
         tokio::pin!(run);
         let mut stopping = false;
@@ -163,6 +171,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         }
         armed = stopping;
     }
+    terminating.abort();
     tools.shutdown();
     // A chat that ended at the prompt is done, not running.
     if let Ok(session) = store.session(id.as_str())

@@ -61,7 +61,7 @@ pub fn check_reach(addrs: &[SocketAddr], allow_remote: bool) -> anyhow::Result<(
     Ok(())
 }
 
-/// Serves until SIGINT or SIGTERM.
+/// Serves until SIGINT, SIGTERM or SIGHUP.
 pub async fn serve(shared: Arc<Shared>, addr: &str, allow_remote: bool) -> anyhow::Result<()> {
     let addrs = resolve(addr).await?;
     check_reach(&addrs, allow_remote)?;
@@ -155,19 +155,13 @@ where
 }
 
 async fn wait_for_signal(stop: CancellationToken) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::warn!("cannot listen for signals");
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
-    tracing::info!("signal received; stopping");
+    use tokio::signal::unix::SignalKind;
+    let kinds = [
+        SignalKind::terminate(),
+        SignalKind::interrupt(),
+        SignalKind::hangup(),
+    ];
+    crate::signals::listen(&kinds).recv().await;
     stop.cancel();
 }
 

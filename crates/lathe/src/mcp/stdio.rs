@@ -53,25 +53,13 @@ pub async fn serve(shared: Arc<Shared>) -> anyhow::Result<()> {
 /// killed before the process exits (they run in their own process groups, so a signal to ours
 /// would not reach them).
 async fn stop_on_signal(closed: CancellationToken, service: CancellationToken) {
-    use tokio::signal::unix::{SignalKind, signal};
+    use tokio::signal::unix::SignalKind;
     let kinds = [
         SignalKind::terminate(),
         SignalKind::interrupt(),
         SignalKind::hangup(),
     ];
-    let mut streams = Vec::new();
-    for kind in kinds {
-        match signal(kind) {
-            Ok(stream) => streams.push(stream),
-            Err(err) => tracing::warn!("cannot listen for signal {kind:?}: {err}"),
-        }
-    }
-    if streams.is_empty() {
-        return;
-    }
-    let waits = streams.iter_mut().map(|s| Box::pin(s.recv()));
-    let _ = futures::future::select_all(waits).await;
-    tracing::info!("signal received; ending the connection");
+    crate::signals::listen(&kinds).recv().await;
     closed.cancel();
     service.cancel();
 }
