@@ -89,12 +89,16 @@ shell_times=() lathe_times=() peaks=()
 bash -c "$PRODUCER > '$WORK/out'"
 "$LATHE" --workspace "$WS" tool shell "$args" >/dev/null
 clear_artifacts
+# Before each timed run the file system is synced, so that no write-back of the previous run
+# (a gigabyte of dirty pages) competes with the next one.
 for _ in $(seq "$RUNS"); do
     rm -f "$WORK/out"
+    sync
     start=$(now)
     bash -c "$PRODUCER > '$WORK/out'"
     end=$(now)
     shell_times+=($((end - start)))
+    sync
     lathe_times+=("$(timed_with_peak "$LATHE" --workspace "$WS" tool shell "$args")")
     peaks+=("$(cat "$WORK/peak")")
     artifact=$(find "$LATHE_DATA_DIR/runs" -name 'cmd-*' | head -n 1)

@@ -122,6 +122,7 @@ impl SupervisorBuilder {
             not_before: procfs::self_starttime(),
             commands: Mutex::new(BTreeMap::new()),
             next_id: AtomicU64::new(last_id + 1),
+            guard: Mutex::new(None),
             shut_down: AtomicBool::new(false),
             config,
         })

@@ -42,6 +42,7 @@ mod command;
 mod config;
 pub mod env;
 mod error;
+mod guard;
 mod output;
 mod preview;
 mod procfs;

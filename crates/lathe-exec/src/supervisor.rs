@@ -17,6 +17,7 @@ use crate::capture::Capture;
 use crate::command::{self, CommandEntry, CommandId, KillReason, lock};
 use crate::config::Config;
 use crate::error::ExecError;
+use crate::guard::Guard;
 use crate::preview::Preview;
 use crate::procfs::TagMatch;
 use crate::reader::{self, Artifact, ReaderSink};
@@ -36,6 +37,9 @@ pub struct Supervisor {
     pub(crate) commands: Mutex<BTreeMap<CommandId, Arc<CommandEntry>>>,
     pub(crate) next_id: AtomicU64,
     pub(crate) shut_down: AtomicBool,
+    /// The guard that kills the commands if this process dies (see the `guard` module):
+    /// `None` until the first command, then the guard, or `Some(None)` if it could not start.
+    pub(crate) guard: Mutex<Option<Option<Guard>>>,
 }
 
 impl fmt::Debug for Supervisor {
@@ -140,6 +144,7 @@ impl Supervisor {
             command: spec.command.clone(),
             source,
         };
+        self.ensure_guard();
         let (pipe_read, pipe_write) = reader::output_pipe().map_err(capture_error)?;
         let tag_value = id.to_string();
         let mut cmd = tokio::process::Command::new(&self.shell);
@@ -340,12 +345,12 @@ impl Supervisor {
         for entry in &entries {
             entry.wait_done().await;
         }
-        if entries.is_empty() {
-            return;
+        if !entries.is_empty() {
+            let target = self.session_target();
+            let grace = self.config.kill_grace;
+            let _ = tokio::task::spawn_blocking(move || tree::kill_at_end(target, grace)).await;
         }
-        let target = self.session_target();
-        let grace = self.config.kill_grace;
-        let _ = tokio::task::spawn_blocking(move || tree::kill_at_end(target, grace)).await;
+        self.release_guard();
     }
 
     /// Like [`shutdown`](Self::shutdown), for callers that cannot await (a drop, a synchronous
@@ -356,6 +361,7 @@ impl Supervisor {
             entry.request_kill(KillReason::Shutdown);
         }
         if entries.is_empty() {
+            self.release_guard();
             return;
         }
         // Shells not yet reaped anchor their trees (the monitors may be gone with the runtime).
@@ -368,6 +374,7 @@ impl Supervisor {
             .filter_map(|e| e.pid)
             .collect();
         tree::kill_at_end(target, self.config.kill_grace);
+        self.release_guard();
     }
 
     /// Refuses new commands from now on and returns the commands started so far. Under the
@@ -376,6 +383,31 @@ impl Supervisor {
         let commands = lock(&self.commands);
         self.shut_down.store(true, Ordering::SeqCst);
         commands.values().cloned().collect()
+    }
+
+    /// Starts the guard before the first command (once; a failure is logged and not retried:
+    /// commands still run, only without protection against this process being killed).
+    fn ensure_guard(&self) {
+        let mut guard = lock(&self.guard);
+        if guard.is_none() {
+            *guard = Some(
+                Guard::start(&self.shell, &self.env, &self.tag_name)
+                    .inspect_err(|error| {
+                        tracing::warn!(
+                            "cannot start the guard that kills commands if lathe is killed: {error}"
+                        );
+                    })
+                    .ok(),
+            );
+        }
+    }
+
+    /// Tells the guard its work is done, once every command is dead. The state stays
+    /// `Some(None)`: commands are refused from now on, so no guard is needed again.
+    fn release_guard(&self) {
+        if let Some(guard) = lock(&self.guard).as_mut().and_then(Option::take) {
+            guard.release();
+        }
     }
 
     /// Every process started by any command of this supervisor.
@@ -394,6 +426,7 @@ impl Drop for Supervisor {
         if !self.shut_down.load(Ordering::SeqCst) {
             self.shutdown_blocking();
         }
+        self.release_guard();
         tree::supervisor_ended();
     }
 }

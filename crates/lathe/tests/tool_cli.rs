@@ -291,3 +291,116 @@ fn batch_answers_a_non_utf8_line_and_goes_on() {
     );
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Sends `signal` to a child of this test.
+fn signal(child: &std::process::Child, signal: i32) {
+    // SAFETY: plain kill(2) on our own child, which has not been reaped yet.
+    unsafe {
+        libc::kill(child.id() as i32, signal);
+    }
+}
+
+/// Waits until `count` processes carry `marker` (the command and what it started).
+fn wait_for_processes(marker: &str, count: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while processes_with(marker).len() < count {
+        assert!(Instant::now() < deadline, "the commands never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGTERM and SIGHUP (`timeout`, a closed terminal, a client stopping it) never reach the
+/// commands, which run in their own sessions: `lathe tool` kills them itself, the whole tree
+/// and also one that ignores SIGTERM, then exits as a process ended by that signal.
+#[test]
+fn termination_signals_kill_the_commands_and_exit_with_the_signal_code() {
+    for (n, sig) in [(0, libc::SIGTERM), (1, libc::SIGHUP)] {
+        let f = fixture();
+        let marker = format!("{}.{}", 302 + n, std::process::id());
+        let command = format!(
+            "trap '' TERM; setsid sleep {marker} & nohup sleep {marker} & sleep {marker} & wait"
+        );
+        let child = lathe(&f.ws, &f.data)
+            .args(["tool", "shell", &json!({ "command": command }).to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for_processes(&marker, 4);
+        signal(&child, sig);
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(128 + sig), "signal {sig}");
+        assert!(
+            processes_with(&marker).is_empty(),
+            "signal {sig} left behind: {:?}",
+            processes_with(&marker)
+        );
+    }
+}
+
+/// The same in a `--batch` session, for a command running in the background between calls.
+#[test]
+fn termination_signal_ends_a_batch_session_and_its_background_commands() {
+    let f = fixture();
+    let marker = format!("{}.{}", 304, std::process::id());
+    let mut child = lathe(&f.ws, &f.data)
+        .args(["tool", "--batch"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let line = json!({"name": "shell", "arguments": {"command": format!("setsid sleep {marker} & sleep {marker} & wait"), "background": true}});
+    writeln!(stdin, "{line}").unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut answer = String::new();
+    stdout.read_line(&mut answer).unwrap();
+    assert!(answer.contains("background"), "{answer}");
+    wait_for_processes(&marker, 3);
+    signal(&child, libc::SIGTERM);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM));
+    assert!(
+        processes_with(&marker).is_empty(),
+        "left behind: {:?}",
+        processes_with(&marker)
+    );
+    drop(stdin);
+}
+
+/// SIGKILL cannot be caught: Lathe's guard process (started with the first command) sees it
+/// die and kills every process of the session's commands, including ones that left the
+/// command's session and process group.
+#[test]
+fn sigkill_of_lathe_leaves_no_command_behind() {
+    let f = fixture();
+    let marker = format!("{}.{}", 305, std::process::id());
+    let mut child = lathe(&f.ws, &f.data)
+        .args(["tool", "--batch"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let command = format!(
+        "setsid sleep {marker} & nohup sleep {marker} & (sleep {marker} &); sleep {marker} & wait"
+    );
+    let line = json!({"name": "shell", "arguments": {"command": command, "background": true}});
+    writeln!(stdin, "{line}").unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut answer = String::new();
+    stdout.read_line(&mut answer).unwrap();
+    wait_for_processes(&marker, 5);
+    signal(&child, libc::SIGKILL);
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !processes_with(&marker).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "left behind: {:?}",
+            processes_with(&marker)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(stdin);
+}
