@@ -6,12 +6,13 @@
 //! `PR_SET_PDEATHSIG` on a command reaches only its shell, not what the shell started, and it
 //! fires when the *thread* that forked dies, which in an async runtime is not this process's
 //! end. A cgroup would do, but needs a delegated cgroup subtree we usually do not have. So each
-//! supervisor starts, with its first command, one `sh` holding the read end of a pipe whose
-//! write end only this process holds (close-on-exec: commands never inherit it). The kernel
-//! closes that end however we end. The guard then reads either `done` (the supervisor ended
-//! normally, after killing everything itself: the guard just exits) or end of file (we died):
-//! it kills, with SIGKILL, every process whose environment carries the supervisor's tag, and
-//! repeats until a scan finds none, so that processes forked meanwhile die too.
+//! supervisor starts, 20 ms after its first command (see [`START_DELAY`]), one `sh` holding the
+//! read end of a pipe whose write end only this process holds (close-on-exec: commands never
+//! inherit it). The kernel closes that end however we end. The guard then reads either `done`
+//! (the supervisor ended normally, after killing everything itself: the guard just exits) or
+//! end of file (we died): it kills, with SIGKILL, every process whose environment carries the
+//! supervisor's tag, and repeats until a scan finds none, so that processes forked meanwhile die
+//! too.
 //!
 //! The guard is in our session but its own process group, so the terminal's Ctrl-C and hang-up
 //! (sent to the foreground group) do not end it, and the orphan sweep and reaper of the `tree`
@@ -23,6 +24,13 @@ use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
+
+/// How long a session runs before its guard starts. A shell's start costs about a millisecond
+/// of CPU, which on a small machine is a quarter of what a whole one-shot `lathe tool shell`
+/// call costs; a session that ends sooner (most one-shot calls do) needs no guard, since it
+/// kills its commands itself. The price is a window at the very start of a session in which a
+/// SIGKILL of this process would leave its commands running.
+const START_DELAY: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The guard's program, run by `sh -c SCRIPT guard TAG_NAME`. `grep -z` reads each environment
 /// entry as one record, so `^TAG=` matches the entry's start only.
@@ -50,9 +58,9 @@ pub(crate) struct Guard {
 
 impl Guard {
     /// Starts the guard for commands tagged `tag_name`, with `env` (the commands' environment
-    /// without the tag: the guard must not find itself). The shell starts on a thread of its
-    /// own, off the path of the command being started (a shell's start costs about a
-    /// millisecond); that thread then waits for the release and reaps the guard.
+    /// without the tag: the guard must not find itself). The shell starts after
+    /// [`START_DELAY`], unless released before, on a thread of its own (off the path of the
+    /// command being started); that thread then waits for the release and reaps the guard.
     pub(crate) fn start(
         fallback_shell: &Path,
         env: &[(OsString, OsString)],
@@ -69,6 +77,13 @@ impl Guard {
         std::thread::Builder::new()
             .name("lathe-guard".to_owned())
             .spawn(move || {
+                // A session that ends within the delay has killed its commands itself.
+                if !matches!(
+                    released.recv_timeout(START_DELAY),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                ) {
+                    return;
+                }
                 let spawned = Command::new(&shell)
                     .arg("-c")
                     .arg(SCRIPT)

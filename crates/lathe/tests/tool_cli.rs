@@ -368,6 +368,17 @@ fn termination_signal_ends_a_batch_session_and_its_background_commands() {
     drop(stdin);
 }
 
+/// Whether `pid` has a child that is Lathe's guard.
+fn has_guard(pid: i32) -> bool {
+    processes_with("lathe guard").into_iter().any(|guard| {
+        let stat = std::fs::read_to_string(format!("/proc/{guard}/stat")).unwrap_or_default();
+        // The parent's pid is the second field after the command name, which ends at ')'.
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<i32>().ok())
+            == Some(pid)
+    })
+}
+
 /// SIGKILL cannot be caught: Lathe's guard process (started with the first command) sees it
 /// die and kills every process of the session's commands, including ones that left the
 /// command's session and process group.
@@ -391,6 +402,12 @@ fn sigkill_of_lathe_leaves_no_command_behind() {
     let mut answer = String::new();
     stdout.read_line(&mut answer).unwrap();
     wait_for_processes(&marker, 5);
+    // The guard starts once the session has lived 20 ms: wait until it is there.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !has_guard(child.id() as i32) {
+        assert!(Instant::now() < deadline, "no guard started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     signal(&child, libc::SIGKILL);
     child.wait().unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
