@@ -93,14 +93,18 @@ pub struct SandboxPolicy {
 }
 
 impl SandboxPolicy {
-    /// The default policy: writes inside `workspace`, `session_tmp`, `/tmp` and `/dev/null`; no
-    /// network.
+    /// The default policy: writes inside `workspace`, `session_tmp`, the system's temporary
+    /// directories (`/tmp`, `/var/tmp`, `/dev/shm`: the ones command analysis also treats as
+    /// fine places to write, so that what it allows the sandbox does not refuse) and
+    /// `/dev/null`; no network. A directory that does not exist is left out when prepared.
     pub fn new(workspace: impl Into<PathBuf>, session_tmp: impl Into<PathBuf>) -> Self {
         SandboxPolicy {
             write_paths: vec![
                 workspace.into(),
                 session_tmp.into(),
                 PathBuf::from("/tmp"),
+                PathBuf::from("/var/tmp"),
+                PathBuf::from("/dev/shm"),
                 PathBuf::from("/dev/null"),
             ],
             network: false,

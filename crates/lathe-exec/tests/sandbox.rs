@@ -13,8 +13,9 @@ use lathe_exec::sandbox::{
 };
 use tempfile::TempDir;
 
-/// A workspace, a session temporary directory and an "outside" directory, all NOT under /tmp
-/// (which the sandbox allows), so that every allowed write is allowed by the rule under test.
+/// A workspace, a session temporary directory and an "outside" directory, all NOT under /tmp,
+/// /var/tmp or /dev/shm (which the sandbox allows), so that every allowed write is allowed by
+/// the rule under test.
 struct Fixture {
     _base: TempDir,
     workspace: PathBuf,
@@ -23,16 +24,9 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
-    // /var/tmp first: it is outside any cargo workspace (see the `cargo new` test).
-    let base = ["/var/tmp", env!("CARGO_TARGET_TMPDIR")]
-        .iter()
-        .find_map(|dir| {
-            tempfile::Builder::new()
-                .prefix("lathe-sandbox-")
-                .tempdir_in(dir)
-                .ok()
-        })
-        .expect("create a temporary directory under /var/tmp or CARGO_TARGET_TMPDIR");
+    // Outside /tmp, /var/tmp and /dev/shm (all writable in the sandbox) and outside any cargo
+    // workspace (see the `cargo new` test).
+    let base = lathe_testkit::outside_scratch_dir(env!("CARGO_TARGET_TMPDIR"));
     let root = base.path().canonicalize().expect("canonical base");
     let workspace = root.join("workspace");
     let session_tmp = root.join("session-tmp");
@@ -213,7 +207,10 @@ async fn writes_inside_the_allowed_paths_succeed() {
         mv a/b/f a/g && ln a/g hard && ln -s a/g soft && echo three >> soft
         truncate -s 2 hard && cp a/g copy && rm hard && rmdir a/b && mkfifo fifo
         echo s > "$S/session-file"
-        t=$(mktemp /tmp/lathe-sandbox-test.XXXXXX) && echo t > "$t" && rm "$t"
+        for d in /tmp /var/tmp /dev/shm; do
+            [ -d "$d" ] || continue
+            t=$(mktemp "$d/lathe-sandbox-test.XXXXXX") && echo t > "$t" && rm "$t"
+        done
         echo null > /dev/null; echo to-stderr > /dev/stderr; echo to-stdout > /dev/stdout
         echo done"#;
     let output = bash(Some(&sandbox), &fx.workspace, script, &[("S", session_tmp)]).await;

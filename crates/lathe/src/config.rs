@@ -30,7 +30,8 @@ pub struct Config {
     pub permissions: lathe_policy::PermissionsConfig,
     /// Command execution and its sandbox. Keys, with their defaults:
     /// `sandbox = true` (Landlock: writes only inside the workspace, the session's temporary
-    /// directory, `/tmp` and `/dev/null`), `sandbox_write_paths = []` (extra absolute paths
+    /// directory, `/tmp`, `/var/tmp`, `/dev/shm` and `/dev/null`), `sandbox_write_paths = []`
+    /// (extra absolute paths
     /// commands may write; `~/` is the home directory), `sandbox_network = false` (`true` lets
     /// sandboxed commands use the network), `sandbox_unavailable = "ask"` (where Landlock is
     /// missing every command asks; `"run"` runs them unsandboxed), `command_timeout` (none),

@@ -54,8 +54,8 @@ pub struct ShellConfig {
     /// Secret-looking environment variables (`*KEY*`, `*TOKEN*`, ...) to pass anyway.
     pub keep_env: Vec<String>,
     /// Run commands in the Landlock sandbox: writes only inside the workspace, the session's
-    /// state (temporary) directory, `/tmp` and `/dev/null` plus `sandbox_write_paths`; reads
-    /// unrestricted. By default, on.
+    /// state (temporary) directory, `/tmp`, `/var/tmp`, `/dev/shm` and `/dev/null` plus
+    /// `sandbox_write_paths`; reads unrestricted. By default, on.
     pub sandbox: bool,
     /// Extra absolute paths (directories or files) sandboxed commands may write. By default,
     /// none.
@@ -253,7 +253,8 @@ pub struct ShellInput {
     /// Start the command and return its id at once, without waiting. Default false.
     #[serde(default)]
     pub background: bool,
-    /// Run in the sandbox (writes only inside the workspace and /tmp, no network). Default
+    /// Run in the sandbox (writes only inside the workspace and temporary directories such as
+    /// /tmp, no network). Default
     /// true. When a command failed because of the sandbox (e.g. "Permission denied" or
     /// "Read-only file system" writing outside the workspace, or a network error), you may run
     /// it again with `sandbox: false`; that always needs the user's approval.
