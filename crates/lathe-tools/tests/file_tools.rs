@@ -86,6 +86,23 @@ fn read_cuts_long_lines_with_a_marker() {
         "{}",
         out.text
     );
+    // The note says how to see the rest of the line, with a command that works as written.
+    let hint = out
+        .text
+        .split('`')
+        .nth(1)
+        .unwrap_or_else(|| panic!("no command in the note: {}", out.text));
+    assert_eq!(hint, "sed -n '2p' wide.txt | cut -c2001-4000");
+    let rest = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(hint)
+        .current_dir(ws.root())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&rest.stdout),
+        format!("{}\n", "x".repeat(2000))
+    );
 }
 
 #[test]

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::session::Session;
 use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::suggest;
-use crate::tools::text::{binary_kind, group, human_size};
+use crate::tools::text::{binary_kind, group, human_size, shell_quote};
 use crate::workspace::{Access, ResolvedPath};
 
 /// Lines shown when the call gives no `limit`.
@@ -189,10 +189,12 @@ fn render(shown: &str, offset: u64, scan: &scan::Scan) -> ToolOutput {
     };
     let mut text = String::with_capacity(scan.lines.iter().map(|l| l.text.len() + 10).sum());
     let mut cut_lines = 0u64;
+    let mut first_cut = None;
     for line in &scan.lines {
         text.push_str(&format!("{:>6}\t{}", line.number, line.text));
         if let Some(chars) = line.cut_from {
             cut_lines += 1;
+            first_cut.get_or_insert(line.number);
             text.push_str(&format!(
                 " [... line cut: showing {MAX_LINE_CHARS} of {} characters]",
                 group(chars)
@@ -215,11 +217,16 @@ fn render(shown: &str, offset: u64, scan: &scan::Scan) -> ToolOutput {
     if b == total && scan.no_final_newline {
         notes.push("the file does not end with a newline".to_owned());
     }
-    if cut_lines > 0 {
+    if let Some(n) = first_cut {
         notes.push(format!(
-            "{cut_lines} line{} longer than {MAX_LINE_CHARS} characters {} cut",
+            "{cut_lines} line{} longer than {MAX_LINE_CHARS} characters {} cut; to see more of \
+             line {n}, run `sed -n '{n}p' {} | cut -c{}-{}` with shell, or grep for text in it \
+             (grep shows the characters around each match)",
             if cut_lines == 1 { "" } else { "s" },
-            if cut_lines == 1 { "was" } else { "were" }
+            if cut_lines == 1 { "was" } else { "were" },
+            shell_quote(shown),
+            MAX_LINE_CHARS + 1,
+            2 * MAX_LINE_CHARS
         ));
     }
     if scan.invalid_utf8 {

@@ -53,6 +53,20 @@ pub fn count_newlines(bytes: &[u8]) -> u64 {
     memchr::memchr_iter(b'\n', bytes).count() as u64
 }
 
+/// `text` as one shell word: as it is when it has only characters no shell treats specially,
+/// else in single quotes (a `'` inside becomes `'\''`).
+pub fn shell_quote(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-./+,:@%=".contains(&b));
+    if plain {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
 /// The number of lines as `read_file` numbers them: every `\n` ends a line, and text after the
 /// last `\n` is one more line.
 pub fn line_count(text: &str) -> usize {
@@ -198,6 +212,15 @@ mod tests {
         assert_eq!(count_newlines(text.as_bytes()), 1000);
         assert_eq!(count_newlines(&[b'\n'; 600]), 600);
         assert_eq!(count_newlines(b""), 0);
+    }
+
+    #[test]
+    fn shell_quote_leaves_plain_words_and_quotes_the_rest() {
+        assert_eq!(shell_quote("src/main.rs"), "src/main.rs");
+        assert_eq!(shell_quote("a b.txt"), "'a b.txt'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote("$HOME;rm"), "'$HOME;rm'");
+        assert_eq!(shell_quote(""), "''");
     }
 
     #[test]
