@@ -37,8 +37,22 @@ impl Setup {
     /// by the `[shell]` configuration (sandbox included). Every command that runs tools (`lathe
     /// tool`, `exec`, `chat`, `mcp`) creates its sessions here.
     pub fn session(&self, state_dir: PathBuf) -> anyhow::Result<Arc<Session>> {
-        let workspace = Workspace::new(&self.root)
+        self.session_reading(state_dir, &[])
+    }
+
+    /// Like [`session`](Self::session), with `read_roots` readable (never writable) as well.
+    pub fn session_reading(
+        &self,
+        state_dir: PathBuf,
+        read_roots: &[PathBuf],
+    ) -> anyhow::Result<Arc<Session>> {
+        let mut workspace = Workspace::new(&self.root)
             .with_context(|| format!("cannot open workspace {}", self.root.display()))?;
+        for root in read_roots {
+            workspace
+                .add_read_root(root)
+                .with_context(|| format!("cannot open {}", root.display()))?;
+        }
         let session = Session::new(workspace, self.config.tools.clone(), state_dir.clone())
             .with_context(|| format!("cannot create state directory {}", state_dir.display()))?;
         shell::configure(&session, self.config.shell.clone());

@@ -421,3 +421,30 @@ fn sigkill_of_lathe_leaves_no_command_behind() {
     }
     drop(stdin);
 }
+
+/// A result over the budget names where the whole result is saved and says to read it with
+/// `read_file`; with one-shot calls that read is a later process, and it works (read-only).
+#[test]
+fn a_saved_result_is_readable_by_a_later_one_shot_call() {
+    let f = fixture();
+    let text: String = (1..=3000).map(|i| format!("line {i} NEEDLE\n")).collect();
+    std::fs::write(f.ws.join("many.txt"), text).unwrap();
+    let (code, out, err) = run(
+        &f,
+        &["tool", "grep", r#"{"pattern": "NEEDLE", "limit": 3000}"#],
+    );
+    assert_eq!(code, 0, "{err}");
+    let saved = out
+        .split("read_file path=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no saved result named: {out}"));
+    let args = json!({"path": saved, "offset": 2999, "limit": 2}).to_string();
+    let (code, page, err) = run(&f, &["tool", "read_file", &args]);
+    assert_eq!(code, 0, "{page}{err}");
+    assert!(page.contains("many.txt:2999: line 2999 NEEDLE"), "{page}");
+    let args = json!({"path": saved, "content": "overwritten"}).to_string();
+    let (code, refusal, _) = run(&f, &["tool", "write_file", &args]);
+    assert_eq!(code, 1, "{refusal}");
+    assert!(std::fs::read_to_string(saved).unwrap().contains("NEEDLE"));
+}
