@@ -317,6 +317,42 @@ async fn ids_are_checked_against_the_session() {
     assert!(listing.text.contains("no commands"), "{}", listing.text);
 }
 
+/// `limit: 0` is refused with what the limit means and its default, as `read_file` does,
+/// rather than quietly read as one byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zero_limit_is_refused_with_the_default() {
+    let fx = Fixture::new();
+    let id = id_of(&fx.call("shell", json!({"command": "echo hello"})).await);
+    let out = fx
+        .call("command_output", json!({"id": id, "limit": 0}))
+        .await;
+    assert!(out.is_error);
+    assert_eq!(
+        out.text,
+        "limit must be 1 or more (the most bytes to show; default 40960), got 0"
+    );
+    let out = fx
+        .call(
+            "command_output",
+            json!({"id": id, "search": "h", "limit": 0}),
+        )
+        .await;
+    assert!(
+        out.text
+            .contains("the most matching lines to show; default 100"),
+        "{}",
+        out.text
+    );
+    let out = fx
+        .call("command_output", json!({"id": id, "limit": 1}))
+        .await;
+    assert!(
+        !out.is_error && out.text.contains("bytes 0-1 of 6"),
+        "{}",
+        out.text
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn soft_timeout_backgrounds_then_list_read_and_kill() {
     let fx = Fixture::new();

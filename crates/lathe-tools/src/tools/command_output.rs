@@ -59,6 +59,20 @@ impl Tool for CommandOutputTool {
             Ok(supervisor) => supervisor,
             Err(message) => return ToolOutput::error(message),
         };
+        if input.limit == Some(0) {
+            let what = if input.search.as_deref().is_some_and(|p| !p.is_empty()) {
+                format!(
+                    "the most matching lines to show; default {}",
+                    lathe_exec::DEFAULT_SEARCH_LIMIT
+                )
+            } else {
+                format!(
+                    "the most bytes to show; default {}",
+                    lathe_exec::DEFAULT_READ_LIMIT
+                )
+            };
+            return ToolOutput::error(format!("limit must be 1 or more ({what}), got 0"));
+        }
         let budget = ctx.session.config().result_budget;
         let offset = input.offset.unwrap_or(0);
         let pattern = input.search.filter(|p| !p.is_empty());
@@ -82,7 +96,7 @@ impl Tool for CommandOutputTool {
             }
             return output;
         }
-        let wanted = input.limit.unwrap_or(lathe_exec::DEFAULT_READ_LIMIT).max(1);
+        let wanted = input.limit.unwrap_or(lathe_exec::DEFAULT_READ_LIMIT);
         let fits = budget.saturating_sub(PAGE_MARGIN).max(MIN_PAGE);
         let page = match supervisor
             .read_output(id, offset, Some(wanted.min(fits)))
