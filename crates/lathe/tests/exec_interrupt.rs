@@ -17,15 +17,17 @@ fn running(marker: &str) -> bool {
     !lathe_testkit::processes_with(marker).is_empty()
 }
 
-#[test]
-fn sigint_stops_the_run_and_kills_the_running_command() {
-    let marker = "876543219";
+/// `lathe exec` (approval `full`, `extra` flags added) whose model asks to run `command`,
+/// waited for until the file `started` exists and `marker` shows in `at_least` processes.
+fn exec_running(
+    command: &str,
+    marker: &str,
+    at_least: usize,
+    extra: &[&str],
+) -> (Harness, std::process::Child) {
     let script = Script::new().chat(
         reply()
-            .tool_call(
-                "shell",
-                json!({"command": format!("touch started; sleep {marker}")}),
-            )
+            .tool_call("shell", json!({ "command": command }))
             .done(),
     );
     let h = Harness::new(script);
@@ -39,17 +41,27 @@ fn sigint_stops_the_run_and_kills_the_running_command() {
         &h.server.url(),
         "--approval",
         "full",
-        "--json",
     ]);
-    cmd.stdin(Stdio::null())
+    cmd.args(extra)
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let child = cmd.spawn().unwrap();
     let start = Instant::now();
-    while !(h.ws.join("started").exists() && running(marker)) {
+    while !(h.ws.join("started").exists()
+        && lathe_testkit::processes_with(marker).len() >= at_least)
+    {
         assert!(start.elapsed() < DEADLINE, "the command never started");
         std::thread::sleep(Duration::from_millis(20));
     }
+    (h, child)
+}
+
+#[test]
+fn sigint_stops_the_run_and_kills_the_running_command() {
+    let marker = "876543219";
+    let command = format!("touch started; sleep {marker}");
+    let (h, child) = exec_running(&command, marker, 1, &["--json"]);
     // SAFETY: plain kill(2) on our own child.
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);
@@ -78,35 +90,8 @@ fn sigint_stops_the_run_and_kills_the_running_command() {
 #[test]
 fn sigterm_kills_the_running_command_and_exits_143() {
     let marker = "876543221";
-    let script = Script::new().chat(
-        reply()
-            .tool_call(
-                "shell",
-                json!({"command": format!("setsid sleep {marker} & touch started; sleep {marker}")}),
-            )
-            .done(),
-    );
-    let h = Harness::new(script);
-    let mut cmd = h.lathe();
-    cmd.args([
-        "exec",
-        "wait a long time",
-        "--model",
-        MODEL,
-        "--base-url",
-        &h.server.url(),
-        "--approval",
-        "full",
-    ]);
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = cmd.spawn().unwrap();
-    let start = Instant::now();
-    while !(h.ws.join("started").exists() && lathe_testkit::processes_with(marker).len() >= 2) {
-        assert!(start.elapsed() < DEADLINE, "the command never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let command = format!("setsid sleep {marker} & touch started; sleep {marker}");
+    let (h, child) = exec_running(&command, marker, 2, &[]);
     // SAFETY: plain kill(2) on our own child.
     unsafe {
         libc::kill(child.id() as i32, libc::SIGTERM);

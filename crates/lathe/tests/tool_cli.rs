@@ -220,11 +220,12 @@ fn batch_drives_a_background_command_scenario() {
     assert_eq!(status.code(), Some(2));
 }
 
-/// Ending the batch session ends what it started.
-#[test]
-fn batch_end_kills_background_commands() {
-    let f = fixture();
-    let marker = format!("{}.{}", 301, std::process::id());
+/// A `lathe tool --batch` session that has started `command` in the background (its answer
+/// read). The session ends when the returned stdin is dropped.
+fn batch_with_background(
+    f: &Fixture,
+    command: &str,
+) -> (std::process::Child, std::process::ChildStdin) {
     let mut child = lathe(&f.ws, &f.data)
         .args(["tool", "--batch"])
         .stdin(Stdio::piped())
@@ -232,16 +233,34 @@ fn batch_end_kills_background_commands() {
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    let line = json!({"name": "shell", "arguments": {"command": format!("setsid sleep {marker} & nohup sleep {marker} & sleep {marker}"), "background": true}});
+    let line = json!({"name": "shell", "arguments": {"command": command, "background": true}});
     writeln!(stdin, "{line}").unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut answer = String::new();
     stdout.read_line(&mut answer).unwrap();
+    assert!(answer.contains("background"), "{answer}");
+    (child, stdin)
+}
+
+/// Waits (up to 30 s, else fails saying `what`) until `done` holds.
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
-    while processes_with(&marker).len() < 3 {
-        assert!(Instant::now() < deadline, "the commands never started");
-        std::thread::sleep(Duration::from_millis(50));
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Ending the batch session ends what it started.
+#[test]
+fn batch_end_kills_background_commands() {
+    let f = fixture();
+    let marker = format!("{}.{}", 301, std::process::id());
+    let command = format!("setsid sleep {marker} & nohup sleep {marker} & sleep {marker}");
+    let (mut child, stdin) = batch_with_background(&f, &command);
+    wait_until("the commands never started", || {
+        processes_with(&marker).len() >= 3
+    });
     drop(stdin);
     assert!(child.wait().unwrap().success());
     assert!(
@@ -302,11 +321,9 @@ fn signal(child: &std::process::Child, signal: i32) {
 
 /// Waits until `count` processes carry `marker` (the command and what it started).
 fn wait_for_processes(marker: &str, count: usize) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while processes_with(marker).len() < count {
-        assert!(Instant::now() < deadline, "the commands never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the commands never started", || {
+        processes_with(marker).len() >= count
+    });
 }
 
 /// SIGTERM and SIGHUP (`timeout`, a closed terminal, a client stopping it) never reach the
@@ -343,19 +360,8 @@ fn termination_signals_kill_the_commands_and_exit_with_the_signal_code() {
 fn termination_signal_ends_a_batch_session_and_its_background_commands() {
     let f = fixture();
     let marker = format!("{}.{}", 304, std::process::id());
-    let mut child = lathe(&f.ws, &f.data)
-        .args(["tool", "--batch"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let line = json!({"name": "shell", "arguments": {"command": format!("setsid sleep {marker} & sleep {marker} & wait"), "background": true}});
-    writeln!(stdin, "{line}").unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut answer = String::new();
-    stdout.read_line(&mut answer).unwrap();
-    assert!(answer.contains("background"), "{answer}");
+    let command = format!("setsid sleep {marker} & sleep {marker} & wait");
+    let (mut child, stdin) = batch_with_background(&f, &command);
     wait_for_processes(&marker, 3);
     signal(&child, libc::SIGTERM);
     let status = child.wait().unwrap();
@@ -386,39 +392,18 @@ fn has_guard(pid: i32) -> bool {
 fn sigkill_of_lathe_leaves_no_command_behind() {
     let f = fixture();
     let marker = format!("{}.{}", 305, std::process::id());
-    let mut child = lathe(&f.ws, &f.data)
-        .args(["tool", "--batch"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
     let command = format!(
         "setsid sleep {marker} & nohup sleep {marker} & (sleep {marker} &); sleep {marker} & wait"
     );
-    let line = json!({"name": "shell", "arguments": {"command": command, "background": true}});
-    writeln!(stdin, "{line}").unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut answer = String::new();
-    stdout.read_line(&mut answer).unwrap();
+    let (mut child, stdin) = batch_with_background(&f, &command);
     wait_for_processes(&marker, 5);
     // The guard starts once the session has lived 20 ms: wait until it is there.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !has_guard(child.id() as i32) {
-        assert!(Instant::now() < deadline, "no guard started");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until("no guard started", || has_guard(child.id() as i32));
     signal(&child, libc::SIGKILL);
     child.wait().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !processes_with(&marker).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "left behind: {:?}",
-            processes_with(&marker)
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until("the commands were left running", || {
+        processes_with(&marker).is_empty()
+    });
     drop(stdin);
 }
 
