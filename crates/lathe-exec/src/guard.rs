@@ -32,7 +32,7 @@ use std::process::{Command, Stdio};
 /// SIGKILL of this process would leave its commands running.
 const START_DELAY: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// The guard's program, run by `sh -c SCRIPT guard TAG_NAME`. `grep -z` reads each environment
+/// The guard's program, run by `sh -c SCRIPT lathe-guard TAG_NAME`. `grep -z` reads each environment
 /// entry as one record, so `^TAG=` matches the entry's start only.
 const SCRIPT: &str = r#"# lathe guard: kills the session's commands if lathe dies without ending them
 IFS= read -r word || word=

@@ -31,10 +31,15 @@ pub fn config_dir() -> Option<PathBuf> {
         .map(|strategy| strategy.config_dir().join("lathe"))
 }
 
+/// Where the run directories of `lathe tool` are.
+pub fn runs_dir() -> PathBuf {
+    data_dir().join("runs")
+}
+
 /// A fresh state directory for one run of `lathe tool` (artifacts, saved results), and the
 /// removal of old ones. Its name starts with the time of its creation in milliseconds.
 pub fn new_run_dir() -> PathBuf {
-    let runs = data_dir().join("runs");
+    let runs = runs_dir();
     let now = SystemTime::now();
     prune(&runs, now);
     let stamp = now

@@ -1,7 +1,6 @@
 //! `lathe tools` and `lathe tool`: the tool runtime with no model.
 
 use std::io::{BufRead, Write};
-use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -75,19 +74,13 @@ fn summary(description: &str) -> String {
 /// `lathe tool NAME [ARGS]` and `lathe tool --batch`.
 pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode> {
     let setup = Setup::load(common)?;
-    let run_dir = crate::state::new_run_dir();
     // Earlier runs' saved results and artifacts stay readable: a result cut to the budget says
     // "read the rest with read_file", and with one-shot calls that read is a later process.
-    let runs = run_dir
-        .parent()
-        .map(Path::to_path_buf)
-        .into_iter()
-        .collect::<Vec<_>>();
-    for dir in &runs {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create the run directory {}", dir.display()))?;
-    }
-    let session = setup.session_reading(run_dir.clone(), &runs)?;
+    let runs = crate::state::runs_dir();
+    std::fs::create_dir_all(&runs)
+        .with_context(|| format!("cannot create the directory of runs {}", runs.display()))?;
+    let run_dir = crate::state::new_run_dir();
+    let session = setup.session_reading(run_dir.clone(), &[runs])?;
     let registry = Registry::builtin();
     let terminating = {
         let session = Arc::clone(&session);
