@@ -242,6 +242,12 @@ fn batch_with_background(
     (child, stdin)
 }
 
+/// Fails, naming them, if processes carrying `marker` are still there.
+fn assert_none_left(marker: &str) {
+    let left = processes_with(marker);
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 /// Waits (up to 30 s, else fails saying `what`) until `done` holds.
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -263,11 +269,7 @@ fn batch_end_kills_background_commands() {
     });
     drop(stdin);
     assert!(child.wait().unwrap().success());
-    assert!(
-        processes_with(&marker).is_empty(),
-        "left behind: {:?}",
-        processes_with(&marker)
-    );
+    assert_none_left(&marker);
 }
 
 /// A line that is not UTF-8 is answered as unreadable and the session goes on: the lines after
@@ -347,11 +349,7 @@ fn termination_signals_kill_the_commands_and_exit_with_the_signal_code() {
         signal(&child, sig);
         let output = child.wait_with_output().unwrap();
         assert_eq!(output.status.code(), Some(128 + sig), "signal {sig}");
-        assert!(
-            processes_with(&marker).is_empty(),
-            "signal {sig} left behind: {:?}",
-            processes_with(&marker)
-        );
+        assert_none_left(&marker);
     }
 }
 
@@ -366,11 +364,7 @@ fn termination_signal_ends_a_batch_session_and_its_background_commands() {
     signal(&child, libc::SIGTERM);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(128 + libc::SIGTERM));
-    assert!(
-        processes_with(&marker).is_empty(),
-        "left behind: {:?}",
-        processes_with(&marker)
-    );
+    assert_none_left(&marker);
     drop(stdin);
 }
 
