@@ -59,6 +59,16 @@ pub fn fold_name(name: &str) -> String {
 /// Brings `args` to the shape of `schema` (an object schema with inlined subschemas) and checks
 /// required parameters and types.
 pub fn normalize(args: Value, schema: &Value) -> Result<Value, ArgumentError> {
+    normalize_keeping(args, schema, &[])
+}
+
+/// [`normalize`], leaving the strings of the parameters named in `raw` (at any depth) as given:
+/// no double-escape repair.
+pub fn normalize_keeping(
+    args: Value,
+    schema: &Value,
+    raw: &[&str],
+) -> Result<Value, ArgumentError> {
     let args = match args {
         Value::Null => Value::Object(Map::new()),
         Value::String(text) => match parse_whole(&text) {
@@ -74,10 +84,22 @@ pub fn normalize(args: Value, schema: &Value) -> Result<Value, ArgumentError> {
         },
         other => other,
     };
-    normalize_value(args, schema, "")
+    normalize_value(args, schema, "", Repair::Yes(raw))
 }
 
-fn normalize_value(value: Value, schema: &Value, at: &str) -> Result<Value, ArgumentError> {
+/// Whether strings get the double-escape repair, and the parameters exempt below this point.
+#[derive(Clone, Copy)]
+enum Repair<'a> {
+    Yes(&'a [&'a str]),
+    No,
+}
+
+fn normalize_value(
+    value: Value,
+    schema: &Value,
+    at: &str,
+    repair: Repair<'_>,
+) -> Result<Value, ArgumentError> {
     let types = schema_types(schema);
     if types.is_empty() {
         return Ok(value);
@@ -106,17 +128,24 @@ fn normalize_value(value: Value, schema: &Value, at: &str) -> Result<Value, Argu
     }
     let value = match value {
         Value::Object(map) if types.iter().any(|t| t == "object") => {
-            Value::Object(normalize_object(map, schema, at)?)
+            Value::Object(normalize_object(map, schema, at, repair)?)
         }
         Value::Array(items) if types.iter().any(|t| t == "array") => {
             let item_schema = schema.get("items").cloned().unwrap_or(Value::Bool(true));
             let mut out = Vec::with_capacity(items.len());
             for (i, item) in items.into_iter().enumerate() {
-                out.push(normalize_value(item, &item_schema, &format!("{at}[{i}]"))?);
+                out.push(normalize_value(
+                    item,
+                    &item_schema,
+                    &format!("{at}[{i}]"),
+                    repair,
+                )?);
             }
             Value::Array(out)
         }
-        Value::String(text) => Value::String(repair_double_escape(text)),
+        Value::String(text) if matches!(repair, Repair::Yes(_)) => {
+            Value::String(repair_double_escape(text))
+        }
         other => other,
     };
     if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
@@ -145,6 +174,7 @@ fn normalize_object(
     map: Map<String, Value>,
     schema: &Value,
     at: &str,
+    repair: Repair<'_>,
 ) -> Result<Map<String, Value>, ArgumentError> {
     let empty = Map::new();
     let properties = schema
@@ -166,7 +196,11 @@ fn normalize_object(
                 if value.is_null() && !schema_types(sub).iter().any(|t| t == "null") {
                     continue;
                 }
-                out.insert(name, normalize_value(value, sub, &child_at)?);
+                let child_repair = match repair {
+                    Repair::Yes(raw) if raw.contains(&name.as_str()) => Repair::No,
+                    other => other,
+                };
+                out.insert(name, normalize_value(value, sub, &child_at, child_repair)?);
             }
             Some(_) => {}
             None => unknown.push(key),
@@ -356,9 +390,12 @@ fn parse_whole(text: &str) -> Option<Value> {
     serde_json::from_str(text.trim()).ok()
 }
 
-/// The double-escape repair: a string with no real newline but a literal `\n` was escaped twice.
+/// The double-escape repair: a string with no real newline but a literal `\n` outside string
+/// literals was escaped twice (`def f():\n    return 1`). A `\n` inside quotes on one line
+/// (`printf("hi\n");`, `{"a":"x\ny"}`, `split('\n')`) is an escape the text means to hold, so
+/// a string whose every `\n` sits in quotes is left as it is.
 pub fn repair_double_escape(text: String) -> String {
-    if text.contains('\n') || !text.contains("\\n") {
+    if text.contains('\n') || !newline_escape_outside_quotes(&text) {
         return text;
     }
     let mut out = String::with_capacity(text.len());
@@ -393,6 +430,34 @@ pub fn repair_double_escape(text: String) -> String {
         }
     }
     out
+}
+
+/// Whether `text` has a `\n` escape outside any quoted string. Quotes are `"`, and `'` or `` ` ``
+/// not preceded by a letter or digit (so the apostrophe of "don't" opens nothing); an escaped
+/// quote (`\"`, as double-escaped text has them) neither opens nor closes one.
+fn newline_escape_outside_quotes(text: &str) -> bool {
+    let mut quote: Option<char> = None;
+    let mut previous = ' ';
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            let escaped = chars.next();
+            if escaped == Some('n') && quote.is_none() {
+                return true;
+            }
+            previous = escaped.unwrap_or(c);
+            continue;
+        }
+        match quote {
+            Some(open) if c == open => quote = None,
+            Some(_) => {}
+            None if c == '"' => quote = Some(c),
+            None if (c == '\'' || c == '`') && !previous.is_alphanumeric() => quote = Some(c),
+            None => {}
+        }
+        previous = c;
+    }
+    false
 }
 
 /// Says that the tool refused `value` for parameter `name`, and what `schema` expects there.

@@ -29,6 +29,10 @@ pub struct ToolDefinition {
     /// Hints for MCP clients.
     #[serde(skip)]
     pub hints: ToolHints,
+    /// String parameters passed through without the double-escape repair
+    /// ([`Tool::RAW_STRINGS`]).
+    #[serde(skip)]
+    pub raw_strings: &'static [&'static str],
 }
 
 impl ToolDefinition {
@@ -134,6 +138,7 @@ impl Registry {
             parameters,
             kind: tool.kind(),
             hints: tool.hints(),
+            raw_strings: T::RAW_STRINGS,
         };
         self.by_name.insert(T::NAME, self.entries.len());
         self.entries.push(Entry {
@@ -207,8 +212,11 @@ impl Registry {
         let definition = self
             .definition(name)
             .expect("resolved names are registered");
-        let arguments = args::normalize(arguments, &definition.parameters)
-            .map_err(|err| ToolOutput::error(format!("invalid arguments for `{name}`: {err}")))?;
+        let arguments =
+            args::normalize_keeping(arguments, &definition.parameters, definition.raw_strings)
+                .map_err(|err| {
+                    ToolOutput::error(format!("invalid arguments for `{name}`: {err}"))
+                })?;
         Ok(PreparedCall {
             name,
             arguments,

@@ -146,6 +146,11 @@ pub trait Tool: Send + Sync + 'static {
     /// the parameters.
     type Input: DeserializeOwned + JsonSchema + Send + 'static;
 
+    /// String parameters (by name, at any depth) the argument layer passes through as given,
+    /// without the double-escape repair: the tool interprets their escapes itself (`edit_file`
+    /// matches `old_string` literally first, so a `\n` the file really holds is found).
+    const RAW_STRINGS: &'static [&'static str] = &[];
+
     /// What the tool does to the world.
     fn kind(&self) -> ToolKind;
 

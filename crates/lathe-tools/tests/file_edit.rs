@@ -187,17 +187,17 @@ fn double_escaped_text_is_unescaped() {
     );
     assert!(out.text.contains("strategy unescaped"), "{}", out.text);
     assert_eq!(ws.text("u.txt"), "ALPHA\nbeta\ngamma\n");
-    // Fully double-escaped (no real newline): repaired before the tool sees it, then exact.
+    // Fully double-escaped (no real newline): not in the file as given, so unescaped.
     let out = ws.ok(
         "edit_file",
         json!({"path": "u.txt", "old_string": "beta\\ngamma", "new_string": "BETA\\ngamma"}),
     );
-    assert!(out.text.contains("matched exactly"), "{}", out.text);
+    assert!(out.text.contains("strategy unescaped"), "{}", out.text);
     assert_eq!(ws.text("u.txt"), "ALPHA\nBETA\ngamma\n");
 }
 
 #[test]
-fn escape_sequences_in_source_survive_the_argument_repair() {
+fn escape_sequences_in_source_match_as_written() {
     let ws = Ws::new();
     ws.write("p.c", "int main() {\n    printf(\"hello\\n\");\n}\n");
     let out = ws.ok(
@@ -205,7 +205,34 @@ fn escape_sequences_in_source_survive_the_argument_repair() {
         json!({"path": "p.c", "old_string": "printf(\"hello\\n\");", "new_string": "printf(\"bye\\n\");"}),
     );
     assert_eq!(ws.text("p.c"), "int main() {\n    printf(\"bye\\n\");\n}\n");
-    assert!(out.text.contains("literal_escapes"), "{}", out.text);
+    assert!(out.text.contains("matched exactly"), "{}", out.text);
+    // The literal text wins over a place that matches only once unescaped: `a\n"` is on the
+    // last line as written, while line 1 holds `a`, a newline and `"`.
+    ws.write("esc.py", "msg = \"\"\"a\n\"\"\"\nprint(\"a\\n\")\n");
+    let out = ws.ok(
+        "edit_file",
+        json!({"path": "esc.py", "old_string": "a\\n\"", "new_string": "b\\n\""}),
+    );
+    assert!(out.text.contains("matched exactly"), "{}", out.text);
+    assert_eq!(
+        ws.text("esc.py"),
+        "msg = \"\"\"a\n\"\"\"\nprint(\"b\\n\")\n"
+    );
+    // A one-line old_string with a new_string that is one line of code with an escape in a
+    // string literal: written as given, not split.
+    ws.write("re.py", "pat = None\n");
+    ws.ok(
+        "edit_file",
+        json!({"path": "re.py", "old_string": "pat = None", "new_string": "pat = re.compile(r\"\\d+\\n\")"}),
+    );
+    assert_eq!(ws.text("re.py"), "pat = re.compile(r\"\\d+\\n\")\n");
+    // ...while a double-escaped multi-line new_string is repaired.
+    ws.write("m.py", "x = 1\n");
+    ws.ok(
+        "edit_file",
+        json!({"path": "m.py", "old_string": "x = 1", "new_string": "x = 1\\ny = 2"}),
+    );
+    assert_eq!(ws.text("m.py"), "x = 1\ny = 2\n");
 }
 
 #[test]

@@ -378,6 +378,7 @@ mod tests {
             parameters: json!({}),
             kind,
             hints: hints_for(kind),
+            raw_strings: &[],
         };
         (
             PreparedCall {

@@ -93,6 +93,34 @@ fn double_escapes_repaired_only_without_real_newlines() {
 }
 
 #[test]
+fn escapes_inside_string_literals_are_not_repaired() {
+    for literal in [
+        r#"printf("hi\n");"#,
+        r#"{"msg":"line1\nline2"}"#,
+        r#"lines = text.split('\n')"#,
+        r#"const s = `a\nb`;"#,
+        r#"pat = re.compile(r"\d+\n")"#,
+    ] {
+        assert_eq!(repair_double_escape(literal.to_owned()), literal);
+    }
+    // Double-escaped text has its quotes escaped too, so its `\n` are outside any literal.
+    assert_eq!(
+        repair_double_escape(r#"def f():\n    print(\"hi\")\n"#.to_owned()),
+        "def f():\n    print(\"hi\")\n"
+    );
+    // An apostrophe in a word opens no quote.
+    assert_eq!(
+        repair_double_escape(r"don't stop\nnext line".to_owned()),
+        "don't stop\nnext line"
+    );
+    // One `\n` outside quotes is enough: the whole text is repaired.
+    assert_eq!(
+        repair_double_escape(r"x = 'a\\nb'\ny = 2".to_owned()),
+        "x = 'a\\nb'\ny = 2"
+    );
+}
+
+#[test]
 fn missing_required_names_parameter_and_unknown_keys() {
     let err = normalize(json!({"name": "x"}), &schema()).unwrap_err();
     assert!(

@@ -68,6 +68,9 @@ pub struct EditFileTool;
 
 impl Tool for EditFileTool {
     const NAME: &'static str = "edit_file";
+    // Matched literally first, then unescaped (see `matching::find`): the repair the argument
+    // layer would make is one of the strategies here, tried only when the text as given fails.
+    const RAW_STRINGS: &'static [&'static str] = &["old_string", "new_string"];
     type Input = EditFileInput;
 
     fn kind(&self) -> ToolKind {

@@ -71,6 +71,7 @@ mod tests {
             parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
             kind: ToolKind::Edit,
             hints,
+            raw_strings: &[],
         }
     }
 

@@ -137,6 +137,7 @@ mod tests {
                 parameters: json!({}),
                 kind,
                 hints: hints_for(kind),
+                raw_strings: &[],
             },
         )
     }

@@ -18,8 +18,6 @@ pub enum Strategy {
     CollapsedWhitespace,
     /// Double-escaped text (`\\n`, `\\t`, `\\"`) unescaped first.
     Unescaped,
-    /// Real newlines in `old_string` matched against `\n` escape sequences in the file.
-    LiteralEscapes,
 }
 
 impl Strategy {
@@ -30,7 +28,6 @@ impl Strategy {
             Strategy::TrimmedLines => "trimmed_lines",
             Strategy::CollapsedWhitespace => "collapsed_whitespace",
             Strategy::Unescaped => "unescaped",
-            Strategy::LiteralEscapes => "literal_escapes",
         }
     }
 
@@ -46,9 +43,6 @@ impl Strategy {
             }
             Strategy::Unescaped => {
                 "matched after unescaping double-escaped text such as \\\\n (strategy unescaped)"
-            }
-            Strategy::LiteralEscapes => {
-                "matched newlines in old_string to \\n escape sequences in the file (strategy literal_escapes)"
             }
         }
     }
@@ -68,7 +62,20 @@ pub struct Match {
 type Finder = fn(&str, &str, &str) -> Option<Vec<Match>>;
 
 /// Finds `old` in `text` (both with `\n` line endings) and says how; `new` is shaped to fit.
+///
+/// `old` and `new` arrive as the model wrote them (no double-escape repair), so the text as
+/// given is tried first: a `\n` escape the file really holds is found where it is. When `old`
+/// holds no `\n` escape, a `new` that is double-escaped (a `\n` outside string literals and no
+/// real newline) gets the argument layer's repair; when `old` holds one, `new` is written as
+/// given, escapes and all. Text that only matches once unescaped comes last but one.
 pub fn find(text: &str, old: &str, new: &str) -> Option<(Strategy, Vec<Match>)> {
+    let repaired;
+    let new = if old.contains("\\n") {
+        new
+    } else {
+        repaired = crate::args::repair_double_escape(new.to_owned());
+        repaired.as_str()
+    };
     let plain: [(Strategy, Finder); 3] = [
         (Strategy::Exact, exact),
         (Strategy::TrimmedLines, trimmed_lines),
@@ -87,7 +94,7 @@ pub fn find(text: &str, old: &str, new: &str) -> Option<(Strategy, Vec<Match>)> 
             }
         }
     }
-    escapes::literal_escapes(text, old, new).map(|found| (Strategy::LiteralEscapes, found))
+    None
 }
 
 /// The 1-based lines of view positions `positions`, counted in one pass when they come in
@@ -498,18 +505,6 @@ mod tests {
         );
         assert_eq!(strategy, Strategy::Unescaped);
         assert_eq!(out, "line one\n\tsay(\"bye\");\n");
-    }
-
-    #[test]
-    fn literal_escapes_reverse_the_argument_repair() {
-        let text = "    printf(\"a\\n\");\n";
-        // What `printf("a\n");` becomes after the argument layer's repair.
-        let (strategy, out) = one(text, "printf(\"a\n\");", "printf(\"b\n\");");
-        assert_eq!(strategy, Strategy::LiteralEscapes);
-        assert_eq!(out, "    printf(\"b\\n\");\n");
-        let text = "s = \"say \\\"x\\\"\\n\"\n";
-        let (_, out) = one(text, "s = \"say \"x\"\n\"", "s = \"say \"y\"\n\"");
-        assert_eq!(out, "s = \"say \\\"y\\\"\\n\"\n");
     }
 
     #[test]
