@@ -399,6 +399,17 @@ impl Policy {
                 vec![format!("denied by the rule `{}`", rule.text())],
             );
         }
+        // Read-only mode refuses whatever is not a read before anything can ask: "critical
+        // always asks" is a floor for modes that would run a command, never a way past a
+        // refusal. Only an allow rule lifts read-only, and not for a critical command.
+        if self.mode == ApprovalMode::ReadOnly
+            && !part.reading()
+            && (part.severity == Severity::Critical
+                || self.hit(&self.rules.allow, part, tool, true).is_none())
+        {
+            let (decision, why) = self.by_mode(part);
+            return (decision, vec![why]);
+        }
         let mut asks = Vec::new();
         if part.severity == Severity::Critical {
             asks.push(
@@ -441,6 +452,12 @@ impl Policy {
             ApprovalMode::ReadOnly if reading => {
                 (Decision::Allow, "read-only mode allows reading".into())
             }
+            ApprovalMode::ReadOnly if part.severity == Severity::Critical => (
+                Decision::Deny,
+                "read-only mode allows only reading, and this is critical; no rule lifts that \
+                 (with --approval ask, auto or full it would be asked about)"
+                    .to_string(),
+            ),
             ApprovalMode::ReadOnly => (
                 Decision::Deny,
                 format!(

@@ -71,7 +71,12 @@ const ROWS: &[Row] = &[
     (ReadOnly, NONE, NO, Act::Sh("ls -la"), Allow),
     (ReadOnly, NONE, NO, Act::Sh("cargo build"), Deny),
     (ReadOnly, NONE, NO, Act::Sh("git push"), Deny),
-    (ReadOnly, NONE, NO, Act::Sh("rm -rf /"), Ask),
+    // Critical does not turn read-only's refusal into a question (one click would run it).
+    (ReadOnly, NONE, NO, Act::Sh("rm -rf /"), Deny),
+    (ReadOnly, NONE, NO, Act::Sh("rm -rf ."), Deny),
+    (ReadOnly, NONE, NO, Act::Sh("sudo ls"), Deny),
+    (ReadOnly, allow(&["shell(sudo *)"]), NO, Act::Sh("sudo ls"), Deny),
+    (ReadOnly, ask(&["shell(git push*)"]), NO, Act::Sh("git push"), Deny),
     (AskMode, NONE, NO, Act::Sh("ls -la"), Allow),
     (AskMode, NONE, NO, Act::Sh("cargo build"), Ask),
     (AskMode, NONE, NO, Act::Sh("git push"), Ask),
