@@ -330,6 +330,43 @@ async fn malformed_messages_get_json_rpc_errors_and_the_server_keeps_serving() {
     client.cancel().await.expect("the client closes");
 }
 
+/// Error replies written by Lathe's own wire layer and the SDK's answers interleave in a burst:
+/// every request gets exactly one reply, none lost (they were, when the SDK dropped the read
+/// that was writing an error reply).
+#[tokio::test]
+async fn a_burst_of_good_and_bad_messages_gets_every_reply() {
+    let fixture = Fixture::new();
+    let mut server = Server::start(&fixture);
+    let client = server.connect(Collector::default()).await;
+    let rounds = 20;
+    let mut burst = String::new();
+    for i in 0..rounds {
+        burst.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":\"inj-p{i}\",\"method\":\"ping\"}}\n\
+             {{\"jsonrpc\":\"2.0\",\"id\":\"inj-l{i}\",\"method\":\"tools/list\",\"params\":[]}}\n\
+             {{bad\n"
+        ));
+    }
+    server.inject(burst.as_bytes()).await;
+    let mut pings = std::collections::HashSet::new();
+    let mut lists = std::collections::HashSet::new();
+    let mut parse_errors = 0;
+    while pings.len() < rounds || lists.len() < rounds || parse_errors < rounds {
+        let value = server.expect("the replies to the burst", |_| true).await;
+        match value["id"].as_str() {
+            Some(id) if id.starts_with("inj-p") && value.get("result").is_some() => {
+                assert!(pings.insert(id.to_owned()), "two replies to {id}");
+            }
+            Some(id) if id.starts_with("inj-l") && value.get("error").is_some() => {
+                assert!(lists.insert(id.to_owned()), "two replies to {id}");
+            }
+            _ if value["id"].is_null() && value["error"]["code"] == -32700 => parse_errors += 1,
+            _ => {}
+        }
+    }
+    client.cancel().await.expect("the client closes");
+}
+
 #[tokio::test]
 async fn long_commands_send_progress_with_their_output() {
     let fixture = Fixture::new();

@@ -226,11 +226,18 @@ where
                 }
                 Incoming::Reply(reply) => {
                     tracing::warn!(%reply, "malformed message");
-                    if let Err(err) = write_value(&self.writer, &reply).await {
-                        tracing::error!("cannot write an error reply: {err}");
-                        self.eof.cancel();
-                        return None;
-                    }
+                    // Written by a task of its own: the SDK drops this `receive` future whenever
+                    // another branch of its loop is ready first, and a reply awaited here would
+                    // be lost with it (the line is consumed already). The writer's lock keeps
+                    // whole lines apart.
+                    let writer = Arc::clone(&self.writer);
+                    let eof = self.eof.clone();
+                    tokio::spawn(async move {
+                        if let Err(err) = write_value(&writer, &reply).await {
+                            tracing::error!("cannot write an error reply: {err}");
+                            eof.cancel();
+                        }
+                    });
                 }
                 Incoming::Ignore(why) => tracing::debug!("{why}"),
             }
