@@ -175,6 +175,15 @@ async fn shell_refuses_what_the_model_can_fix() {
         .await;
     assert!(!out.is_error, "{}", &out.text[..200]);
     assert!(out.text.contains("131000"), "{}", &out.text[..200]);
+    // A timeout too large for any clock means "wait": the command runs (it panicked once).
+    let out = fx
+        .call("shell", json!({"command": "echo hi", "timeout": 1e308}))
+        .await;
+    assert!(
+        !out.is_error && out.text.contains("exit code 0"),
+        "{}",
+        out.text
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

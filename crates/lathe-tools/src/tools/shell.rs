@@ -323,7 +323,9 @@ impl Tool for ShellTool {
                     "timeout must be a positive number of seconds, got {seconds}; leave it out to wait until the command ends"
                 ));
             }
-            spec = spec.soft_timeout(Duration::from_secs_f64(seconds).min(MAX_SOFT_TIMEOUT));
+            // Past what a Duration holds (1e308) is as much "wait" as a day.
+            let timeout = Duration::try_from_secs_f64(seconds).unwrap_or(MAX_SOFT_TIMEOUT);
+            spec = spec.soft_timeout(timeout.min(MAX_SOFT_TIMEOUT));
         }
         let commands = commands(&session);
         let supervisor = match commands.supervisor() {
