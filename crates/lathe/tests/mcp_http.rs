@@ -91,6 +91,61 @@ fn http_endpoint_is_at_mcp_only() {
     stop(child);
 }
 
+/// The status line of a POST of `initialize` to `address` with the `Origin` header `origin`.
+fn initialize_status(address: &str, origin: Option<&str>) -> String {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let origin = origin
+        .map(|o| format!("Origin: {o}\r\n"))
+        .unwrap_or_default();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{origin}Content-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = std::net::TcpStream::connect(address).expect("connect");
+    stream
+        .set_read_timeout(Some(DEADLINE))
+        .expect("read timeout");
+    stream.write_all(request.as_bytes()).expect("request");
+    let mut response = Vec::new();
+    let mut buf = [0u8; 4096];
+    // The status line is all this needs; an accepted initialize may keep a stream open.
+    while !response.windows(2).any(|w| w == b"\r\n") {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => response.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&response)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A page on another site cannot drive a loopback server from the user's browser: a foreign
+/// `Origin` is refused (403); this machine's pages and clients without `Origin` are served.
+#[test]
+fn foreign_browser_origins_are_refused_on_loopback() {
+    let fixture = Fixture::new();
+    let mut child = fixture
+        .command(&["--listen", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("lathe runs");
+    let address = listening_address(&mut child);
+    let evil = initialize_status(&address, Some("http://evil.example.com"));
+    assert!(evil.contains(" 403"), "{evil}");
+    let local = initialize_status(&address, Some("http://localhost:3000"));
+    assert!(local.contains(" 200"), "{local}");
+    let none = initialize_status(&address, None);
+    assert!(none.contains(" 200"), "{none}");
+    stop(child);
+}
+
 fn listening_address(child: &mut std::process::Child) -> String {
     let stderr = child.stderr.take().expect("stderr");
     let (tx, rx) = std::sync::mpsc::channel();

@@ -61,6 +61,16 @@ pub fn check_reach(addrs: &[SocketAddr], allow_remote: bool) -> anyhow::Result<(
     Ok(())
 }
 
+/// Browser origins accepted by a loopback server: pages served from this machine, any port.
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "https://localhost:*",
+    "http://127.0.0.1:*",
+    "https://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://[::1]:*",
+];
+
 /// Serves until SIGINT, SIGTERM or SIGHUP.
 pub async fn serve(shared: Arc<Shared>, addr: &str, allow_remote: bool) -> anyhow::Result<()> {
     let addrs = resolve(addr).await?;
@@ -77,6 +87,11 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, allow_remote: bool) -> anyho
         // Remote clients name this host however they reach it; DNS rebinding is a browser
         // attack on loopback servers, which this one is not.
         config = config.disable_allowed_hosts();
+    } else {
+        // A web page the user visits may post to a loopback port; the MCP spec has servers
+        // check `Origin`. Only pages served from this machine pass; clients that are not
+        // browsers send no `Origin` and are not affected.
+        config = config.with_allowed_origins(LOOPBACK_ORIGINS);
     }
     let factory = {
         let shared = Arc::clone(&shared);
