@@ -78,6 +78,8 @@ pub(crate) struct Config {
     pub(crate) max_running: usize,
     pub(crate) keep_env: Vec<String>,
     pub(crate) kill_grace: Duration,
+    /// When the guard starts: with the first command (`None`), or that long after it.
+    pub(crate) guard_delay: Option<Duration>,
     pub(crate) shell: Option<PathBuf>,
     pub(crate) base_env: Option<Vec<(OsString, OsString)>>,
 }
@@ -93,6 +95,7 @@ impl Config {
             max_running: DEFAULT_MAX_RUNNING,
             keep_env: Vec::new(),
             kill_grace: DEFAULT_KILL_GRACE,
+            guard_delay: None,
             shell: None,
             base_env: None,
         }

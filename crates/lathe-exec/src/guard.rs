@@ -6,13 +6,13 @@
 //! `PR_SET_PDEATHSIG` on a command reaches only its shell, not what the shell started, and it
 //! fires when the *thread* that forked dies, which in an async runtime is not this process's
 //! end. A cgroup would do, but needs a delegated cgroup subtree we usually do not have. So each
-//! supervisor starts, 20 ms after its first command (see [`START_DELAY`]), one `sh` holding the
-//! read end of a pipe whose write end only this process holds (close-on-exec: commands never
-//! inherit it). The kernel closes that end however we end. The guard then reads either `done`
-//! (the supervisor ended normally, after killing everything itself: the guard just exits) or
-//! end of file (we died): it kills, with SIGKILL, every process whose environment carries the
-//! supervisor's tag, and repeats until a scan finds none, so that processes forked meanwhile die
-//! too.
+//! supervisor starts, before its first command (or, for one-shot use, a moment after it: see
+//! [`crate::SupervisorBuilder::guard_delay`]), one `sh` holding the read end of a pipe whose
+//! write end only this process holds (close-on-exec: commands never inherit it). The kernel
+//! closes that end however we end. The guard then reads either `done` (the supervisor ended
+//! normally, after killing everything itself: the guard just exits) or end of file (we died):
+//! it kills, with SIGKILL, every process whose environment carries the supervisor's tag, and
+//! repeats until a scan finds none, so that processes forked meanwhile die too.
 //!
 //! The guard is in our session but its own process group, so the terminal's Ctrl-C and hang-up
 //! (sent to the foreground group) do not end it, and the orphan sweep and reaper of the `tree`
@@ -23,14 +23,8 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
-
-/// How long a session runs before its guard starts. A shell's start costs about a millisecond
-/// of CPU, which on a small machine is a quarter of what a whole one-shot `lathe tool shell`
-/// call costs; a session that ends sooner (most one-shot calls do) needs no guard, since it
-/// kills its commands itself. The price is a window at the very start of a session in which a
-/// SIGKILL of this process would leave its commands running.
-const START_DELAY: std::time::Duration = std::time::Duration::from_millis(20);
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 /// The guard's program, run by `sh -c SCRIPT lathe-guard TAG_NAME`. `grep -z` reads each environment
 /// entry as one record, so `^TAG=` matches the entry's start only.
@@ -58,63 +52,49 @@ pub(crate) struct Guard {
 
 impl Guard {
     /// Starts the guard for commands tagged `tag_name`, with `env` (the commands' environment
-    /// without the tag: the guard must not find itself). The shell starts after
-    /// [`START_DELAY`], unless released before, on a thread of its own (off the path of the
-    /// command being started); that thread then waits for the release and reaps the guard.
+    /// without the tag: the guard must not find itself). Without a `delay` the shell is
+    /// started before this returns, so no command runs unguarded; with one, a thread starts it
+    /// after `delay` unless released before (a session that short needs none). Either way a
+    /// thread of its own then waits for the release and reaps the guard.
     pub(crate) fn start(
         fallback_shell: &Path,
         env: &[(OsString, OsString)],
         tag_name: &str,
+        delay: Option<Duration>,
     ) -> std::io::Result<Guard> {
         // The script is POSIX: the system's `sh` (often dash) starts faster than bash.
         let shell = Some(Path::new("/bin/sh"))
             .filter(|sh| sh.exists())
             .unwrap_or(fallback_shell)
             .to_owned();
-        let env = env.to_vec();
-        let tag_name = tag_name.to_owned();
         let (release, released) = std::sync::mpsc::channel::<()>();
-        std::thread::Builder::new()
-            .name("lathe-guard".to_owned())
-            .spawn(move || {
-                // A session that ends within the delay has killed its commands itself.
-                if !matches!(
-                    released.recv_timeout(START_DELAY),
-                    Err(std::sync::mpsc::RecvTimeoutError::Timeout)
-                ) {
-                    return;
-                }
-                let spawned = Command::new(&shell)
-                    .arg("-c")
-                    .arg(SCRIPT)
-                    .arg("lathe-guard")
-                    .arg(&tag_name)
-                    .env_clear()
-                    .envs(env)
-                    .current_dir("/")
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .process_group(0)
-                    .spawn();
-                let mut child = match spawned {
-                    Ok(child) => child,
-                    Err(error) => {
-                        tracing::warn!(
+        let thread = std::thread::Builder::new().name("lathe-guard".to_owned());
+        match delay {
+            None => {
+                let child = spawn(&shell, env, tag_name)?;
+                thread.spawn(move || supervise(child, &released))?;
+            }
+            Some(delay) => {
+                let env = env.to_vec();
+                let tag_name = tag_name.to_owned();
+                thread.spawn(move || {
+                    if !matches!(
+                        released.recv_timeout(delay),
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                    ) {
+                        return;
+                    }
+                    match spawn(&shell, &env, &tag_name) {
+                        Ok(child) => supervise(child, &released),
+                        Err(error) => tracing::warn!(
                             "cannot start the guard that kills commands if lathe is killed \
                              ({}): {error}",
                             shell.display()
-                        );
-                        return;
+                        ),
                     }
-                };
-                // A release, or the supervisor gone without one: either way it ended normally.
-                let _ = released.recv();
-                if let Some(mut stdin) = child.stdin.take() {
-                    let _ = stdin.write_all(b"done\n");
-                }
-                let _ = child.wait();
-            })?;
+                })?;
+            }
+        }
         Ok(Guard { release })
     }
 
@@ -123,4 +103,30 @@ impl Guard {
     pub(crate) fn release(self) {
         let _ = self.release.send(());
     }
+}
+
+fn spawn(shell: &Path, env: &[(OsString, OsString)], tag_name: &str) -> std::io::Result<Child> {
+    Command::new(shell)
+        .arg("-c")
+        .arg(SCRIPT)
+        .arg("lathe-guard")
+        .arg(tag_name)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+}
+
+/// Waits for the release (or the supervisor gone without one: either way it ended normally),
+/// says `done`, and reaps the guard.
+fn supervise(mut child: Child, released: &std::sync::mpsc::Receiver<()>) {
+    let _ = released.recv();
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(b"done\n");
+    }
+    let _ = child.wait();
 }

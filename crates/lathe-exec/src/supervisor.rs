@@ -385,19 +385,24 @@ impl Supervisor {
         commands.values().cloned().collect()
     }
 
-    /// Starts the guard before the first command (once; a failure is logged and not retried:
+    /// Starts the guard with the first command (once; a failure is logged and not retried:
     /// commands still run, only without protection against this process being killed).
     fn ensure_guard(&self) {
         let mut guard = lock(&self.guard);
         if guard.is_none() {
             *guard = Some(
-                Guard::start(&self.shell, &self.env, &self.tag_name)
-                    .inspect_err(|error| {
-                        tracing::warn!(
-                            "cannot start the guard that kills commands if lathe is killed: {error}"
-                        );
-                    })
-                    .ok(),
+                Guard::start(
+                    &self.shell,
+                    &self.env,
+                    &self.tag_name,
+                    self.config.guard_delay,
+                )
+                .inspect_err(|error| {
+                    tracing::warn!(
+                        "cannot start the guard that kills commands if lathe is killed: {error}"
+                    );
+                })
+                .ok(),
             );
         }
     }

@@ -391,7 +391,7 @@ fn sigkill_of_lathe_leaves_no_command_behind() {
     );
     let (mut child, stdin) = batch_with_background(&f, &command);
     wait_for_processes(&marker, 5);
-    // The guard starts once the session has lived 20 ms: wait until it is there.
+    // The guard starts with the first command, on its own thread: wait until it is there.
     wait_until("no guard started", || has_guard(child.id() as i32));
     signal(&child, libc::SIGKILL);
     child.wait().unwrap();

@@ -66,6 +66,11 @@ pub struct ShellConfig {
     /// What commands do when the sandbox is on but Landlock is missing: `ask` (every command
     /// needs the user's approval) or `run` (they run unsandboxed). By default, `ask`.
     pub sandbox_unavailable: UnavailableMode,
+    /// When the guard that kills the commands if Lathe is SIGKILLed starts: with the first
+    /// command (`None`, the default), or that long after it (one-shot `lathe tool` calls).
+    /// Not a configuration key: set by the program.
+    #[serde(skip)]
+    pub guard_delay: Option<Duration>,
 }
 
 impl Default for ShellConfig {
@@ -81,6 +86,7 @@ impl Default for ShellConfig {
             sandbox_write_paths: Vec::new(),
             sandbox_network: false,
             sandbox_unavailable: UnavailableMode::default(),
+            guard_delay: None,
         }
     }
 }
@@ -100,6 +106,7 @@ impl Commands {
             .timeout_exempt(config.command_timeout_exempt.clone())
             .max_running(config.max_running)
             .keep_env(config.keep_env.clone())
+            .guard_delay(config.guard_delay)
             .build()
             .map_err(|e| e.to_string());
         Commands {
