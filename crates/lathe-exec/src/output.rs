@@ -66,6 +66,11 @@ impl OutputPage {
         if self.bytes.is_empty() {
             let mut out = if self.available == 0 {
                 format!("[command {id} ({status}): no output yet]")
+            } else if self.status.is_running() && self.offset >= self.available {
+                format!(
+                    "[command {id} ({status}): no output past byte {} yet]",
+                    self.available
+                )
             } else {
                 format!(
                     "[command {id} ({status}): offset {} is at or past the end of the output ({} bytes); \
@@ -141,6 +146,8 @@ pub struct SearchResult {
     pub start: u64,
     /// Offset where it stopped (the readable end of the artifact).
     pub end: u64,
+    /// Bytes the command printed, including any past the artifact cap (never searched).
+    pub total_bytes: u64,
     /// The first matching lines, up to the limit.
     pub matches: Vec<SearchMatch>,
     /// All matching lines in the searched range.
@@ -194,6 +201,12 @@ impl SearchResult {
         if self.status.is_running() {
             out.push_str(&format!(
                 "[command {id} is still running: its output may grow; search again later]\n"
+            ));
+        } else if self.total_bytes > self.end {
+            out.push_str(&format!(
+                "[the other {} bytes passed the artifact cap and were not kept, so they were not \
+                 searched; the result's preview shows the output's last lines]\n",
+                self.total_bytes - self.end
             ));
         }
         out.pop();
@@ -290,6 +303,50 @@ mod tests {
     }
 
     #[test]
+    fn ends_of_output_say_what_to_do() {
+        let page = |offset, status| OutputPage {
+            id: CommandId(4),
+            offset,
+            bytes: Vec::new(),
+            first_line: 1,
+            available: 42,
+            total_bytes: 42,
+            status,
+            complete: false,
+        };
+        // Running, read up to its end: nothing new yet, read on from there (not "use an offset
+        // below 42", which would contradict the hint).
+        let text = page(42, CommandStatus::Running).to_text();
+        assert!(
+            text.starts_with("[command 4 (running): no output past byte 42 yet]"),
+            "{text}"
+        );
+        assert!(text.contains("\"offset\": 42}"), "{text}");
+        assert!(!text.contains("below"), "{text}");
+        let text = page(50, CommandStatus::Exited { code: 0 }).to_text();
+        assert!(text.contains("use an offset below 42"), "{text}");
+        // A search that stopped at the artifact cap says the rest was not searched.
+        let search = SearchResult {
+            id: CommandId(4),
+            pattern: "final".into(),
+            literal_because: None,
+            start: 0,
+            end: 1000,
+            total_bytes: 1500,
+            matches: Vec::new(),
+            total_matches: 0,
+            next_offset: None,
+            status: CommandStatus::Exited { code: 0 },
+        };
+        let text = search.to_text();
+        assert!(
+            text.contains("the other 500 bytes passed the artifact cap")
+                && text.contains("not searched"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn search_results_fit_a_budget_and_point_at_the_rest() {
         let mut result = SearchResult {
             id: CommandId(1),
@@ -297,6 +354,7 @@ mod tests {
             literal_because: None,
             start: 0,
             end: 10_000,
+            total_bytes: 10_000,
             matches: (0..50)
                 .map(|i| SearchMatch {
                     line: i + 1,

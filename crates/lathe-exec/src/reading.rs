@@ -77,10 +77,14 @@ impl Supervisor {
         let limit = limit.unwrap_or(DEFAULT_SEARCH_LIMIT).max(1);
         let (regex, literal_because) = search::compile_pattern(pattern);
         let status = entry.status();
-        let (available, base) = {
+        let (available, total_bytes, base) = {
             let capture = lock(&entry.capture);
             let available = capture.kept_bytes();
-            (available, capture.line_index_base(offset.min(available)))
+            (
+                available,
+                capture.total_bytes(),
+                capture.line_index_base(offset.min(available)),
+            )
         };
         let start = offset.min(available);
         let mut result = SearchResult {
@@ -89,6 +93,7 @@ impl Supervisor {
             literal_because,
             start,
             end: available,
+            total_bytes,
             matches: Vec::new(),
             total_matches: 0,
             next_offset: None,

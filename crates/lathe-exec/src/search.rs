@@ -16,6 +16,27 @@ const WINDOW_OVERLAP: usize = 4096;
 /// A matching line longer than this is shown cut, with the number of bytes left out.
 const MAX_SHOWN_LINE: usize = 2000;
 
+/// The part of a matching line shown: all of it when short, else `MAX_SHOWN_LINE` bytes
+/// around the first match (a quarter before it), cut at character boundaries, so that what was
+/// searched for is in view however far into the line it is.
+fn shown_range(regex: &Regex, bytes: &[u8]) -> (usize, usize) {
+    if bytes.len() <= MAX_SHOWN_LINE {
+        return (0, bytes.len());
+    }
+    let at = regex.find(bytes).map_or(0, |m| m.start());
+    let mut from = at.saturating_sub(MAX_SHOWN_LINE / 4);
+    let mut to = (from + MAX_SHOWN_LINE).min(bytes.len());
+    from = to.saturating_sub(MAX_SHOWN_LINE).min(from);
+    let continuation = |i: usize| bytes.get(i).is_some_and(|b| b & 0xC0 == 0x80);
+    while from > 0 && continuation(from) {
+        from -= 1;
+    }
+    while to < bytes.len() && continuation(to) {
+        to -= 1;
+    }
+    (from, to)
+}
+
 /// Compiles `pattern` case-insensitively, with `^` and `$` at line boundaries. An invalid regex
 /// is taken as literal text; the second value then says why.
 pub fn compile_pattern(pattern: &str) -> (Regex, Option<String>) {
@@ -73,13 +94,16 @@ impl Scanner<'_> {
     fn record(&mut self, line: u64, offset: u64, bytes: &[u8], cut_before: bool) {
         self.scan.total += 1;
         if self.scan.matches.len() < self.limit {
-            let shown = &bytes[..bytes.len().min(MAX_SHOWN_LINE)];
-            let mut text = clean(shown);
+            let (from, to) = shown_range(self.regex, bytes);
+            let mut text = clean(&bytes[from..to]);
+            if from > 0 {
+                text.insert_str(0, &format!("[{from} bytes before] ... "));
+            }
             if cut_before {
                 text.insert_str(0, "...");
             }
-            if bytes.len() > shown.len() {
-                text.push_str(&format!(" ... [{} more bytes]", bytes.len() - shown.len()));
+            if bytes.len() > to {
+                text.push_str(&format!(" ... [{} more bytes]", bytes.len() - to));
             }
             self.scan.matches.push(SearchMatch { line, offset, text });
         } else if self.scan.next_offset.is_none() {
@@ -291,6 +315,33 @@ mod tests {
             rest.matches.iter().map(|m| m.line).collect::<Vec<_>>(),
             expected[3..]
         );
+    }
+
+    #[test]
+    fn a_long_matching_line_is_shown_around_its_match() {
+        let mut bytes = Vec::new();
+        bytes.extend(std::iter::repeat_n(b'x', 64 * 1024));
+        bytes.extend_from_slice("é NEEDLE é".as_bytes());
+        bytes.extend(std::iter::repeat_n(b'y', 3000));
+        bytes.extend_from_slice(b"\nshort needle\n");
+        let file = file_with(&bytes);
+        let (regex, _) = compile_pattern("needle");
+        let scan = search_range(&file, 0, bytes.len() as u64, 1, &regex, 10).unwrap();
+        let long = &scan.matches[0].text;
+        assert!(long.contains("é NEEDLE é"), "{long}");
+        assert!(long.starts_with("[65039 bytes before] ... xxx"), "{long}");
+        assert!(long.ends_with("more bytes]"), "{long}");
+        assert!(!long.contains('\u{FFFD}'), "cut inside a character: {long}");
+        assert_eq!(scan.matches[1].text, "short needle");
+        // A match near the end of a long line: the window ends with the line.
+        let mut tail = vec![b'z'; 10_000];
+        tail.extend_from_slice(b"END\n");
+        let file = file_with(&tail);
+        let (regex, _) = compile_pattern("end$");
+        let scan = search_range(&file, 0, tail.len() as u64, 1, &regex, 10).unwrap();
+        let text = &scan.matches[0].text;
+        assert!(text.ends_with("zzzEND"), "{text}");
+        assert!(text.starts_with("[8003 bytes before] ... "), "{text}");
     }
 
     #[test]
