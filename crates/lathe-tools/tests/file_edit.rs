@@ -140,8 +140,8 @@ fn tolerant_strategies_are_named() {
         ws.text("t.rs"),
         "impl A {\n    fn f(&self) {\n        go(2);\n    }\n}\n"
     );
-    // A call reflowed onto one line: runs of whitespace collapsed.
-    ws.write("c.rs", "call(first,\n     second);\n");
+    // Spacing inside a line differs: runs of whitespace collapsed.
+    ws.write("c.rs", "call(first,   second);\n");
     let out = ws.ok(
         "edit_file",
         json!({"path": "c.rs", "old_string": "call(first, second);", "new_string": "call(first, third);"}),
@@ -152,6 +152,15 @@ fn tolerant_strategies_are_named() {
         out.text
     );
     assert_eq!(ws.text("c.rs"), "call(first, third);\n");
+    // A call the model reflowed onto one line is not matched across the file's line break
+    // (that would join lines, and in Python or shell two statements): refused, file intact.
+    ws.write("r.py", "return foo\nbar()\n");
+    let out = ws.err(
+        "edit_file",
+        json!({"path": "r.py", "old_string": "foo bar", "new_string": "foo_bar"}),
+    );
+    assert!(out.text.contains("not found"), "{}", out.text);
+    assert_eq!(ws.text("r.py"), "return foo\nbar()\n");
 }
 
 /// The model dedented `old_string` but wrote `new_string` at the file's indentation: the

@@ -14,7 +14,8 @@ pub enum Strategy {
     Exact,
     /// Each line compared with its leading and trailing whitespace ignored.
     TrimmedLines,
-    /// Every run of whitespace (newlines included) compared as one space.
+    /// Every run of spaces and tabs compared as one space; line breaks and the indentation of
+    /// the lines after the first must be as in `old_string`.
     CollapsedWhitespace,
     /// Double-escaped text (`\\n`, `\\t`, `\\"`) unescaped first.
     Unescaped,
@@ -172,7 +173,13 @@ fn trimmed_lines(text: &str, old: &str, new: &str) -> Option<Vec<Match>> {
             end += 1;
         }
         let file_lines: Vec<&str> = (0..k).map(line).collect();
-        let mut replacement = reindent(new, &old_lines, &file_lines);
+        let Some(reindented) = reindent(new, &old_lines, &file_lines) else {
+            // The lines match, but not by one consistent indentation change: placing `new`
+            // would be a guess. Not a match for this strategy.
+            i += 1;
+            continue;
+        };
+        let mut replacement = keep_unchanged_lines(new, &reindented, &old_lines, &file_lines);
         if ends_with_newline && !has_newline && replacement.ends_with('\n') {
             replacement.pop();
         }
@@ -220,19 +227,62 @@ fn apply_shift(line: &str, shift: &Shift) -> String {
     }
 }
 
+/// The lines of `new` that the model left as they were in `old` (the common leading and
+/// trailing lines of the two) are written as the file has them, trailing whitespace and all;
+/// the others as `reindented`.
+fn keep_unchanged_lines(
+    new: &str,
+    reindented: &str,
+    old_lines: &[&str],
+    file_lines: &[&str],
+) -> String {
+    let new_lines: Vec<&str> = new.split('\n').collect();
+    let placed: Vec<&str> = reindented.split('\n').collect();
+    if placed.len() != new_lines.len() {
+        return reindented.to_owned();
+    }
+    let prefix = new_lines
+        .iter()
+        .zip(old_lines)
+        .take_while(|(n, o)| n == o)
+        .count();
+    let room = new_lines.len().min(old_lines.len()) - prefix;
+    let suffix = new_lines
+        .iter()
+        .rev()
+        .zip(old_lines.iter().rev())
+        .take(room)
+        .take_while(|(n, o)| n == o)
+        .count();
+    (0..new_lines.len())
+        .map(|j| {
+            if j < prefix {
+                file_lines[j]
+            } else if j >= new_lines.len() - suffix {
+                file_lines[file_lines.len() - (new_lines.len() - j)]
+            } else {
+                placed[j]
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// When the model's lines were indented differently from the file's by one consistent amount,
 /// shifts `new` by the same amount so the replacement lands at the file's indentation. The
-/// first line is judged on its own (a copied fragment often starts mid-line).
-fn reindent(new: &str, old_lines: &[&str], file_lines: &[&str]) -> String {
+/// first line is judged on its own (a copied fragment often starts mid-line). `None` when the
+/// other lines do not differ by one consistent amount.
+fn reindent(new: &str, old_lines: &[&str], file_lines: &[&str]) -> Option<String> {
     if let Some(swap) = indent_swap(old_lines, file_lines) {
-        return new
-            .split('\n')
-            .map(|line| swap.apply(line))
-            .collect::<Vec<_>>()
-            .join("\n");
+        return Some(
+            new.split('\n')
+                .map(|line| swap.apply(line))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        );
     }
     if already_at_file_indent(new, old_lines, file_lines) {
-        return new.to_owned();
+        return Some(new.to_owned());
     }
     let first = shift_of(old_lines[0], file_lines[0]);
     let mut rest: Option<Option<Shift>> = None;
@@ -248,22 +298,26 @@ fn reindent(new: &str, old_lines: &[&str], file_lines: &[&str]) -> String {
         }
     }
     let rest = match rest {
-        Some(shift) => shift,
+        Some(Some(shift)) => Some(shift),
+        // The lines after the first need different shifts: no one placement is right.
+        Some(None) => return None,
         // One line (or only blank lines after the first): the first line's shift is all we know.
         None if old_lines.len() == 1 => first.clone(),
         None => None,
     };
-    new.split('\n')
-        .enumerate()
-        .map(|(i, line)| {
-            let shift = if i == 0 { &first } else { &rest };
-            match shift {
-                Some(shift) => apply_shift(line, shift),
-                None => line.to_owned(),
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    Some(
+        new.split('\n')
+            .enumerate()
+            .map(|(i, line)| {
+                let shift = if i == 0 { &first } else { &rest };
+                match shift {
+                    Some(shift) => apply_shift(line, shift),
+                    None => line.to_owned(),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
 }
 
 /// The smallest indentation of the non-blank lines, in characters.
@@ -393,6 +447,9 @@ fn collapsed_whitespace(text: &str, old: &str, new: &str) -> Option<Vec<Match>> 
             .unwrap_or(replacement.trim_end());
     }
     let last_char_len = needle.chars().next_back().map_or(1, char::len_utf8);
+    // Whitespace runs may differ, line breaks may not: `foo bar` must not match `foo\nbar` and
+    // join two lines (two statements) into one.
+    let old_breaks = old.trim().matches('\n').count();
     non_empty(
         hay.match_indices(&needle)
             .map(|(i, _)| {
@@ -402,6 +459,18 @@ fn collapsed_whitespace(text: &str, old: &str, new: &str) -> Option<Vec<Match>> 
                     end: starts[last] as usize + last_char_len,
                     replacement: replacement.to_owned(),
                 }
+            })
+            .filter(|m| {
+                let found = &text[m.start..m.end];
+                // Same line breaks, and every line after the first at the same indentation:
+                // the replacement is written as given, so a different indentation would be a
+                // guess at where its lines belong.
+                found.matches('\n').count() == old_breaks
+                    && found
+                        .split('\n')
+                        .zip(old.trim().split('\n'))
+                        .skip(1)
+                        .all(|(f, o)| indent(f) == indent(o))
             })
             .collect(),
     )
@@ -486,13 +555,46 @@ mod tests {
     }
 
     #[test]
-    fn collapsed_whitespace_spans_lines_and_keeps_edges() {
-        let text = "call(a,\n     b);\nnext\n";
+    fn collapsed_whitespace_keeps_line_breaks_and_edges() {
+        let text = "call(a,   b);\nnext\n";
         let (strategy, out) = one(text, "call(a, b);", "call(a, c);");
         assert_eq!(strategy, Strategy::CollapsedWhitespace);
         assert_eq!(out, "call(a, c);\nnext\n");
+        // A one-line old_string does not match two lines: replacing would join them (two
+        // statements in Python or shell).
+        assert_eq!(find("return foo\nbar()\n", "foo bar", "foo_bar"), None);
+        assert_eq!(
+            find("call(a,\n     b);\n", "call(a, b);", "call(a, c);"),
+            None
+        );
         let (_, out) = one("  x  =  1;\n", "  x = 1;\n", "  x = 2;\n  y = 3;\n");
         assert_eq!(out, "  x = 2;\n  y = 3;\n");
+    }
+
+    #[test]
+    fn trimmed_lines_keep_untouched_lines_and_refuse_inconsistent_indentation() {
+        // The unchanged first line keeps the file's trailing spaces (a Markdown line break).
+        let (strategy, out) = one("x  \ny\n", "x\ny", "x\nz");
+        assert_eq!(strategy, Strategy::TrimmedLines);
+        assert_eq!(out, "x  \nz\n");
+        // Lines that need different indentation changes have no one right placement.
+        let text = "def b():\n    if x:\n            return 1\n    return 3\n";
+        assert_eq!(
+            find(
+                text,
+                "if x:\n    return 1\nreturn 3",
+                "if y:\n    return 9\nreturn 4"
+            ),
+            None
+        );
+        // One consistent change is applied to every line.
+        let text = "def b():\n    if x:\n        return 1\n    return 3\n";
+        let (_, out) = one(
+            text,
+            "if x:\n    return 1\nreturn 3",
+            "if y:\n    return 9\nreturn 4",
+        );
+        assert_eq!(out, "def b():\n    if y:\n        return 9\n    return 4\n");
     }
 
     #[test]
