@@ -291,7 +291,7 @@ impl Workspace {
             .abs
             .file_name()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"))?;
-        let existing_mode = match nix::sys::stat::fstatat(
+        let existing = match nix::sys::stat::fstatat(
             dir.as_fd(),
             name,
             nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
@@ -302,16 +302,48 @@ impl Workspace {
                     format!("'{}' is a directory", path.shown),
                 ));
             }
-            Ok(stat) => Some(stat.st_mode & 0o7777),
+            Ok(stat) => Some(stat),
             Err(Errno::ENOENT) => None,
             Err(err) => return Err(err.into()),
         };
+        if let Some(stat) = &existing {
+            // Replacing by rename needs only the directory's permission: check the file's own,
+            // so that a file this user may not write (mode 0444, someone else's) stays as it is.
+            let writable = nix::unistd::faccessat(
+                dir.as_fd(),
+                name,
+                nix::unistd::AccessFlags::W_OK,
+                nix::fcntl::AtFlags::AT_EACCESS,
+            );
+            if let Err(Errno::EACCES | Errno::EPERM | Errno::EROFS) = writable {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!(
+                        "'{}' is not writable by this user (mode {:o}); change its permissions \
+                         first if it should be changed",
+                        path.shown,
+                        stat.st_mode & 0o7777
+                    ),
+                ));
+            }
+        }
+        let existing_mode = existing.as_ref().map(|stat| stat.st_mode & 0o7777);
         let (tmp_name, fd) = create_temp(dir.as_fd(), name, existing_mode.unwrap_or(new_mode))?;
         let result = (|| {
             let mut file = File::from(fd);
             file.write_all(bytes)?;
+            if let Some(stat) = &existing {
+                // The file keeps its owner where this process may give it (root may; others
+                // own what they create, and a refusal is not an error).
+                let _ = nix::unistd::fchown(
+                    file.as_fd(),
+                    Some(nix::unistd::Uid::from_raw(stat.st_uid)),
+                    Some(nix::unistd::Gid::from_raw(stat.st_gid)),
+                );
+            }
             if let Some(mode) = existing_mode {
-                // The umask applied at creation; an existing file's mode is restored exactly.
+                // The umask applied at creation; an existing file's mode is restored exactly
+                // (after the owner: changing it clears set-id bits).
                 nix::sys::stat::fchmod(file.as_fd(), Mode::from_bits_truncate(mode))?;
             }
             file.sync_all()?;

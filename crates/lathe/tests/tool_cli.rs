@@ -427,3 +427,66 @@ fn a_saved_result_is_readable_by_a_later_one_shot_call() {
     assert_eq!(code, 1, "{refusal}");
     assert!(std::fs::read_to_string(saved).unwrap().contains("NEEDLE"));
 }
+
+/// Replacing a file by rename needs only the directory's permission; the file's own is checked
+/// too: a user cannot overwrite a file whose mode denies them, and a file keeps its owner when
+/// root edits it. Needs root (to act as another user and to give files away); skipped
+/// otherwise, saying so.
+#[test]
+fn writes_respect_the_file_permissions_and_keep_its_owner() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("SKIPPED: needs root and setpriv to act as another user");
+        return;
+    }
+    let f = fixture();
+    let nobody = 65534;
+    for dir in [f.ws.parent().unwrap(), &f.ws] {
+        std::os::unix::fs::chown(dir, Some(nobody), Some(nobody)).unwrap();
+    }
+    std::fs::create_dir_all(&f.data).unwrap();
+    std::os::unix::fs::chown(&f.data, Some(nobody), Some(nobody)).unwrap();
+    let ro = f.ws.join("ro.txt");
+    std::fs::write(&ro, "keep me\n").unwrap();
+    std::os::unix::fs::chown(&ro, Some(nobody), Some(nobody)).unwrap();
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let out = Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_lathe"))
+        .arg("--workspace")
+        .arg(&f.ws)
+        .args([
+            "tool",
+            "write_file",
+            r#"{"path": "ro.txt", "content": "overwritten\n"}"#,
+        ])
+        .env("LATHE_DATA_DIR", &f.data)
+        .env("LATHE_CONFIG_DIR", f.data.join("config"))
+        .env("HOME", &f.data)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("not writable by this user (mode 444)"),
+        "{text}"
+    );
+    assert_eq!(std::fs::read_to_string(&ro).unwrap(), "keep me\n");
+    // Root edits a file owned by someone else: the owner stays.
+    let owned = f.ws.join("owned.txt");
+    std::fs::write(&owned, "old\n").unwrap();
+    std::os::unix::fs::chown(&owned, Some(nobody), Some(nobody)).unwrap();
+    let args = r#"{"path": "owned.txt", "content": "new\n"}"#;
+    let (code, text, _) = run(&f, &["tool", "write_file", args]);
+    assert_eq!(code, 0, "{text}");
+    let meta = std::fs::metadata(&owned).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (nobody, nobody));
+    assert_eq!(std::fs::read_to_string(&owned).unwrap(), "new\n");
+}
