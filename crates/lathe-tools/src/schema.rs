@@ -35,6 +35,12 @@ fn clean(value: &mut Value) {
             object.remove("$schema");
             object.remove("title");
             object.remove("definitions");
+            // `"default": null` on an optional field (schemars writes it for `#[serde(default)]`
+            // options) is not a value of the field's type once `null` is dropped from it, and
+            // strict validators reject the schema; absence already says "not given".
+            if object.get("default").is_some_and(Value::is_null) {
+                object.remove("default");
+            }
             if object
                 .get("format")
                 .and_then(Value::as_str)

@@ -241,6 +241,10 @@ fn builtin_names_are_unique_and_documented() {
                 def.name
             );
         }
+        // No `null` anywhere: not as a type, not as a default (strict validators of MCP
+        // clients reject a default that is not of the field's type).
+        let text = def.parameters.to_string();
+        assert!(!text.contains("null"), "{}: {text}", def.name);
     }
 }
 
