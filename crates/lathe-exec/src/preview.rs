@@ -44,7 +44,7 @@ impl Preview {
         let total = snapshot.total_bytes;
         if total <= budget as u64 && snapshot.head.len() as u64 == total {
             return Preview {
-                head: clean(&snapshot.head),
+                head: readable(&snapshot.head),
                 omitted: None,
                 tail: String::new(),
             };
@@ -85,20 +85,38 @@ impl Preview {
         let ends_line = s > 0 && tail[s - 1] == b'\n';
         let last_line = newlines_before_end + 1 - u64::from(ends_line && newlines_before_end > 0);
         Preview {
-            head: clean(&head[..h]),
+            head: readable(&head[..h]),
             omitted: Some(Omission {
                 start,
                 end: end.max(start),
                 first_line,
                 last_line: last_line.max(first_line),
             }),
-            tail: clean(tail_part),
+            tail: readable(tail_part),
         }
     }
 }
 
 fn is_continuation(byte: u8) -> bool {
     byte & 0b1100_0000 == 0b1000_0000
+}
+
+/// `bytes` cleaned for reading ([`clean`]), or, when they are binary data (a NUL byte, or a
+/// third of them not UTF-8), a note saying so instead of a screen of U+FFFD.
+fn readable(bytes: &[u8]) -> String {
+    let text = clean(bytes);
+    let replaced = text
+        .chars()
+        .filter(|&c| c == char::REPLACEMENT_CHARACTER)
+        .count();
+    if memchr::memchr(0, bytes).is_some() || replaced * 3 > text.chars().count().max(1) {
+        format!(
+            "[{} bytes of binary data (not text), not shown; the artifact keeps them byte for byte]\n",
+            bytes.len()
+        )
+    } else {
+        text
+    }
 }
 
 /// Cleans output for a model to read: terminal escape sequences and control characters (other
@@ -213,6 +231,27 @@ mod tests {
             capture.push(chunk, chunk.len());
         }
         Preview::build(&capture.snapshot(), budget)
+    }
+
+    #[test]
+    fn binary_output_is_named_not_shown() {
+        let zeros = preview_of(&[0u8; 100], 1000);
+        assert_eq!(
+            zeros.head,
+            "[100 bytes of binary data (not text), not shown; the artifact keeps them byte for byte]\n"
+        );
+        let noise: Vec<u8> = (0..5000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 | 0x80)
+            .collect();
+        let cut = preview_of(&noise, 1000);
+        assert!(cut.head.contains("bytes of binary data"), "{}", cut.head);
+        assert!(cut.tail.contains("bytes of binary data"), "{}", cut.tail);
+        // Text with a stray invalid byte is still text.
+        let text = preview_of(b"caf\xe9 au lait, one invalid byte among many\n", 1000);
+        assert_eq!(
+            text.head,
+            "caf\u{FFFD} au lait, one invalid byte among many\n"
+        );
     }
 
     fn line_of(output: &[u8], offset: u64) -> u64 {
