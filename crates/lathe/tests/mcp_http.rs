@@ -91,9 +91,19 @@ fn http_endpoint_is_at_mcp_only() {
     stop(child);
 }
 
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
 /// The status line of a POST of `initialize` to `address` with the `Origin` header `origin`.
 fn initialize_status(address: &str, origin: Option<&str>) -> String {
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    post(address, origin, INITIALIZE)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The response (status line, headers and what of the body came) to a JSON POST of `body`.
+fn post(address: &str, origin: Option<&str>, body: &str) -> String {
     let origin = origin
         .map(|o| format!("Origin: {o}\r\n"))
         .unwrap_or_default();
@@ -110,18 +120,43 @@ fn initialize_status(address: &str, origin: Option<&str>) -> String {
     stream.write_all(request.as_bytes()).expect("request");
     let mut response = Vec::new();
     let mut buf = [0u8; 4096];
-    // The status line is all this needs; an accepted initialize may keep a stream open.
-    while !response.windows(2).any(|w| w == b"\r\n") {
+    // Up to the first body bytes; an accepted initialize may keep a stream open.
+    while !response.windows(4).any(|w| w == b"\r\n\r\n") || response.ends_with(b"\r\n\r\n") {
         match stream.read(&mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => response.extend_from_slice(&buf[..n]),
         }
     }
-    String::from_utf8_lossy(&response)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_owned()
+    String::from_utf8_lossy(&response).into_owned()
+}
+
+/// A body that is not a JSON-RPC message gets a JSON-RPC error with status 400, as over stdio.
+#[test]
+fn malformed_bodies_get_json_rpc_errors() {
+    let fixture = Fixture::new();
+    let mut child = fixture
+        .command(&["--listen", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("lathe runs");
+    let address = listening_address(&mut child);
+    for (body, code) in [
+        ("{bad", "-32700"),
+        (r#"[{"jsonrpc":"2.0","id":30,"method":"ping"}]"#, "-32600"),
+        (r#"{"jsonrpc":"1.0","id":31,"method":"ping"}"#, "-32600"),
+    ] {
+        let response = post(&address, None, body);
+        assert!(response.starts_with("HTTP/1.1 400"), "{body}: {response}");
+        assert!(response.contains("application/json"), "{body}: {response}");
+        assert!(
+            response.contains(&format!("\"code\":{code}")),
+            "{body}: {response}"
+        );
+    }
+    assert!(initialize_status(&address, None).contains(" 200"));
+    stop(child);
 }
 
 /// A page on another site cannot drive a loopback server from the user's browser: a foreign

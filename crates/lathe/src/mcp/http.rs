@@ -11,14 +11,16 @@ use anyhow::Context;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::{Request, Response, StatusCode};
+use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+use super::classify::{Incoming as Classified, classify};
 use super::server::{LatheServer, Scope, Shared};
+use super::wire::MAX_MESSAGE_BYTES;
 
 /// The path the MCP endpoint is served at.
 pub const ENDPOINT: &str = "/mcp";
@@ -108,9 +110,13 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, allow_remote: bool) -> anyho
             ))
         }
     };
-    let service =
-        StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
-    let service = TowerToHyperService::new(service);
+    // Whole files travel in `write_file` arguments: the same limit as over stdio.
+    let config = config.with_max_request_body_bytes(MAX_MESSAGE_BYTES);
+    let service = Arc::new(StreamableHttpService::new(
+        factory,
+        Arc::new(LocalSessionManager::default()),
+        config,
+    ));
 
     // Tests and scripts read the bound address (useful with port 0) from stderr.
     eprintln!("lathe mcp: listening on http://{local}{ENDPOINT}");
@@ -129,11 +135,11 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, allow_remote: bool) -> anyho
             () = stop.cancelled() => break,
         };
         tracing::debug!(%peer, "connection");
-        let service = service.clone();
+        let service = Arc::clone(&service);
         let stop = stop.clone();
         tokio::spawn(async move {
             let routed = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let service = service.clone();
+                let service = Arc::clone(&service);
                 async move { route(&service, request).await }
             });
             let connection = hyper::server::conn::http1::Builder::new()
@@ -156,17 +162,65 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, allow_remote: bool) -> anyho
 
 type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 
-async fn route<S>(service: &S, request: Request<Incoming>) -> Result<Response<Body>, Infallible>
-where
-    S: hyper::service::Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>,
-{
+async fn route(
+    service: &StreamableHttpService<LatheServer, LocalSessionManager>,
+    request: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
     if request.uri().path() != ENDPOINT {
         let text = format!("not found: the MCP endpoint is {ENDPOINT}\n");
-        let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
-        *response.status_mut() = StatusCode::NOT_FOUND;
+        return Ok(plain(StatusCode::NOT_FOUND, text));
+    }
+    let json_post = request.method() == Method::POST
+        && request
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().starts_with("application/json"));
+    if !json_post {
+        return Ok(service.handle(request).await);
+    }
+    // A JSON body that is not a JSON-RPC message gets a JSON-RPC error (400), as over stdio,
+    // rather than the SDK's plain-text 415; everything else goes to the SDK as it came.
+    let (parts, body) = request.into_parts();
+    let bytes = match http_body_util::Limited::new(body, MAX_MESSAGE_BYTES)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(err) => {
+            let too_large = err
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some();
+            return Ok(if too_large {
+                plain(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("the request body is over {MAX_MESSAGE_BYTES} bytes\n"),
+                )
+            } else {
+                plain(
+                    StatusCode::BAD_REQUEST,
+                    format!("cannot read the body: {err}\n"),
+                )
+            });
+        }
+    };
+    if let Classified::Reply(reply) = classify(&bytes) {
+        let mut response = Response::new(Full::new(Bytes::from(reply.to_string())).boxed());
+        *response.status_mut() = StatusCode::BAD_REQUEST;
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         return Ok(response);
     }
-    service.call(request).await
+    Ok(service
+        .handle(Request::from_parts(parts, Full::new(bytes)))
+        .await)
+}
+
+fn plain(status: StatusCode, text: String) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
+    *response.status_mut() = status;
+    response
 }
 
 async fn wait_for_signal(stop: CancellationToken) {
