@@ -55,14 +55,7 @@ fn listen_refuses_other_machines_unless_allowed() {
     assert!(stderr.contains("--allow-remote"), "{stderr}");
     assert!(output.stdout.is_empty(), "nothing on stdout: {output:?}");
 
-    let mut child = fixture
-        .command(&["--listen", "0.0.0.0:0", "--allow-remote"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("lathe runs");
-    let address = listening_address(&mut child);
+    let (child, address) = serving(&fixture, &["--listen", "0.0.0.0:0", "--allow-remote"]);
     assert!(address.starts_with("0.0.0.0:"), "{address}");
     stop(child);
 }
@@ -70,14 +63,7 @@ fn listen_refuses_other_machines_unless_allowed() {
 #[test]
 fn http_endpoint_is_at_mcp_only() {
     let fixture = Fixture::new();
-    let mut child = fixture
-        .command(&["--listen", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("lathe runs");
-    let address = listening_address(&mut child);
+    let (child, address) = serving(&fixture, &["--listen", "127.0.0.1:0"]);
     let mut stream = std::net::TcpStream::connect(&address).expect("connect");
     stream
         .set_read_timeout(Some(DEADLINE))
@@ -134,14 +120,7 @@ fn post(address: &str, origin: Option<&str>, body: &str) -> String {
 #[test]
 fn malformed_bodies_get_json_rpc_errors() {
     let fixture = Fixture::new();
-    let mut child = fixture
-        .command(&["--listen", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("lathe runs");
-    let address = listening_address(&mut child);
+    let (child, address) = serving(&fixture, &["--listen", "127.0.0.1:0"]);
     for (body, code) in [
         ("{bad", "-32700"),
         (r#"[{"jsonrpc":"2.0","id":30,"method":"ping"}]"#, "-32600"),
@@ -164,14 +143,7 @@ fn malformed_bodies_get_json_rpc_errors() {
 #[test]
 fn foreign_browser_origins_are_refused_on_loopback() {
     let fixture = Fixture::new();
-    let mut child = fixture
-        .command(&["--listen", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("lathe runs");
-    let address = listening_address(&mut child);
+    let (child, address) = serving(&fixture, &["--listen", "127.0.0.1:0"]);
     let evil = initialize_status(&address, Some("http://evil.example.com"));
     assert!(evil.contains(" 403"), "{evil}");
     let local = initialize_status(&address, Some("http://localhost:3000"));
@@ -179,6 +151,19 @@ fn foreign_browser_origins_are_refused_on_loopback() {
     let none = initialize_status(&address, None);
     assert!(none.contains(" 200"), "{none}");
     stop(child);
+}
+
+/// `lathe mcp` started with `args`, and the address it says it listens on.
+fn serving(fixture: &Fixture, args: &[&str]) -> (std::process::Child, String) {
+    let mut child = fixture
+        .command(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("lathe runs");
+    let address = listening_address(&mut child);
+    (child, address)
 }
 
 fn listening_address(child: &mut std::process::Child) -> String {
