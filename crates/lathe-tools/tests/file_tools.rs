@@ -238,7 +238,28 @@ fn read_crlf_without_carriage_returns_and_bom_hidden() {
         out.text
     );
     assert!(!out.text.contains("\r\n") && !out.text.contains('\u{FEFF}'));
-    assert!(out.text.contains("CRLF line endings"), "{}", out.text);
+    assert!(
+        out.text.contains("the file has CRLF line endings"),
+        "{}",
+        out.text
+    );
+    // One CRLF among LF lines is a mixed file, and the note says so.
+    ws.write("mixed.txt", "a\r\nb\nc\n");
+    let out = ws.ok("read_file", json!({"path": "mixed.txt"}));
+    assert!(
+        out.text.contains("mixes CRLF and LF line endings"),
+        "{}",
+        out.text
+    );
+}
+
+#[test]
+fn write_a_name_too_long_says_so() {
+    let ws = Ws::new();
+    let name = format!("{}.txt", "n".repeat(300));
+    let out = ws.err("write_file", json!({"path": name, "content": "x"}));
+    assert!(out.text.contains("at most 255 bytes"), "{}", out.text);
+    assert!(out.text.starts_with("cannot write"), "{}", out.text);
 }
 
 #[test]

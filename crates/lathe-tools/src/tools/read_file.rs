@@ -235,7 +235,13 @@ fn render(shown: &str, offset: u64, scan: &scan::Scan) -> ToolOutput {
                 .to_owned(),
         );
     }
-    if scan.crlf {
+    if scan.crlf && scan.lf {
+        notes.push(
+            "the file mixes CRLF and LF line endings, shown without \\r (edit_file keeps each \
+             line's ending)"
+                .to_owned(),
+        );
+    } else if scan.crlf {
         notes.push(
             "the file has CRLF line endings, shown without \\r (edit_file keeps them)".to_owned(),
         );
@@ -278,6 +284,7 @@ mod tests {
                 .collect(),
             invalid_utf8: false,
             crlf: false,
+            lf: true,
             no_final_newline: false,
             stamp: None,
         }

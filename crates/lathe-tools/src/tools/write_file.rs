@@ -84,9 +84,18 @@ fn write(session: &Session, input: &WriteFileInput) -> ToolOutput {
             ))
             .with_meta("path", shown);
         }
+        Err(err) if err.raw_os_error() == Some(libc::ENAMETOOLONG) => {
+            return ToolOutput::error(format!(
+                "cannot write {shown}: a file or directory name may be at most 255 bytes, and a \
+                 path at most 4096; use a shorter name"
+            ))
+            .with_meta("path", shown);
+        }
         Err(err) => {
-            return ToolOutput::error(format!("cannot read {shown}: {err}"))
-                .with_meta("path", shown);
+            return ToolOutput::error(format!(
+                "cannot write {shown}: reading what it holds now failed: {err}"
+            ))
+            .with_meta("path", shown);
         }
     };
     let bytes = input.content.as_bytes();

@@ -55,6 +55,8 @@ pub struct Scan {
     pub invalid_utf8: bool,
     /// A kept line ended with `\r\n`.
     pub crlf: bool,
+    /// A line ended with a bare `\n` (with `crlf`: the endings are mixed).
+    pub lf: bool,
     /// The file does not end with `\n`.
     pub no_final_newline: bool,
     /// The stamp of the whole content, unless the file changed size while it was read.
@@ -104,6 +106,7 @@ struct Scanner {
     kept_bytes: usize,
     invalid_utf8: bool,
     crlf: bool,
+    lf: bool,
     last_byte: Option<u8>,
     bytes: u64,
     stamp: StampBuilder,
@@ -123,6 +126,7 @@ impl Scanner {
             kept_bytes: 0,
             invalid_utf8: false,
             crlf: false,
+            lf: false,
             last_byte: None,
             bytes: 0,
             stamp: StampBuilder::new(len),
@@ -194,6 +198,9 @@ impl Scanner {
             chars -= 1;
         }
         let whole = self.current.len() < self.keep_bytes;
+        if terminated && self.current_last != Some(b'\r') {
+            self.lf = true;
+        }
         if terminated && self.current_last == Some(b'\r') {
             self.crlf = true;
             chars -= 1;
@@ -245,6 +252,7 @@ impl Scanner {
             lines: self.lines,
             invalid_utf8: self.invalid_utf8,
             crlf: self.crlf,
+            lf: self.lf,
             no_final_newline: unterminated,
             stamp: self.stamp.finish(),
         }
