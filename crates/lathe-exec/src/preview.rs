@@ -62,6 +62,7 @@ impl Preview {
                 }
             }
         }
+        let h = settle_head_cut(head, h);
         let tail = &snapshot.tail;
         let room = usize::try_from(total - h as u64).unwrap_or(usize::MAX);
         let t_max = half.min(tail.len()).min(room);
@@ -77,6 +78,7 @@ impl Preview {
                 }
             }
         }
+        let s = settle_tail_cut(tail, s);
         let tail_part = &tail[s..];
         let start = h as u64;
         let end = total - tail_part.len() as u64;
@@ -94,6 +96,52 @@ impl Preview {
             }),
             tail: readable(tail_part),
         }
+    }
+}
+
+/// Longest escape sequence a cut is moved across (a longer one is an unterminated string:
+/// cleaning drops what remains of it anyway).
+const MAX_SETTLE: usize = 256;
+
+/// Moves the end of the head off the middle of a line's last progress state (back to just
+/// after its `\r`, so the head shows the last complete state rather than `progr`) and off the
+/// middle of an escape sequence (back to its start, so no `[31` is left behind).
+fn settle_head_cut(head: &[u8], mut h: usize) -> usize {
+    if h == 0 || h >= head.len() || head[h - 1] == b'\n' {
+        return h;
+    }
+    let line_start = head[..h]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |p| p + 1);
+    let from = line_start.max(h.saturating_sub(MAX_SETTLE));
+    if let Some(e) = head[from..h].iter().rposition(|&b| b == 0x1b) {
+        let e = from + e;
+        if skip_escape(head, e) > h {
+            h = e;
+        }
+    }
+    if let Some(r) = head[line_start..h].iter().rposition(|&b| b == b'\r')
+        && line_start + r + 1 < h
+    {
+        h = line_start + r + 1;
+    }
+    h
+}
+
+/// Moves the start of the tail past an escape sequence it would begin inside of.
+fn settle_tail_cut(tail: &[u8], s: usize) -> usize {
+    let from = s.saturating_sub(MAX_SETTLE);
+    match tail[from..s].iter().rposition(|&b| b == 0x1b) {
+        Some(e) => {
+            let end = skip_escape(tail, from + e);
+            if end > s && end - s <= MAX_SETTLE {
+                end.min(tail.len())
+            } else {
+                s
+            }
+        }
+        None => s,
     }
 }
 
@@ -231,6 +279,44 @@ mod tests {
             capture.push(chunk, chunk.len());
         }
         Preview::build(&capture.snapshot(), budget)
+    }
+
+    #[test]
+    fn cuts_do_not_leave_escape_or_progress_fragments() {
+        // Progress states on one line: the head ends with a complete state.
+        let mut progress = Vec::new();
+        for i in 0..2000 {
+            progress.extend_from_slice(format!("\rprogress {i}%").as_bytes());
+        }
+        progress.extend_from_slice(b"\rdone\n");
+        let p = preview_of(&progress, 1000);
+        assert!(
+            p.head.starts_with("progress ") && p.head.ends_with('%'),
+            "{:?}",
+            p.head
+        );
+        assert_eq!(p.tail, "done\n");
+        // An escape sequence across either cut: neither side shows a piece of it.
+        let budget = 1000;
+        for shift in 0..12 {
+            let mut colored = Vec::new();
+            while colored.len() < 3 * budget {
+                colored.extend_from_slice(b"\x1b[31mred\x1b[0m ");
+                if colored.len() % 7 == shift {
+                    colored.push(b'x');
+                }
+            }
+            let p = preview_of(&colored, budget);
+            for part in [&p.head, &p.tail] {
+                assert!(
+                    !part.contains('[') && !part.contains('\x1b'),
+                    "{shift}: {part:?}"
+                );
+            }
+            let omitted = p.omitted.expect("cut");
+            // The omitted range still adds up with what is shown.
+            assert!(omitted.start > 0 && omitted.end < colored.len() as u64);
+        }
     }
 
     #[test]
