@@ -5,6 +5,7 @@ mod apply;
 mod closest;
 mod document;
 mod escapes;
+mod indent;
 mod matching;
 
 use std::io::{self, Read};
