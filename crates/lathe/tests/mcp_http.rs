@@ -1,44 +1,14 @@
 //! `lathe mcp --listen`: the address checks and the HTTP endpoint, with real processes on
 //! loopback. (The Python SDK scenario `streamable_http` drives MCP itself over HTTP.)
 
+mod mcp_support;
+
+use mcp_support::Fixture;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const DEADLINE: Duration = Duration::from_secs(30);
-
-struct Fixture {
-    dir: tempfile::TempDir,
-}
-
-impl Fixture {
-    fn new() -> Fixture {
-        let dir = tempfile::tempdir().expect("temp dir");
-        std::fs::create_dir_all(dir.path().join("ws")).expect("workspace");
-        std::fs::write(
-            dir.path().join("ws/hello.txt"),
-            "hello from the workspace\n",
-        )
-        .expect("file");
-        Fixture { dir }
-    }
-
-    fn workspace(&self) -> std::path::PathBuf {
-        self.dir.path().join("ws")
-    }
-
-    fn command(&self, extra: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_lathe"));
-        command
-            .arg("mcp")
-            .arg("--workspace")
-            .arg(self.workspace())
-            .args(extra)
-            .env("LATHE_DATA_DIR", self.dir.path().join("data"))
-            .env("LATHE_CONFIG_DIR", self.dir.path().join("config"));
-        command
-    }
-}
 
 /// The server, with a proxy in front of its stdio.
 

@@ -3,6 +3,9 @@
 //! A proxy sits between the client and the server, so raw bytes can be written to the server's
 //! stdin and every line it writes can be inspected.
 
+mod mcp_support;
+
+use mcp_support::Fixture;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,39 +21,6 @@ use tokio::process::{Child, ChildStdin};
 use tokio::sync::{Mutex, mpsc};
 
 const DEADLINE: Duration = Duration::from_secs(30);
-
-struct Fixture {
-    dir: tempfile::TempDir,
-}
-
-impl Fixture {
-    fn new() -> Fixture {
-        let dir = tempfile::tempdir().expect("temp dir");
-        std::fs::create_dir_all(dir.path().join("ws")).expect("workspace");
-        std::fs::write(
-            dir.path().join("ws/hello.txt"),
-            "hello from the workspace\n",
-        )
-        .expect("file");
-        Fixture { dir }
-    }
-
-    fn workspace(&self) -> std::path::PathBuf {
-        self.dir.path().join("ws")
-    }
-
-    fn command(&self, extra: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_lathe"));
-        command
-            .arg("mcp")
-            .arg("--workspace")
-            .arg(self.workspace())
-            .args(extra)
-            .env("LATHE_DATA_DIR", self.dir.path().join("data"))
-            .env("LATHE_CONFIG_DIR", self.dir.path().join("config"));
-        command
-    }
-}
 
 /// The server, with a proxy in front of its stdio.
 struct Server {

@@ -152,12 +152,7 @@ fn processes_with(marker: &str) -> Vec<i32> {
 fn batch_drives_a_background_command_scenario() {
     let f = fixture();
     let marker = format!("{}.{}", 300, std::process::id());
-    let mut child = lathe(&f.ws, &f.data)
-        .args(["tool", "--batch"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = batch_session(&f);
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut call = |name: &str, arguments: Value| -> Value {
@@ -222,16 +217,21 @@ fn batch_drives_a_background_command_scenario() {
 
 /// A `lathe tool --batch` session that has started `command` in the background (its answer
 /// read). The session ends when the returned stdin is dropped.
-fn batch_with_background(
-    f: &Fixture,
-    command: &str,
-) -> (std::process::Child, std::process::ChildStdin) {
-    let mut child = lathe(&f.ws, &f.data)
+/// `lathe tool --batch` with its stdin and stdout piped to the test.
+fn batch_session(f: &Fixture) -> std::process::Child {
+    lathe(&f.ws, &f.data)
         .args(["tool", "--batch"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+fn batch_with_background(
+    f: &Fixture,
+    command: &str,
+) -> (std::process::Child, std::process::ChildStdin) {
+    let mut child = batch_session(f);
     let mut stdin = child.stdin.take().unwrap();
     let line = json!({"name": "shell", "arguments": {"command": command, "background": true}});
     writeln!(stdin, "{line}").unwrap();
@@ -277,12 +277,7 @@ fn batch_end_kills_background_commands() {
 #[test]
 fn batch_answers_a_non_utf8_line_and_goes_on() {
     let f = fixture();
-    let mut child = lathe(&f.ws, &f.data)
-        .args(["tool", "--batch"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = batch_session(&f);
     let mut stdin = child.stdin.take().unwrap();
     stdin
         .write_all(b"{\"name\":\"read_file\",\"arguments\":{\"path\":\"hello.txt\"}}\n")
