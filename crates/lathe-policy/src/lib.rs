@@ -59,6 +59,7 @@ mod decision;
 mod dispatch;
 mod error;
 mod judge;
+mod launchers;
 mod mode;
 mod paths;
 mod redirect;

@@ -129,9 +129,7 @@ pub(crate) fn unwrap(program: &str, argv: &[Word]) -> Unwrap {
         }
         "nohup" | "setsid" | "unbuffer" | "chronic" | "builtin" | "catchsegv" | "coproc"
         | "dbus-run-session" | "firejail" | "fakeroot" | "torsocks" | "tsocks" | "proxychains"
-        | "proxychains4" | "ssh-agent" | "valgrind" | "entr" | "lldb" => {
-            inner(argv, skip_opts(argv, 1, &[]), None)
-        }
+        | "proxychains4" | "ssh-agent" | "valgrind" => inner(argv, skip_opts(argv, 1, &[]), None),
         "xvfb-run" => inner(
             argv,
             skip_opts(argv, 1, &["-n", "-s", "-e", "-f", "-p"]),
@@ -195,8 +193,30 @@ pub(crate) fn unwrap(program: &str, argv: &[Word]) -> Unwrap {
             if i >= end {
                 return Unwrap::No;
             }
-            let mut inner_argv = argv[i..end].to_vec();
-            inner_argv.push(Word::unknown("{}", "an input item read by parallel"));
+            // GNU parallel joins the command's words and runs them with a shell
+            let words = &argv[i..end];
+            let shell_text = words.len() == 1
+                || words.iter().any(|w| {
+                    w.known().is_some_and(|v| {
+                        v.contains(|c: char| c.is_whitespace() || ";|&<>$`".contains(c))
+                    })
+                });
+            let inner_argv = if shell_text && words.iter().all(Word::is_known) {
+                let text: Vec<&str> = words.iter().filter_map(Word::known).collect();
+                let mut script = text.join(" ");
+                if !script.contains("{") {
+                    script.push_str(" {}");
+                }
+                vec![
+                    Word::literal("sh"),
+                    Word::literal("-c"),
+                    Word::literal(&script),
+                ]
+            } else {
+                let mut v = words.to_vec();
+                v.push(Word::unknown("{}", "an input item read by parallel"));
+                v
+            };
             Unwrap::Inner(Box::new(Unwrapped {
                 argv: inner_argv,
                 per_item: Some("parallel".into()),
@@ -219,23 +239,50 @@ pub(crate) fn unwrap(program: &str, argv: &[Word]) -> Unwrap {
                 found => found,
             }
         }
-        "unshare" | "nsenter" => {
+        "unshare" => {
+            #[rustfmt::skip]
+            let valued = [
+                "-S", "--setuid", "-G", "--setgid", "-w", "--wd", "-R", "--root", "--propagation",
+                "--map-user", "--map-group", "--map-users", "--map-groups", "--monotonic",
+                "--boottime",
+            ];
             let note = Some((
                 Severity::Dangerous,
-                format!("runs in other namespaces ({program})"),
+                "runs in new namespaces (unshare)".to_string(),
             ));
-            inner(argv, skip_opts(argv, 1, &["-t", "--target"]), note)
+            inner(argv, skip_opts(argv, 1, &valued), note)
+        }
+        "nsenter" => {
+            #[rustfmt::skip]
+            let valued = ["-t", "--target", "-S", "--setuid", "-G", "--setgid", "--env"];
+            let note = Some((
+                Severity::Critical,
+                "enters another process's namespaces (nsenter: needs root, leaves containers)"
+                    .to_string(),
+            ));
+            inner(argv, skip_opts(argv, 1, &valued), note)
         }
         "systemd-run" => {
             #[rustfmt::skip]
             let valued = [
                 "-p", "--property", "-u", "--unit", "-E", "--setenv", "--description", "--slice",
-                "-M", "--machine", "--uid", "--gid", "--working-directory",
+                "-M", "--machine", "--uid", "--gid", "--working-directory", "-H", "--host",
+                "--on-active", "--on-boot", "--on-startup", "--on-unit-active",
+                "--on-unit-inactive", "--on-calendar", "--on-clock-change", "--timer-property",
+                "--path-property", "--socket-property", "--nice", "--service-type", "--expand-environment",
             ];
-            let note = Some((
-                Severity::Dangerous,
-                "starts the command as a system service (systemd-run)".to_string(),
-            ));
+            // the service manager runs it, outside the sandbox; the system one as root
+            let note = Some(if has(argv, &["--user"]) {
+                (
+                    Severity::Dangerous,
+                    "systemd-run --user hands the command to your service manager, which runs it outside the sandbox".to_string(),
+                )
+            } else {
+                (
+                    Severity::Critical,
+                    "systemd-run hands the command to the system service manager, which runs it as root outside the sandbox".to_string(),
+                )
+            });
             inner(argv, skip_opts(argv, 1, &valued), note)
         }
         "uv" if sub(argv, &["run"]) => {
@@ -267,7 +314,7 @@ pub(crate) fn unwrap(program: &str, argv: &[Word]) -> Unwrap {
                 None => Unwrap::No,
             }
         }
-        _ => Unwrap::No,
+        _ => crate::launchers::unwrap(program, argv),
     }
 }
 

@@ -5,6 +5,7 @@
 //! something, presumably inside the workspace, and is never assumed to be read-only.
 
 mod archives;
+mod daemons;
 mod exec;
 mod files;
 mod git;
@@ -13,6 +14,7 @@ mod interp;
 mod packages;
 mod readonly;
 mod remote;
+mod runners;
 mod sed_awk;
 mod system;
 
@@ -224,11 +226,13 @@ pub(crate) fn runs_code(program: &str) -> bool {
 
 /// Classifies an invocation.
 pub(crate) fn classify(cmd: &Cmd<'_>) -> Verdict {
-    let families: [fn(&Cmd<'_>) -> Option<Verdict>; 7] = [
+    let families: [fn(&Cmd<'_>) -> Option<Verdict>; 9] = [
         readonly::classify,
         sed_awk::classify,
         git::classify,
         files::classify,
+        runners::classify,
+        daemons::classify,
         exec::classify,
         packages::classify,
         system::classify,

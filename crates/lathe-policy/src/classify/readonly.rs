@@ -25,7 +25,7 @@ const ALWAYS_SAFE: &[&str] = &[
     "tput", "expr", "bc", "factor", "numfmt", "tsort", "look", "top", "htop", "btop", "nvidia-smi",
     "lsb_release", "sw_vers", "ss", "netstat", "env", "help", "info", "tldr", "fc-list", "locate",
     "mdfind", "pbpaste", "wslpath", "cygpath", "zipinfo", "namei", "getfacl", "lsattr", "tokei",
-    "onefetch", "hyperfine", "difft", "delta", "diffstat", "sha3sum", "xxhsum", "gzcat", "pr",
+    "onefetch", "difft", "delta", "diffstat", "sha3sum", "xxhsum", "gzcat", "pr",
     "csvlook", "mlr", "xsv", "qsv", "gron", "fx", "htmlq", "pup", "dasel", "taplo", "shfmt",
     "grex", "sd", "tail", "true", "declare", "typeset", "local", "export", "readonly", "unset",
     "logger", "stty", "clear", "basenc", "yes", "nohup",
@@ -47,12 +47,8 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
             .and_runs(cmd, &["--compress-program"]),
         "shuf" => writes_with(cmd, &["-o"], &["--output"], "shuf only reads"),
         "tree" => writes_with(cmd, &["-o"], &[], "tree only lists files"),
-        "less" | "more" | "most" => writes_with(
-            cmd,
-            &["-o", "-O"],
-            &["--log-file", "--LOG-FILE"],
-            "the pager only reads",
-        ),
+        "less" | "more" | "most" => pager(cmd),
+        "ps" => ps(cmd),
         "base64" | "base32" => writes_with(
             cmd,
             &["-o"],
@@ -89,12 +85,7 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
                 Verdict::safe("rg only searches")
             }
         }
-        "man" => match cmd.has(&["-P", "--pager", "-H", "--html"]) {
-            true => {
-                Verdict::normal("man runs a pager or browser program given on the command line")
-            }
-            false => Verdict::safe("man only shows manuals"),
-        },
+        "man" => man(cmd),
         "printenv" => {
             let secret = cmd.values().find(|v| crate::word::is_secret_name(v));
             match secret {
@@ -113,6 +104,81 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
     };
     v.metadata_only |= METADATA_ONLY.contains(&p);
     Some(v)
+}
+
+/// `less`/`more`: safe unless a log file is written, an initial command runs a shell
+/// (`+!cmd`, `+|cmd`) or a lesskey file (which can set `LESSOPEN`) is loaded.
+fn pager(cmd: &Cmd<'_>) -> Verdict {
+    let mut v = writes_with(
+        cmd,
+        &["-o", "-O"],
+        &["--log-file", "--LOG-FILE"],
+        "the pager only reads",
+    );
+    for w in cmd.args {
+        let Some(text) = w.known() else { continue };
+        if let Some(command) = text.strip_prefix('+')
+            && command.contains(['!', '|'])
+        {
+            v.raise(
+                Severity::Dangerous,
+                format!(
+                    "{} runs the start-up command `{command}`, which runs a shell command",
+                    cmd.program
+                ),
+            );
+        }
+    }
+    if cmd.has(&["-k", "--lesskey-file", "--lesskey-src", "--lesskey-content"]) {
+        v.raise(
+            Severity::Normal,
+            "less loads a lesskey file, which can make it run other programs",
+        );
+    }
+    v
+}
+
+/// `ps e`, `ps auxe`, `ps eww`: the BSD `e` option prints every process's environment.
+fn ps(cmd: &Cmd<'_>) -> Verdict {
+    #[rustfmt::skip]
+    let valued = [
+        "-o", "-O", "--format", "-p", "--pid", "-q", "--quick-pid", "-u", "-U", "--user", "--User",
+        "-g", "-G", "--group", "--Group", "-t", "--tty", "-C", "--ppid", "--sid", "-s", "--sort",
+        "-k", "--cols", "--columns", "--rows", "--lines", "-N", "--deselect",
+    ];
+    let environment = cmd.operands(&valued).iter().any(|w| {
+        w.known().is_some_and(|v| {
+            !v.is_empty() && v.chars().all(|c| c.is_ascii_alphabetic()) && v.contains('e')
+        })
+    });
+    match environment {
+        true => Verdict::critical(
+            "ps e prints the environment of other processes, where tokens and keys are (Lathe's own included)",
+        ),
+        false => Verdict::safe("`ps` only reads"),
+    }
+}
+
+/// `man -P PAGER` / `-H BROWSER` runs the given program: it is judged as a command.
+fn man(cmd: &Cmd<'_>) -> Verdict {
+    let programs = cmd.option_values(&["-P", "-H"], &["--pager", "--html"]);
+    if programs.is_empty() {
+        return Verdict::safe("man only shows manuals");
+    }
+    let mut v = Verdict::normal("man runs a pager or browser program given on the command line");
+    for p in programs {
+        match p.known() {
+            Some(text) => v.inner.push(Inner::Script(text.to_string())),
+            None => v.raise(
+                Severity::Dangerous,
+                format!(
+                    "man runs `{}`, a program not known until run time",
+                    p.display
+                ),
+            ),
+        }
+    }
+    v
 }
 
 trait AndRuns {
@@ -390,6 +456,16 @@ mod tests {
             ("rg foo --pre ./x.sh", Dangerous),
             ("rg -n 'fn main' src", Safe),
             ("ls ~/.ssh", Safe),
+            ("ps aux", Safe),
+            ("ps -ef", Safe),
+            ("ps -o pid,user,cmd -p 1", Safe),
+            ("ps eww", Critical),
+            ("ps auxe", Critical),
+            ("man -P cat ls", Normal),
+            ("man -P 'rm -rf ~' ls", Critical),
+            ("less '+!rm x' f", Dangerous),
+            ("less +G f", Safe),
+            ("hyperfine 'rm -rf ~'", Critical),
         ]);
     }
 

@@ -190,12 +190,7 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
             }
         }
         "ssh-copy-id" => Verdict::dangerous("ssh-copy-id installs your key on another machine"),
-        "ssh-add" | "ssh-keygen" | "ssh-keyscan" => {
-            Verdict::normal(format!("{p} works with SSH keys"))
-        }
-        "xdg-open" | "open" | "gio" | "start" | "explorer" => {
-            Verdict::normal(format!("{p} opens files or URLs with another program"))
-        }
+        "ssh-keygen" | "ssh-keyscan" => Verdict::normal(format!("{p} works with SSH keys")),
         "pbcopy" | "xclip" | "xsel" | "wl-copy" => Verdict::normal("changes the clipboard"),
         "nohup" => Verdict::safe("nohup without a command does nothing"),
         _ => return remote::classify(cmd),
