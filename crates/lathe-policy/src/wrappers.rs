@@ -292,7 +292,18 @@ pub(crate) fn unwrap(program: &str, argv: &[Word]) -> Unwrap {
                 "--directory", "--project", "--index", "--with-requirements", "-w",
                 "--with-editable",
             ];
-            inner(argv, skip_opts(argv, 2, &valued), None)
+            // `--with` installs packages from the network into the run's environment
+            let with = argv.iter().skip(2).any(|w| {
+                w.known()
+                    .is_some_and(|v| v == "-w" || v.starts_with("--with"))
+            });
+            let note = with.then(|| {
+                (
+                    Severity::Dangerous,
+                    "uv run --with downloads and installs packages for the run".to_string(),
+                )
+            });
+            inner(argv, skip_opts(argv, 2, &valued), note)
         }
         "poetry" | "pipenv" | "pdm" | "hatch" | "rye" if sub(argv, &["run"]) => inner(
             argv,
