@@ -37,9 +37,8 @@ pub(crate) fn risky_env(name: &str) -> Option<&'static str> {
     let why = match upper.as_str() {
         "PATH" => "changes which programs run",
         "LD_PRELOAD" | "LD_LIBRARY_PATH" | "LD_AUDIT" => "injects code into every program",
-        "BASH_ENV" | "ENV" | "PROMPT_COMMAND" | "SHELLOPTS" | "BASHOPTS" | "PS4" => {
-            "makes the shell run other code"
-        }
+        "BASH_ENV" | "ENV" | "PROMPT_COMMAND" | "SHELLOPTS" | "BASHOPTS" | "PS0" | "PS1"
+        | "PS2" | "PS3" | "PS4" => "makes the shell run other code",
         "IFS" => "changes how the shell splits words, a common way to hide commands",
         "GIT_SSH"
         | "GIT_SSH_COMMAND"
@@ -110,6 +109,7 @@ fn path_candidate(arg: &Word, home: &str) -> Option<Word> {
     };
     let mut w = Word::literal(&expanded);
     w.glob = arg.glob;
+    w.brace = arg.brace;
     w.display = value.to_string();
     Some(w)
 }
@@ -118,6 +118,7 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
     let ctx = w.ctx;
     let mut a = Assessment::default();
     for (name, value) in &inv.assigns {
+        w.assigned(name, value, scope);
         if let Some(why) = risky_env(name) {
             a.raise(
                 Severity::Dangerous,
@@ -249,6 +250,7 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
             stdin: &inv.stdin,
         };
         verdict = classify::classify(&cmd);
+        crate::builtins::check(w, &base, &argv, scope, cwd.as_deref(), &inv.stdin);
     }
     a.absorb(std::mem::take(&mut verdict.a));
     if networked {
@@ -326,6 +328,7 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
         a.raise(*s, r.clone());
     }
 
+    w.record_writes(&base, &argv, &paths, &redirects, &inv.stdin);
     let text = join_text(&argv);
     let mut wrapped_by = w.frame.texts.clone();
     wrapped_by.extend(wrappers.iter().cloned());
