@@ -313,6 +313,9 @@ pub(crate) fn declared(_w: &mut Walker<'_>, name: &str, flags: &str, scope: &mut
     if flags.contains('A') {
         scope.assoc.insert(base.to_string());
     }
+    if flags.contains('n') {
+        scope.namerefs.insert(base.to_string());
+    }
 }
 
 /// Checks the value a declaration assigns: `-n` takes it as a name.
@@ -324,9 +327,6 @@ pub(crate) fn declared_value(
     scope: &mut Scope,
     what: &str,
 ) {
-    if flags.contains('n') {
-        w.name_word(value, scope, &format!("{what} (a nameref to it)"));
-    }
     // `declare -a 'x=([$(cmd)]=1)'`: a compound value in a string is parsed and expanded again
     if let Some(v) = value.known().filter(|v| v.starts_with('(')) {
         let base = name.split('[').next().unwrap_or(name);

@@ -518,6 +518,10 @@ impl Walker<'_> {
             let what = format!("assigning to `{base}` (declared -i)");
             self.arith_word(value, scope, &what);
         }
+        if scope.namerefs.contains(base) {
+            let what = format!("assigning to the nameref `{base}`");
+            self.name_word(value, scope, &what);
+        }
         match name {
             "PROMPT_COMMAND" => match value.known() {
                 Some(v) => self.nested_script(v, scope),
@@ -586,8 +590,15 @@ impl Walker<'_> {
             }
             return false;
         }
-        // `${x:offset:length}`: after the name, a `:` not followed by `-`, `=`, `+` or `?`
-        let len = inner.bytes().take_while(|&b| is_name_char(b)).count();
+        // `${x:offset:length}`, `${a[@]:offset}`, `${@:offset}`: after the parameter, a `:`
+        // not followed by `-`, `=`, `+` or `?`
+        let mut len = match inner.bytes().next() {
+            Some(b'@' | b'*') => 1,
+            _ => inner.bytes().take_while(|&b| is_name_char(b)).count(),
+        };
+        if len > 0 && inner[len..].starts_with('[') {
+            len += span_end(inner.as_bytes(), len, b'[', b']').map_or(0, |e| e - len);
+        }
         let after = &inner[len..];
         let offsets =
             len > 0 && after.starts_with(':') && !after[1..].starts_with(['-', '=', '+', '?']);
@@ -787,6 +798,10 @@ mod tests {
             ("n=$(cat f); echo ${s:n}", Dangerous),
             ("printf -v \"$(cat f)\" x", Dangerous),
             ("declare -i n; read n", Dangerous),
+            ("declare -n r; r=$(cat f)", Dangerous),
+            ("declare -n r=$(cat f)", Dangerous),
+            ("declare -n r='a[$(rm -rf ~)]'", Critical),
+            ("declare -n r=x; echo $r", Safe),
             ("p=$(cat f); echo ${p@P}", Dangerous),
             ("compgen -F undefined_fn x", Dangerous),
             ("f(){ :; }; compgen -F f x", Normal),

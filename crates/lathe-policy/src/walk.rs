@@ -42,6 +42,8 @@ pub(crate) struct Scope {
     pub integers: HashSet<String>,
     /// Associative arrays (`declare -A`): their subscripts are strings, not arithmetic.
     pub assoc: HashSet<String>,
+    /// Namerefs (`declare -n`): a value assigned to one names a variable.
+    pub namerefs: HashSet<String>,
 }
 
 impl Scope {
@@ -53,6 +55,7 @@ impl Scope {
             numbers: HashSet::new(),
             integers: HashSet::new(),
             assoc: HashSet::new(),
+            namerefs: HashSet::new(),
         }
     }
 
@@ -388,9 +391,6 @@ impl<'a> Walker<'a> {
                         .unwrap_or("");
                     crate::builtins::declared(self, name, &flags, scope);
                     let (name, value) = self.assignment(child, scope, nd);
-                    if flags.contains('n') {
-                        self.name_word(&value, scope, &format!("{what} (a nameref)"));
-                    }
                     self.set_var(&name, &value, scope);
                 }
                 _ if !child.is_named() => {}
