@@ -25,6 +25,7 @@ pub(crate) fn path_ref(
         path,
         location,
         access,
+        glob: word.glob || word.brace,
     }
 }
 
@@ -34,7 +35,7 @@ pub(crate) fn secret_in(r: &PathRef, word: &Word, ctx: &AnalysisContext) -> Opti
         return crate::paths::credential_text(&word.display);
     };
     credential(abs, ctx).or_else(|| {
-        if word.glob {
+        if word.glob || word.brace {
             credential_glob(abs, ctx)
         } else {
             None

@@ -280,16 +280,26 @@ pub(crate) fn credential_text(shown: &str) -> Option<String> {
 
 /// For a path with glob characters: whether it could match a well-known credential file.
 pub(crate) fn credential_glob(pattern_abs: &str, ctx: &AnalysisContext) -> Option<String> {
-    let glob = globset::GlobBuilder::new(pattern_abs)
-        .literal_separator(true)
-        .build()
-        .ok()?
-        .compile_matcher();
+    use crate::glob::{Flavor, Glob, expand_braces};
+    let Some(alternatives) = expand_braces(pattern_abs) else {
+        return Some(format!("any of the many names `{pattern_abs}` expands to"));
+    };
+    let globs: Vec<Glob> = alternatives
+        .iter()
+        .filter_map(|a| Glob::new(a, Flavor::Shell))
+        .collect();
     let home = ctx.home();
     let samples = [
         format!("{home}/.ssh/id_rsa"),
         format!("{home}/.ssh/id_ed25519"),
         format!("{home}/.ssh/id_ecdsa"),
+        format!("{home}/.ssh/config"),
+        format!("{home}/.gnupg/private-keys-v1.d/x.key"),
+        format!("{home}/.npmrc"),
+        format!("{home}/.pypirc"),
+        format!("{home}/.cargo/credentials.toml"),
+        format!("{home}/.config/gcloud/credentials.db"),
+        format!("{home}/.password-store/x.gpg"),
         format!("{home}/.aws/credentials"),
         format!("{home}/.netrc"),
         format!("{home}/.git-credentials"),
@@ -305,7 +315,7 @@ pub(crate) fn credential_glob(pattern_abs: &str, ctx: &AnalysisContext) -> Optio
     ];
     samples
         .iter()
-        .find(|s| glob.is_match(s.as_str()))
+        .find(|s| globs.iter().any(|g| g.is_match(s)))
         .and_then(|s| credential(s, ctx))
 }
 

@@ -16,6 +16,7 @@ mod readonly;
 mod remote;
 mod runners;
 mod sed_awk;
+mod selects;
 mod system;
 
 use crate::context::AnalysisContext;

@@ -77,13 +77,20 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
         "date" => date(cmd),
         "hostname" => hostname(cmd),
         "rg" | "ripgrep" => {
-            if cmd.has(&["--pre"]) {
+            let mut v = if cmd.has(&["--pre"]) {
                 let pre = cmd.option_values(&[], &["--pre"]);
                 let shown = pre.first().map(|w| w.display.clone()).unwrap_or_default();
                 Verdict::dangerous(format!("rg --pre runs `{shown}` on every file it searches"))
             } else {
                 Verdict::safe("rg only searches")
-            }
+            };
+            v.reads = super::selects::include_globs(cmd);
+            v
+        }
+        "grep" | "egrep" | "fgrep" | "rgrep" | "zgrep" => {
+            let mut v = Verdict::safe(format!("`{p}` only reads"));
+            v.reads = super::selects::include_globs(cmd);
+            v
         }
         "man" => man(cmd),
         "printenv" => {
@@ -304,6 +311,7 @@ fn find(cmd: &Cmd<'_>) -> Verdict {
         starts.push(".");
     }
     let (start, rank) = worst_start(&starts, cmd);
+    let names = super::selects::find_names(cmd, &start);
     let mut v = Verdict::safe("find only lists files");
     while i < args.len() {
         let opt = cmd.arg(i).unwrap_or("");
@@ -314,7 +322,12 @@ fn find(cmd: &Cmd<'_>) -> Verdict {
                     .unwrap_or(args.len());
                 let inner: Vec<Word> = args[i + 1..end]
                     .iter()
-                    .map(|w| placeholder(w, &start, &["{}"]))
+                    .map(|w| match (&names, w.known()) {
+                        (Some(n), Some("{}")) if start != "$unknown" => {
+                            super::selects::match_word("{}", &start, n)
+                        }
+                        _ => placeholder(w, &start, &["{}"]),
+                    })
                     .collect();
                 if inner.is_empty() {
                     v.raise(Severity::Normal, format!("find {opt} without a command"));
@@ -414,10 +427,25 @@ fn fd(cmd: &Cmd<'_>) -> Verdict {
         .find(|j| cmd.arg(*j) == Some(";"))
         .unwrap_or(cmd.args.len());
     let marks = ["{}", "{/}", "{//}", "{.}", "{/.}"];
-    let inner: Vec<Word> = cmd.args[at + 1..end]
+    let selected = super::selects::fd_names(cmd, at);
+    let mut inner: Vec<Word> = cmd.args[at + 1..end]
         .iter()
-        .map(|w| placeholder(w, ".", &marks))
+        .map(|w| match (&selected, w.known()) {
+            (Some((start, n)), Some("{}")) => super::selects::match_word("{}", start, n),
+            _ => placeholder(w, ".", &marks),
+        })
         .collect();
+    // without a placeholder fd appends the path of the match
+    let placed = cmd.args[at + 1..end].iter().any(|w| {
+        w.known()
+            .is_some_and(|v| marks.iter().any(|m| v.contains(m)))
+    });
+    if !placed
+        && !inner.is_empty()
+        && let Some((start, n)) = &selected
+    {
+        inner.push(super::selects::match_word("{}", start, n));
+    }
     let mut v = Verdict::safe("fd only lists files");
     if let Some(first) = inner.first() {
         v.raise(
