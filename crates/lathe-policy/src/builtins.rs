@@ -352,9 +352,6 @@ fn runs_written(
     stdin: &Stdin,
     scope: &Scope,
 ) {
-    if w.out.hidden.written.is_empty() {
-        return;
-    }
     let program = argv.first().and_then(Word::known).unwrap_or("");
     let shell = SH.contains(&base);
     let mut files: Vec<(String, bool)> = Vec::new();
@@ -372,6 +369,15 @@ fn runs_written(
         let Some(path) = resolve(&file, cwd, w.ctx) else {
             continue;
         };
+        let descriptor =
+            path.starts_with("/dev/fd/") || (path.starts_with("/proc/") && path.contains("/fd/"));
+        if descriptor {
+            w.unseen(format!(
+                "`{}` runs the script open on `{file}`, which is not known until run time",
+                short(&text_of(argv))
+            ));
+            continue;
+        }
         if let Some(text) = w.written(&path) {
             run_written(w, argv, &file, text, shell, scope);
         }

@@ -352,21 +352,28 @@ impl Walker<'_> {
         if w.inert {
             return;
         }
-        let raw = w.raw.trim_matches('"');
-        let name = raw
-            .strip_prefix("${")
-            .and_then(|r| r.strip_suffix('}'))
-            .or_else(|| raw.strip_prefix('$'));
-        match name {
-            Some(n) if is_name(n) => {
-                let mut seen = HashSet::new();
-                self.arith_var(n, scope, &mut seen, 0, what);
+        // the word as written: `$name` stands for a value that is evaluated in turn, and the
+        // output of a command substitution is evaluated as it comes
+        let found = scan(&w.raw);
+        let mut seen = HashSet::new();
+        for span in &found.spans {
+            let simple = span
+                .strip_prefix("${")
+                .and_then(|s| s.strip_suffix('}'))
+                .filter(|s| is_name(s));
+            let number = ["$((", "$[", "${#"].iter().any(|p| span.starts_with(p));
+            match simple {
+                Some(n) => self.arith_var(n, scope, &mut seen, 0, what),
+                None if number => {}
+                None => self.unseen(format!(
+                    "{what} evaluates `{}` as arithmetic, which is not known until run time (a \
+                     value such as `a[$(cmd)]` runs cmd)",
+                    short(span)
+                )),
             }
-            _ => self.unseen(format!(
-                "{what} evaluates `{}` as arithmetic, which is not known until run time (a value \
-                 such as `a[$(cmd)]` runs cmd)",
-                w.display
-            )),
+        }
+        for n in found.names.iter().copied().chain(identifiers(&found.rest)) {
+            self.arith_var(n, scope, &mut seen, 0, what);
         }
     }
 
@@ -553,8 +560,22 @@ impl Walker<'_> {
         }
         if scope.integers.contains(base) {
             self.unseen(format!(
-                "`{base}` is declared -i, so the value stored in it is evaluated as arithmetic                  (a value such as `a[$(cmd)]` runs cmd)"
+                "`{base}` is declared -i, so the value stored in it is evaluated as arithmetic \
+                 (a value such as `a[$(cmd)]` runs cmd)"
             ));
+        }
+        if matches!(
+            base,
+            "PROMPT_COMMAND" | "PS0" | "PS1" | "PS2" | "PS3" | "PS4"
+        ) {
+            self.unseen(format!(
+                "`{base}` gets a value not known until run time, and bash runs or expands it"
+            ));
+        } else if let Some(why) = crate::dispatch::risky_env(base) {
+            self.out.finding(
+                Severity::Dangerous,
+                format!("sets {base} to a value not known until run time, which {why}"),
+            );
         }
         scope.vars.insert(base.to_string(), None);
         scope.numbers.remove(base);
@@ -813,6 +834,12 @@ mod tests {
                 Dangerous,
             ),
             ("enable -f ./x.so x", Dangerous),
+            ("v=$(cat f); let \"n = $v + 1\"", Dangerous),
+            ("let \"n = $(cat f)\"", Dangerous),
+            ("let \"n = $n + 1\" m=$((1+2))", Safe),
+            ("printf -v PS4 x; set -x", Dangerous),
+            ("read PATH < f", Dangerous),
+            ("source /dev/fd/3 3< f", Dangerous),
         ]);
     }
 
