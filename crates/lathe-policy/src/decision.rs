@@ -359,9 +359,9 @@ impl Policy {
                 for p in c.paths.iter().filter(|p| p.access != Access::Metadata) {
                     // a glob names whatever it can expand to (issue 12.7)
                     let expansion = p
-                        .glob
-                        .then(|| p.path.as_deref())
-                        .flatten()
+                        .path
+                        .as_deref()
+                        .filter(|_| p.glob)
                         .and_then(|abs| self.sensitive.matching_glob(abs, &self.ctx));
                     if let Some((pattern, name)) = expansion {
                         let key = PathKey::from_text(&name, &self.ctx);

@@ -289,6 +289,16 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
                 format!("expands ${s}, which looks like a secret"),
             );
         }
+        // `/proc/$PPID/environ`: a secret whatever the unknown part turns out to be
+        if !arg.is_known()
+            && !verdict.metadata_only
+            && let Some(what) = crate::paths::credential_text(&arg.display)
+        {
+            a.raise(
+                Severity::Critical,
+                format!("reads {what} (`{}`)", arg.display),
+            );
+        }
         let Some(target) = path_candidate(arg, ctx.home()) else {
             continue;
         };

@@ -90,9 +90,8 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
                 i += 2;
             }
             "-c" | "--config-env" => {
-                match args.get(i + 1) {
-                    Some(kv) => config_option(&mut pre, &mut aliases, a, kv),
-                    None => {}
+                if let Some(kv) = args.get(i + 1) {
+                    config_option(&mut pre, &mut aliases, a, kv);
                 }
                 i += 2;
             }

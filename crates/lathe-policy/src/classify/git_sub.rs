@@ -222,6 +222,15 @@ pub(super) fn subcommand(sub: &str, c: &Cmd<'_>) -> Verdict {
         "difftool" | "mergetool" => {
             let mut v =
                 Verdict::normal(format!("git {sub} runs the configured diff or merge tool"));
+            let hidden = c.args.iter().any(|w| {
+                !w.is_known() && (w.display.starts_with("--extcmd=") || w.display.starts_with("-x"))
+            });
+            if hidden {
+                v.raise(
+                    Severity::Dangerous,
+                    format!("git {sub} -x runs a command not known until run time"),
+                );
+            }
             for program in c.option_values(&["-x"], &["--extcmd"]) {
                 match program.known() {
                     Some(text) => {

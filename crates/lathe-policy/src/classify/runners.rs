@@ -154,8 +154,8 @@ fn vim(cmd: &Cmd<'_>) -> Verdict {
         }
         match a {
             "-c" | "--cmd" => {
-                match cmd.args.get(i + 1) {
-                    Some(c) => match c.known() {
+                if let Some(c) = cmd.args.get(i + 1) {
+                    match c.known() {
                         Some(text) => judge_ex(&mut v, p, a, text),
                         None => v.raise(
                             Severity::Dangerous,
@@ -164,8 +164,7 @@ fn vim(cmd: &Cmd<'_>) -> Verdict {
                                 c.display
                             ),
                         ),
-                    },
-                    None => {}
+                    }
                 }
                 i += 2;
                 continue;
