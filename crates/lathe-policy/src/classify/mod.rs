@@ -11,6 +11,7 @@ mod files;
 mod git;
 mod git_sub;
 mod interp;
+mod multiplexers;
 mod packages;
 mod readonly;
 mod remote;
