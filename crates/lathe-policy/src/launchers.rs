@@ -161,6 +161,18 @@ pub(crate) fn unwrap(program: &str, argv: &[Word]) -> Unwrap {
             skip_opts(argv, 1, &["-d", "-u", "-w", "-t", "-l", "-n"]),
             None,
         ),
+        "rlwrap" => at(
+            argv,
+            skip_opts(
+                argv,
+                1,
+                &[
+                    "-f", "-H", "-l", "-P", "-S", "-z", "-a", "-p", "-w", "-C", "-D", "-g", "-M",
+                    "-o", "-q", "-s", "-t", "-b", "-O", "-e", "-m",
+                ],
+            ),
+            None,
+        ),
         "eatmydata" | "nocache" | "fakechroot" | "linux32" | "linux64" | "uname26"
         | "with-contenv" | "sandbox-exec" | "softlimit" | "chpst" | "tini" | "dumb-init" => {
             let valued = ["-f", "-n", "-p", "-D", "-u", "-U", "-e", "-m", "-d", "-o"];
@@ -290,6 +302,8 @@ mod tests {
             ("cpulimit -l 50 rm -rf ~", Critical),
             ("systemd-inhibit --what=idle rm -rf ~", Critical),
             ("eatmydata rm -rf ~", Critical),
+            ("rlwrap rm -rf ~", Critical),
+            ("rlwrap -a python3", Normal),
             ("setarch x86_64 -R rm -rf ~", Critical),
             ("linux32 rm -rf ~", Critical),
             ("arch -arm64 rm -rf ~", Critical),

@@ -31,6 +31,15 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
         "gdb" | "gdb-multiarch" | "cgdb" => gdb(cmd),
         "lldb" => lldb(cmd),
         "hyperfine" => hyperfine(cmd),
+        "strace" | "ltrace" | "perf" | "bpftrace" if cmd.has(&["-p", "--pid"]) => {
+            Verdict::dangerous(format!(
+                "{p} attaches to a running process and reads what it does (its secrets too)"
+            ))
+        }
+        "expect" => match cmd.has(&["-c"]) {
+            true => Verdict::dangerous("expect -c runs an inline Tcl program; it is not analysed"),
+            false => Verdict::normal("expect runs a script"),
+        },
         _ => return None,
     };
     Some(v)
@@ -453,6 +462,12 @@ mod tests {
             ("hyperfine 'cargo build' 'cargo build --release'", Normal),
             ("hyperfine 'ls' 'ls -la'", Safe),
             ("hyperfine -w 3 --export-json out.json 'ls'", Normal),
+            ("strace -p 1", Dangerous),
+            ("strace -f -o trace.txt cargo test", Normal),
+            ("expect -c 'spawn id'", Dangerous),
+            ("rsync --rsync-path='rm -rf ~' a b", Critical),
+            ("rsync -e 'sh -c id' a b", Dangerous),
+            ("rsync -a src/ build/", Normal),
         ]);
     }
 }
