@@ -204,15 +204,16 @@ impl<'a> Walker<'a> {
                 if let Some(var) = node.child_by_field_name("variable") {
                     let name = self.text(var);
                     scope.vars.insert(name.to_string(), None);
-                    // the loop variable takes each listed word in turn: plain words are
-                    // harmless in arithmetic; globs, expansions and quoting are not known
+                    // the loop variable takes each listed word in turn: literal words (braces
+                    // and quotes included) are harmless in arithmetic; expansions and globs,
+                    // which can yield any text (a file named `a[$(cmd)]`), are not
                     let plain = fields(node)
                         .iter()
                         .filter(|(f, _)| *f == Some("value"))
                         .all(|(_, v)| {
-                            self.text(*v)
-                                .bytes()
-                                .all(|b| b.is_ascii_alphanumeric() || b"_.-+/:,@%=".contains(&b))
+                            !self
+                                .text(*v)
+                                .contains(['$', '`', '*', '?', '[', '\\', '(', '<', '>'])
                         });
                     let value = if plain {
                         let mut w = Word::unknown(name, "the loop variable");
