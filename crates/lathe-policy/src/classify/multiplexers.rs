@@ -16,7 +16,7 @@ const TMUX_READS: &[&str] = &[
 
 pub(super) fn tmux(cmd: &Cmd<'_>) -> Verdict {
     let p = cmd.program;
-    let mut v = Verdict::safe(format!("{p} only shows the state of the tmux server"));
+    let mut v = Verdict::default();
     let args = cmd.args;
     let mut i = 0;
     while let Some(a) = args.get(i).and_then(Word::known) {
@@ -24,6 +24,10 @@ pub(super) fn tmux(cmd: &Cmd<'_>) -> Verdict {
             "-V" => return Verdict::safe("tmux -V only prints its version"),
             "-c" => {
                 // the tmux client runs this itself, like `sh -c`
+                v.raise(
+                    Severity::Safe,
+                    "tmux -c runs the command with the default shell",
+                );
                 runs(&mut v, args.get(i + 1..i + 2).unwrap_or(&[]), "tmux -c");
                 return v;
             }
@@ -52,6 +56,12 @@ pub(super) fn tmux(cmd: &Cmd<'_>) -> Verdict {
             );
             v.inner.push(Inner::Script(inner.to_string()));
         }
+    }
+    if v.a.reasons.is_empty() {
+        v.raise(
+            Severity::Safe,
+            format!("{p} only shows the state of the tmux server"),
+        );
     }
     v
 }
@@ -285,6 +295,8 @@ mod tests {
             ("tmux kill-server", Dangerous),
             ("tmux", Dangerous),
             ("tmux -V", Safe),
+            ("tmux -c 'ls'", Safe),
+            ("tmux -c 'rm -rf ~'", Critical),
             ("tmux new -d \\; send-keys 'rm -rf ~' Enter", Critical),
             ("screen -X stuff 'rm -rf ~\\n'", Critical),
             ("screen -S s -X stuff 'ls\\n'", Dangerous),
