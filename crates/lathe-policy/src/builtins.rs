@@ -102,7 +102,7 @@ pub(crate) fn check(
         "mapfile" | "readarray" => {
             let p = parse(args, "dnOsuCc");
             for callback in p.value('C') {
-                script_or_unseen(w, callback, scope, &format!("{cmd} calls back"));
+                script_or_unseen(w, callback, scope, &format!("the callback of {cmd}"));
             }
             for n in &p.operands {
                 w.name_word(n, scope, &cmd);
@@ -150,7 +150,7 @@ pub(crate) fn check(
         "compgen" | "complete" => {
             let p = parse(args, "oAGWFCXPSV");
             for c in p.value('C') {
-                script_or_unseen(w, c, scope, &format!("{cmd} runs"));
+                script_or_unseen(w, c, scope, &format!("the command of {cmd}"));
             }
             for f in p.value('F') {
                 match f.known() {
@@ -164,7 +164,7 @@ pub(crate) fn check(
             for list in p.value('W') {
                 match list.known() {
                     // the word list is expanded again: `$(...)` in it runs
-                    Some(v) => w.nested_words(v, scope),
+                    Some(v) => w.nested_words(v, scope, &format!("the word list of {cmd}")),
                     None => w.unseen(format!(
                         "{cmd} expands the word list `{}`, which is not known until run time",
                         list.display
@@ -185,7 +185,7 @@ pub(crate) fn check(
                             .strip_prefix('"')
                             .and_then(|c| c.strip_suffix('"'))
                             .unwrap_or(command);
-                        w.nested_script(command, scope);
+                        w.nested_script(command, scope, &format!("the key binding of {cmd}"));
                     }
                     None => w.unseen(format!(
                         "{cmd} binds a key to `{}`, which is not known until run time",
@@ -244,11 +244,11 @@ fn text_of(argv: &[Word]) -> String {
 }
 
 /// A callback or command string: analysed when literal, otherwise code the analysis cannot see.
-fn script_or_unseen(w: &mut Walker<'_>, text: &Word, scope: &Scope, what: &str) {
+fn script_or_unseen(w: &mut Walker<'_>, text: &Word, scope: &Scope, why: &str) {
     match text.known() {
-        Some(v) => w.nested_script(v, scope),
+        Some(v) => w.nested_script(v, scope, why),
         None => w.unseen(format!(
-            "{what} `{}`, which is not known until run time",
+            "{why} is `{}`, which is not known until run time",
             text.display
         )),
     }
@@ -331,7 +331,7 @@ pub(crate) fn declared_value(
     if let Some(v) = value.known().filter(|v| v.starts_with('(')) {
         let base = name.split('[').next().unwrap_or(name);
         if flags.contains('A') || scope.assoc.contains(base) {
-            w.nested_words(v.trim_start_matches('(').trim_end_matches(')'), scope);
+            w.nested_words(v.trim_start_matches('(').trim_end_matches(')'), scope, what);
         } else {
             w.arith_value(v, scope, what);
         }
@@ -398,7 +398,11 @@ fn run_written(
             .iter()
             .any(|s| first.ends_with(&format!("/{s}")) || first.ends_with(&format!(" {s}")));
     match text {
-        Some(t) if shell && shebang_shell => w.nested_script(&t, scope),
+        Some(t) if shell && shebang_shell => w.nested_script(
+            &t,
+            scope,
+            &format!("`{file}`, which this command line writes"),
+        ),
         _ => w.unseen(format!(
             "`{}` runs `{file}`, which this same command line writes; what it runs is not \
              known until run time ({UNSEEN_HINT})",

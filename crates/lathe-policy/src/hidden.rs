@@ -233,26 +233,37 @@ impl Walker<'_> {
         true
     }
 
-    /// Analyses `text` as a script bash runs (a callback, `PROMPT_COMMAND`, a written script).
-    pub(crate) fn nested_script(&mut self, text: &str, scope: &Scope) {
+    /// The frame for code bash runs from `why`: each command found there says so.
+    fn nested_frame(&self, why: &str) -> crate::walk::Frame {
+        let mut frame = self.frame.clone();
+        frame.texts.push(why.to_string());
+        frame
+            .imposed
+            .push((Severity::Safe, format!("bash runs this from {why}")));
+        frame
+    }
+
+    /// Analyses `text` as a script bash runs from `why` (a callback, `PROMPT_COMMAND`, a
+    /// written script).
+    pub(crate) fn nested_script(&mut self, text: &str, scope: &Scope, why: &str) {
         if !self.nested_allowed() {
             return;
         }
         let mut inner = scope.clone();
-        let frame = self.frame.clone();
+        let frame = self.nested_frame(why);
         analyze_script(self.ctx, text, &mut inner, self.depth + 1, frame, self.out);
     }
 
     /// Analyses text bash expands again as shell words (an expansion found in a value, a
     /// `compgen -W` word list): the commands of its `$(...)` are recorded like any others.
-    pub(crate) fn nested_words(&mut self, span: &str, scope: &Scope) {
+    pub(crate) fn nested_words(&mut self, span: &str, scope: &Scope, why: &str) {
         if !self.nested_allowed() {
             return;
         }
         let script = format!(": {span}");
         let before = self.out.commands.len();
         let mut inner = scope.clone();
-        let frame = self.frame.clone();
+        let frame = self.nested_frame(why);
         analyze_script(
             self.ctx,
             &script,
@@ -302,7 +313,7 @@ impl Walker<'_> {
         }
         let found = scan(text);
         for span in &found.spans {
-            self.nested_words(span, scope);
+            self.nested_words(span, scope, what);
         }
         for name in found.names.iter().copied().chain(identifiers(&found.rest)) {
             self.arith_var(name, scope, seen, depth, what);
@@ -481,7 +492,7 @@ impl Walker<'_> {
             let base = &text[..text.find('[').unwrap_or(0)];
             if scope.assoc.contains(base) {
                 for span in scan(sub).spans {
-                    self.nested_words(span, scope);
+                    self.nested_words(span, scope, what);
                 }
             } else {
                 self.arith_value(sub, scope, what);
@@ -507,7 +518,7 @@ impl Walker<'_> {
         match w.known() {
             Some(v) => {
                 for span in scan(v).spans {
-                    self.nested_words(span, scope);
+                    self.nested_words(span, scope, what);
                 }
             }
             None => self.unseen(format!(
@@ -531,7 +542,7 @@ impl Walker<'_> {
         }
         match name {
             "PROMPT_COMMAND" => match value.known() {
-                Some(v) => self.nested_script(v, scope),
+                Some(v) => self.nested_script(v, scope, "`PROMPT_COMMAND`"),
                 None => self.unseen(format!(
                     "PROMPT_COMMAND is set to `{}`, which is not known until run time",
                     value.display
@@ -860,6 +871,26 @@ mod tests {
         }
         let a = run("arr[$(rm victim.txt)]=1");
         assert_eq!(a.texts(), vec!["rm victim.txt"]);
+        // literal hidden code: the command found says where bash runs it from
+        for (command, from) in [
+            ("let 'a[$(rm victim.txt)]'", "`let a[$(rm victim.txt)]`"),
+            (
+                "trap 'rm victim.txt' EXIT; mapfile -C 'rm x' a < f",
+                "the callback of",
+            ),
+            (
+                "echo 'rm victim.txt' > x.sh; bash x.sh",
+                "`x.sh`, which this command line writes",
+            ),
+        ] {
+            let report = policy.check(command);
+            assert_eq!(report.decision, Decision::Deny, "{command}");
+            let text = report.reasons.join("\n");
+            assert!(
+                text.contains(&format!("bash runs this from {from}")),
+                "{command}: {text}"
+            );
+        }
     }
 
     #[test]
