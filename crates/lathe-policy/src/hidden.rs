@@ -746,7 +746,11 @@ impl Walker<'_> {
                 .iter()
                 .any(|r| r.writes && matches!(r.operator.as_str(), ">" | "1>" | ">|"));
         let content = match (base, stdin) {
-            ("cat", Stdin::Heredoc { body }) if single && argv.len() == 1 => Some(body.clone()),
+            // an unquoted here-document expands `$...` and `\` while writing: only a body
+            // without them is written as it reads
+            ("cat", Stdin::Heredoc { body }) if single && argv.len() == 1 => {
+                (!body.contains(['$', '`', '\\'])).then(|| body.clone())
+            }
             ("echo", _) if single => {
                 let words: Option<Vec<&str>> = argv[1..].iter().map(Word::known).collect();
                 words
@@ -845,6 +849,8 @@ mod tests {
                 Dangerous,
             ),
             ("enable -f ./x.so x", Dangerous),
+            ("cat > x.sh <<EOF\necho \\$(rm -rf ~)\nEOF\nbash x.sh", Dangerous),
+            ("cat > x.sh <<'EOF'\necho hi\nEOF\nbash x.sh", Normal),
             ("v=$(cat f); let \"n = $v + 1\"", Dangerous),
             ("let \"n = $(cat f)\"", Dangerous),
             ("let \"n = $n + 1\" m=$((1+2))", Safe),
