@@ -145,6 +145,7 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
     let mut cwd = scope.cwd.clone();
     let mut rounds = 0;
     let mut custom_path = None;
+    let mut wrapper_reads: Vec<Word> = Vec::new();
     let (name_value, base) = loop {
         rounds += 1;
         let name = argv[0].clone();
@@ -227,6 +228,7 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
                 if let Some(p) = u.per_item {
                     per_item = Some(p);
                 }
+                wrapper_reads.extend(u.reads);
                 if let Some(dir) = u.cwd {
                     cwd = dir.known().and_then(|d| resolve(d, cwd.as_deref(), ctx));
                 }
@@ -277,7 +279,7 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
         }
         paths.push(r);
     }
-    for word in &verdict.reads {
+    for word in verdict.reads.iter().chain(&wrapper_reads) {
         let (r, j) = judge_read(word, cwd.as_deref(), ctx);
         a.absorb(j);
         paths.push(r);

@@ -227,7 +227,16 @@ pub(crate) fn unwrap(program: &str, argv: &[Word]) -> Unwrap {
         {
             at(argv, 1, None)
         }
-        "sshpass" => at(argv, skip_opts(argv, 1, &["-p", "-f", "-d", "-P"]), None),
+        "sshpass" => {
+            let mut found = at(argv, skip_opts(argv, 1, &["-p", "-f", "-d", "-P"]), None);
+            if let (Unwrap::Inner(u), Some(i)) = (
+                &mut found,
+                argv.iter().position(|w| w.known() == Some("-f")),
+            ) {
+                u.reads.extend(argv.get(i + 1).cloned());
+            }
+            found
+        }
         "sg" => {
             // `sg GROUP -c CMD` or `sg GROUP CMD`
             let n = note(Severity::Critical, "runs with another group's rights (sg)");
@@ -311,6 +320,10 @@ mod tests {
             ("ccache sh -c 'rm -rf ~'", Critical),
             ("ccache gcc -c main.c", Normal),
             ("sshpass -p pw ssh host 'rm -rf /'", Critical),
+            ("sshpass -f ~/.ssh/pw ssh host id", Critical),
+            ("xargs -a ~/.aws/credentials echo", Critical),
+            ("xargs --arg-file=/proc/1/environ echo", Critical),
+            ("xargs -a files.txt rm", Dangerous),
             ("sg wheel -c 'ls'", Critical),
             ("entr -s 'rm -rf ~'", Critical),
             ("entr -r cargo test", Normal),

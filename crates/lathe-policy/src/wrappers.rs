@@ -22,6 +22,8 @@ pub(crate) struct Unwrapped {
     pub env: Vec<(String, Word)>,
     pub per_item: Option<String>,
     pub cwd: Option<Word>,
+    /// Files the wrapper itself reads (`xargs -a FILE`, `sshpass -f FILE`).
+    pub reads: Vec<Word>,
 }
 
 /// Index of the first operand at or after `start`: options are skipped, those in `valued`
@@ -395,6 +397,7 @@ fn xargs(argv: &[Word]) -> Unwrap {
         "--max-procs", "--max-lines", "--eof", "--max-chars", "--process-slot-var",
     ];
     let mut replace: Option<String> = None;
+    let mut reads = Vec::new();
     let mut i = 1;
     while let Some(v) = argv.get(i).and_then(Word::known) {
         if v == "--" {
@@ -408,6 +411,11 @@ fn xargs(argv: &[Word]) -> Unwrap {
             replace = argv.get(i + 1).and_then(Word::known).map(str::to_string);
             i += 2;
             continue;
+        }
+        if matches!(v, "-a" | "--arg-file") {
+            reads.extend(argv.get(i + 1).cloned());
+        } else if let Some(file) = v.strip_prefix("--arg-file=") {
+            reads.push(Word::literal(file));
         }
         if let Some(r) = v.strip_prefix("-I") {
             replace = Some(r.to_string());
@@ -441,6 +449,7 @@ fn xargs(argv: &[Word]) -> Unwrap {
     Unwrap::Inner(Box::new(Unwrapped {
         argv: inner_argv,
         per_item: Some("xargs".into()),
+        reads,
         ..Unwrapped::default()
     }))
 }

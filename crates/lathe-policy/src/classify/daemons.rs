@@ -276,6 +276,7 @@ fn at(cmd: &Cmd<'_>) -> Verdict {
             Severity::Dangerous,
             format!("{p} -f schedules the script `{}`", file.display),
         );
+        v.reads.push(file.clone());
         return v;
     }
     match cmd.stdin {
