@@ -208,6 +208,35 @@ fn identifiers(text: &str) -> Vec<&str> {
     out
 }
 
+/// Whether a command substitution's text (`seq 1 10`, `wc -l < f`, `ls | wc -l`, `nproc`)
+/// prints only numbers: its output is then harmless where bash evaluates it as arithmetic.
+/// Earlier pipeline stages are analysed as usual; only the last one prints.
+pub(crate) fn prints_numbers(script: &str) -> bool {
+    if script.contains([';', '&', '`', '$', '\'', '"', '\\', '>', '(', '\n']) {
+        return false;
+    }
+    let last = script.rsplit('|').next().unwrap_or("");
+    let words: Vec<&str> = last.split_whitespace().collect();
+    let number = |w: &&str| w.parse::<f64>().is_ok();
+    match words.as_slice() {
+        ["seq", rest @ ..] => rest.iter().all(|w| number(w) || *w == "-w"),
+        ["nproc"] | ["id", "-u" | "-g" | "-ur" | "-gr"] | ["date", "+%s"] => true,
+        ["tput", "cols" | "lines" | "colors"] => true,
+        // counts of standard input only: with a file operand wc prints its name too
+        ["wc", flag, rest @ ..] if matches!(*flag, "-l" | "-c" | "-w" | "-m") => {
+            matches!(rest, [] | ["<", _])
+        }
+        _ => false,
+    }
+}
+
+/// [`prints_numbers`] for a whole `$(...)`.
+pub(crate) fn substitution_prints_numbers(text: &str) -> bool {
+    text.strip_prefix("$(")
+        .and_then(|t| t.strip_suffix(')'))
+        .is_some_and(prints_numbers)
+}
+
 /// The subscript of `name[sub]`, if the text has one.
 fn subscript_of(text: &str) -> Option<&str> {
     let open = text.find('[')?;
@@ -372,7 +401,8 @@ impl Walker<'_> {
                 .strip_prefix("${")
                 .and_then(|s| s.strip_suffix('}'))
                 .filter(|s| is_name(s));
-            let number = ["$((", "$[", "${#"].iter().any(|p| span.starts_with(p));
+            let number = ["$((", "$[", "${#"].iter().any(|p| span.starts_with(p))
+                || substitution_prints_numbers(span);
             match simple {
                 Some(n) => self.arith_var(n, scope, &mut seen, 0, what),
                 None if number => {}
@@ -403,6 +433,9 @@ impl Walker<'_> {
             "command_substitution" => {
                 let mut inner = scope.clone();
                 self.walk(node, &mut inner, &Stdin::Terminal, nd + 1);
+                if substitution_prints_numbers(self.text(node)) {
+                    return;
+                }
                 self.unseen(format!(
                     "{what} evaluates the output of `{}` as arithmetic (output such as \
                      `a[$(cmd)]` runs cmd)",
@@ -849,7 +882,18 @@ mod tests {
                 Dangerous,
             ),
             ("enable -f ./x.so x", Dangerous),
-            ("cat > x.sh <<EOF\necho \\$(rm -rf ~)\nEOF\nbash x.sh", Dangerous),
+            ("n=$(wc -l f); (( n ))", Dangerous),
+            ("n=$(seq -f %g 1 3); (( n ))", Dangerous),
+            ("(( $(cat f) > 3 ))", Dangerous),
+            (
+                "(( $(wc -l < f) > 3 )); n=$(ls | wc -l); echo $(( n + $(nproc) ))",
+                Safe,
+            ),
+            ("for i in $(seq 1 30); do echo $(( i % 7 )); done", Safe),
+            (
+                "cat > x.sh <<EOF\necho \\$(rm -rf ~)\nEOF\nbash x.sh",
+                Dangerous,
+            ),
             ("cat > x.sh <<'EOF'\necho hi\nEOF\nbash x.sh", Normal),
             ("v=$(cat f); let \"n = $v + 1\"", Dangerous),
             ("let \"n = $(cat f)\"", Dangerous),

@@ -80,6 +80,12 @@ impl Walker<'_> {
                     {
                         b.expanded("PWD", cwd, in_quotes)
                     }
+                    _ if node.kind() == "command_substitution"
+                        && crate::hidden::prints_numbers(inner_text) =>
+                    {
+                        let short: String = text.chars().take(40).collect();
+                        b.dynamic_number(text, format!("the output of `{short}`"));
+                    }
                     _ => {
                         let short: String = text.chars().take(40).collect();
                         b.dynamic(text, format!("the output of `{short}`"));

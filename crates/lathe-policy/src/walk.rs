@@ -211,9 +211,9 @@ impl<'a> Walker<'a> {
                         .iter()
                         .filter(|(f, _)| *f == Some("value"))
                         .all(|(_, v)| {
-                            !self
-                                .text(*v)
-                                .contains(['$', '`', '*', '?', '[', '\\', '(', '<', '>'])
+                            let text = self.text(*v);
+                            crate::hidden::substitution_prints_numbers(text)
+                                || !text.contains(['$', '`', '*', '?', '[', '\\', '(', '<', '>'])
                         });
                     let value = if plain {
                         let mut w = Word::unknown(name, "the loop variable");
