@@ -238,6 +238,9 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
         }
     };
 
+    if per_item.as_deref() == Some("xargs") && matches!(inv.stdin, Stdin::Pipe { .. }) {
+        crate::wrappers::piped_inputs(&mut argv, w.out.commands.last());
+    }
     let networked = paths
         .iter()
         .any(|p| crate::judge::network_device(p).is_some());
@@ -278,6 +281,9 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
             a.absorb(j);
         }
         paths.push(r);
+    }
+    for word in &verdict.names {
+        paths.push(path_ref(word, cwd.as_deref(), ctx, Access::Metadata));
     }
     for word in verdict.reads.iter().chain(&wrapper_reads) {
         let (r, j) = judge_read(word, cwd.as_deref(), ctx);

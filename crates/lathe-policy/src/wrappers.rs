@@ -390,6 +390,44 @@ fn env(argv: &[Word]) -> Unwrap {
     Unwrap::Inner(Box::new(out))
 }
 
+/// `ls .e* | xargs cat`, `find . -name .env | xargs cat`: the names the previous stage of
+/// the pipeline printed (its metadata-only paths) are what `xargs` passes on; they replace
+/// the unknown input items of the inner command. Anything else stays unknown.
+pub(crate) fn piped_inputs(
+    argv: &mut Vec<Word>,
+    previous: Option<&crate::analysis::SimpleCommand>,
+) {
+    /// More names than this are not substituted one by one.
+    const MAX_NAMES: usize = 16;
+    let Some(prev) = previous else { return };
+    let names: Vec<Word> = prev
+        .paths
+        .iter()
+        .filter(|p| p.access == crate::analysis::Access::Metadata)
+        .filter_map(|p| {
+            let mut w = Word::literal(p.path.as_deref()?);
+            w.glob = p.glob;
+            w.brace = p.glob;
+            w.display = p.text.clone();
+            Some(w)
+        })
+        .take(MAX_NAMES)
+        .collect();
+    if names.is_empty() {
+        return;
+    }
+    let is_input = |w: &Word| w.dynamic.iter().any(|d| d.ends_with("read by xargs"));
+    let mut out = Vec::with_capacity(argv.len() + names.len());
+    for w in argv.drain(..) {
+        if is_input(&w) {
+            out.extend(names.iter().cloned());
+        } else {
+            out.push(w);
+        }
+    }
+    *argv = out;
+}
+
 fn xargs(argv: &[Word]) -> Unwrap {
     #[rustfmt::skip]
     let valued = [

@@ -64,6 +64,9 @@ pub(crate) struct Verdict {
     pub downloads: bool,
     /// Names paths without reading their contents (`ls`, `stat`): credentials named are fine.
     pub metadata_only: bool,
+    /// Paths it prints without reading them (the matches of `find -name .env`), which a
+    /// later `| xargs cmd` receives.
+    pub names: Vec<Word>,
     /// Only runs `inner` (`bash -c`, `eval`): not listed as a command of its own.
     pub transparent: bool,
     pub inner: Vec<Inner>,

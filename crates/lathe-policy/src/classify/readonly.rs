@@ -313,6 +313,12 @@ fn find(cmd: &Cmd<'_>) -> Verdict {
     let (start, rank) = worst_start(&starts, cmd);
     let names = super::selects::find_names(cmd, &start);
     let mut v = Verdict::safe("find only lists files");
+    if let Some(n) = &names
+        && start != "$unknown"
+    {
+        v.names
+            .push(super::selects::match_word("(found)", &start, n));
+    }
     while i < args.len() {
         let opt = cmd.arg(i).unwrap_or("");
         match opt {
@@ -421,7 +427,12 @@ fn fd(cmd: &Cmd<'_>) -> Verdict {
             .is_some_and(|v| matches!(v, "-x" | "--exec" | "-X" | "--exec-batch"))
     });
     let Some(at) = at else {
-        return Verdict::safe("fd only lists files");
+        let mut v = Verdict::safe("fd only lists files");
+        if let Some((start, n)) = super::selects::fd_names(cmd, cmd.args.len()) {
+            v.names
+                .push(super::selects::match_word("(found)", &start, &n));
+        }
+        return v;
     };
     let end = (at + 1..cmd.args.len())
         .find(|j| cmd.arg(*j) == Some(";"))
