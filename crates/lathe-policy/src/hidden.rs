@@ -212,22 +212,73 @@ fn identifiers(text: &str) -> Vec<&str> {
 /// prints only numbers: its output is then harmless where bash evaluates it as arithmetic.
 /// Earlier pipeline stages are analysed as usual; only the last one prints.
 pub(crate) fn prints_numbers(script: &str) -> bool {
-    if script.contains([';', '&', '`', '$', '\'', '"', '\\', '>', '(', '\n']) {
+    let Some(last) = last_stage(script) else {
         return false;
-    }
-    let last = script.rsplit('|').next().unwrap_or("");
+    };
     let words: Vec<&str> = last.split_whitespace().collect();
     let number = |w: &&str| w.parse::<f64>().is_ok();
+    let plain = |w: &&str| {
+        !w.is_empty()
+            && w.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_./-+=:,".contains(&b))
+    };
+    let file = |w: &&str| {
+        let name = w.trim_matches('"');
+        let name = name
+            .strip_prefix("${")
+            .and_then(|n| n.strip_suffix('}'))
+            .or_else(|| name.strip_prefix('$'))
+            .unwrap_or(name);
+        w.len() - name.len() <= 5 && plain(&name)
+    };
     match words.as_slice() {
         ["seq", rest @ ..] => rest.iter().all(|w| number(w) || *w == "-w"),
-        ["nproc"] | ["id", "-u" | "-g" | "-ur" | "-gr"] | ["date", "+%s"] => true,
-        ["tput", "cols" | "lines" | "colors"] => true,
+        ["nproc"] | ["id", "-u" | "-g" | "-ur" | "-gr"] => true,
+        ["tput", "cols" | "lines" | "colors"] | ["getconf", _] => true,
+        ["date", format] => {
+            format.len() > 1
+                && format.starts_with('+')
+                && format[1..].bytes().all(|b| b"%sYmdHMSjuNyGVW".contains(&b))
+        }
+        ["git", "rev-list", "--count", rest @ ..] => rest.iter().all(plain),
         // counts of standard input only: with a file operand wc prints its name too
         ["wc", flag, rest @ ..] if matches!(*flag, "-l" | "-c" | "-w" | "-m") => {
-            matches!(rest, [] | ["<", _])
+            matches!(rest, [] | ["<", _]) && rest.get(1).is_none_or(file)
         }
         _ => false,
     }
+}
+
+/// The last stage of a pipeline written without separators, lists, escapes or backticks;
+/// `None` for anything else. Pipes inside quotes and `$(...)` do not split.
+fn last_stage(script: &str) -> Option<&str> {
+    let bytes = script.as_bytes();
+    let mut quote: Option<u8> = None;
+    let mut depth = 0usize;
+    let mut start = 0;
+    for (i, &c) in bytes.iter().enumerate() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) if c == b'\\' || c == b'`' => return None,
+            Some(_) => {}
+            None => match c {
+                b'\'' | b'"' => quote = Some(c),
+                b'\\' | b'`' | b';' | b'&' | b'\n' | b'>' => return None,
+                b'(' => depth += 1,
+                b')' => depth = depth.checked_sub(1)?,
+                b'|' if depth == 0 => {
+                    if bytes.get(i + 1) == Some(&b'|')
+                        || bytes.get(i.wrapping_sub(1)) == Some(&b'|')
+                    {
+                        return None;
+                    }
+                    start = i + 1;
+                }
+                _ => {}
+            },
+        }
+    }
+    (quote.is_none() && depth == 0).then(|| &script[start..])
 }
 
 /// [`prints_numbers`] for a whole `$(...)`.
@@ -951,6 +1002,36 @@ mod tests {
         assert_eq!(identifiers(&s.rest), vec!["a", "b"]);
         assert_eq!(scan("$(echo ')')x").spans, vec!["$(echo ')')"]);
         assert_eq!(scan("$(unclosed").spans, vec!["$(unclosed"]);
+    }
+
+    #[test]
+    fn number_printers() {
+        for yes in [
+            "seq 1 10",
+            "wc -l < f",
+            "wc -l < \"$f\"",
+            "ls | wc -l",
+            "cat \"a | b\" | wc -c",
+            "nproc",
+            "date +%s",
+            "git rev-list --count HEAD",
+        ] {
+            assert!(prints_numbers(yes), "{yes}");
+        }
+        for no in [
+            "seq -f %g 1 3",
+            "wc -l f",
+            "cat f || wc -l",
+            "echo 'a[$(id)] | wc -l < x'",
+            "echo a \\| wc -l",
+            "cat f; wc -l",
+            "wc -l < f > g",
+            "wc -l < \"$(cat f)\"",
+            "date +%A",
+            "cat f",
+        ] {
+            assert!(!prints_numbers(no), "{no}");
+        }
     }
 
     #[test]
