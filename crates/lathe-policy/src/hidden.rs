@@ -155,6 +155,15 @@ fn scan(text: &str) -> Scan<'_> {
             (b'$', Some(b'(')) => Some(span_end(bytes, i + 1, b'(', b')').unwrap_or(bytes.len())),
             (b'$', Some(b'{')) => Some(span_end(bytes, i + 1, b'{', b'}').unwrap_or(bytes.len())),
             (b'$', Some(b'[')) => Some(span_end(bytes, i + 1, b'[', b']').unwrap_or(bytes.len())),
+            // positional parameters: a function's arguments, or `bash -c`'s
+            (b'$', Some(n)) if n.is_ascii_digit() || n == b'@' || n == b'*' => {
+                out.rest.push_str(&text[plain..i]);
+                out.rest.push(' ');
+                out.names.push(&text[i + 1..i + 2]);
+                i += 2;
+                plain = i;
+                continue;
+            }
             (b'$', Some(n)) if is_name_start(n) => {
                 let len = bytes[i + 1..]
                     .iter()
@@ -411,6 +420,11 @@ impl Walker<'_> {
     ) {
         if !seen.insert(name.to_string()) || scope.numbers.contains(name) {
             return;
+        }
+        // `$1`, `$@` (arguments of a function or of `bash -c`) and `$_` (the last argument of
+        // the previous command) are set by the command line itself
+        if !is_name(name) || name == "_" {
+            return self.unknown_value(name, what);
         }
         if self.out.hidden.tainted.contains(name) {
             return self.unknown_value(name, what);
@@ -689,7 +703,7 @@ impl Walker<'_> {
             let len = rest.bytes().take_while(|&b| is_name_char(b)).count();
             let (name, after) = rest.split_at(len);
             let listing = matches!(after, "@" | "*" | "[@]" | "[*]");
-            if is_name(name) && !listing {
+            if !name.is_empty() && !listing {
                 self.indirect(name, scope, text);
             }
             return false;
@@ -743,7 +757,7 @@ impl Walker<'_> {
         if scope.numbers.contains(name) {
             return false;
         }
-        if self.out.hidden.tainted.contains(name) || !is_name(name) {
+        if self.out.hidden.tainted.contains(name) || !is_name(name) || name == "_" {
             return true;
         }
         self.out.hidden.consulted.insert(name.to_string());
@@ -933,6 +947,12 @@ mod tests {
                 Dangerous,
             ),
             ("enable -f ./x.so x", Dangerous),
+            ("f() { (( $1 )); }; f 'a[$(rm -rf ~)]'", Dangerous),
+            ("f() { echo $(( $1 + 1 )); }; f 2", Dangerous),
+            ("f() { echo ${!1}; }; f x", Dangerous),
+            ("bash -c 'let \"n = $1\"' _ 'a[$(rm -rf ~)]'", Dangerous),
+            (": 'a[$(rm -rf ~)]'; (( $_ ))", Dangerous),
+            ("(( $# > 1 )) || echo few", Safe),
             ("n=$(wc -l f); (( n ))", Dangerous),
             ("n=$(seq -f %g 1 3); (( n ))", Dangerous),
             ("(( $(cat f) > 3 ))", Dangerous),
