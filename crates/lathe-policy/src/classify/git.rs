@@ -129,15 +129,15 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
         Some((name, body)) => alias(name, body, &rest),
         None => super::git_sub::subcommand(sub, &rest),
     };
+    // programs run to reach the remote: `-u` means it only for clone and ls-remote
+    // (`git status -uno`, `git push -u` are something else)
+    let short: &[&str] = if matches!(sub, "clone" | "ls-remote") {
+        &["-u"]
+    } else {
+        &[]
+    };
     if sub != "rebase" {
-        for program in rest.option_values(&["-u"], &["--upload-pack", "--receive-pack", "--exec"]) {
-            if sub != "clone"
-                && program.known().is_some()
-                && rest.has(&["-u"])
-                && !rest.has(&["--upload-pack", "--receive-pack", "--exec"])
-            {
-                continue;
-            }
+        for program in rest.option_values(short, &["--upload-pack", "--receive-pack", "--exec"]) {
             v.raise(
                 Severity::Dangerous,
                 format!(
@@ -376,6 +376,9 @@ mod tests {
             ("git clone -c core.hooksPath=hooks https://x/r", Dangerous),
             ("git filter-branch --tree-filter 'rm -rf ~' HEAD", Critical),
             ("git mergetool -t vimdiff", Normal),
+            ("git status -uno", Safe),
+            ("git commit -uno -m x", Normal),
+            ("git clone -u 'rm -rf ~' https://x/r", Critical),
         ]);
     }
 }

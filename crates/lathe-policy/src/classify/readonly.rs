@@ -151,13 +151,29 @@ fn ps(cmd: &Cmd<'_>) -> Verdict {
     let valued = [
         "-o", "-O", "--format", "-p", "--pid", "-q", "--quick-pid", "-u", "-U", "--user", "--User",
         "-g", "-G", "--group", "--Group", "-t", "--tty", "-C", "--ppid", "--sid", "-s", "--sort",
-        "-k", "--cols", "--columns", "--rows", "--lines", "-N", "--deselect",
+        "-k", "--cols", "--columns", "--rows", "--lines",
     ];
-    let environment = cmd.operands(&valued).iter().any(|w| {
-        w.known().is_some_and(|v| {
-            !v.is_empty() && v.chars().all(|c| c.is_ascii_alphabetic()) && v.contains('e')
-        })
-    });
+    // a short cluster ending in a value-taking letter (`-eo user`) takes the next word
+    let mut environment = false;
+    let mut i = 0;
+    while let Some(w) = cmd.args.get(i) {
+        i += 1;
+        let Some(v) = w.known() else { continue };
+        if valued.contains(&v)
+            || (v.starts_with('-')
+                && !v.starts_with("--")
+                && v.ends_with([
+                    'o', 'O', 'p', 'q', 'u', 'U', 'g', 'G', 't', 'C', 's', 'k', 'N',
+                ]))
+        {
+            i += 1;
+            continue;
+        }
+        environment |= !v.starts_with('-')
+            && !v.is_empty()
+            && v.chars().all(|c| c.is_ascii_alphabetic())
+            && v.contains('e');
+    }
     match environment {
         true => Verdict::critical(
             "ps e prints the environment of other processes, where tokens and keys are (Lathe's own included)",
@@ -499,6 +515,9 @@ mod tests {
             ("ps -ef", Safe),
             ("ps -o pid,user,cmd -p 1", Safe),
             ("ps eww", Critical),
+            ("ps -eo user", Safe),
+            ("ps -e -o user,pid", Safe),
+            ("ps -U root -u root u", Safe),
             ("ps auxe", Critical),
             ("man -P cat ls", Normal),
             ("man -P 'rm -rf ~' ls", Critical),

@@ -101,6 +101,7 @@ fn ex(text: &str) -> Ex {
         return Ex::Shell(shell.to_string());
     }
     let name: String = t.chars().take_while(char::is_ascii_alphabetic).collect();
+    // a `!` right after the name forces the command (`w!`, `q!`); it runs nothing
     let rest = t[name.len()..].trim_start_matches('!').trim_start();
     match name.as_str() {
         // `:r !cmd`, `:w !cmd` read from or write to a shell command
@@ -113,11 +114,11 @@ fn ex(text: &str) -> Ex {
         _ => {}
     }
     // a bar starts another command; expressions (`(`, `\=`) and backticks can run anything
-    let plain = !t.contains(['(', '`', '!', '|']) && !t.contains("\\=");
+    let plain = !rest.contains(['(', '`', '!', '|']) && !rest.contains("\\=");
     if HARMLESS_EX.contains(&name.as_str()) && plain && name != "let" && name != "echo" {
         return Ex::Harmless;
     }
-    if matches!(name.as_str(), "let" | "echo" | "ec") && !t.contains(['(', '`', '|']) {
+    if matches!(name.as_str(), "let" | "echo" | "ec") && !rest.contains(['(', '`', '|']) {
         return Ex::Harmless;
     }
     if t.contains('|') && !t.contains(['(', '`', '!']) {
@@ -439,6 +440,10 @@ mod tests {
             ("vim -c '%s/a/b/g' -c 'wq' f", Normal),
             ("vim -c 'set ff=unix | wq' f", Normal),
             ("vim +42 src/main.rs", Normal),
+            ("vim -c 'w!' -c 'q!' f", Normal),
+            ("vim -c 'wq!' f", Normal),
+            ("vim -c 'w !sh' f", Normal),
+            ("vim -c 'w !rm -rf ~' f", Critical),
             ("vim src/main.rs", Normal),
             ("vim -es f <<'EOF'\n%s/a/b/g\n!rm -rf ~\nwq\nEOF", Critical),
             ("vim -es f <<'EOF'\n%s/a/b/g\nwq\nEOF", Normal),
