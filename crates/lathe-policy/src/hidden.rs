@@ -776,13 +776,15 @@ impl Walker<'_> {
         }
     }
 
-    /// `[[ ... ]]`: the operands of `-eq`, `-lt`, ... are arithmetic; `-v NAME` takes a name.
+    /// `[[ ... ]]` and `[ ... ]`: `-v NAME` takes a name; in `[[ ]]` the operands of `-eq`,
+    /// `-lt`, ... are arithmetic. `double` says whether the enclosing test is `[[ ]]`.
     pub(crate) fn test_node(
         &mut self,
         node: Node<'_>,
         scope: &mut Scope,
         stdin: &Stdin,
         nd: usize,
+        double: bool,
     ) {
         if nd > MAX_NODE_DEPTH {
             self.too_deep();
@@ -797,8 +799,17 @@ impl Walker<'_> {
                     .find(|c| c.kind() == "test_operator")
             })
             .map(|o| self.text(o));
+        // `[[ a -eq b ]]` evaluates its operands as arithmetic; `[ a -eq b ]` (also a
+        // test_command to the grammar) wants plain integers and evaluates nothing
+        let double = if node.kind() == "test_command" {
+            self.text(node).starts_with("[[")
+        } else {
+            double
+        };
         match (node.kind(), op) {
-            ("binary_expression", Some("-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge")) => {
+            ("binary_expression", Some("-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge"))
+                if double =>
+            {
                 for (field, child) in crate::walk::fields(node) {
                     if matches!(field, Some("left" | "right")) {
                         self.arith_node(child, scope, &what, nd + 1);
@@ -822,7 +833,7 @@ impl Walker<'_> {
             ) => {
                 for child in children(node) {
                     if child.is_named() {
-                        self.test_node(child, scope, stdin, nd + 1);
+                        self.test_node(child, scope, stdin, nd + 1, double);
                     }
                 }
             }
@@ -953,6 +964,8 @@ mod tests {
             ("bash -c 'let \"n = $1\"' _ 'a[$(rm -rf ~)]'", Dangerous),
             (": 'a[$(rm -rf ~)]'; (( $_ ))", Dangerous),
             ("(( $# > 1 )) || echo few", Safe),
+            ("x=$(cat f); if [ \"$x\" -gt 1 ]; then echo big; fi", Safe),
+            ("x=$(cat f); if [[ \"$x\" -gt 1 ]]; then echo big; fi", Dangerous),
             ("n=$(wc -l f); (( n ))", Dangerous),
             ("n=$(seq -f %g 1 3); (( n ))", Dangerous),
             ("(( $(cat f) > 3 ))", Dangerous),

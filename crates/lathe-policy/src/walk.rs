@@ -249,7 +249,7 @@ impl<'a> Walker<'a> {
                 }
             }
             "subscript" => self.subscript(node, scope, nd),
-            "test_command" => self.test_node(node, scope, stdin, nd),
+            "test_command" => self.test_node(node, scope, stdin, nd, true),
             "ERROR" => {
                 self.out.parse_error = true;
                 self.walk_children(node, scope, stdin, nd);
