@@ -130,6 +130,7 @@ pub(crate) fn check(
                     w.taint(v, scope);
                 }
             }
+            w.taint("OPTARG", scope);
         }
         "wait" => {
             let p = parse(args, "p");
@@ -272,7 +273,7 @@ pub(crate) fn declare_word(
             .map(|(n, _)| n.trim_end_matches('+'));
         match lhs {
             Some(name) if is_name(name) => {
-                declared(w, name, flags, scope);
+                declared(name, flags, scope);
                 let value = Word {
                     value: None,
                     ..word.clone()
@@ -293,7 +294,7 @@ pub(crate) fn declare_word(
         Some((n, value)) => (n.trim_end_matches('+'), Some(value)),
         None => (v, None),
     };
-    declared(w, name, flags, scope);
+    declared(name, flags, scope);
     w.name_text(name, scope, what);
     if let Some(value) = value {
         let value = Word::literal(value);
@@ -302,7 +303,7 @@ pub(crate) fn declare_word(
 }
 
 /// Remembers the attributes a declaration gives a name.
-pub(crate) fn declared(_w: &mut Walker<'_>, name: &str, flags: &str, scope: &mut Scope) {
+pub(crate) fn declared(name: &str, flags: &str, scope: &mut Scope) {
     let base = name.split('[').next().unwrap_or(name);
     if !is_name(base) {
         return;

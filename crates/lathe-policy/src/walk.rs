@@ -390,7 +390,7 @@ impl<'a> Walker<'a> {
                         .child_by_field_name("name")
                         .map(|n| self.text(n))
                         .unwrap_or("");
-                    crate::builtins::declared(self, name, &flags, scope);
+                    crate::builtins::declared(name, &flags, scope);
                     let (name, value) = self.assignment(child, scope, nd);
                     self.set_var(&name, &value, scope);
                 }
