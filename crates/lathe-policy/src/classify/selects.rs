@@ -56,6 +56,12 @@ fn common_dir(globs: &[String]) -> String {
     first[..end].to_string()
 }
 
+/// A filter that lets every name through (`-name '*'`, `fd .`): the search is a walk over
+/// the whole tree, like one without a filter.
+fn everything(pattern: &str) -> bool {
+    pattern.chars().all(|c| c == '*' || c == '?')
+}
+
 /// find and fd match names that start with a dot with their wildcards, which bash does not:
 /// `*` in `-name '*'` also stands for `.env`.
 fn with_dot_names(pattern: &str) -> Vec<String> {
@@ -85,12 +91,14 @@ pub(super) fn find_names(cmd: &Cmd<'_>, start: &str) -> Option<Vec<String>> {
         }
         match opt {
             "-name" | "-iname" if !negated => match cmd.args.get(i + 1).and_then(Word::known) {
+                Some(p) if everything(p) => {}
                 Some(p) => names.extend(with_dot_names(p)),
                 None => names.push("*".into()),
             },
             "-path" | "-ipath" | "-wholename" | "-iwholename" if !negated => {
                 // find's `*` crosses `/` here: `**` does in a glob
                 match cmd.args.get(i + 1).and_then(Word::known) {
+                    Some(p) if everything(p.trim_start_matches("./")) => {}
                     Some(p) => {
                         let crossing = p.replace("**", "*").replace('*', "**");
                         let rel = crossing.trim_start_matches("./");
@@ -199,6 +207,9 @@ pub(super) fn fd_names(cmd: &Cmd<'_>, exec: usize) -> Option<(String, Vec<String
             (false, false) => regex_glob(p),
         });
     }
+    if names.iter().all(|n| everything(n)) {
+        return None;
+    }
     let names = names.iter().flat_map(|n| with_dot_names(n)).collect();
     Some((start, names))
 }
@@ -213,7 +224,7 @@ pub(super) fn include_globs(cmd: &Cmd<'_>) -> Vec<Word> {
         .into_iter()
         .filter_map(|w| {
             let g = w.known()?.to_string();
-            if g.starts_with('!') {
+            if g.starts_with('!') || everything(&g) {
                 return None;
             }
             let names = with_dot_names(&g);
@@ -245,6 +256,8 @@ mod tests {
             ("find . -name '*.rs' -exec grep -l unsafe {} +", Safe),
             ("fd -g .env -x cat", Safe),
             ("rg -g '.env*' TOKEN", Safe),
+            ("fd . -x cat", Safe),
+            ("find . -name '*' -exec cat {} +", Safe),
         ]);
     }
 }
