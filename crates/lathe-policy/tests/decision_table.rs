@@ -236,6 +236,9 @@ const ROWS: &[Row] = &[
     (ReadOnly, NONE, NO, Act::Sh("declare -a arr=(a b)"), Allow),
     (ReadOnly, NONE, NO, Act::Sh("arr[0]=1"), Allow),
     (ReadOnly, NONE, NO, Act::Sh("n=0; n=$((n+1)); (( n > 0 ))"), Allow),
+    (Full, deny(&["shell(rm *)"]), NO, Act::Sh("let 'a[$(rm x)]'"), Deny),
+    (Full, deny(&["shell(rm *)"]), NO, Act::Sh("echo 'rm x' > s.sh; bash s.sh"), Deny),
+    (Full, NONE, NO, Act::Sh("x='a[$(rm -rf ~)]'; (( x ))"), Ask),
     // issue 12.2-12.7: runners, daemons, secrets, globs
     (Auto, NONE, NO, Act::Sh("git difftool -x 'rm -rf victim' HEAD~1"), Ask),
     (Auto, NONE, NO, Act::Sh("git -c alias.x='!touch /tmp/pwned' x"), Ask),
