@@ -316,6 +316,8 @@ const ROWS: &[Row] = &[
     (Auto, NONE, NO, Act::Sh("find . -name .env -exec cat {} +"), Ask),
     (Auto, NONE, NO, Act::Sh("find . -iname '.env*' -exec grep KEY {} \\;"), Ask),
     (Auto, NONE, NO, Act::Sh("find . -name config -exec cat {} +"), Ask),
+    (Auto, NONE, NO, Act::Sh("find . -iname .ENV -execdir cat {} \\;"), Ask),
+    (Auto, NONE, NO, Act::Sh("cat .{e,x}nv"), Ask),
     (Auto, NONE, NO, Act::Sh("fd -H -g .env -x cat"), Ask),
     (Auto, NONE, NO, Act::Sh("fd -e pem -X cat"), Ask),
     (Auto, NONE, NO, Act::Sh("grep -r --include='.env*' KEY ."), Ask),

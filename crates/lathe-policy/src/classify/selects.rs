@@ -92,6 +92,8 @@ pub(super) fn find_names(cmd: &Cmd<'_>, start: &str) -> Option<Vec<String>> {
         match opt {
             "-name" | "-iname" if !negated => match cmd.args.get(i + 1).and_then(Word::known) {
                 Some(p) if everything(p) => {}
+                // the sensitive patterns are lowercase: `-iname .ENV` finds `.env`
+                Some(p) if opt == "-iname" => names.extend(with_dot_names(&p.to_lowercase())),
                 Some(p) => names.extend(with_dot_names(p)),
                 None => names.push("*".into()),
             },
@@ -100,6 +102,11 @@ pub(super) fn find_names(cmd: &Cmd<'_>, start: &str) -> Option<Vec<String>> {
                 match cmd.args.get(i + 1).and_then(Word::known) {
                     Some(p) if everything(p.trim_start_matches("./")) => {}
                     Some(p) => {
+                        let p = if opt.starts_with("-i") {
+                            p.to_lowercase()
+                        } else {
+                            p.to_string()
+                        };
                         let crossing = p.replace("**", "*").replace('*', "**");
                         let rel = crossing.trim_start_matches("./");
                         names.push(match p.starts_with('/') {
