@@ -297,6 +297,15 @@ pub(crate) fn substitution_prints_numbers(text: &str) -> bool {
         .is_some_and(prints_numbers)
 }
 
+/// Whether a word is `"${!a[@]}"` (or `${!a[*]}`) of an indexed array: its indices, numbers.
+pub(crate) fn array_indices(text: &str, scope: &Scope) -> bool {
+    let inner = text.trim_matches('"');
+    inner
+        .strip_prefix("${!")
+        .and_then(|t| t.strip_suffix("[@]}").or_else(|| t.strip_suffix("[*]}")))
+        .is_some_and(|name| is_name(name) && !scope.assoc.contains(name))
+}
+
 /// The subscript of `name[sub]`, if the text has one.
 fn subscript_of(text: &str) -> Option<&str> {
     let open = text.find('[')?;
@@ -965,7 +974,10 @@ mod tests {
             (": 'a[$(rm -rf ~)]'; (( $_ ))", Dangerous),
             ("(( $# > 1 )) || echo few", Safe),
             ("x=$(cat f); if [ \"$x\" -gt 1 ]; then echo big; fi", Safe),
-            ("x=$(cat f); if [[ \"$x\" -gt 1 ]]; then echo big; fi", Dangerous),
+            (
+                "x=$(cat f); if [[ \"$x\" -gt 1 ]]; then echo big; fi",
+                Dangerous,
+            ),
             ("n=$(wc -l f); (( n ))", Dangerous),
             ("n=$(seq -f %g 1 3); (( n ))", Dangerous),
             ("(( $(cat f) > 3 ))", Dangerous),
@@ -974,6 +986,14 @@ mod tests {
                 Safe,
             ),
             ("for i in $(seq 1 30); do echo $(( i % 7 )); done", Safe),
+            (
+                "a=(x y); for i in \"${!a[@]}\"; do echo \"${a[$i]}\"; done",
+                Safe,
+            ),
+            (
+                "declare -A m; for k in \"${!m[@]}\"; do echo $(( k )); done",
+                Dangerous,
+            ),
             (
                 "cat > x.sh <<EOF\necho \\$(rm -rf ~)\nEOF\nbash x.sh",
                 Dangerous,

@@ -213,6 +213,7 @@ impl<'a> Walker<'a> {
                         .all(|(_, v)| {
                             let text = self.text(*v);
                             crate::hidden::substitution_prints_numbers(text)
+                                || crate::hidden::array_indices(text, scope)
                                 || !text.contains(['$', '`', '*', '?', '[', '\\', '(', '<', '>'])
                         });
                     let value = if plain {
