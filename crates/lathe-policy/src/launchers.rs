@@ -174,27 +174,34 @@ pub(crate) fn unwrap(program: &str, argv: &[Word]) -> Unwrap {
             None,
         ),
         "eatmydata" | "nocache" | "fakechroot" | "linux32" | "linux64" | "uname26"
-        | "with-contenv" | "sandbox-exec" | "softlimit" | "chpst" | "tini" | "dumb-init" => {
-            let valued = ["-f", "-n", "-p", "-D", "-u", "-U", "-e", "-m", "-d", "-o"];
-            let n = matches!(program, "chpst").then(|| {
+        | "with-contenv" | "tini" | "dumb-init" => at(argv, skip_opts(argv, 1, &[]), None),
+        "sandbox-exec" => at(argv, skip_opts(argv, 1, &["-f", "-n", "-p", "-D"]), None),
+        // daemontools/runit limits: every option takes a value
+        "softlimit" => at(
+            argv,
+            skip_opts(
+                argv,
+                1,
+                &[
+                    "-m", "-d", "-s", "-l", "-a", "-o", "-p", "-f", "-c", "-r", "-t",
+                ],
+            ),
+            None,
+        ),
+        "chpst" => {
+            #[rustfmt::skip]
+            let valued = [
+                "-u", "-U", "-b", "-e", "-/", "-C", "-n", "-l", "-L", "-m", "-d", "-o", "-p",
+                "-f", "-c", "-r", "-t",
+            ];
+            let user = any(argv, |v| matches!(v, "-u" | "-U"));
+            let n = user.then(|| {
                 (
                     Severity::Critical,
-                    "runs as root or another user (chpst)".to_string(),
+                    "runs as root or another user (chpst -u)".to_string(),
                 )
             });
-            at(
-                argv,
-                skip_opts(
-                    argv,
-                    1,
-                    if program == "chpst" || program == "sandbox-exec" || program == "softlimit" {
-                        &valued
-                    } else {
-                        &[]
-                    },
-                ),
-                n,
-            )
+            at(argv, skip_opts(argv, 1, &valued), n)
         }
         "setarch" => {
             // `setarch ARCH [options] [program]`; without a program it starts a shell
@@ -311,6 +318,10 @@ mod tests {
             ("cpulimit -l 50 rm -rf ~", Critical),
             ("systemd-inhibit --what=idle rm -rf ~", Critical),
             ("eatmydata rm -rf ~", Critical),
+            ("softlimit -m 1000000 -s 100 rm -rf ~", Critical),
+            ("chpst -u nobody make", Critical),
+            ("chpst -n 10 make", Normal),
+            ("sandbox-exec -p '(version 1)' sh -c 'rm -rf ~'", Critical),
             ("rlwrap rm -rf ~", Critical),
             ("rlwrap -a python3", Normal),
             ("setarch x86_64 -R rm -rf ~", Critical),
