@@ -49,7 +49,8 @@ fn common_dir(globs: &[String]) -> String {
         if matches!(c, '*' | '?' | '[' | '{' | '\\') {
             break;
         }
-        if c == '/' && globs.iter().all(|g| g.len() > i && g[..=i] == first[..=i]) {
+        let same = |g: &String| g.as_bytes().get(..=i) == first.as_bytes().get(..=i);
+        if c == '/' && globs.iter().all(same) {
             end = i + 1;
         }
     }
