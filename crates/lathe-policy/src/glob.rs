@@ -533,6 +533,23 @@ mod tests {
         assert_eq!(expand_braces(&bomb), None);
     }
 
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_globs_never_panic(text in "[a-z./*?\\[\\]{},!^\\\\-é]{0,40}") {
+            for alt in expand_braces(&text).unwrap_or_default() {
+                let _ = instance(&alt, "x");
+                let _ = examples_of_pattern(&alt, "");
+                if let (Some(a), Some(b)) = (
+                    Glob::new(&alt, Flavor::Shell),
+                    Glob::new("/**/.env*", Flavor::Pattern),
+                ) {
+                    let _ = common(&a, &b);
+                    let _ = a.is_match("/w/.env");
+                }
+            }
+        }
+    }
+
     #[test]
     fn instances_fill_wildcards() {
         assert_eq!(instance(".env*", ""), ".env");
