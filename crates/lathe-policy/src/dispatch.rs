@@ -62,6 +62,14 @@ pub(crate) fn risky_env(name: &str) -> Option<&'static str> {
             "changes what code an interpreter or compiler loads"
         }
         _ if upper.starts_with("DYLD_") => "injects code into every program",
+        // GIT_SEQUENCE_EDITOR, SYSTEMD_PAGER, SUDO_ASKPASS, GH_EDITOR, ... (issue 12.2)
+        _ if ["_PAGER", "_EDITOR", "_ASKPASS"]
+            .iter()
+            .any(|s| upper.ends_with(s)) =>
+        {
+            "makes programs run another program"
+        }
+        "SHELL" | "TERMINAL" => "changes the program other programs start as a shell",
         _ if upper.starts_with("GIT_CONFIG_KEY_") || upper.starts_with("GIT_CONFIG_VALUE_") => {
             "makes git run other programs"
         }

@@ -342,6 +342,12 @@ mod tests {
             ("distrobox-host-exec make", Dangerous),
             ("pkgx deno run x.ts", Dangerous),
             ("trickle -d 100 rm -rf ~", Critical),
+            (
+                "GIT_SEQUENCE_EDITOR='sh -c id' git rebase -i HEAD~2",
+                Dangerous,
+            ),
+            ("SYSTEMD_PAGER=./x systemctl status", Dangerous),
+            ("SHELL=/tmp/x vim -c ':!ls' f", Dangerous),
         ]);
     }
 }
