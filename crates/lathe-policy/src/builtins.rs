@@ -366,6 +366,37 @@ fn runs_written(
         });
         files.extend(operand.map(|f| (f, shell)));
     }
+    // recipes are shell commands: a makefile or justfile the line writes is a script it runs
+    if matches!(base, "make" | "gmake" | "just") {
+        let p = parse(&argv[1..], "fCIoWj");
+        let dir = p
+            .value('C')
+            .next()
+            .and_then(Word::known)
+            .map(str::to_string);
+        let named: Vec<String> = p
+            .value('f')
+            .filter_map(Word::known)
+            .map(str::to_string)
+            .collect();
+        let defaults: &[&str] = if base == "just" {
+            &["justfile", "Justfile", ".justfile"]
+        } else {
+            &["GNUmakefile", "makefile", "Makefile"]
+        };
+        let names = if named.is_empty() {
+            defaults.iter().map(|d| d.to_string()).collect()
+        } else {
+            named
+        };
+        for name in names {
+            let file = match &dir {
+                Some(d) if !name.starts_with('/') => format!("{d}/{name}"),
+                _ => name,
+            };
+            files.push((file, false));
+        }
+    }
     for (file, shell) in files {
         let Some(path) = resolve(&file, cwd, w.ctx) else {
             continue;
