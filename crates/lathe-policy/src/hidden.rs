@@ -609,9 +609,17 @@ impl Walker<'_> {
 
     /// A resolved word bash takes as a variable name.
     pub(crate) fn name_word(&mut self, w: &Word, scope: &Scope, what: &str) {
+        // `printf -v "$name"` with `name` from Lathe's environment: as harmless as the rest
+        let raw = w.raw.trim_matches('"');
+        let simple = raw
+            .strip_prefix("${")
+            .and_then(|r| r.strip_suffix('}'))
+            .or_else(|| raw.strip_prefix('$'))
+            .filter(|n| is_name(n));
         match w.known() {
             Some(v) => self.name_text(v, scope, what),
             None if w.inert => {}
+            None if simple.is_some_and(|n| !self.unknown(n, scope)) => {}
             None => self.unseen(format!(
                 "{what} takes the variable name `{}`, which is not known until run time (a \
                  name such as `a[$(cmd)]` runs cmd)",
@@ -967,6 +975,8 @@ mod tests {
                 Dangerous,
             ),
             ("enable -f ./x.so x", Dangerous),
+            ("printf -v \"$name\" %s x; test -v \"$name\"", Safe),
+            ("name=$(cat f); printf -v \"$name\" %s x", Dangerous),
             ("printf 'all:\\n\\ttrue\\n' > Makefile && make", Dangerous),
             ("cp /tmp/m build/GNUmakefile; make -C build", Dangerous),
             ("echo x > rules.mk; make -f rules.mk all", Dangerous),
