@@ -70,6 +70,18 @@ pub(crate) fn risky_env(name: &str) -> Option<&'static str> {
             "makes programs run another program"
         }
         "SHELL" | "TERMINAL" => "changes the program other programs start as a shell",
+        // the sockets of daemons that act outside the sandbox (issue 12.4)
+        "DOCKER_HOST"
+        | "CONTAINER_HOST"
+        | "TMUX"
+        | "STY"
+        | "DBUS_SESSION_BUS_ADDRESS"
+        | "DBUS_SYSTEM_BUS_ADDRESS"
+        | "SSH_AUTH_SOCK"
+        | "KITTY_LISTEN_ON"
+        | "WEZTERM_UNIX_SOCKET"
+        | "NVIM"
+        | "NVIM_LISTEN_ADDRESS" => "points the command at a daemon that acts outside the sandbox",
         _ if upper.starts_with("GIT_CONFIG_KEY_") || upper.starts_with("GIT_CONFIG_VALUE_") => {
             "makes git run other programs"
         }

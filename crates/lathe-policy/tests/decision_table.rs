@@ -289,6 +289,8 @@ const ROWS: &[Row] = &[
     (Auto, NONE, NO, Act::Sh("docker build -t x ."), Ask),
     (Auto, NONE, NO, Act::Sh("curl --unix-socket /var/run/docker.sock http://x/info"), Ask),
     (Auto, NONE, NO, Act::Sh("systemctl --user start x.service"), Ask),
+    (Auto, NONE, NO, Act::Sh("DOCKER_HOST=tcp://10.0.0.1:2375 docker ps"), Ask),
+    (Auto, NONE, NO, Act::Sh("SSH_AUTH_SOCK=/tmp/agent.sock ssh-add -l"), Ask),
     (Auto, NONE, NO, Act::Sh("dbus-send --session --dest=org.x / org.x.Y"), Ask),
     (Auto, NONE, NO, Act::Sh("busctl --user call org.x / org.x Y"), Ask),
     (Auto, NONE, NO, Act::Sh("ssh-add ./deploy_key"), Ask),
