@@ -78,6 +78,10 @@ pub struct PathRef {
     pub location: Location,
     /// Read or written.
     pub access: Access,
+    /// The text has shell glob characters or braces (`.e*`, `{a,b}`): it stands for every
+    /// name it can expand to.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub glob: bool,
 }
 
 /// A finding about the command as a whole rather than one program in it (a syntax error, a

@@ -341,6 +341,7 @@ impl Policy {
             })
         };
         let mut out = Vec::new();
+        let mut expanded: Vec<String> = Vec::new();
         let mut check = |shown: &str, key: &PathKey, write: bool| {
             if let Some(pattern) = self.sensitive.matching_key(key)
                 && !allowed(key, write)
@@ -356,6 +357,26 @@ impl Policy {
         match (part.kind, part.command, &part.key) {
             (Kind::Command, Some(c), _) => {
                 for p in c.paths.iter().filter(|p| p.access != Access::Metadata) {
+                    // a glob names whatever it can expand to (issue 12.7)
+                    let expansion = p
+                        .path
+                        .as_deref()
+                        .filter(|_| p.glob)
+                        .and_then(|abs| self.sensitive.matching_glob(abs, &self.ctx));
+                    if let Some((pattern, name)) = expansion {
+                        let key = PathKey::from_text(&name, &self.ctx);
+                        if !allowed(&key, p.access == Access::Write) {
+                            let line = format!(
+                                "`{}` can expand to the sensitive path `{}` (pattern `{pattern}`), so touching it asks",
+                                p.text,
+                                key.relative.clone().unwrap_or(name),
+                            );
+                            if !expanded.contains(&line) {
+                                expanded.push(line);
+                            }
+                        }
+                        continue;
+                    }
                     let key = PathKey {
                         relative: p.relative.clone(),
                         absolute: p.path.clone(),
@@ -367,6 +388,7 @@ impl Policy {
             (Kind::Change { .. }, _, Some(k)) => check(&part.subject, k, true),
             _ => {}
         }
+        out.extend(expanded);
         out
     }
 

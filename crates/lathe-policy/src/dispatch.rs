@@ -37,9 +37,8 @@ pub(crate) fn risky_env(name: &str) -> Option<&'static str> {
     let why = match upper.as_str() {
         "PATH" => "changes which programs run",
         "LD_PRELOAD" | "LD_LIBRARY_PATH" | "LD_AUDIT" => "injects code into every program",
-        "BASH_ENV" | "ENV" | "PROMPT_COMMAND" | "SHELLOPTS" | "BASHOPTS" | "PS4" => {
-            "makes the shell run other code"
-        }
+        "BASH_ENV" | "ENV" | "PROMPT_COMMAND" | "SHELLOPTS" | "BASHOPTS" | "PS0" | "PS1"
+        | "PS2" | "PS3" | "PS4" => "makes the shell run other code",
         "IFS" => "changes how the shell splits words, a common way to hide commands",
         "GIT_SSH"
         | "GIT_SSH_COMMAND"
@@ -63,6 +62,26 @@ pub(crate) fn risky_env(name: &str) -> Option<&'static str> {
             "changes what code an interpreter or compiler loads"
         }
         _ if upper.starts_with("DYLD_") => "injects code into every program",
+        // GIT_SEQUENCE_EDITOR, SYSTEMD_PAGER, SUDO_ASKPASS, GH_EDITOR, ... (issue 12.2)
+        _ if ["_PAGER", "_EDITOR", "_ASKPASS"]
+            .iter()
+            .any(|s| upper.ends_with(s)) =>
+        {
+            "makes programs run another program"
+        }
+        "SHELL" | "TERMINAL" => "changes the program other programs start as a shell",
+        // the sockets of daemons that act outside the sandbox (issue 12.4)
+        "DOCKER_HOST"
+        | "CONTAINER_HOST"
+        | "TMUX"
+        | "STY"
+        | "DBUS_SESSION_BUS_ADDRESS"
+        | "DBUS_SYSTEM_BUS_ADDRESS"
+        | "SSH_AUTH_SOCK"
+        | "KITTY_LISTEN_ON"
+        | "WEZTERM_UNIX_SOCKET"
+        | "NVIM"
+        | "NVIM_LISTEN_ADDRESS" => "points the command at a daemon that acts outside the sandbox",
         _ if upper.starts_with("GIT_CONFIG_KEY_") || upper.starts_with("GIT_CONFIG_VALUE_") => {
             "makes git run other programs"
         }
@@ -110,6 +129,7 @@ fn path_candidate(arg: &Word, home: &str) -> Option<Word> {
     };
     let mut w = Word::literal(&expanded);
     w.glob = arg.glob;
+    w.brace = arg.brace;
     w.display = value.to_string();
     Some(w)
 }
@@ -118,6 +138,7 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
     let ctx = w.ctx;
     let mut a = Assessment::default();
     for (name, value) in &inv.assigns {
+        w.assigned(name, value, scope);
         if let Some(why) = risky_env(name) {
             a.raise(
                 Severity::Dangerous,
@@ -144,6 +165,7 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
     let mut cwd = scope.cwd.clone();
     let mut rounds = 0;
     let mut custom_path = None;
+    let mut wrapper_reads: Vec<Word> = Vec::new();
     let (name_value, base) = loop {
         rounds += 1;
         let name = argv[0].clone();
@@ -226,6 +248,7 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
                 if let Some(p) = u.per_item {
                     per_item = Some(p);
                 }
+                wrapper_reads.extend(u.reads);
                 if let Some(dir) = u.cwd {
                     cwd = dir.known().and_then(|d| resolve(d, cwd.as_deref(), ctx));
                 }
@@ -235,6 +258,9 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
         }
     };
 
+    if per_item.as_deref() == Some("xargs") && matches!(inv.stdin, Stdin::Pipe { .. }) {
+        crate::wrappers::piped_inputs(&mut argv, w.out.commands.last());
+    }
     let networked = paths
         .iter()
         .any(|p| crate::judge::network_device(p).is_some());
@@ -249,6 +275,7 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
             stdin: &inv.stdin,
         };
         verdict = classify::classify(&cmd);
+        crate::builtins::check(w, &base, &argv, scope, cwd.as_deref(), &inv.stdin);
     }
     a.absorb(std::mem::take(&mut verdict.a));
     if networked {
@@ -275,7 +302,10 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
         }
         paths.push(r);
     }
-    for word in &verdict.reads {
+    for word in &verdict.names {
+        paths.push(path_ref(word, cwd.as_deref(), ctx, Access::Metadata));
+    }
+    for word in verdict.reads.iter().chain(&wrapper_reads) {
         let (r, j) = judge_read(word, cwd.as_deref(), ctx);
         a.absorb(j);
         paths.push(r);
@@ -285,6 +315,16 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
             a.raise(
                 Severity::Dangerous,
                 format!("expands ${s}, which looks like a secret"),
+            );
+        }
+        // `/proc/$PPID/environ`: a secret whatever the unknown part turns out to be
+        if !arg.is_known()
+            && !verdict.metadata_only
+            && let Some(what) = crate::paths::credential_text(&arg.display)
+        {
+            a.raise(
+                Severity::Critical,
+                format!("reads {what} (`{}`)", arg.display),
             );
         }
         let Some(target) = path_candidate(arg, ctx.home()) else {
@@ -326,6 +366,7 @@ pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
         a.raise(*s, r.clone());
     }
 
+    w.record_writes(&base, &argv, &paths, &redirects, &inv.stdin);
     let text = join_text(&argv);
     let mut wrapped_by = w.frame.texts.clone();
     wrapped_by.extend(wrappers.iter().cloned());

@@ -25,14 +25,17 @@ pub(crate) fn path_ref(
         path,
         location,
         access,
+        glob: word.glob || word.brace,
     }
 }
 
 /// What secret a path names, if any (globs are tried against well-known credential files).
 pub(crate) fn secret_in(r: &PathRef, word: &Word, ctx: &AnalysisContext) -> Option<String> {
-    let abs = r.path.as_deref()?;
+    let Some(abs) = r.path.as_deref() else {
+        return crate::paths::credential_text(&word.display);
+    };
     credential(abs, ctx).or_else(|| {
-        if word.glob {
+        if word.glob || word.brace {
             credential_glob(abs, ctx)
         } else {
             None

@@ -53,12 +53,16 @@
 
 mod action;
 mod analysis;
+mod builtins;
 mod classify;
 mod context;
 mod decision;
 mod dispatch;
 mod error;
+mod glob;
+mod hidden;
 mod judge;
+mod launchers;
 mod mode;
 mod paths;
 mod redirect;
@@ -129,5 +133,22 @@ fn analyze_here(command: &str, ctx: &AnalysisContext) -> CommandAnalysis {
         walk::Frame::default(),
         &mut out,
     );
+    // a loop can use a variable before the line gives it an unknown value: then the line is
+    // analysed once more, with that taint known from the start
+    if let Some(tainted) = out.hidden.second_pass() {
+        out = walk::Output {
+            hidden: hidden::Tracker::seeded(tainted),
+            ..walk::Output::default()
+        };
+        let mut scope = walk::Scope::new(ctx);
+        script::analyze_script(
+            ctx,
+            command,
+            &mut scope,
+            0,
+            walk::Frame::default(),
+            &mut out,
+        );
+    }
     CommandAnalysis::new(command, out.commands, out.findings, out.parse_error)
 }

@@ -246,24 +246,60 @@ pub(crate) fn credential(abs: &str, ctx: &AnalysisContext) -> Option<String> {
     if is_within(abs, "/etc/ssh") && last.starts_with("ssh_host_") && !last.ends_with(".pub") {
         return Some("SSH host keys".into());
     }
-    if comps.len() == 3 && comps[0] == "proc" && comps[2] == "environ" {
-        return Some("another process's environment (tokens, keys)".into());
+    proc_secret(&comps)
+}
+
+/// `/proc/<pid>/environ`, `/proc/<pid>/task/<tid>/environ`, `/proc/<pid>/mem` and the like:
+/// another process's environment or memory, where Lathe's own API keys can be read.
+fn proc_secret(comps: &[&str]) -> Option<String> {
+    if comps.first() != Some(&"proc") {
+        return None;
     }
-    None
+    match comps.last().copied() {
+        Some("environ") if comps.len() >= 3 => {
+            Some("a process's environment (tokens, keys)".into())
+        }
+        Some("mem") if comps.len() >= 3 => Some("a process's memory (tokens, keys)".into()),
+        Some("kcore") if comps.len() == 2 => Some("the kernel's memory".into()),
+        _ => None,
+    }
+}
+
+/// For a path whose text is only partly known (`/proc/$PPID/environ`): what secret it names
+/// whatever the unknown parts turn out to be, judged from the text as written.
+pub(crate) fn credential_text(shown: &str) -> Option<String> {
+    if !shown.starts_with("/proc/") {
+        return None;
+    }
+    // the unknown part may hold slashes (`$(pgrep x)/task/1`); only the ends are certain
+    let comps: Vec<&str> = shown.split('/').filter(|c| !c.is_empty()).collect();
+    let mut ends = vec!["proc", "x"];
+    ends.extend(comps.last().copied());
+    proc_secret(&ends)
 }
 
 /// For a path with glob characters: whether it could match a well-known credential file.
 pub(crate) fn credential_glob(pattern_abs: &str, ctx: &AnalysisContext) -> Option<String> {
-    let glob = globset::GlobBuilder::new(pattern_abs)
-        .literal_separator(true)
-        .build()
-        .ok()?
-        .compile_matcher();
+    use crate::glob::{Flavor, Glob, expand_braces};
+    let Some(alternatives) = expand_braces(pattern_abs) else {
+        return Some(format!("any of the many names `{pattern_abs}` expands to"));
+    };
+    let globs: Vec<Glob> = alternatives
+        .iter()
+        .filter_map(|a| Glob::new(a, Flavor::Shell))
+        .collect();
     let home = ctx.home();
     let samples = [
         format!("{home}/.ssh/id_rsa"),
         format!("{home}/.ssh/id_ed25519"),
         format!("{home}/.ssh/id_ecdsa"),
+        format!("{home}/.ssh/config"),
+        format!("{home}/.gnupg/private-keys-v1.d/x.key"),
+        format!("{home}/.npmrc"),
+        format!("{home}/.pypirc"),
+        format!("{home}/.cargo/credentials.toml"),
+        format!("{home}/.config/gcloud/credentials.db"),
+        format!("{home}/.password-store/x.gpg"),
         format!("{home}/.aws/credentials"),
         format!("{home}/.netrc"),
         format!("{home}/.git-credentials"),
@@ -274,10 +310,12 @@ pub(crate) fn credential_glob(pattern_abs: &str, ctx: &AnalysisContext) -> Optio
         "/etc/shadow".to_string(),
         "/proc/self/environ".to_string(),
         "/proc/1/environ".to_string(),
+        "/proc/1/task/1/environ".to_string(),
+        "/proc/1/mem".to_string(),
     ];
     samples
         .iter()
-        .find(|s| glob.is_match(s.as_str()))
+        .find(|s| globs.iter().any(|g| g.is_match(s)))
         .and_then(|s| credential(s, ctx))
 }
 
@@ -352,6 +390,14 @@ mod tests {
         assert!(credential("/home/u/.config/gh/hosts.yml", &c).is_some());
         assert!(credential("/etc/shadow", &c).is_some());
         assert!(credential("/proc/self/environ", &c).is_some());
+        assert!(credential("/proc/1234/task/1235/environ", &c).is_some());
+        assert!(credential("/proc/thread-self/environ", &c).is_some());
+        assert!(credential("/proc/self/mem", &c).is_some());
+        assert!(credential("/proc/self/status", &c).is_none());
+        assert!(credential_text("/proc/$PPID/environ").is_some());
+        assert!(credential_text("/proc/$(pgrep lathe)/task/1/environ").is_some());
+        assert!(credential_text("/proc/$PPID/status").is_none());
+        assert!(credential_text("$DIR/environ").is_none());
         assert!(credential("/home/u/proj/src/main.rs", &c).is_none());
         assert!(credential_glob("/home/u/.s*/id_*", &c).is_some());
         assert!(credential_glob("/home/u/proj/*.rs", &c).is_none());

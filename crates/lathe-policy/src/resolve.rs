@@ -50,6 +50,18 @@ impl Walker<'_> {
                 }
             }
             "simple_expansion" | "expansion" => self.expansion(node, scope, nd, b, in_quotes),
+            "arithmetic_expansion" => {
+                let what = format!("`{}`", crate::hidden::short(text));
+                for child in children(node) {
+                    if child.is_named() {
+                        self.arith_node(child, scope, &what, nd + 1);
+                    }
+                }
+                b.dynamic_number(
+                    text,
+                    format!("the arithmetic `{}`", crate::hidden::short(text)),
+                );
+            }
             "command_substitution" | "process_substitution" => {
                 let before = self.out.commands.len();
                 let mut inner = scope.clone();
@@ -67,6 +79,12 @@ impl Walker<'_> {
                         if node.kind() == "command_substitution" =>
                     {
                         b.expanded("PWD", cwd, in_quotes)
+                    }
+                    _ if node.kind() == "command_substitution"
+                        && crate::hidden::prints_numbers(inner_text) =>
+                    {
+                        let short: String = text.chars().take(40).collect();
+                        b.dynamic_number(text, format!("the output of `{short}`"));
                     }
                     _ => {
                         let short: String = text.chars().take(40).collect();
@@ -136,6 +154,17 @@ impl Walker<'_> {
         let text = self.text(node);
         let kids = children(node);
         let named: Vec<&Node<'_>> = kids.iter().filter(|c| c.is_named()).collect();
+        // `$#`, `$?`, `$$`, `$!` and `${#x}` are numbers
+        let number =
+            matches!(text, "$#" | "$?" | "$$" | "$!" | "${#}" | "${?}") || text.starts_with("${#");
+        if number && text.len() > 1 {
+            if text.starts_with("${#") {
+                let mut inner = scope.clone();
+                self.walk_children(node, &mut inner, &Stdin::Terminal, nd + 1);
+            }
+            b.dynamic_number(text, format!("the number {text}"));
+            return;
+        }
         for n in &named {
             if n.kind() == "variable_name" && is_secret_name(self.text(**n)) {
                 b.secret(self.text(**n));
@@ -157,8 +186,10 @@ impl Walker<'_> {
         match simple_name.and_then(|n| scope.var(n, self.ctx).map(|v| (n, v))) {
             Some((name, value)) => b.expanded(name, &value, in_quotes),
             None => {
-                let mut inner = scope.clone();
-                self.walk_children(node, &mut inner, &Stdin::Terminal, nd + 1);
+                if !(node.kind() == "expansion" && self.expansion_forms(node, scope, nd)) {
+                    let mut inner = scope.clone();
+                    self.walk_children(node, &mut inner, &Stdin::Terminal, nd + 1);
+                }
                 b.dynamic(text, format!("the variable {text}"));
             }
         }

@@ -4,6 +4,7 @@ use globset::{GlobBuilder, GlobMatcher};
 
 use crate::context::AnalysisContext;
 use crate::error::PolicyError;
+use crate::glob::{Flavor, Glob, common, examples_of_pattern, expand_braces, instance};
 use crate::paths::{normalize, resolve, workspace_relative};
 
 /// The sensitive-path patterns used when the configuration adds none.
@@ -47,6 +48,8 @@ pub(crate) struct PathPattern {
     pub negated: bool,
     anchor: Anchor,
     globs: Vec<GlobMatcher>,
+    /// The globs as absolute paths (`/**/` for "anywhere"), for comparing with shell globs.
+    absolute_globs: Vec<String>,
 }
 
 impl PathPattern {
@@ -92,7 +95,13 @@ impl PathPattern {
             base.to_string()
         };
         let mut globs = Vec::new();
+        let mut absolute_globs = Vec::new();
         for g in [base.clone(), format!("{base}/**")] {
+            absolute_globs.push(match anchor {
+                Anchor::Absolute => g.clone(),
+                Anchor::Anywhere => format!("/{g}"),
+                Anchor::Workspace => format!("{}/{g}", crate::glob::escape(ctx.workspace())),
+            });
             let glob = GlobBuilder::new(&g)
                 .literal_separator(true)
                 .backslash_escape(true)
@@ -105,6 +114,7 @@ impl PathPattern {
             negated,
             anchor,
             globs,
+            absolute_globs,
         })
     }
 
@@ -141,7 +151,18 @@ impl PathPattern {
 #[derive(Debug, Clone)]
 pub struct SensitivePaths {
     patterns: Vec<PathPattern>,
+    /// For each pattern that is not a negation: globs of examples of what it matches (name
+    /// wildcards filled in, `**` kept), which a shell glob is checked against.
+    examples: Vec<Glob>,
 }
+
+/// Fillers for the `*` of a pattern or glob when making examples: an empty and a short name
+/// part (`.env*` gives `.env`, `*.pem` gives `x.pem`).
+const FILLERS: [&str; 2] = ["", "x"];
+
+/// Fillers for a shell glob's own wildcards: a name part first (`secrets.*` gives
+/// `secrets.x`, `.lathe/*` gives `.lathe/x`).
+const GLOB_FILLERS: [&str; 2] = ["x", ""];
 
 impl SensitivePaths {
     /// The defaults ([`DEFAULT_SENSITIVE_PATHS`]) followed by `extra` patterns; a later
@@ -155,7 +176,70 @@ impl SensitivePaths {
         {
             patterns.push(PathPattern::new(p, ctx, true)?);
         }
-        Ok(SensitivePaths { patterns })
+        let mut examples = Vec::new();
+        for p in patterns.iter().filter(|p| !p.negated) {
+            // "everything below" a name with wildcards (`*.pem/**`) would make a directory
+            // `x.pem` of examples; the glob's own examples find such directories instead
+            let below_named = !p.absolute_globs[0]
+                .rsplit('/')
+                .next()
+                .unwrap_or("")
+                .contains(['*', '?', '[']);
+            for (k, g) in p.absolute_globs.iter().enumerate() {
+                if k == 1 && !below_named {
+                    continue;
+                }
+                for alt in expand_braces(g).unwrap_or_default() {
+                    for filler in FILLERS {
+                        examples.extend(Glob::new(
+                            &examples_of_pattern(&alt, filler),
+                            Flavor::Pattern,
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(SensitivePaths { patterns, examples })
+    }
+
+    /// For a path with shell glob characters or braces (absolute, as the shell would expand
+    /// it): the pattern that makes a name it can expand to sensitive, and that name.
+    ///
+    /// The glob is compared with examples of each pattern (`.e*` can expand to `.env`) and
+    /// examples of the glob with the patterns (`secrets.*` to `secrets.x`). Wildcards follow
+    /// bash: `*` does not match a leading dot, so `cat *` cannot name `.env`, but it can name
+    /// `x.pem`.
+    pub(crate) fn matching_glob(
+        &self,
+        glob_abs: &str,
+        ctx: &AnalysisContext,
+    ) -> Option<(String, String)> {
+        let Some(alternatives) = expand_braces(glob_abs) else {
+            return Some((
+                "(every pattern)".to_string(),
+                format!("{glob_abs} expands to too many names to check"),
+            ));
+        };
+        let key = |path: &str| PathKey::from_text(&normalize(path), ctx);
+        for alt in &alternatives {
+            for filler in GLOB_FILLERS {
+                let name = instance(alt, filler);
+                if let Some(p) = self.matching_key(&key(&name)) {
+                    return Some((p.to_string(), name));
+                }
+            }
+            let Some(glob) = Glob::new(alt, Flavor::Shell) else {
+                continue;
+            };
+            for example in &self.examples {
+                if let Some(name) = common(&glob, example)
+                    && let Some(p) = self.matching_key(&key(&name))
+                {
+                    return Some((p.to_string(), name));
+                }
+            }
+        }
+        None
     }
 
     /// The pattern that makes `path` (relative to the workspace root, or absolute) sensitive.
@@ -216,6 +300,49 @@ mod tests {
             "my.env",
         ] {
             assert!(s.matching(p, &c).is_none(), "{p} should not be sensitive");
+        }
+    }
+
+    #[test]
+    fn issue_12_7_globs_that_can_name_a_sensitive_path() {
+        let c = ctx();
+        let s = SensitivePaths::new(&["!.env.example".to_string()], &c).expect("compiles");
+        let at = |g: &str| s.matching_glob(&format!("/home/u/proj/{g}"), &c);
+        for g in [
+            ".e*",
+            ".[e]nv",
+            ".en?",
+            "{.env,README.md}",
+            ".env.{local,prod}",
+            "*/.env",
+            "**/.env",
+            ".g*/config",
+            ".lathe/*",
+            ".l*/config.toml",
+            "*.pem",
+            "certs/*",
+            "secrets.*",
+            "id_*",
+            "*",
+            "conf/{a,b}.key",
+            ".env.exampl?",
+            "x{1..3}.key",
+        ] {
+            assert!(at(g).is_some(), "{g} can name a sensitive path");
+        }
+        for g in [
+            "*.rs",
+            "src/*.rs",
+            "build/*.o",
+            "*.{rs,toml}",
+            "docs/*.md",
+            "target/debug/*.d",
+            "{a,b}.txt",
+            "[!.]env",
+            "x{1..3}.txt",
+            ".env.example",
+        ] {
+            assert!(at(g).is_none(), "{g} names no sensitive path: {:?}", at(g));
         }
     }
 

@@ -35,6 +35,15 @@ pub(crate) struct Scope {
     pub vars: HashMap<String, Option<String>>,
     /// Shell functions defined so far.
     pub functions: HashSet<String>,
+    /// Variables whose value is not known but is a number (`n=$((n+1))`): harmless where bash
+    /// evaluates a value as arithmetic.
+    pub numbers: HashSet<String>,
+    /// Variables declared with `-i`: every value assigned to them is evaluated as arithmetic.
+    pub integers: HashSet<String>,
+    /// Associative arrays (`declare -A`): their subscripts are strings, not arithmetic.
+    pub assoc: HashSet<String>,
+    /// Namerefs (`declare -n`): a value assigned to one names a variable.
+    pub namerefs: HashSet<String>,
 }
 
 impl Scope {
@@ -43,6 +52,10 @@ impl Scope {
             cwd: Some(ctx.cwd().to_string()),
             vars: HashMap::new(),
             functions: HashSet::new(),
+            numbers: HashSet::new(),
+            integers: HashSet::new(),
+            assoc: HashSet::new(),
+            namerefs: HashSet::new(),
         }
     }
 
@@ -90,6 +103,8 @@ pub(crate) struct Output {
     pub commands: Vec<SimpleCommand>,
     pub findings: Vec<Finding>,
     pub parse_error: bool,
+    /// Hidden-code bookkeeping for the whole command line (see `hidden.rs`).
+    pub hidden: crate::hidden::Tracker,
 }
 
 impl Output {
@@ -187,10 +202,55 @@ impl<'a> Walker<'a> {
             }
             "for_statement" => {
                 if let Some(var) = node.child_by_field_name("variable") {
-                    scope.vars.insert(self.text(var).to_string(), None);
+                    let name = self.text(var);
+                    scope.vars.insert(name.to_string(), None);
+                    // the loop variable takes each listed word in turn: literal words (braces
+                    // and quotes included) are harmless in arithmetic; expansions and globs,
+                    // which can yield any text (a file named `a[$(cmd)]`), are not
+                    let plain = fields(node)
+                        .iter()
+                        .filter(|(f, _)| *f == Some("value"))
+                        .all(|(_, v)| {
+                            let text = self.text(*v);
+                            crate::hidden::substitution_prints_numbers(text)
+                                || crate::hidden::array_indices(text, scope)
+                                || !text.contains(['$', '`', '*', '?', '[', '\\', '(', '<', '>'])
+                        });
+                    let value = if plain {
+                        let mut w = Word::unknown(name, "the loop variable");
+                        w.inert = true;
+                        w
+                    } else {
+                        Word::unknown(name, "the loop variable")
+                    };
+                    self.assigned(name, &value, scope);
                 }
                 self.walk_children(node, scope, stdin, nd);
             }
+            "c_style_for_statement" => {
+                let what = "`for (( ... ))`";
+                for (field, child) in fields(node) {
+                    match field {
+                        Some("body") => self.walk(child, scope, stdin, nd + 1),
+                        _ if child.is_named() => self.arith_node(child, scope, what, nd + 1),
+                        _ => {}
+                    }
+                }
+            }
+            "compound_statement" if children(node).first().is_some_and(|c| c.kind() == "((") => {
+                let what = format!("`{}`", crate::hidden::short(self.text(node)));
+                self.arith_node(node, scope, &what, nd + 1);
+            }
+            "arithmetic_expansion" => {
+                let what = format!("`{}`", crate::hidden::short(self.text(node)));
+                for child in children(node) {
+                    if child.is_named() {
+                        self.arith_node(child, scope, &what, nd + 1);
+                    }
+                }
+            }
+            "subscript" => self.subscript(node, scope, nd),
+            "test_command" => self.test_node(node, scope, stdin, nd, true),
             "ERROR" => {
                 self.out.parse_error = true;
                 self.walk_children(node, scope, stdin, nd);
@@ -281,13 +341,23 @@ impl<'a> Walker<'a> {
     }
 
     pub fn assignment(&mut self, node: Node<'_>, scope: &Scope, nd: usize) -> (String, Word) {
-        let name = node
-            .child_by_field_name("name")
+        let name_node = node.child_by_field_name("name");
+        let name = name_node
             .map(|n| self.text(n).to_string())
             .unwrap_or_default();
+        // `a[$(cmd)]=1` and `a[i]=1`: the subscript is expanded and evaluated
+        if let Some(n) = name_node.filter(|n| n.kind() == "subscript") {
+            self.subscript(n, scope, nd + 1);
+        }
         let appends = children(node).iter().any(|c| c.kind() == "+=");
         let value = match node.child_by_field_name("value") {
-            Some(v) => self.word(v, scope, nd + 1),
+            Some(v) => {
+                if v.kind() == "array" {
+                    let base = name.split(['[', '+']).next().unwrap_or("");
+                    self.array_subscripts(v, base, scope);
+                }
+                self.word(v, scope, nd + 1)
+            }
             None => Word::literal(""),
         };
         if appends {
@@ -300,6 +370,7 @@ impl<'a> Walker<'a> {
     }
 
     fn set_var(&mut self, name: &str, value: &Word, scope: &mut Scope) {
+        self.assigned(name, value, scope);
         if let Some(why) = risky_env(name) {
             self.out.finding(
                 Severity::Dangerous,
@@ -311,19 +382,37 @@ impl<'a> Walker<'a> {
 
     fn declaration(&mut self, node: Node<'_>, scope: &mut Scope, nd: usize) {
         let unset = node.kind() == "unset_command";
+        let what = format!("`{}`", crate::hidden::short(self.text(node)));
+        let mut flags = String::new();
         for child in children(node) {
             match child.kind() {
                 "variable_assignment" => {
+                    let name = child
+                        .child_by_field_name("name")
+                        .map(|n| self.text(n))
+                        .unwrap_or("");
+                    crate::builtins::declared(name, &flags, scope);
                     let (name, value) = self.assignment(child, scope, nd);
                     self.set_var(&name, &value, scope);
                 }
-                "variable_name" | "word" if unset => {
-                    scope.vars.insert(self.text(child).to_string(), None);
+                _ if !child.is_named() => {}
+                _ => {
+                    let word = self.word(child, scope, nd + 1);
+                    match word.known() {
+                        _ if !unset => {
+                            crate::builtins::declare_word(self, &word, &mut flags, scope, &what)
+                        }
+                        Some(v) if v.len() > 1 && v.starts_with('-') => {}
+                        _ => {
+                            self.name_word(&word, scope, &what);
+                            if let Some(v) = word.known() {
+                                scope.vars.insert(v.to_string(), None);
+                                // an unset variable is empty: harmless in arithmetic
+                                scope.numbers.insert(v.to_string());
+                            }
+                        }
+                    }
                 }
-                _ if child.is_named() => {
-                    let _ = self.word(child, scope, nd + 1);
-                }
-                _ => {}
             }
         }
     }
@@ -351,7 +440,8 @@ impl<'a> Walker<'a> {
                 if let Some(b) = body {
                     self.walk(b, scope, &block_in, nd + 1);
                 }
-                let (_, _, assessment) = crate::redirect::judge(&specs, scope, self.ctx);
+                let (judged, paths, assessment) = crate::redirect::judge(&specs, scope, self.ctx);
+                self.record_writes("", &[], &paths, &judged, &block_in);
                 for reason in assessment.reasons {
                     self.out.finding(
                         assessment.severity,

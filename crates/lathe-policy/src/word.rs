@@ -32,6 +32,9 @@ pub(crate) struct Word {
     pub secrets: Vec<String>,
     /// An unquoted known expansion contained blanks: the shell splits the value into fields.
     pub splits: bool,
+    /// The value is not known, but every unknown part is a number (`$((n+1))`, `$#`, `${#x}`)
+    /// and the rest digits: evaluating it as arithmetic or as a name cannot run code.
+    pub inert: bool,
 }
 
 impl Word {
@@ -83,6 +86,8 @@ impl Word {
 pub(crate) struct WordBuilder {
     word: Word,
     known: bool,
+    /// Every unknown part so far is a number.
+    numeric: bool,
     /// Unquoted text seen so far, quoted parts replaced by a marker, for brace detection.
     bare: String,
 }
@@ -95,6 +100,7 @@ impl WordBuilder {
                 ..Word::default()
             },
             known: true,
+            numeric: true,
             bare: String::new(),
         }
     }
@@ -194,6 +200,16 @@ impl WordBuilder {
 
     /// A part whose value is not known until run time.
     pub fn dynamic(&mut self, raw: &str, why: String) {
+        self.numeric = false;
+        self.unknown_part(raw, why);
+    }
+
+    /// A part not known until run time that is always a number (`$((...))`, `$#`, `${#x}`).
+    pub fn dynamic_number(&mut self, raw: &str, why: String) {
+        self.unknown_part(raw, why);
+    }
+
+    fn unknown_part(&mut self, raw: &str, why: String) {
         self.known = false;
         self.word.value = None;
         self.bare.push('\u{1}');
@@ -218,6 +234,13 @@ impl WordBuilder {
             self.word.value = Some(String::new());
         }
         self.word.brace = has_brace_expansion(&self.bare);
+        self.word.inert = !self.known
+            && self.numeric
+            && self
+                .word
+                .worst
+                .chars()
+                .all(|c| c.is_ascii_digit() || matches!(c, '-' | '+' | ' '));
         self.word
     }
 }

@@ -22,6 +22,8 @@ pub(crate) struct Unwrapped {
     pub env: Vec<(String, Word)>,
     pub per_item: Option<String>,
     pub cwd: Option<Word>,
+    /// Files the wrapper itself reads (`xargs -a FILE`, `sshpass -f FILE`).
+    pub reads: Vec<Word>,
 }
 
 /// Index of the first operand at or after `start`: options are skipped, those in `valued`
@@ -129,9 +131,7 @@ pub(crate) fn unwrap(program: &str, argv: &[Word]) -> Unwrap {
         }
         "nohup" | "setsid" | "unbuffer" | "chronic" | "builtin" | "catchsegv" | "coproc"
         | "dbus-run-session" | "firejail" | "fakeroot" | "torsocks" | "tsocks" | "proxychains"
-        | "proxychains4" | "ssh-agent" | "valgrind" | "entr" | "lldb" => {
-            inner(argv, skip_opts(argv, 1, &[]), None)
-        }
+        | "proxychains4" | "ssh-agent" | "valgrind" => inner(argv, skip_opts(argv, 1, &[]), None),
         "xvfb-run" => inner(
             argv,
             skip_opts(argv, 1, &["-n", "-s", "-e", "-f", "-p"]),
@@ -195,8 +195,30 @@ pub(crate) fn unwrap(program: &str, argv: &[Word]) -> Unwrap {
             if i >= end {
                 return Unwrap::No;
             }
-            let mut inner_argv = argv[i..end].to_vec();
-            inner_argv.push(Word::unknown("{}", "an input item read by parallel"));
+            // GNU parallel joins the command's words and runs them with a shell
+            let words = &argv[i..end];
+            let shell_text = words.len() == 1
+                || words.iter().any(|w| {
+                    w.known().is_some_and(|v| {
+                        v.contains(|c: char| c.is_whitespace() || ";|&<>$`".contains(c))
+                    })
+                });
+            let inner_argv = if shell_text && words.iter().all(Word::is_known) {
+                let text: Vec<&str> = words.iter().filter_map(Word::known).collect();
+                let mut script = text.join(" ");
+                if !script.contains("{") {
+                    script.push_str(" {}");
+                }
+                vec![
+                    Word::literal("sh"),
+                    Word::literal("-c"),
+                    Word::literal(&script),
+                ]
+            } else {
+                let mut v = words.to_vec();
+                v.push(Word::unknown("{}", "an input item read by parallel"));
+                v
+            };
             Unwrap::Inner(Box::new(Unwrapped {
                 argv: inner_argv,
                 per_item: Some("parallel".into()),
@@ -219,23 +241,50 @@ pub(crate) fn unwrap(program: &str, argv: &[Word]) -> Unwrap {
                 found => found,
             }
         }
-        "unshare" | "nsenter" => {
+        "unshare" => {
+            #[rustfmt::skip]
+            let valued = [
+                "-S", "--setuid", "-G", "--setgid", "-w", "--wd", "-R", "--root", "--propagation",
+                "--map-user", "--map-group", "--map-users", "--map-groups", "--monotonic",
+                "--boottime",
+            ];
             let note = Some((
                 Severity::Dangerous,
-                format!("runs in other namespaces ({program})"),
+                "runs in new namespaces (unshare)".to_string(),
             ));
-            inner(argv, skip_opts(argv, 1, &["-t", "--target"]), note)
+            inner(argv, skip_opts(argv, 1, &valued), note)
+        }
+        "nsenter" => {
+            #[rustfmt::skip]
+            let valued = ["-t", "--target", "-S", "--setuid", "-G", "--setgid", "--env"];
+            let note = Some((
+                Severity::Critical,
+                "enters another process's namespaces (nsenter: needs root, leaves containers)"
+                    .to_string(),
+            ));
+            inner(argv, skip_opts(argv, 1, &valued), note)
         }
         "systemd-run" => {
             #[rustfmt::skip]
             let valued = [
                 "-p", "--property", "-u", "--unit", "-E", "--setenv", "--description", "--slice",
-                "-M", "--machine", "--uid", "--gid", "--working-directory",
+                "-M", "--machine", "--uid", "--gid", "--working-directory", "-H", "--host",
+                "--on-active", "--on-boot", "--on-startup", "--on-unit-active",
+                "--on-unit-inactive", "--on-calendar", "--on-clock-change", "--timer-property",
+                "--path-property", "--socket-property", "--nice", "--service-type", "--expand-environment",
             ];
-            let note = Some((
-                Severity::Dangerous,
-                "starts the command as a system service (systemd-run)".to_string(),
-            ));
+            // the service manager runs it, outside the sandbox; the system one as root
+            let note = Some(if has(argv, &["--user"]) {
+                (
+                    Severity::Dangerous,
+                    "systemd-run --user hands the command to your service manager, which runs it outside the sandbox".to_string(),
+                )
+            } else {
+                (
+                    Severity::Critical,
+                    "systemd-run hands the command to the system service manager, which runs it as root outside the sandbox".to_string(),
+                )
+            });
             inner(argv, skip_opts(argv, 1, &valued), note)
         }
         "uv" if sub(argv, &["run"]) => {
@@ -245,7 +294,18 @@ pub(crate) fn unwrap(program: &str, argv: &[Word]) -> Unwrap {
                 "--directory", "--project", "--index", "--with-requirements", "-w",
                 "--with-editable",
             ];
-            inner(argv, skip_opts(argv, 2, &valued), None)
+            // `--with` installs packages from the network into the run's environment
+            let with = argv.iter().skip(2).any(|w| {
+                w.known()
+                    .is_some_and(|v| v == "-w" || v.starts_with("--with"))
+            });
+            let note = with.then(|| {
+                (
+                    Severity::Dangerous,
+                    "uv run --with downloads and installs packages for the run".to_string(),
+                )
+            });
+            inner(argv, skip_opts(argv, 2, &valued), note)
         }
         "poetry" | "pipenv" | "pdm" | "hatch" | "rye" if sub(argv, &["run"]) => inner(
             argv,
@@ -267,7 +327,7 @@ pub(crate) fn unwrap(program: &str, argv: &[Word]) -> Unwrap {
                 None => Unwrap::No,
             }
         }
-        _ => Unwrap::No,
+        _ => crate::launchers::unwrap(program, argv),
     }
 }
 
@@ -330,6 +390,44 @@ fn env(argv: &[Word]) -> Unwrap {
     Unwrap::Inner(Box::new(out))
 }
 
+/// `ls .e* | xargs cat`, `find . -name .env | xargs cat`: the names the previous stage of
+/// the pipeline printed (its metadata-only paths) are what `xargs` passes on; they replace
+/// the unknown input items of the inner command. Anything else stays unknown.
+pub(crate) fn piped_inputs(
+    argv: &mut Vec<Word>,
+    previous: Option<&crate::analysis::SimpleCommand>,
+) {
+    /// More names than this are not substituted one by one.
+    const MAX_NAMES: usize = 16;
+    let Some(prev) = previous else { return };
+    let names: Vec<Word> = prev
+        .paths
+        .iter()
+        .filter(|p| p.access == crate::analysis::Access::Metadata)
+        .filter_map(|p| {
+            let mut w = Word::literal(p.path.as_deref()?);
+            w.glob = p.glob;
+            w.brace = p.glob;
+            w.display = p.text.clone();
+            Some(w)
+        })
+        .take(MAX_NAMES)
+        .collect();
+    if names.is_empty() {
+        return;
+    }
+    let is_input = |w: &Word| w.dynamic.iter().any(|d| d.ends_with("read by xargs"));
+    let mut out = Vec::with_capacity(argv.len() + names.len());
+    for w in argv.drain(..) {
+        if is_input(&w) {
+            out.extend(names.iter().cloned());
+        } else {
+            out.push(w);
+        }
+    }
+    *argv = out;
+}
+
 fn xargs(argv: &[Word]) -> Unwrap {
     #[rustfmt::skip]
     let valued = [
@@ -337,6 +435,7 @@ fn xargs(argv: &[Word]) -> Unwrap {
         "--max-procs", "--max-lines", "--eof", "--max-chars", "--process-slot-var",
     ];
     let mut replace: Option<String> = None;
+    let mut reads = Vec::new();
     let mut i = 1;
     while let Some(v) = argv.get(i).and_then(Word::known) {
         if v == "--" {
@@ -350,6 +449,11 @@ fn xargs(argv: &[Word]) -> Unwrap {
             replace = argv.get(i + 1).and_then(Word::known).map(str::to_string);
             i += 2;
             continue;
+        }
+        if matches!(v, "-a" | "--arg-file") {
+            reads.extend(argv.get(i + 1).cloned());
+        } else if let Some(file) = v.strip_prefix("--arg-file=") {
+            reads.push(Word::literal(file));
         }
         if let Some(r) = v.strip_prefix("-I") {
             replace = Some(r.to_string());
@@ -383,6 +487,7 @@ fn xargs(argv: &[Word]) -> Unwrap {
     Unwrap::Inner(Box::new(Unwrapped {
         argv: inner_argv,
         per_item: Some("xargs".into()),
+        reads,
         ..Unwrapped::default()
     }))
 }

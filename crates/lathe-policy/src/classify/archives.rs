@@ -164,6 +164,16 @@ fn rsync(cmd: &Cmd<'_>) -> Verdict {
         "--password-file", "-T", "--temp-dir", "--backup-dir", "--suffix", "--log-file",
     ];
     let ops = cmd.operands(&valued);
+    // the remote shell and the remote rsync are programs rsync runs (also for local copies)
+    for program in cmd.option_values(&["-e"], &["--rsh", "--rsync-path"]) {
+        v.raise(
+            Severity::Dangerous,
+            format!("rsync runs `{}` to make the connection", program.display),
+        );
+        if let Some(text) = program.known() {
+            v.inner.push(super::Inner::Script(text.to_string()));
+        }
+    }
     if cmd
         .values()
         .any(|x| x.starts_with("--delete") || x == "--remove-source-files")

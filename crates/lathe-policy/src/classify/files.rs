@@ -31,7 +31,7 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
             true,
         ),
         "cp" | "install" => {
-            if p == "install" && cmd.flag('d', &["--directory"]) {
+            let mut v = if p == "install" && cmd.flag('d', &["--directory"]) {
                 writes_all(
                     cmd,
                     Verdict::normal("install -d creates directories"),
@@ -39,7 +39,19 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
                 )
             } else {
                 copy_like(cmd, Verdict::normal(format!("{p} copies files")), false)
+            };
+            for mode in install_modes(cmd) {
+                if p == "install" && mode.known().is_none_or(sets_setid) {
+                    v.raise(
+                        Severity::Dangerous,
+                        format!(
+                            "install -m {} sets the setuid/setgid bit: a program that runs with its owner's rights, in one step",
+                            mode.display
+                        ),
+                    );
+                }
             }
+            v
         }
         "ln" => copy_like(cmd, Verdict::normal("ln creates links"), false),
         "touch" => writes_all(
@@ -272,11 +284,16 @@ fn permissions(cmd: &Cmd<'_>) -> Verdict {
             format!("{p} -R changes whole directory trees"),
         );
     }
-    if p == "chmod"
-        && (mode.contains('s')
-            || mode.len() == 4 && matches!(mode.chars().next(), Some('2' | '4' | '6' | '7')))
+    if p == "chmod" && skip == 1 && sets_setid(&mode)
+        || mode_as_option
+            && cmd
+                .values()
+                .any(|v| v.starts_with('-') && !v.starts_with("--") && v.contains('s'))
     {
-        v.raise(Severity::Dangerous, "chmod sets the setuid/setgid bit");
+        v.raise(
+            Severity::Dangerous,
+            format!("chmod {mode} sets the setuid/setgid bit: a program that runs with its owner's rights"),
+        );
     }
     for t in ops.iter().skip(skip) {
         v.write(t);
@@ -306,6 +323,42 @@ fn permissions(cmd: &Cmd<'_>) -> Verdict {
         }
     }
     v
+}
+
+/// The `-m MODE` values of `install`, also inside a cluster (`-Dm4755`, `-m 755`).
+fn install_modes(cmd: &Cmd<'_>) -> Vec<Word> {
+    let mut out = cmd.option_values(&[], &["--mode"]);
+    for (i, w) in cmd.args.iter().enumerate() {
+        let Some(v) = w.known() else { continue };
+        if v == "--" {
+            break;
+        }
+        if v.starts_with("--") || !v.starts_with('-') {
+            continue;
+        }
+        if let Some(at) = v.find('m') {
+            let rest = &v[at + 1..];
+            match (rest.is_empty(), cmd.args.get(i + 1)) {
+                (false, _) => out.push(Word::literal(rest)),
+                (true, Some(next)) => out.push(next.clone()),
+                (true, None) => {}
+            }
+        }
+    }
+    out
+}
+
+/// Whether a mode (`4755`, `02775`, `u+s`, `a=rwxs`, `g+s,o-w`) sets setuid or setgid.
+/// A mode not understood counts as setting them.
+pub(super) fn sets_setid(mode: &str) -> bool {
+    if !mode.is_empty() && mode.chars().all(|c| c.is_ascii_digit()) {
+        return u32::from_str_radix(mode, 8).map_or(true, |m| m & 0o6000 != 0);
+    }
+    mode.split(',').any(|clause| {
+        clause
+            .find(['+', '='])
+            .is_some_and(|at| clause[at..].contains('s'))
+    })
 }
 
 fn dd(cmd: &Cmd<'_>) -> Verdict {
@@ -385,6 +438,21 @@ mod tests {
             ("chmod 777 /etc", Critical),
             ("chown -R me /home", Critical),
             ("chmod u+s ./bin", Dangerous),
+            ("chmod 4755 ./sh", Dangerous),
+            ("chmod 2755 ./sh", Dangerous),
+            ("chmod 6711 ./sh", Dangerous),
+            ("chmod 04755 ./sh", Dangerous),
+            ("chmod 3775 dir", Dangerous),
+            ("chmod g+rws dir", Dangerous),
+            ("chmod 0755 script.sh", Normal),
+            ("chmod 1777 tmpdir", Normal),
+            ("chmod u=rwx,g=rx,o= script.sh", Normal),
+            ("install -m 4755 /bin/sh ./sh", Dangerous),
+            ("install -m u+s,a+rx /bin/bash ./b", Dangerous),
+            ("install --mode=6755 x ./y", Dangerous),
+            ("install -m 755 target/release/app ./bin/app", Normal),
+            ("install -Dm644 README.md build/doc/README.md", Normal),
+            ("install -Dm4755 /bin/sh build/sh", Dangerous),
             ("dd if=/dev/zero of=/dev/sda bs=1M", Critical),
             ("dd if=/dev/urandom of=test.bin bs=1k count=1", Normal),
             ("mkfs.ext4 /dev/sdb1", Critical),

@@ -205,7 +205,58 @@ pub(super) fn subcommand(sub: &str, c: &Cmd<'_>) -> Verdict {
             Verdict::normal("git rm removes tracked files (recoverable from history)").destroys()
         }
         "filter-branch" | "filter-repo" => {
-            Verdict::dangerous("rewrites the whole history of the repository").destroys()
+            let mut v =
+                Verdict::dangerous("rewrites the whole history of the repository").destroys();
+            #[rustfmt::skip]
+            let filters = c.option_values(&[], &[
+                "--tree-filter", "--index-filter", "--msg-filter", "--env-filter",
+                "--commit-filter", "--parent-filter", "--tag-name-filter", "--setup",
+            ]);
+            for f in filters {
+                if let Some(text) = f.known() {
+                    v.inner.push(Inner::Script(text.to_string()));
+                }
+            }
+            v
+        }
+        "difftool" | "mergetool" => {
+            let mut v =
+                Verdict::normal(format!("git {sub} runs the configured diff or merge tool"));
+            let hidden = c.args.iter().any(|w| {
+                !w.is_known() && (w.display.starts_with("--extcmd=") || w.display.starts_with("-x"))
+            });
+            if hidden {
+                v.raise(
+                    Severity::Dangerous,
+                    format!("git {sub} -x runs a command not known until run time"),
+                );
+            }
+            for program in c.option_values(&["-x"], &["--extcmd"]) {
+                match program.known() {
+                    Some(text) => {
+                        v.raise(
+                            Severity::Normal,
+                            format!("git {sub} -x runs `{text}` on every changed file"),
+                        );
+                        v.inner.push(Inner::Argv {
+                            argv: vec![
+                                crate::word::Word::literal("sh"),
+                                crate::word::Word::literal("-c"),
+                                crate::word::Word::literal(text),
+                            ],
+                            per_item: Some(format!("git {sub} -x")),
+                        });
+                    }
+                    None => v.raise(
+                        Severity::Dangerous,
+                        format!(
+                            "git {sub} -x runs `{}`, a command not known until run time",
+                            program.display
+                        ),
+                    ),
+                }
+            }
+            v
         }
         "update-ref" if c.flag('d', &[]) => {
             Verdict::dangerous("git update-ref -d deletes a ref").destroys()
@@ -245,6 +296,15 @@ pub(super) fn subcommand(sub: &str, c: &Cmd<'_>) -> Verdict {
                 "-u", "--upload-pack", "-j", "--jobs", "--template", "--separate-git-dir",
                 "--filter", "--shallow-since", "--shallow-exclude",
             ];
+            for kv in c.option_values(&["-c"], &["--config"]) {
+                let text = kv.known().unwrap_or(kv.display.as_str());
+                if super::git::risky_config(text.split('=').next().unwrap_or("")) {
+                    v.raise(
+                        Severity::Dangerous,
+                        format!("git clone -c {text} can make git run another program"),
+                    );
+                }
+            }
             if c.has(&["-u", "--upload-pack", "--template"]) {
                 v.raise(
                     Severity::Dangerous,

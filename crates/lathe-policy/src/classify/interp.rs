@@ -117,15 +117,29 @@ pub(super) fn interpreter(cmd: &Cmd<'_>, lang: &str) -> Verdict {
                 "eval" => {
                     Verdict::dangerous("deno eval runs inline code; what it does is not analysed")
                 }
-                "install" | "upgrade" | "add" => {
+                "install" | "upgrade" | "add" | "x" => {
                     Verdict::dangerous(format!("deno {a} installs packages"))
+                }
+                _ if cmd.args.iter().skip(1).any(|w| {
+                    w.known().is_none_or(|v| {
+                        ["http://", "https://", "npm:", "jsr:"]
+                            .iter()
+                            .any(|p| v.starts_with(p))
+                    })
+                }) =>
+                {
+                    Verdict::dangerous(format!(
+                        "deno {a} downloads the program it runs from the network"
+                    ))
                 }
                 _ => Verdict::normal(format!("deno {a} runs code from the workspace")),
             };
         }
         if lang == "bun" && i == 0 && !a.starts_with('-') {
             return match a {
-                "x" => Verdict::dangerous("bun x downloads and runs a package"),
+                "x" | "create" | "c" => {
+                    Verdict::dangerous(format!("bun {a} downloads and runs a package"))
+                }
                 "install" | "i" | "add" | "update" | "remove" | "upgrade" | "link" | "pm" => {
                     Verdict::dangerous(format!(
                         "bun {a} installs packages, which may run install scripts"

@@ -5,15 +5,19 @@
 //! something, presumably inside the workspace, and is never assumed to be read-only.
 
 mod archives;
+mod daemons;
 mod exec;
 mod files;
 mod git;
 mod git_sub;
 mod interp;
+mod multiplexers;
 mod packages;
 mod readonly;
 mod remote;
+mod runners;
 mod sed_awk;
+mod selects;
 mod system;
 
 use crate::context::AnalysisContext;
@@ -60,6 +64,9 @@ pub(crate) struct Verdict {
     pub downloads: bool,
     /// Names paths without reading their contents (`ls`, `stat`): credentials named are fine.
     pub metadata_only: bool,
+    /// Paths it prints without reading them (the matches of `find -name .env`), which a
+    /// later `| xargs cmd` receives.
+    pub names: Vec<Word>,
     /// Only runs `inner` (`bash -c`, `eval`): not listed as a command of its own.
     pub transparent: bool,
     pub inner: Vec<Inner>,
@@ -224,11 +231,13 @@ pub(crate) fn runs_code(program: &str) -> bool {
 
 /// Classifies an invocation.
 pub(crate) fn classify(cmd: &Cmd<'_>) -> Verdict {
-    let families: [fn(&Cmd<'_>) -> Option<Verdict>; 7] = [
+    let families: [fn(&Cmd<'_>) -> Option<Verdict>; 9] = [
         readonly::classify,
         sed_awk::classify,
         git::classify,
         files::classify,
+        runners::classify,
+        daemons::classify,
         exec::classify,
         packages::classify,
         system::classify,

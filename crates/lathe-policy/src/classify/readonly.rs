@@ -25,7 +25,7 @@ const ALWAYS_SAFE: &[&str] = &[
     "tput", "expr", "bc", "factor", "numfmt", "tsort", "look", "top", "htop", "btop", "nvidia-smi",
     "lsb_release", "sw_vers", "ss", "netstat", "env", "help", "info", "tldr", "fc-list", "locate",
     "mdfind", "pbpaste", "wslpath", "cygpath", "zipinfo", "namei", "getfacl", "lsattr", "tokei",
-    "onefetch", "hyperfine", "difft", "delta", "diffstat", "sha3sum", "xxhsum", "gzcat", "pr",
+    "onefetch", "difft", "delta", "diffstat", "sha3sum", "xxhsum", "gzcat", "pr",
     "csvlook", "mlr", "xsv", "qsv", "gron", "fx", "htmlq", "pup", "dasel", "taplo", "shfmt",
     "grex", "sd", "tail", "true", "declare", "typeset", "local", "export", "readonly", "unset",
     "logger", "stty", "clear", "basenc", "yes", "nohup",
@@ -47,12 +47,8 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
             .and_runs(cmd, &["--compress-program"]),
         "shuf" => writes_with(cmd, &["-o"], &["--output"], "shuf only reads"),
         "tree" => writes_with(cmd, &["-o"], &[], "tree only lists files"),
-        "less" | "more" | "most" => writes_with(
-            cmd,
-            &["-o", "-O"],
-            &["--log-file", "--LOG-FILE"],
-            "the pager only reads",
-        ),
+        "less" | "more" | "most" => pager(cmd),
+        "ps" => ps(cmd),
         "base64" | "base32" => writes_with(
             cmd,
             &["-o"],
@@ -81,20 +77,22 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
         "date" => date(cmd),
         "hostname" => hostname(cmd),
         "rg" | "ripgrep" => {
-            if cmd.has(&["--pre"]) {
+            let mut v = if cmd.has(&["--pre"]) {
                 let pre = cmd.option_values(&[], &["--pre"]);
                 let shown = pre.first().map(|w| w.display.clone()).unwrap_or_default();
                 Verdict::dangerous(format!("rg --pre runs `{shown}` on every file it searches"))
             } else {
                 Verdict::safe("rg only searches")
-            }
+            };
+            v.reads = super::selects::include_globs(cmd);
+            v
         }
-        "man" => match cmd.has(&["-P", "--pager", "-H", "--html"]) {
-            true => {
-                Verdict::normal("man runs a pager or browser program given on the command line")
-            }
-            false => Verdict::safe("man only shows manuals"),
-        },
+        "grep" | "egrep" | "fgrep" | "rgrep" | "zgrep" => {
+            let mut v = Verdict::safe(format!("`{p}` only reads"));
+            v.reads = super::selects::include_globs(cmd);
+            v
+        }
+        "man" => man(cmd),
         "printenv" => {
             let secret = cmd.values().find(|v| crate::word::is_secret_name(v));
             match secret {
@@ -113,6 +111,97 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
     };
     v.metadata_only |= METADATA_ONLY.contains(&p);
     Some(v)
+}
+
+/// `less`/`more`: safe unless a log file is written, an initial command runs a shell
+/// (`+!cmd`, `+|cmd`) or a lesskey file (which can set `LESSOPEN`) is loaded.
+fn pager(cmd: &Cmd<'_>) -> Verdict {
+    let mut v = writes_with(
+        cmd,
+        &["-o", "-O"],
+        &["--log-file", "--LOG-FILE"],
+        "the pager only reads",
+    );
+    for w in cmd.args {
+        let Some(text) = w.known() else { continue };
+        if let Some(command) = text.strip_prefix('+')
+            && command.contains(['!', '|'])
+        {
+            v.raise(
+                Severity::Dangerous,
+                format!(
+                    "{} runs the start-up command `{command}`, which runs a shell command",
+                    cmd.program
+                ),
+            );
+        }
+    }
+    if cmd.has(&["-k", "--lesskey-file", "--lesskey-src", "--lesskey-content"]) {
+        v.raise(
+            Severity::Normal,
+            "less loads a lesskey file, which can make it run other programs",
+        );
+    }
+    v
+}
+
+/// `ps e`, `ps auxe`, `ps eww`: the BSD `e` option prints every process's environment.
+fn ps(cmd: &Cmd<'_>) -> Verdict {
+    #[rustfmt::skip]
+    let valued = [
+        "-o", "-O", "--format", "-p", "--pid", "-q", "--quick-pid", "-u", "-U", "--user", "--User",
+        "-g", "-G", "--group", "--Group", "-t", "--tty", "-C", "--ppid", "--sid", "-s", "--sort",
+        "-k", "--cols", "--columns", "--rows", "--lines",
+    ];
+    // a short cluster ending in a value-taking letter (`-eo user`) takes the next word
+    let mut environment = false;
+    let mut i = 0;
+    while let Some(w) = cmd.args.get(i) {
+        i += 1;
+        let Some(v) = w.known() else { continue };
+        if valued.contains(&v)
+            || (v.starts_with('-')
+                && !v.starts_with("--")
+                && v.ends_with([
+                    'o', 'O', 'p', 'q', 'u', 'U', 'g', 'G', 't', 'C', 's', 'k', 'N',
+                ]))
+        {
+            i += 1;
+            continue;
+        }
+        environment |= !v.starts_with('-')
+            && !v.is_empty()
+            && v.chars().all(|c| c.is_ascii_alphabetic())
+            && v.contains('e');
+    }
+    match environment {
+        true => Verdict::critical(
+            "ps e prints the environment of other processes, where tokens and keys are (Lathe's own included)",
+        ),
+        false => Verdict::safe("`ps` only reads"),
+    }
+}
+
+/// `man -P PAGER` / `-H BROWSER` runs the given program: it is judged as a command.
+fn man(cmd: &Cmd<'_>) -> Verdict {
+    let programs = cmd.option_values(&["-P", "-H"], &["--pager", "--html"]);
+    if programs.is_empty() {
+        return Verdict::safe("man only shows manuals");
+    }
+    let mut v = Verdict::normal("man runs a pager or browser program given on the command line");
+    for p in programs {
+        match p.known() {
+            Some(text) => v.inner.push(Inner::Script(text.to_string())),
+            None => v.raise(
+                Severity::Dangerous,
+                format!(
+                    "man runs `{}`, a program not known until run time",
+                    p.display
+                ),
+            ),
+        }
+    }
+    v
 }
 
 trait AndRuns {
@@ -238,7 +327,14 @@ fn find(cmd: &Cmd<'_>) -> Verdict {
         starts.push(".");
     }
     let (start, rank) = worst_start(&starts, cmd);
+    let names = super::selects::find_names(cmd, &start);
     let mut v = Verdict::safe("find only lists files");
+    if let Some(n) = &names
+        && start != "$unknown"
+    {
+        v.names
+            .push(super::selects::match_word("(found)", &start, n));
+    }
     while i < args.len() {
         let opt = cmd.arg(i).unwrap_or("");
         match opt {
@@ -248,7 +344,12 @@ fn find(cmd: &Cmd<'_>) -> Verdict {
                     .unwrap_or(args.len());
                 let inner: Vec<Word> = args[i + 1..end]
                     .iter()
-                    .map(|w| placeholder(w, &start, &["{}"]))
+                    .map(|w| match (&names, w.known()) {
+                        (Some(n), Some("{}")) if start != "$unknown" => {
+                            super::selects::match_word("{}", &start, n)
+                        }
+                        _ => placeholder(w, &start, &["{}"]),
+                    })
                     .collect();
                 if inner.is_empty() {
                     v.raise(Severity::Normal, format!("find {opt} without a command"));
@@ -342,16 +443,36 @@ fn fd(cmd: &Cmd<'_>) -> Verdict {
             .is_some_and(|v| matches!(v, "-x" | "--exec" | "-X" | "--exec-batch"))
     });
     let Some(at) = at else {
-        return Verdict::safe("fd only lists files");
+        let mut v = Verdict::safe("fd only lists files");
+        if let Some((start, n)) = super::selects::fd_names(cmd, cmd.args.len()) {
+            v.names
+                .push(super::selects::match_word("(found)", &start, &n));
+        }
+        return v;
     };
     let end = (at + 1..cmd.args.len())
         .find(|j| cmd.arg(*j) == Some(";"))
         .unwrap_or(cmd.args.len());
     let marks = ["{}", "{/}", "{//}", "{.}", "{/.}"];
-    let inner: Vec<Word> = cmd.args[at + 1..end]
+    let selected = super::selects::fd_names(cmd, at);
+    let mut inner: Vec<Word> = cmd.args[at + 1..end]
         .iter()
-        .map(|w| placeholder(w, ".", &marks))
+        .map(|w| match (&selected, w.known()) {
+            (Some((start, n)), Some("{}")) => super::selects::match_word("{}", start, n),
+            _ => placeholder(w, ".", &marks),
+        })
         .collect();
+    // without a placeholder fd appends the path of the match
+    let placed = cmd.args[at + 1..end].iter().any(|w| {
+        w.known()
+            .is_some_and(|v| marks.iter().any(|m| v.contains(m)))
+    });
+    if !placed
+        && !inner.is_empty()
+        && let Some((start, n)) = &selected
+    {
+        inner.push(super::selects::match_word("{}", start, n));
+    }
     let mut v = Verdict::safe("fd only lists files");
     if let Some(first) = inner.first() {
         v.raise(
@@ -390,6 +511,19 @@ mod tests {
             ("rg foo --pre ./x.sh", Dangerous),
             ("rg -n 'fn main' src", Safe),
             ("ls ~/.ssh", Safe),
+            ("ps aux", Safe),
+            ("ps -ef", Safe),
+            ("ps -o pid,user,cmd -p 1", Safe),
+            ("ps eww", Critical),
+            ("ps -eo user", Safe),
+            ("ps -e -o user,pid", Safe),
+            ("ps -U root -u root u", Safe),
+            ("ps auxe", Critical),
+            ("man -P cat ls", Normal),
+            ("man -P 'rm -rf ~' ls", Critical),
+            ("less '+!rm x' f", Dangerous),
+            ("less +G f", Safe),
+            ("hyperfine 'rm -rf ~'", Critical),
         ]);
     }
 

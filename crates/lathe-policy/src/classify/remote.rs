@@ -31,6 +31,19 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
                     format!("{p} connects a shell to the network (a remote shell)"),
                 );
             }
+            if cmd.values().any(|x| {
+                daemon_socket(
+                    x.trim_start_matches("UNIX-CONNECT:")
+                        .trim_start_matches("UNIX-CLIENT:"),
+                )
+            }) {
+                v.raise(
+                    Severity::Critical,
+                    format!(
+                        "{p} talks to the container daemon's socket, which runs anything as root"
+                    ),
+                );
+            }
             v
         }
         "ping" | "ping6" | "traceroute" | "traceroute6" | "tracepath" | "mtr" | "dig"
@@ -150,7 +163,34 @@ fn curl(cmd: &Cmd<'_>) -> Verdict {
         v.raise(Severity::Dangerous, format!("curl uploads `{}`", u.display));
         v.reads.push(u);
     }
+    for socket in cmd.option_values(&[], &["--unix-socket", "--abstract-unix-socket"]) {
+        let path = socket.known().unwrap_or(socket.display.as_str());
+        if daemon_socket(path) {
+            v.raise(
+                Severity::Critical,
+                format!("curl talks to the container daemon's socket `{path}`, which runs anything as root"),
+            );
+        } else {
+            v.raise(
+                Severity::Dangerous,
+                format!("curl talks to the local service behind `{path}`, outside the sandbox"),
+            );
+        }
+    }
     v
+}
+
+/// A container daemon's control socket: whoever can write to it is root on the machine.
+pub(super) fn daemon_socket(path: &str) -> bool {
+    [
+        "docker.sock",
+        "podman.sock",
+        "containerd.sock",
+        "crio.sock",
+        "buildkitd.sock",
+    ]
+    .iter()
+    .any(|s| path.ends_with(s))
 }
 
 fn wget(cmd: &Cmd<'_>) -> Verdict {
@@ -199,11 +239,16 @@ fn containers(cmd: &Cmd<'_>) -> Verdict {
         "ps", "images", "ls", "list", "inspect", "logs", "version", "info", "stats", "top",
         "history", "port", "diff", "search", "config", "df", "show", "events", "help", "",
     ];
-    let normal = ["build", "tag", "create", "commit", "save", "bake"];
+    // `build` runs the Dockerfile's RUN steps in the daemon, as root, outside the sandbox
+    let normal = ["tag", "create", "commit", "save"];
     let mut v = if safe.contains(&verb) && !(object == "system" && verb == "prune") {
         Verdict::safe(format!("{p} only shows containers or images"))
     } else if normal.contains(&verb) {
-        Verdict::normal(format!("{p} {verb} builds or tags images"))
+        Verdict::normal(format!("{p} {verb} creates or tags images"))
+    } else if matches!(verb, "build" | "bake" | "builder") {
+        Verdict::dangerous(format!(
+            "{p} {verb} runs the build's commands in the container daemon (as root, outside the sandbox)"
+        ))
     } else {
         Verdict::dangerous(format!(
             "{p} {verb} runs, stops, deletes or publishes containers"
@@ -222,6 +267,8 @@ fn containers(cmd: &Cmd<'_>) -> Verdict {
             || x.contains("docker.sock")
             || x.starts_with("/etc:")
             || x == "--volume=/:/host"
+            || x.split(',')
+                .any(|kv| matches!(kv, "source=/" | "src=/" | "--mount=source=/"))
     });
     if host_access {
         v.raise(Severity::Critical, format!("{p} gives the container root access to the host (--privileged, / or the docker socket mounted)"));
