@@ -392,8 +392,10 @@ impl Policy {
         out
     }
 
-    fn suggestion(&self, part: &Part<'_>) -> String {
-        match (part.kind, part.command, &part.key) {
+    /// The allow rule that would lift a refusal of this part; none for a finding about the
+    /// whole command line, which no single rule names.
+    fn suggestion(&self, part: &Part<'_>) -> Option<String> {
+        Some(match (part.kind, part.command, &part.key) {
             (Kind::Command, Some(c), _) => format!("`{}`", remember_rule(c)),
             (Kind::Read, _, Some(k)) => format!(
                 "`read({})`",
@@ -410,8 +412,8 @@ impl Policy {
                     .unwrap_or_default()
             ),
             (Kind::Tool, _, _) => format!("`tool({})`", part.subject),
-            _ => "a rule".to_string(),
-        }
+            _ => return None,
+        })
     }
 
     fn decide_part(&self, part: &Part<'_>, tool: Option<&str>) -> (Decision, Vec<String>) {
@@ -484,13 +486,15 @@ impl Policy {
                 Decision::Deny,
                 format!(
                     "read-only mode allows only reading, and this {}; to allow it, run with \
-                     --approval ask or auto, or add the allow rule {}",
+                     --approval ask or auto{}",
                     match part.kind {
                         Kind::Change { .. } => "changes a file".to_string(),
                         Kind::Tool => "tool changes things".to_string(),
                         _ => format!("is {}", part.severity),
                     },
                     self.suggestion(part)
+                        .map(|rule| format!(", or add the allow rule {rule}"))
+                        .unwrap_or_default()
                 ),
             ),
             ApprovalMode::Ask if reading => (Decision::Allow, "ask mode allows reading".into()),

@@ -1037,6 +1037,8 @@ mod tests {
             assert_eq!(report.decision, Decision::Deny, "{command}");
             let text = report.reasons.join("\n");
             assert!(text.contains(UNSEEN), "{command}: {text}");
+            // a finding about the whole line has no single allow rule to suggest
+            assert!(!text.contains("allow rule a rule"), "{command}: {text}");
         }
         let a = run("arr[$(rm victim.txt)]=1");
         assert_eq!(a.texts(), vec!["rm victim.txt"]);
