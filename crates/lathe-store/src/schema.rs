@@ -255,7 +255,10 @@ mod tests {
             .unwrap();
         // And what version 3 added.
         store.trust_config(Path::new("/w"), "ab").unwrap();
-        assert_eq!(store.trust_record(Path::new("/w")).unwrap().unwrap().sha256, "ab");
+        assert_eq!(
+            store.trust_record(Path::new("/w")).unwrap().unwrap().sha256,
+            "ab"
+        );
         drop(store);
 
         let conn = Connection::open(&path).unwrap();
