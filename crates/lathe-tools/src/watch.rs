@@ -1,0 +1,664 @@
+//! Watching the places where a tool call can plant code that later runs outside the sandbox:
+//! the workspace's `.lathe/` (its configuration), and git's hooks, configuration and attributes
+//! (a `git commit` the user runs later runs `.git/hooks/pre-commit`, `core.hooksPath`,
+//! `core.fsmonitor`, aliases and filters, all unsandboxed).
+//!
+//! The registry takes a fingerprint before the first call that may change something and
+//! compares after every call: a stat (size, times, inode, mode) of a few dozen entries, and a
+//! SHA-256 of a file only when its stat changed. A change is reported in the call's result text
+//! and in its metadata (`workspace_changes`), from which the agent emits an event.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::session::{Session, lock};
+use crate::tool::{ToolKind, ToolOutput};
+
+/// The most entries one fingerprint looks at; past it the rest of a directory is not seen (and
+/// the report says the fingerprint was cut).
+const MAX_ENTRIES: usize = 512;
+/// How deep the walk goes inside a watched directory.
+const MAX_DEPTH: usize = 6;
+/// Files larger than this are compared by their stat alone.
+const MAX_HASHED_BYTES: u64 = 4 << 20;
+/// How many parent directories are searched for the repository's `.git`.
+const MAX_PARENTS: usize = 64;
+
+/// The metadata key of the changes.
+pub const META_KEY: &str = "workspace_changes";
+
+/// What a watched path is to Lathe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Watched {
+    /// Under `.lathe/`: the workspace's configuration.
+    LatheConfig,
+    /// A git hook (under the hooks directory, or `core.hooksPath`).
+    GitHook,
+    /// Git's configuration (`config`, `config.worktree`).
+    GitConfig,
+    /// Git's attributes (`info/attributes`), which select filters and diff drivers.
+    GitAttributes,
+    /// The `.git` file or directory itself (a `.git` file names the repository).
+    GitDir,
+}
+
+/// One entry as seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    what: Watched,
+    file_type: u32,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    ino: u64,
+    mode: u32,
+    /// Of a regular file not larger than [`MAX_HASHED_BYTES`].
+    hash: Option<[u8; 32]>,
+}
+
+impl Seen {
+    fn same_stat(&self, other: &Seen) -> bool {
+        (
+            self.file_type,
+            self.size,
+            self.mtime,
+            self.ctime,
+            self.ino,
+            self.mode,
+        ) == (
+            other.file_type,
+            other.size,
+            other.mtime,
+            other.ctime,
+            other.ino,
+            other.mode,
+        )
+    }
+
+    /// Same content and kind (a `touch` or an identical rewrite is no change).
+    fn same(&self, other: &Seen) -> bool {
+        if self.same_stat(other) {
+            return true;
+        }
+        self.file_type == other.file_type
+            && self.mode == other.mode
+            && self.hash.is_some()
+            && self.hash == other.hash
+    }
+}
+
+/// The watched entries at one moment, by path.
+#[derive(Debug, Default)]
+struct Fingerprint {
+    entries: BTreeMap<PathBuf, Seen>,
+    /// Git settings that run programs, by configuration file.
+    git_keys: BTreeMap<PathBuf, Vec<String>>,
+    cut: bool,
+}
+
+/// One change, for the metadata and the event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    /// The path, relative to the workspace root when inside it.
+    pub path: String,
+    /// `created`, `changed` or `deleted`.
+    pub change: &'static str,
+    /// What the path is.
+    pub what: Watched,
+    /// For git configuration: the settings that run programs which were added, changed or
+    /// removed (`core.hooksPath=x`, `-alias.st=!sh`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<String>,
+}
+
+/// The session's last fingerprint.
+#[derive(Default)]
+struct WatchState {
+    last: Mutex<Option<Fingerprint>>,
+}
+
+/// Before a call: the first call that may change something (an edit or a command) takes the
+/// first fingerprint. Read-only calls cost nothing until then.
+pub fn before_call(session: &Session, kind: ToolKind) {
+    if kind == ToolKind::Read && session.existing_extension::<WatchState>().is_none() {
+        return;
+    }
+    let state = session.extension(WatchState::default);
+    let mut last = lock(&state.last);
+    if last.is_none() {
+        *last = Some(fingerprint(session.workspace().root(), None));
+    }
+}
+
+/// After a call: compares with the last fingerprint and, when something changed, says so in
+/// `output` (text and metadata). Also catches what a background command did since the last
+/// call.
+pub fn after_call(session: &Session, output: &mut ToolOutput) {
+    let Some(state) = session.existing_extension::<WatchState>() else {
+        return;
+    };
+    let mut last = lock(&state.last);
+    let Some(before) = last.take() else {
+        return;
+    };
+    let now = fingerprint(session.workspace().root(), Some(&before));
+    let changes = compare(session.workspace().root(), &before, &now);
+    *last = Some(now);
+    drop(last);
+    if changes.is_empty() {
+        return;
+    }
+    if !output.text.is_empty() && !output.text.ends_with('\n') {
+        output.text.push('\n');
+    }
+    output.text.push_str(&describe(&changes));
+    output.metadata.insert(
+        META_KEY.into(),
+        serde_json::to_value(&changes).unwrap_or(Value::Null),
+    );
+}
+
+/// What Lathe says about the changes: which paths, how, and what it did about them.
+pub fn describe(changes: &[Change]) -> String {
+    let mut text = String::from(
+        "[workspace safety: places whose code can run outside the sandbox changed since the last check:",
+    );
+    for change in changes {
+        text.push_str(&format!("\n  {} {}", change.path, change.change));
+        if !change.keys.is_empty() {
+            text.push_str(&format!(
+                " (settings that run programs: {})",
+                change.keys.join(", ")
+            ));
+        }
+    }
+    let lathe = changes.iter().any(|c| c.what == Watched::LatheConfig);
+    let git = changes.iter().any(|c| c.what != Watched::LatheConfig);
+    if lathe {
+        text.push_str(
+            "\n  .lathe/: Lathe reads its configuration only at start, and a changed \
+             .lathe/config.toml is untrusted: its settings that weaken safety will not apply until \
+             the user reviews it and runs `lathe trust`.",
+        );
+    }
+    if git {
+        let hook = changes
+            .iter()
+            .find(|c| c.what == Watched::GitHook && c.change != "deleted")
+            .map(|c| format!("cat {}; ", c.path))
+            .unwrap_or_default();
+        text.push_str(&format!(
+            "\n  git: Lathe does not run git hooks or the programs git's configuration names, but \
+             a later `git commit` (or other git command) outside Lathe would, unsandboxed. The \
+             user has been told; review the change ({hook}git config --list --show-origin) and \
+             undo it unless it was asked for."
+        ));
+    }
+    text.push(']');
+    text
+}
+
+fn compare(root: &Path, before: &Fingerprint, now: &Fingerprint) -> Vec<Change> {
+    let mut changes = Vec::new();
+    let shown = |path: &Path| match path.strip_prefix(root) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
+        _ => path.display().to_string(),
+    };
+    for (path, seen) in &now.entries {
+        let change = match before.entries.get(path) {
+            None => "created",
+            Some(old) if !old.same(seen) => "changed",
+            Some(_) => continue,
+        };
+        // A new directory is reported through what it holds, unless it is empty.
+        if change == "created"
+            && seen.file_type == libc::S_IFDIR
+            && now.entries.keys().any(|p| p != path && p.starts_with(path))
+        {
+            continue;
+        }
+        if change == "changed" && seen.file_type == libc::S_IFDIR {
+            // Its entries show what changed in it.
+            continue;
+        }
+        changes.push(Change {
+            path: shown(path),
+            change,
+            what: seen.what,
+            keys: key_changes(before.git_keys.get(path), now.git_keys.get(path)),
+        });
+    }
+    for (path, seen) in &before.entries {
+        if !now.entries.contains_key(path) {
+            if before.cut || now.cut {
+                // Past the cap, an entry may only be unseen.
+                continue;
+            }
+            changes.push(Change {
+                path: shown(path),
+                change: "deleted",
+                what: seen.what,
+                keys: key_changes(before.git_keys.get(path), None),
+            });
+        }
+    }
+    changes
+}
+
+fn key_changes(before: Option<&Vec<String>>, now: Option<&Vec<String>>) -> Vec<String> {
+    let empty = Vec::new();
+    let (before, now) = (before.unwrap_or(&empty), now.unwrap_or(&empty));
+    let mut keys: Vec<String> = now
+        .iter()
+        .filter(|k| !before.contains(k))
+        .cloned()
+        .collect();
+    keys.extend(
+        before
+            .iter()
+            .filter(|k| !now.contains(k))
+            .map(|k| format!("-{k}")),
+    );
+    keys
+}
+
+/// Takes a fingerprint of the watched places of the workspace at `root`, reusing the hashes of
+/// `previous` for entries whose stat did not change.
+fn fingerprint(root: &Path, previous: Option<&Fingerprint>) -> Fingerprint {
+    let mut walk = Walk {
+        out: Fingerprint::default(),
+        previous,
+    };
+    walk.tree(&root.join(".lathe"), Watched::LatheConfig, 0);
+    if let Some(git) = find_git(root) {
+        walk.entry(&git.dot_git, Watched::GitDir);
+        let config = git.common.join("config");
+        walk.entry(&config, Watched::GitConfig);
+        let mut hooks_path = None;
+        for file in [config.clone(), git.dir.join("config.worktree")] {
+            if file != config {
+                walk.entry(&file, Watched::GitConfig);
+            }
+            if let Ok(text) = std::fs::read_to_string(&file) {
+                let keys = program_keys(&text);
+                if let Some(value) = keys
+                    .iter()
+                    .filter_map(|k| k.strip_prefix("core.hookspath="))
+                    .next_back()
+                {
+                    hooks_path = Some(value.to_owned());
+                }
+                walk.out.git_keys.insert(file, keys);
+            }
+        }
+        walk.entry(&git.common.join("info/attributes"), Watched::GitAttributes);
+        walk.tree(&git.common.join("hooks"), Watched::GitHook, 0);
+        if let Some(value) = hooks_path {
+            let dir = expand_home(&value);
+            let dir = if dir.is_absolute() {
+                dir
+            } else {
+                git.work_tree.join(dir)
+            };
+            walk.tree(&dir, Watched::GitHook, 0);
+        }
+    }
+    walk.out
+}
+
+struct Walk<'a> {
+    out: Fingerprint,
+    previous: Option<&'a Fingerprint>,
+}
+
+impl Walk<'_> {
+    fn full(&mut self) -> bool {
+        if self.out.entries.len() >= MAX_ENTRIES {
+            self.out.cut = true;
+            return true;
+        }
+        false
+    }
+
+    /// Records `path` (without following a final symlink); `None` when it does not exist.
+    fn entry(&mut self, path: &Path, what: Watched) -> Option<u32> {
+        if self.full() || self.out.entries.contains_key(path) {
+            return None;
+        }
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        let file_type = meta.mode() & libc::S_IFMT;
+        let mut seen = Seen {
+            what,
+            file_type,
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+            ino: meta.ino(),
+            mode: meta.mode(),
+            hash: None,
+        };
+        let old = self.previous.and_then(|p| p.entries.get(path));
+        seen.hash = match old {
+            Some(old) if old.same_stat(&seen) => old.hash,
+            _ if file_type == libc::S_IFREG && seen.size <= MAX_HASHED_BYTES => hash_file(path),
+            _ if file_type == libc::S_IFLNK => std::fs::read_link(path)
+                .ok()
+                .map(|target| Sha256::digest(target.as_os_str().as_encoded_bytes()).into()),
+            _ => None,
+        };
+        self.out.entries.insert(path.to_path_buf(), seen);
+        Some(file_type)
+    }
+
+    /// Records `dir` and what is beneath it (symlinks are recorded, not followed).
+    fn tree(&mut self, dir: &Path, what: Watched, depth: usize) {
+        if self.entry(dir, what) != Some(libc::S_IFDIR) || depth >= MAX_DEPTH {
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut names: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        names.sort();
+        for path in names {
+            if self.full() {
+                return;
+            }
+            self.tree(&path, what, depth + 1);
+        }
+    }
+}
+
+fn hash_file(path: &Path) -> Option<[u8; 32]> {
+    use std::io::Read;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let mut hasher = Sha256::new();
+    let mut buf = [0u8; 16 * 1024];
+    let mut reader = file.take(MAX_HASHED_BYTES);
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(_) => return None,
+        }
+    }
+    Some(hasher.finalize().into())
+}
+
+use std::os::unix::fs::OpenOptionsExt;
+
+/// Where a repository's parts are.
+struct GitPaths {
+    /// The `.git` entry (a directory, or a file naming the git directory).
+    dot_git: PathBuf,
+    /// The git directory (`.git`, or `.git/worktrees/NAME` for a worktree).
+    dir: PathBuf,
+    /// The common directory (hooks, config): the git directory, or what its `commondir` names.
+    common: PathBuf,
+    /// The working tree's root (relative `core.hooksPath` values start there).
+    work_tree: PathBuf,
+}
+
+/// The repository the workspace is in: its `.git` in the workspace or a parent.
+fn find_git(root: &Path) -> Option<GitPaths> {
+    let mut dir = Some(root);
+    for _ in 0..MAX_PARENTS {
+        let here = dir?;
+        let dot_git = here.join(".git");
+        if let Ok(meta) = std::fs::symlink_metadata(&dot_git) {
+            let git_dir = if meta.is_file() {
+                let text = std::fs::read_to_string(&dot_git).ok()?;
+                let named = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+                let named = Path::new(named);
+                if named.is_absolute() {
+                    named.to_path_buf()
+                } else {
+                    here.join(named)
+                }
+            } else {
+                dot_git.clone()
+            };
+            let common = match std::fs::read_to_string(git_dir.join("commondir")) {
+                Ok(text) if !text.trim().is_empty() => {
+                    let named = Path::new(text.trim());
+                    if named.is_absolute() {
+                        named.to_path_buf()
+                    } else {
+                        git_dir.join(named)
+                    }
+                }
+                _ => git_dir.clone(),
+            };
+            let common = std::fs::canonicalize(&common).unwrap_or(common);
+            return Some(GitPaths {
+                dot_git,
+                dir: git_dir,
+                common,
+                work_tree: here.to_path_buf(),
+            });
+        }
+        dir = here.parent();
+    }
+    None
+}
+
+fn expand_home(value: &str) -> PathBuf {
+    if let Some(rest) = value.strip_prefix("~/")
+        && let Some(home) = std::env::var_os("HOME")
+    {
+        return PathBuf::from(home).join(rest);
+    }
+    PathBuf::from(value)
+}
+
+/// Whether `section.key` (lowercase; `section` may hold a subsection, `filter.lfs`) names a
+/// program git runs, or a file it reads settings from.
+fn runs_program(section: &str, key: &str) -> bool {
+    let (base, sub) = match section.split_once('.') {
+        Some((base, sub)) => (base, Some(sub)),
+        None => (section, None),
+    };
+    match (base, sub, key) {
+        ("alias", _, _) => true,
+        ("core", None, k) => matches!(
+            k,
+            "hookspath"
+                | "fsmonitor"
+                | "sshcommand"
+                | "pager"
+                | "editor"
+                | "askpass"
+                | "gitproxy"
+                | "attributesfile"
+                | "excludesfile"
+        ),
+        ("filter", Some(_), "clean" | "smudge" | "process") => true,
+        ("diff", Some(_), "textconv" | "command") => true,
+        ("diff", None, "external") => true,
+        ("merge", Some(_), "driver") => true,
+        ("include", None, "path") | ("includeif", Some(_), "path") => true,
+        ("credential", _, "helper") => true,
+        ("gpg", _, "program") => true,
+        ("sequence", None, "editor") => true,
+        ("pager", _, _) => true,
+        ("uploadpack", None, "packobjectshook") => true,
+        ("remote", Some(_), "uploadpack" | "receivepack" | "proxy") => true,
+        ("http", _, "proxy") => true,
+        ("ssh", None, "variant") => true,
+        _ => false,
+    }
+}
+
+/// The settings in a git configuration file's text that run programs, as `section.key=value`
+/// (section and key lowercase, as git compares them; subsections kept as written).
+fn program_keys(text: &str) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut section = String::new();
+    for line in text.lines() {
+        let mut line = line.trim();
+        if let Some(rest) = line.strip_prefix('[') {
+            let Some(end) = rest.find(']') else {
+                continue;
+            };
+            let header = &rest[..end];
+            section = match header.split_once(char::is_whitespace) {
+                Some((name, sub)) => {
+                    let sub = sub.trim().trim_matches('"');
+                    format!("{}.{sub}", name.to_ascii_lowercase())
+                }
+                None => match header.split_once('.') {
+                    Some((name, sub)) => format!("{}.{sub}", name.to_ascii_lowercase()),
+                    None => header.to_ascii_lowercase(),
+                },
+            };
+            line = rest[end + 1..].trim();
+            if line.is_empty() {
+                continue;
+            }
+        }
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        let (key, value) = match line.split_once('=') {
+            Some((key, value)) => (key.trim(), value.trim()),
+            None => (line, "true"),
+        };
+        let key = key.to_ascii_lowercase();
+        if runs_program(&section, &key) {
+            let value = value.trim_matches('"');
+            keys.push(format!("{section}.{key}={value}"));
+        }
+    }
+    keys
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths(changes: &[Change]) -> Vec<(String, &'static str)> {
+        changes.iter().map(|c| (c.path.clone(), c.change)).collect()
+    }
+
+    #[test]
+    fn hooks_config_and_lathe_files_are_seen_created_changed_and_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/config"), "[core]\n\tbare = false\n").unwrap();
+        std::fs::write(root.join(".git/hooks/pre-push.sample"), "#!/bin/sh\n").unwrap();
+        let before = fingerprint(root, None);
+
+        std::fs::write(root.join(".git/hooks/pre-commit"), "#!/bin/sh\nevil\n").unwrap();
+        std::fs::remove_file(root.join(".git/hooks/pre-push.sample")).unwrap();
+        std::fs::write(
+            root.join(".git/config"),
+            "[core]\n\tbare = false\n\thooksPath = .githooks\n[alias]\n\tst = !sh -c x\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join(".lathe")).unwrap();
+        std::fs::write(
+            root.join(".lathe/config.toml"),
+            "[shell]\nsandbox = false\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join(".githooks")).unwrap();
+        std::fs::write(root.join(".githooks/pre-commit"), "x").unwrap();
+        let now = fingerprint(root, Some(&before));
+        let changes = compare(root, &before, &now);
+        assert_eq!(
+            paths(&changes),
+            [
+                (".git/config".to_owned(), "changed"),
+                (".git/hooks/pre-commit".to_owned(), "created"),
+                (".githooks/pre-commit".to_owned(), "created"),
+                (".lathe/config.toml".to_owned(), "created"),
+                (".git/hooks/pre-push.sample".to_owned(), "deleted"),
+            ]
+        );
+        assert_eq!(
+            changes[0].keys,
+            ["core.hookspath=.githooks", "alias.st=!sh -c x"]
+        );
+        let text = describe(&changes);
+        assert!(text.contains("cat .git/hooks/pre-commit;"), "{text}");
+        assert!(text.contains("`lathe trust`"), "{text}");
+
+        // Nothing changed: nothing reported, and a rewrite with the same bytes is no change.
+        let again = fingerprint(root, Some(&now));
+        assert!(compare(root, &now, &again).is_empty());
+        std::fs::write(
+            root.join(".lathe/config.toml"),
+            "[shell]\nsandbox = false\n",
+        )
+        .unwrap();
+        let rewritten = fingerprint(root, Some(&again));
+        assert!(compare(root, &again, &rewritten).is_empty());
+    }
+
+    #[test]
+    fn a_worktree_git_file_leads_to_the_common_hooks() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("main");
+        let wt = dir.path().join("wt");
+        std::fs::create_dir_all(main.join(".git/worktrees/wt")).unwrap();
+        std::fs::create_dir_all(main.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(main.join(".git/worktrees/wt/commondir"), "../..\n").unwrap();
+        std::fs::write(
+            wt.join(".git"),
+            format!("gitdir: {}\n", main.join(".git/worktrees/wt").display()),
+        )
+        .unwrap();
+        std::fs::create_dir_all(wt.join("sub")).unwrap();
+        let root = wt.join("sub");
+        let before = fingerprint(&root, None);
+        std::fs::write(main.join(".git/hooks/post-checkout"), "x").unwrap();
+        std::fs::write(
+            main.join(".git/worktrees/wt/config.worktree"),
+            "[core]\nfsmonitor = x\n",
+        )
+        .unwrap();
+        let changes = compare(&root, &before, &fingerprint(&root, Some(&before)));
+        let shown = paths(&changes);
+        assert_eq!(shown.len(), 2, "{shown:?}");
+        assert!(
+            shown[0].0.ends_with("main/.git/hooks/post-checkout"),
+            "{shown:?}"
+        );
+        assert!(
+            shown[1].0.ends_with("worktrees/wt/config.worktree"),
+            "{shown:?}"
+        );
+        assert_eq!(changes[1].keys, ["core.fsmonitor=x"]);
+    }
+
+    #[test]
+    fn program_keys_reads_git_config_shapes() {
+        let text = "[core]\n\tFSMonitor = \"watch\"\n\teditor=vim\n\tbare\n\
+                    [filter \"lfs\"]\n\tsmudge = git-lfs smudge %f\n\trequired = true\n\
+                    [includeIf \"gitdir:~/x/\"]\n\tpath = ~/.evil\n[user]\n\tname = me\n\
+                    # [alias] comment\n[diff.pdf] textconv = pdftotext\n";
+        assert_eq!(
+            program_keys(text),
+            [
+                "core.fsmonitor=watch",
+                "core.editor=vim",
+                "filter.lfs.smudge=git-lfs smudge %f",
+                "includeif.gitdir:~/x/.path=~/.evil",
+                "diff.pdf.textconv=pdftotext",
+            ]
+        );
+    }
+}
