@@ -102,6 +102,17 @@ pub enum Event {
         /// The paths.
         paths: Vec<String>,
     },
+    /// A call changed a place whose code can later run outside the sandbox: the workspace's
+    /// `.lathe/` (its configuration), git's hooks, configuration or attributes.
+    WorkspaceChanged {
+        /// The call after which the change was seen (it may come from a background command
+        /// that ran meanwhile).
+        call_id: String,
+        /// What changed.
+        changes: Vec<WorkspaceChange>,
+        /// For humans: what it means and what Lathe did about it.
+        message: String,
+    },
     /// Something the user should know that is not an error (for example: switched to the text
     /// tool protocol for this model).
     Notice {
@@ -136,6 +147,51 @@ pub enum Event {
         /// The message, lowercase, with the offending value.
         message: String,
     },
+}
+
+/// One path of a [`Event::WorkspaceChanged`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceChange {
+    /// The path, relative to the workspace root when inside it.
+    pub path: String,
+    /// `created`, `changed` or `deleted`.
+    pub change: String,
+    /// What it is: `lathe_config`, `git_hook`, `git_config`, `git_attributes` or `git_dir`.
+    pub what: String,
+    /// For git configuration: settings that run programs, added or (with `-`) removed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<String>,
+}
+
+impl WorkspaceChange {
+    /// The message of a [`Event::WorkspaceChanged`] for `changes`.
+    pub fn message(changes: &[WorkspaceChange]) -> String {
+        let listed: Vec<String> = changes
+            .iter()
+            .map(|c| {
+                let keys = if c.keys.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", c.keys.join(", "))
+                };
+                format!("{} {}{keys}", c.path, c.change)
+            })
+            .collect();
+        let mut message = format!("changed: {}.", listed.join("; "));
+        if changes.iter().any(|c| c.what == "lathe_config") {
+            message.push_str(
+                " A changed .lathe/config.toml is untrusted: its settings that weaken safety \
+                 apply only after you review it and run `lathe trust`.",
+            );
+        }
+        if changes.iter().any(|c| c.what != "lathe_config") {
+            message.push_str(
+                " Lathe does not run git hooks, but a later git command outside Lathe would: \
+                 review them (git config --list --show-origin, the hook files).",
+            );
+        }
+        message
+    }
 }
 
 /// The answer to an approval request.
@@ -247,6 +303,16 @@ mod tests {
                     completion_tokens: None,
                 }),
                 task_complete: true,
+            },
+            Event::WorkspaceChanged {
+                call_id: "c".into(),
+                changes: vec![WorkspaceChange {
+                    path: ".git/hooks/pre-commit".into(),
+                    change: "created".into(),
+                    what: "git_hook".into(),
+                    keys: Vec::new(),
+                }],
+                message: "m".into(),
             },
             Event::RunFinished {
                 status: RunStatus::MaxTurns,
