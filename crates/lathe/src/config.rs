@@ -117,7 +117,7 @@ fn workspace_part(
     let Some((table, bytes)) = read_table(&path, false)? else {
         return Ok(None);
     };
-    let own = crate::trust::check_valid(&table, &path)?;
+    let own = crate::trust::check_valid(&table, &path)?.resolve()?;
     // Rules are checked even when they will be left out: a typo is an error, not a notice.
     let home = std::env::var_os("HOME").unwrap_or_else(|| "/".into());
     lathe_policy::Policy::new(
