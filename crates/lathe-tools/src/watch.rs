@@ -217,35 +217,38 @@ fn compare(root: &Path, before: &Fingerprint, now: &Fingerprint) -> Vec<Change> 
             Some(old) if !old.same(seen) => "changed",
             Some(_) => continue,
         };
-        // A new directory is reported through what it holds, unless it is empty.
-        if change == "created"
-            && seen.file_type == libc::S_IFDIR
-            && now.entries.keys().any(|p| p != path && p.starts_with(path))
-        {
+        // A directory holds nothing that runs: what is put in it is reported.
+        if seen.file_type == libc::S_IFDIR {
             continue;
         }
-        if change == "changed" && seen.file_type == libc::S_IFDIR {
-            // Its entries show what changed in it.
+        let keys = key_changes(before.git_keys.get(path), now.git_keys.get(path));
+        // Most changes of git's configuration (a remote, a branch, user.name) run nothing.
+        if seen.what == Watched::GitConfig && keys.is_empty() {
             continue;
         }
         changes.push(Change {
             path: shown(path),
             change,
             what: seen.what,
-            keys: key_changes(before.git_keys.get(path), now.git_keys.get(path)),
+            keys,
         });
     }
     for (path, seen) in &before.entries {
         if !now.entries.contains_key(path) {
-            if before.cut || now.cut {
-                // Past the cap, an entry may only be unseen.
+            let keys = key_changes(before.git_keys.get(path), None);
+            // Past the cap, an entry may only be unseen.
+            if before.cut
+                || now.cut
+                || seen.file_type == libc::S_IFDIR
+                || (seen.what == Watched::GitConfig && keys.is_empty())
+            {
                 continue;
             }
             changes.push(Change {
                 path: shown(path),
                 change: "deleted",
                 what: seen.what,
-                keys: key_changes(before.git_keys.get(path), None),
+                keys,
             });
         }
     }
@@ -286,8 +289,17 @@ fn fingerprint(root: &Path, previous: Option<&Fingerprint>) -> Fingerprint {
             if file != config {
                 walk.entry(&file, Watched::GitConfig);
             }
-            if let Ok(text) = std::fs::read_to_string(&file) {
-                let keys = program_keys(&text);
+            let unchanged = previous.and_then(|p| {
+                let (old, new) = (p.entries.get(&file)?, walk.out.entries.get(&file)?);
+                old.same_stat(new).then(|| p.git_keys.get(&file).cloned())?
+            });
+            let keys = match unchanged {
+                Some(keys) => Some(keys),
+                None => std::fs::read_to_string(&file)
+                    .ok()
+                    .map(|text| program_keys(&text)),
+            };
+            if let Some(keys) = keys {
                 if let Some(value) = keys
                     .iter()
                     .filter_map(|k| k.strip_prefix("core.hookspath="))
@@ -370,6 +382,10 @@ impl Walk<'_> {
         for path in names {
             if self.full() {
                 return;
+            }
+            // Git runs a hook by its exact name only: `pre-commit.sample` is inert.
+            if what == Watched::GitHook && path.extension().is_some_and(|e| e == "sample") {
+                continue;
             }
             self.tree(&path, what, depth + 1);
         }
@@ -462,41 +478,24 @@ fn expand_home(value: &str) -> PathBuf {
     PathBuf::from(value)
 }
 
-/// Whether `section.key` (lowercase; `section` may hold a subsection, `filter.lfs`) names a
-/// program git runs, or a file it reads settings from.
-fn runs_program(section: &str, key: &str) -> bool {
-    let (base, sub) = match section.split_once('.') {
-        Some((base, sub)) => (base, Some(sub)),
-        None => (section, None),
-    };
-    match (base, sub, key) {
-        ("alias", _, _) => true,
-        ("core", None, k) => matches!(
-            k,
-            "hookspath"
-                | "fsmonitor"
-                | "sshcommand"
-                | "pager"
-                | "editor"
-                | "askpass"
-                | "gitproxy"
-                | "attributesfile"
-                | "excludesfile"
-        ),
-        ("filter", Some(_), "clean" | "smudge" | "process") => true,
-        ("diff", Some(_), "textconv" | "command") => true,
-        ("diff", None, "external") => true,
-        ("merge", Some(_), "driver") => true,
-        ("include", None, "path") | ("includeif", Some(_), "path") => true,
-        ("credential", _, "helper") => true,
-        ("gpg", _, "program") => true,
-        ("sequence", None, "editor") => true,
-        ("pager", _, _) => true,
-        ("uploadpack", None, "packobjectshook") => true,
-        ("remote", Some(_), "uploadpack" | "receivepack" | "proxy") => true,
-        ("http", _, "proxy") => true,
-        ("ssh", None, "variant") => true,
-        _ => false,
+/// Whether `section.key = value` (lowercase section and key; `section` may hold a subsection,
+/// `filter.lfs`) makes git run a program or read settings from elsewhere. By the shape of the
+/// key rather than a closed list, so that the many `*.command`, `*.cmd`, `*.program` and
+/// `*.helper` settings are all covered.
+fn runs_program(section: &str, key: &str, value: &str) -> bool {
+    let base = section.split_once('.').map_or(section, |(base, _)| base);
+    const SUFFIXES: &[&str] = &[
+        "command", "cmd", "program", "hook", "helper", "editor", "pager", "driver", "textconv",
+        "clean", "smudge", "process", "external", "proxy", "askpass",
+    ];
+    match (base, key) {
+        ("alias" | "pager", _) => true,
+        ("core", "hookspath" | "fsmonitor" | "attributesfile" | "gitproxy" | "worktree") => true,
+        ("include" | "includeif", "path") => true,
+        ("protocol", "allow") => true,
+        ("submodule", "update") => value.trim_start_matches('"').starts_with('!'),
+        (_, "url" | "pushurl") => value.trim_start_matches('"').starts_with("ext::"),
+        _ => SUFFIXES.iter().any(|suffix| key.ends_with(suffix)),
     }
 }
 
@@ -535,7 +534,7 @@ fn program_keys(text: &str) -> Vec<String> {
             None => (line, "true"),
         };
         let key = key.to_ascii_lowercase();
-        if runs_program(&section, &key) {
+        if runs_program(&section, &key, value) {
             let value = value.trim_matches('"');
             keys.push(format!("{section}.{key}={value}"));
         }
@@ -557,11 +556,13 @@ mod tests {
         let root = dir.path();
         std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
         std::fs::write(root.join(".git/config"), "[core]\n\tbare = false\n").unwrap();
-        std::fs::write(root.join(".git/hooks/pre-push.sample"), "#!/bin/sh\n").unwrap();
+        std::fs::write(root.join(".git/hooks/pre-push"), "#!/bin/sh\n").unwrap();
         let before = fingerprint(root, None);
 
         std::fs::write(root.join(".git/hooks/pre-commit"), "#!/bin/sh\nevil\n").unwrap();
-        std::fs::remove_file(root.join(".git/hooks/pre-push.sample")).unwrap();
+        std::fs::remove_file(root.join(".git/hooks/pre-push")).unwrap();
+        // Inert: git never runs a sample.
+        std::fs::write(root.join(".git/hooks/pre-rebase.sample"), "x").unwrap();
         std::fs::write(
             root.join(".git/config"),
             "[core]\n\tbare = false\n\thooksPath = .githooks\n[alias]\n\tst = !sh -c x\n",
@@ -584,7 +585,7 @@ mod tests {
                 (".git/hooks/pre-commit".to_owned(), "created"),
                 (".githooks/pre-commit".to_owned(), "created"),
                 (".lathe/config.toml".to_owned(), "created"),
-                (".git/hooks/pre-push.sample".to_owned(), "deleted"),
+                (".git/hooks/pre-push".to_owned(), "deleted"),
             ]
         );
         assert_eq!(
@@ -594,6 +595,31 @@ mod tests {
         let text = describe(&changes);
         assert!(text.contains("cat .git/hooks/pre-commit;"), "{text}");
         assert!(text.contains("`lathe trust`"), "{text}");
+
+        // A configuration change that runs nothing (a remote, user.name) is not reported.
+        let mut config = std::fs::read_to_string(root.join(".git/config")).unwrap();
+        config
+            .push_str("[user]\n\tname = me\n[remote \"origin\"]\n\turl = https://example.com/r\n");
+        std::fs::write(root.join(".git/config"), &config).unwrap();
+        let quiet = fingerprint(root, Some(&now));
+        assert!(compare(root, &now, &quiet).is_empty());
+        // ...but an ext:: transport is.
+        config.push_str("[remote \"evil\"]\n\turl = ext::sh -c touch% /tmp/x\n");
+        std::fs::write(root.join(".git/config"), &config).unwrap();
+        let loud = fingerprint(root, Some(&quiet));
+        assert_eq!(
+            compare(root, &quiet, &loud)[0].keys,
+            ["remote.evil.url=ext::sh -c touch% /tmp/x"]
+        );
+        let now = loud;
+        // A new repository is no news: its config runs nothing and its hooks are samples.
+        let fresh = tempfile::tempdir().unwrap();
+        let empty = fingerprint(fresh.path(), None);
+        std::fs::create_dir_all(fresh.path().join(".git/hooks")).unwrap();
+        std::fs::write(fresh.path().join(".git/config"), "[core]\n\tbare = false\n").unwrap();
+        std::fs::write(fresh.path().join(".git/hooks/pre-commit.sample"), "x").unwrap();
+        let made = fingerprint(fresh.path(), Some(&empty));
+        assert!(compare(fresh.path(), &empty, &made).is_empty());
 
         // Nothing changed: nothing reported, and a rewrite with the same bytes is no change.
         let again = fingerprint(root, Some(&now));
