@@ -7,6 +7,8 @@ use crate::provider::Usage;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use lathe_tools::watch::{Change as WorkspaceChange, ChangeKind, Watched};
+
 /// One event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -149,51 +151,6 @@ pub enum Event {
     },
 }
 
-/// One path of a [`Event::WorkspaceChanged`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WorkspaceChange {
-    /// The path, relative to the workspace root when inside it.
-    pub path: String,
-    /// `created`, `changed` or `deleted`.
-    pub change: String,
-    /// What it is: `lathe_config`, `git_hook`, `git_config`, `git_attributes` or `git_dir`.
-    pub what: String,
-    /// For git configuration: settings that run programs, added or (with `-`) removed.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub keys: Vec<String>,
-}
-
-impl WorkspaceChange {
-    /// The message of a [`Event::WorkspaceChanged`] for `changes`.
-    pub fn message(changes: &[WorkspaceChange]) -> String {
-        let listed: Vec<String> = changes
-            .iter()
-            .map(|c| {
-                let keys = if c.keys.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", c.keys.join(", "))
-                };
-                format!("{} {}{keys}", c.path, c.change)
-            })
-            .collect();
-        let mut message = format!("changed: {}.", listed.join("; "));
-        if changes.iter().any(|c| c.what == "lathe_config") {
-            message.push_str(
-                " A changed .lathe/config.toml is untrusted: its settings that weaken safety \
-                 apply only after you review it and run `lathe trust`.",
-            );
-        }
-        if changes.iter().any(|c| c.what != "lathe_config") {
-            message.push_str(
-                " Lathe does not run git hooks, but a later git command outside Lathe would: \
-                 review them (git config --list --show-origin, the hook files).",
-            );
-        }
-        message
-    }
-}
-
 /// The answer to an approval request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
@@ -308,8 +265,8 @@ mod tests {
                 call_id: "c".into(),
                 changes: vec![WorkspaceChange {
                     path: ".git/hooks/pre-commit".into(),
-                    change: "created".into(),
-                    what: "git_hook".into(),
+                    change: ChangeKind::Created,
+                    what: Watched::GitHook,
                     keys: Vec::new(),
                 }],
                 message: "m".into(),

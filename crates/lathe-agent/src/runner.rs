@@ -24,7 +24,7 @@ use lathe_tools::{
 use crate::approval::{
     ApprovalDecision, ApprovalRequest, Approver, Gate, Verdict, denial_text, preview_edit,
 };
-use crate::events::{Event, OutputStream, ToolStatus, WorkspaceChange};
+use crate::events::{Event, OutputStream, ToolStatus};
 use crate::parser::{ParsedCall, refuse_truncated_write, unknown_tool_message};
 use crate::sink::EventSink;
 
@@ -434,15 +434,11 @@ fn finish(sink: &EventSink, slot: &Slot, status: ToolStatus, output: ToolOutput)
         stats,
         duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
     });
-    if let Some(changes) = output
-        .metadata
-        .get(lathe_tools::watch::META_KEY)
-        .and_then(|v| serde_json::from_value::<Vec<WorkspaceChange>>(v.clone()).ok())
-        .filter(|changes| !changes.is_empty())
-    {
+    let changes = lathe_tools::watch::changes_in(&output.metadata);
+    if !changes.is_empty() {
         sink.emit(Event::WorkspaceChanged {
             call_id: slot.call_id.clone(),
-            message: WorkspaceChange::message(&changes),
+            message: lathe_tools::watch::summary(&changes),
             changes,
         });
     }

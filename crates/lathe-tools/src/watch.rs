@@ -13,8 +13,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::session::{Session, lock};
@@ -34,7 +34,7 @@ const MAX_PARENTS: usize = 64;
 pub const META_KEY: &str = "workspace_changes";
 
 /// What a watched path is to Lathe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Watched {
     /// Under `.lathe/`: the workspace's configuration.
@@ -103,19 +103,79 @@ struct Fingerprint {
     cut: bool,
 }
 
-/// One change, for the metadata and the event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// How a path changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    /// It did not exist.
+    Created,
+    /// Its content, kind or mode changed.
+    Changed,
+    /// It is gone.
+    Deleted,
+}
+
+impl ChangeKind {
+    /// `created`, `changed` or `deleted`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Created => "created",
+            ChangeKind::Changed => "changed",
+            ChangeKind::Deleted => "deleted",
+        }
+    }
+}
+
+/// One change, as the metadata (`workspace_changes`) and the agent's event carry it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Change {
     /// The path, relative to the workspace root when inside it.
     pub path: String,
-    /// `created`, `changed` or `deleted`.
-    pub change: &'static str,
+    /// How it changed.
+    pub change: ChangeKind,
     /// What the path is.
     pub what: Watched,
-    /// For git configuration: the settings that run programs which were added, changed or
-    /// removed (`core.hooksPath=x`, `-alias.st=!sh`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// For git configuration: the settings that run programs which were added or changed, and
+    /// (with a leading `-`) removed: `core.hookspath=x`, `-alias.st=!sh`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub keys: Vec<String>,
+}
+
+/// The changes a call's result carries in its metadata (none when it has none).
+pub fn changes_in(metadata: &Map<String, Value>) -> Vec<Change> {
+    metadata
+        .get(META_KEY)
+        .and_then(|value| Vec::<Change>::deserialize(value).ok())
+        .unwrap_or_default()
+}
+
+/// One paragraph for the user: what changed, and what Lathe did about it.
+pub fn summary(changes: &[Change]) -> String {
+    let listed: Vec<String> = changes
+        .iter()
+        .map(|c| {
+            let keys = if c.keys.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", c.keys.join(", "))
+            };
+            format!("{} {}{keys}", c.path, c.change.as_str())
+        })
+        .collect();
+    let mut message = format!("changed: {}.", listed.join("; "));
+    if changes.iter().any(|c| c.what == Watched::LatheConfig) {
+        message.push_str(
+            " A changed .lathe/config.toml is untrusted: its settings that weaken safety apply \
+             only after you review it and run `lathe trust`.",
+        );
+    }
+    if changes.iter().any(|c| c.what != Watched::LatheConfig) {
+        message.push_str(
+            " Lathe does not run git hooks, but a later git command outside Lathe would: review \
+             them (git config --list --show-origin, the hook files).",
+        );
+    }
+    message
 }
 
 /// The session's last fingerprint.
@@ -171,7 +231,7 @@ pub fn describe(changes: &[Change]) -> String {
         "[workspace safety: places whose code can run outside the sandbox changed since the last check:",
     );
     for change in changes {
-        text.push_str(&format!("\n  {} {}", change.path, change.change));
+        text.push_str(&format!("\n  {} {}", change.path, change.change.as_str()));
         if !change.keys.is_empty() {
             text.push_str(&format!(
                 " (settings that run programs: {})",
@@ -191,7 +251,7 @@ pub fn describe(changes: &[Change]) -> String {
     if git {
         let hook = changes
             .iter()
-            .find(|c| c.what == Watched::GitHook && c.change != "deleted")
+            .find(|c| c.what == Watched::GitHook && c.change != ChangeKind::Deleted)
             .map(|c| format!("cat {}; ", c.path))
             .unwrap_or_default();
         text.push_str(&format!(
@@ -213,8 +273,8 @@ fn compare(root: &Path, before: &Fingerprint, now: &Fingerprint) -> Vec<Change> 
     };
     for (path, seen) in &now.entries {
         let change = match before.entries.get(path) {
-            None => "created",
-            Some(old) if !old.same(seen) => "changed",
+            None => ChangeKind::Created,
+            Some(old) if !old.same(seen) => ChangeKind::Changed,
             Some(_) => continue,
         };
         // A directory holds nothing that runs: what is put in it is reported.
@@ -246,7 +306,7 @@ fn compare(root: &Path, before: &Fingerprint, now: &Fingerprint) -> Vec<Change> 
             }
             changes.push(Change {
                 path: shown(path),
-                change: "deleted",
+                change: ChangeKind::Deleted,
                 what: seen.what,
                 keys,
             });
@@ -547,7 +607,10 @@ mod tests {
     use super::*;
 
     fn paths(changes: &[Change]) -> Vec<(String, &'static str)> {
-        changes.iter().map(|c| (c.path.clone(), c.change)).collect()
+        changes
+            .iter()
+            .map(|c| (c.path.clone(), c.change.as_str()))
+            .collect()
     }
 
     #[test]
