@@ -8,8 +8,10 @@
 //! SHA-256 of a file only when its stat changed. A change is reported in the call's result text
 //! and in its metadata (`workspace_changes`), from which the agent emits an event.
 
+mod git;
+
 use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -20,15 +22,47 @@ use sha2::{Digest, Sha256};
 use crate::session::{Session, lock};
 use crate::tool::{ToolKind, ToolOutput};
 
-/// The most entries one fingerprint looks at; past it the rest of a directory is not seen (and
-/// the report says the fingerprint was cut).
-const MAX_ENTRIES: usize = 512;
+use git::{expand_home, find_git, program_keys};
+
+/// The most entries looked at under one watched directory; past it the rest is not seen and the
+/// result says so. The files that matter most (`.lathe/config.toml`, the hooks git runs by name)
+/// are looked at first and outside this count, so that filling a directory cannot hide them.
+const MAX_ENTRIES: usize = 256;
+/// The hooks git runs, by name (githooks(5)).
+const GIT_HOOKS: &[&str] = &[
+    "applypatch-msg",
+    "pre-applypatch",
+    "post-applypatch",
+    "pre-commit",
+    "pre-merge-commit",
+    "prepare-commit-msg",
+    "commit-msg",
+    "post-commit",
+    "pre-rebase",
+    "post-checkout",
+    "post-merge",
+    "pre-push",
+    "pre-receive",
+    "update",
+    "proc-receive",
+    "post-receive",
+    "post-update",
+    "reference-transaction",
+    "push-to-checkout",
+    "pre-auto-gc",
+    "post-rewrite",
+    "sendemail-validate",
+    "fsmonitor-watchman",
+    "p4-changelist",
+    "p4-prepare-changelist",
+    "p4-post-changelist",
+    "p4-pre-submit",
+    "post-index-change",
+];
 /// How deep the walk goes inside a watched directory.
 const MAX_DEPTH: usize = 6;
 /// Files larger than this are compared by their stat alone.
 const MAX_HASHED_BYTES: u64 = 4 << 20;
-/// How many parent directories are searched for the repository's `.git`.
-const MAX_PARENTS: usize = 64;
 
 /// The metadata key of the changes.
 pub const META_KEY: &str = "workspace_changes";
@@ -100,7 +134,8 @@ struct Fingerprint {
     entries: BTreeMap<PathBuf, Seen>,
     /// Git settings that run programs, by configuration file.
     git_keys: BTreeMap<PathBuf, Vec<String>>,
-    cut: bool,
+    /// Watched directories with more than [`MAX_ENTRIES`] entries.
+    cut: Vec<PathBuf>,
 }
 
 /// How a path changed.
@@ -210,13 +245,29 @@ pub fn after_call(session: &Session, output: &mut ToolOutput) {
     };
     let now = fingerprint(session.workspace().root(), Some(&before));
     let changes = compare(session.workspace().root(), &before, &now);
+    let newly_cut: Vec<String> = now
+        .cut
+        .iter()
+        .filter(|dir| !before.cut.contains(dir))
+        .map(|dir| dir.display().to_string())
+        .collect();
     *last = Some(now);
     drop(last);
-    if changes.is_empty() {
+    if changes.is_empty() && newly_cut.is_empty() {
         return;
     }
     if !output.text.is_empty() && !output.text.ends_with('\n') {
         output.text.push('\n');
+    }
+    if !newly_cut.is_empty() {
+        output.text.push_str(&format!(
+            "[workspace safety: {} now hold more than {MAX_ENTRIES} entries; Lathe watches the \
+             hooks git runs and .lathe/config.toml there, not every other entry]\n",
+            newly_cut.join(", ")
+        ));
+    }
+    if changes.is_empty() {
+        return;
     }
     output.text.push_str(&describe(&changes));
     output.metadata.insert(
@@ -297,8 +348,9 @@ fn compare(root: &Path, before: &Fingerprint, now: &Fingerprint) -> Vec<Change> 
         if !now.entries.contains_key(path) {
             let keys = key_changes(before.git_keys.get(path), None);
             // Past the cap, an entry may only be unseen.
-            if before.cut
-                || now.cut
+            let unseen = |cut: &[PathBuf]| cut.iter().any(|dir| path.starts_with(dir));
+            if unseen(&before.cut)
+                || unseen(&now.cut)
                 || seen.file_type == libc::S_IFDIR
                 || (seen.what == Watched::GitConfig && keys.is_empty())
             {
@@ -338,8 +390,9 @@ fn fingerprint(root: &Path, previous: Option<&Fingerprint>) -> Fingerprint {
     let mut walk = Walk {
         out: Fingerprint::default(),
         previous,
+        left: 0,
     };
-    walk.tree(&root.join(".lathe"), Watched::LatheConfig, 0);
+    walk.watch_dir(&root.join(".lathe"), Watched::LatheConfig);
     if let Some(git) = find_git(root) {
         walk.entry(&git.dot_git, Watched::GitDir);
         let config = git.common.join("config");
@@ -371,7 +424,7 @@ fn fingerprint(root: &Path, previous: Option<&Fingerprint>) -> Fingerprint {
             }
         }
         walk.entry(&git.common.join("info/attributes"), Watched::GitAttributes);
-        walk.tree(&git.common.join("hooks"), Watched::GitHook, 0);
+        walk.watch_dir(&git.common.join("hooks"), Watched::GitHook);
         if let Some(value) = hooks_path {
             let dir = expand_home(&value);
             let dir = if dir.is_absolute() {
@@ -379,7 +432,7 @@ fn fingerprint(root: &Path, previous: Option<&Fingerprint>) -> Fingerprint {
             } else {
                 git.work_tree.join(dir)
             };
-            walk.tree(&dir, Watched::GitHook, 0);
+            walk.watch_dir(&dir, Watched::GitHook);
         }
     }
     walk.out
@@ -388,20 +441,35 @@ fn fingerprint(root: &Path, previous: Option<&Fingerprint>) -> Fingerprint {
 struct Walk<'a> {
     out: Fingerprint,
     previous: Option<&'a Fingerprint>,
+    /// Entries the current directory's walk may still record.
+    left: usize,
 }
 
 impl Walk<'_> {
-    fn full(&mut self) -> bool {
-        if self.out.entries.len() >= MAX_ENTRIES {
-            self.out.cut = true;
-            return true;
+    /// Records a watched directory: first the files that matter most, then the rest up to
+    /// [`MAX_ENTRIES`].
+    fn watch_dir(&mut self, dir: &Path, what: Watched) {
+        let first: &[&str] = match what {
+            Watched::GitHook => GIT_HOOKS,
+            Watched::LatheConfig => &["config.toml"],
+            _ => &[],
+        };
+        if std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+            for name in first {
+                self.entry(&dir.join(name), what);
+            }
         }
-        false
+        self.left = MAX_ENTRIES;
+        self.tree(dir, what, 0);
+        if self.left == 0 {
+            self.out.cut.push(dir.to_path_buf());
+        }
     }
 
-    /// Records `path` (without following a final symlink); `None` when it does not exist.
+    /// Records `path` (without following a final symlink); `None` when it does not exist or
+    /// was recorded already.
     fn entry(&mut self, path: &Path, what: Watched) -> Option<u32> {
-        if self.full() || self.out.entries.contains_key(path) {
+        if self.out.entries.contains_key(path) {
             return None;
         }
         let meta = std::fs::symlink_metadata(path).ok()?;
@@ -431,7 +499,15 @@ impl Walk<'_> {
 
     /// Records `dir` and what is beneath it (symlinks are recorded, not followed).
     fn tree(&mut self, dir: &Path, what: Watched, depth: usize) {
-        if self.entry(dir, what) != Some(libc::S_IFDIR) || depth >= MAX_DEPTH {
+        if self.left == 0 {
+            return;
+        }
+        self.left -= 1;
+        let is_dir = match self.out.entries.get(dir) {
+            Some(seen) => seen.file_type == libc::S_IFDIR,
+            None => self.entry(dir, what) == Some(libc::S_IFDIR),
+        };
+        if !is_dir || depth >= MAX_DEPTH {
             return;
         }
         let Ok(entries) = std::fs::read_dir(dir) else {
@@ -440,7 +516,7 @@ impl Walk<'_> {
         let mut names: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
         names.sort();
         for path in names {
-            if self.full() {
+            if self.left == 0 {
                 return;
             }
             // Git runs a hook by its exact name only: `pre-commit.sample` is inert.
@@ -470,136 +546,6 @@ fn hash_file(path: &Path) -> Option<[u8; 32]> {
         }
     }
     Some(hasher.finalize().into())
-}
-
-use std::os::unix::fs::OpenOptionsExt;
-
-/// Where a repository's parts are.
-struct GitPaths {
-    /// The `.git` entry (a directory, or a file naming the git directory).
-    dot_git: PathBuf,
-    /// The git directory (`.git`, or `.git/worktrees/NAME` for a worktree).
-    dir: PathBuf,
-    /// The common directory (hooks, config): the git directory, or what its `commondir` names.
-    common: PathBuf,
-    /// The working tree's root (relative `core.hooksPath` values start there).
-    work_tree: PathBuf,
-}
-
-/// The repository the workspace is in: its `.git` in the workspace or a parent.
-fn find_git(root: &Path) -> Option<GitPaths> {
-    let mut dir = Some(root);
-    for _ in 0..MAX_PARENTS {
-        let here = dir?;
-        let dot_git = here.join(".git");
-        if let Ok(meta) = std::fs::symlink_metadata(&dot_git) {
-            let git_dir = if meta.is_file() {
-                let text = std::fs::read_to_string(&dot_git).ok()?;
-                let named = text.lines().next()?.strip_prefix("gitdir:")?.trim();
-                let named = Path::new(named);
-                if named.is_absolute() {
-                    named.to_path_buf()
-                } else {
-                    here.join(named)
-                }
-            } else {
-                dot_git.clone()
-            };
-            let common = match std::fs::read_to_string(git_dir.join("commondir")) {
-                Ok(text) if !text.trim().is_empty() => {
-                    let named = Path::new(text.trim());
-                    if named.is_absolute() {
-                        named.to_path_buf()
-                    } else {
-                        git_dir.join(named)
-                    }
-                }
-                _ => git_dir.clone(),
-            };
-            let common = std::fs::canonicalize(&common).unwrap_or(common);
-            return Some(GitPaths {
-                dot_git,
-                dir: git_dir,
-                common,
-                work_tree: here.to_path_buf(),
-            });
-        }
-        dir = here.parent();
-    }
-    None
-}
-
-fn expand_home(value: &str) -> PathBuf {
-    if let Some(rest) = value.strip_prefix("~/")
-        && let Some(home) = std::env::var_os("HOME")
-    {
-        return PathBuf::from(home).join(rest);
-    }
-    PathBuf::from(value)
-}
-
-/// Whether `section.key = value` (lowercase section and key; `section` may hold a subsection,
-/// `filter.lfs`) makes git run a program or read settings from elsewhere. By the shape of the
-/// key rather than a closed list, so that the many `*.command`, `*.cmd`, `*.program` and
-/// `*.helper` settings are all covered.
-fn runs_program(section: &str, key: &str, value: &str) -> bool {
-    let base = section.split_once('.').map_or(section, |(base, _)| base);
-    const SUFFIXES: &[&str] = &[
-        "command", "cmd", "program", "hook", "helper", "editor", "pager", "driver", "textconv",
-        "clean", "smudge", "process", "external", "proxy", "askpass",
-    ];
-    match (base, key) {
-        ("alias" | "pager", _) => true,
-        ("core", "hookspath" | "fsmonitor" | "attributesfile" | "gitproxy" | "worktree") => true,
-        ("include" | "includeif", "path") => true,
-        ("protocol", "allow") => true,
-        ("submodule", "update") => value.trim_start_matches('"').starts_with('!'),
-        (_, "url" | "pushurl") => value.trim_start_matches('"').starts_with("ext::"),
-        _ => SUFFIXES.iter().any(|suffix| key.ends_with(suffix)),
-    }
-}
-
-/// The settings in a git configuration file's text that run programs, as `section.key=value`
-/// (section and key lowercase, as git compares them; subsections kept as written).
-fn program_keys(text: &str) -> Vec<String> {
-    let mut keys = Vec::new();
-    let mut section = String::new();
-    for line in text.lines() {
-        let mut line = line.trim();
-        if let Some(rest) = line.strip_prefix('[') {
-            let Some(end) = rest.find(']') else {
-                continue;
-            };
-            let header = &rest[..end];
-            section = match header.split_once(char::is_whitespace) {
-                Some((name, sub)) => {
-                    let sub = sub.trim().trim_matches('"');
-                    format!("{}.{sub}", name.to_ascii_lowercase())
-                }
-                None => match header.split_once('.') {
-                    Some((name, sub)) => format!("{}.{sub}", name.to_ascii_lowercase()),
-                    None => header.to_ascii_lowercase(),
-                },
-            };
-            line = rest[end + 1..].trim();
-            if line.is_empty() {
-                continue;
-            }
-        }
-        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
-            continue;
-        }
-        let (key, value) = match line.split_once('=') {
-            Some((key, value)) => (key.trim(), value.trim()),
-            None => (line, "true"),
-        };
-        let key = key.to_ascii_lowercase();
-        if runs_program(&section, &key, value) {
-            let value = value.trim_matches('"');
-            keys.push(format!("{section}.{key}={value}"));
-        }
-    }
-    keys
 }
 
 #[cfg(test)]
@@ -697,6 +643,30 @@ mod tests {
     }
 
     #[test]
+    fn filling_a_directory_does_not_hide_a_planted_hook_or_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(root.join(".lathe")).unwrap();
+        let before = fingerprint(root, None);
+        for i in 0..MAX_ENTRIES + 10 {
+            std::fs::write(root.join(format!(".lathe/a{i:04}")), "x").unwrap();
+            std::fs::write(root.join(format!(".git/hooks/a{i:04}")), "x").unwrap();
+        }
+        std::fs::write(root.join(".lathe/config.toml"), "x").unwrap();
+        std::fs::write(root.join(".git/hooks/pre-commit"), "x").unwrap();
+        let now = fingerprint(root, Some(&before));
+        assert_eq!(now.cut.len(), 2, "{:?}", now.cut);
+        let changes = compare(root, &before, &now);
+        let shown: Vec<_> = changes.iter().map(|c| c.path.as_str()).collect();
+        assert!(shown.contains(&".lathe/config.toml"), "{shown:?}");
+        assert!(shown.contains(&".git/hooks/pre-commit"), "{shown:?}");
+        // Past the cap, what is unseen is not reported as deleted.
+        let again = fingerprint(root, Some(&now));
+        assert!(compare(root, &now, &again).is_empty());
+    }
+
+    #[test]
     fn a_worktree_git_file_leads_to_the_common_hooks() {
         let dir = tempfile::tempdir().unwrap();
         let main = dir.path().join("main");
@@ -731,23 +701,5 @@ mod tests {
             "{shown:?}"
         );
         assert_eq!(changes[1].keys, ["core.fsmonitor=x"]);
-    }
-
-    #[test]
-    fn program_keys_reads_git_config_shapes() {
-        let text = "[core]\n\tFSMonitor = \"watch\"\n\teditor=vim\n\tbare\n\
-                    [filter \"lfs\"]\n\tsmudge = git-lfs smudge %f\n\trequired = true\n\
-                    [includeIf \"gitdir:~/x/\"]\n\tpath = ~/.evil\n[user]\n\tname = me\n\
-                    # [alias] comment\n[diff.pdf] textconv = pdftotext\n";
-        assert_eq!(
-            program_keys(text),
-            [
-                "core.fsmonitor=watch",
-                "core.editor=vim",
-                "filter.lfs.smudge=git-lfs smudge %f",
-                "includeif.gitdir:~/x/.path=~/.evil",
-                "diff.pdf.textconv=pdftotext",
-            ]
-        );
     }
 }
