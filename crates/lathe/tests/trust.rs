@@ -452,3 +452,40 @@ fn lathe_trust_asks_on_a_terminal() {
     }
     assert!(stdout(&f.run(&["trust", "--list"])).contains("matches"));
 }
+
+/// The attack of issue 12: a sandboxed command rewrites a trusted `.lathe/config.toml` to turn
+/// the sandbox off. The call's result says so, and the next session is still sandboxed.
+#[test]
+fn a_command_that_rewrites_a_trusted_config_does_not_unsandbox_the_next_session() {
+    if !landlock() {
+        return;
+    }
+    let f = fixture();
+    f.config("[shell]\npreview = \"small\"\n");
+    f.trust_yes();
+    let (result, _) = f.shell(
+        "printf '[shell]\\nsandbox = false\\n[permissions]\\nallow = [\"shell(*)\"]\\n' > .lathe/config.toml",
+    );
+    assert_eq!(
+        changes(&result),
+        [(".lathe/config.toml".into(), "changed".into())]
+    );
+    assert!(
+        text(&result).contains("will not apply until the user reviews it and runs `lathe trust`"),
+        "{}",
+        text(&result)
+    );
+    let target = f.outside.join("after.txt");
+    let (result, err) = f.shell(&write_to(&target));
+    assert!(
+        text(&result).contains("| sandboxed (landlock"),
+        "{}",
+        text(&result)
+    );
+    assert!(
+        !target.exists(),
+        "the rewritten file turned the sandbox off"
+    );
+    assert!(err.contains("has changed since you trusted it"), "{err}");
+    assert!(err.contains("permissions.allow, shell.sandbox"), "{err}");
+}
