@@ -7,6 +7,8 @@ use crate::provider::Usage;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use lathe_tools::watch::{Change as WorkspaceChange, ChangeKind, Watched};
+
 /// One event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -101,6 +103,17 @@ pub enum Event {
     FilesChanged {
         /// The paths.
         paths: Vec<String>,
+    },
+    /// A call changed a place whose code can later run outside the sandbox: the workspace's
+    /// `.lathe/` (its configuration), git's hooks, configuration or attributes.
+    WorkspaceChanged {
+        /// The call after which the change was seen (it may come from a background command
+        /// that ran meanwhile).
+        call_id: String,
+        /// What changed.
+        changes: Vec<WorkspaceChange>,
+        /// For humans: what it means and what Lathe did about it.
+        message: String,
     },
     /// Something the user should know that is not an error (for example: switched to the text
     /// tool protocol for this model).
@@ -247,6 +260,16 @@ mod tests {
                     completion_tokens: None,
                 }),
                 task_complete: true,
+            },
+            Event::WorkspaceChanged {
+                call_id: "c".into(),
+                changes: vec![WorkspaceChange {
+                    path: ".git/hooks/pre-commit".into(),
+                    change: ChangeKind::Created,
+                    what: Watched::GitHook,
+                    keys: Vec::new(),
+                }],
+                message: "m".into(),
             },
             Event::RunFinished {
                 status: RunStatus::MaxTurns,

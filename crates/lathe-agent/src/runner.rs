@@ -434,6 +434,14 @@ fn finish(sink: &EventSink, slot: &Slot, status: ToolStatus, output: ToolOutput)
         stats,
         duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
     });
+    let changes = lathe_tools::watch::changes_in(&output.metadata);
+    if !changes.is_empty() {
+        sink.emit(Event::WorkspaceChanged {
+            call_id: slot.call_id.clone(),
+            message: lathe_tools::watch::summary(&changes),
+            changes,
+        });
+    }
     CallResult {
         call_id: slot.call_id.clone(),
         name: slot.name.clone(),

@@ -1,5 +1,6 @@
-//! Lathe's persistence: sessions, their messages and events, and file checkpoints, in one SQLite
-//! database (bundled SQLite, WAL mode) that several Lathe processes may use at once.
+//! Lathe's persistence: sessions, their messages and events, file checkpoints, and trusted
+//! workspace configurations, in one SQLite database (bundled SQLite, WAL mode) that several
+//! Lathe processes may use at once.
 //!
 //! Each session has two append-only logs, messages (the model-facing history) and events (every
 //! user-visible step). Sequence numbers are dense per session and per log, start at 1, and are
@@ -42,6 +43,7 @@ mod schema;
 mod session;
 mod status;
 mod time;
+mod trust;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -55,6 +57,7 @@ pub use log::{Event, Message};
 pub use session::{NewSession, Session, SessionFilter};
 pub use status::SessionStatus;
 pub use time::Timestamp;
+pub use trust::TrustRecord;
 
 /// The file name of the sessions database inside Lathe's data directory.
 const DATABASE_FILE: &str = "sessions.sqlite3";

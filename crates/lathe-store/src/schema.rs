@@ -64,9 +64,18 @@ CREATE TABLE checkpoints (
 CREATE INDEX checkpoints_by_session ON checkpoints (session_id, id);
 ";
 
+/// Version 3: trusted workspace configurations (`lathe trust`), one per workspace.
+const V3: &str = "
+CREATE TABLE trusted_configs (
+    workspace  PRIMARY KEY NOT NULL, -- no type: TEXT, or BLOB for a path that is not UTF-8
+    sha256     TEXT NOT NULL,
+    trusted_at INTEGER NOT NULL
+);
+";
+
 /// Migration `i` takes a database from version `i` to version `i + 1`. Append only: a released
 /// migration never changes.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build writes.
 pub(crate) const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -200,7 +209,7 @@ mod tests {
     }
 
     /// A database left by a Lathe that knew only schema version 1 opens, keeps its data, and
-    /// gains what version 2 added.
+    /// gains what versions 2 and 3 added.
     #[test]
     fn version_1_database_migrates_on_open() {
         let dir = tempfile::tempdir().unwrap();
@@ -244,6 +253,12 @@ mod tests {
         store
             .save_checkpoint(&old.id, 1, Path::new("a"), &FileSnapshot::Absent)
             .unwrap();
+        // And what version 3 added.
+        store.trust_config(Path::new("/w"), "ab").unwrap();
+        assert_eq!(
+            store.trust_record(Path::new("/w")).unwrap().unwrap().sha256,
+            "ab"
+        );
         drop(store);
 
         let conn = Connection::open(&path).unwrap();

@@ -26,6 +26,7 @@ pub mod schema;
 pub mod session;
 pub mod tool;
 pub mod tools;
+pub mod watch;
 pub mod workspace;
 
 pub use registry::{PreparedCall, Registry, ToolDefinition};

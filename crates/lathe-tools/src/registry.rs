@@ -238,6 +238,7 @@ impl Registry {
             return ToolOutput::error(format!("unknown tool `{}`", call.name));
         };
         let session = Arc::clone(&ctx.session);
+        crate::watch::before_call(&session, self.entries[index].definition.kind);
         let future = self.entries[index].tool.call(call.arguments.clone(), ctx);
         let mut output = match AssertUnwindSafe(future).catch_unwind().await {
             Ok(Ok(output)) => output,
@@ -267,6 +268,8 @@ impl Registry {
                 Value::String(saved.display().to_string()),
             );
         }
+        // After the budget: what changed in git's hooks or `.lathe/` is never cut from view.
+        crate::watch::after_call(&session, &mut output);
         output
     }
 }

@@ -314,6 +314,7 @@ mod tests {
         Setup {
             root: std::env::temp_dir(),
             config,
+            workspace_file: None,
         }
     }
 

@@ -47,6 +47,9 @@ pub enum Command {
     Mcp(crate::mcp::McpArgs),
     /// The safety policy: `lathe policy check -- COMMAND` decides a command as the agent would.
     Policy(crate::policy_cmd::PolicyArgs),
+    /// Trust the workspace's .lathe/config.toml: show what it grants, then record it (--list,
+    /// --revoke).
+    Trust(crate::trust::TrustArgs),
 }
 
 /// `lathe tools`.

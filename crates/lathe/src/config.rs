@@ -1,6 +1,8 @@
 //! Configuration: `.lathe/config.toml` in the workspace over `~/.config/lathe/config.toml` over
 //! the defaults, and a `--config FILE` over both. Environment variables and flags are applied on
-//! top by the commands that read them.
+//! top by the commands that read them. The workspace's file is the repository's, not the user's:
+//! its settings that weaken safety apply only once the user trusts it (`crate::trust`), and its
+//! permission lists add to the user's instead of replacing them.
 
 use std::path::{Path, PathBuf};
 
@@ -8,6 +10,8 @@ use anyhow::Context;
 use serde::Deserialize;
 
 use lathe_tools::ToolConfig;
+
+use crate::trust::{TrustState, WORKSPACE_FILE, WorkspaceFile};
 use lathe_tools::tools::shell::ShellConfig;
 
 /// The error for `[permissions]` rules or sensitive-path patterns that do not parse, the same
@@ -61,43 +65,131 @@ impl Config {
     }
 }
 
-/// The files read, lowest precedence first.
-pub fn files(workspace: &Path, explicit: Option<&Path>) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    if let Some(dir) = crate::state::config_dir() {
-        files.push(dir.join("config.toml"));
-    }
-    files.push(workspace.join(".lathe").join("config.toml"));
-    if let Some(explicit) = explicit {
-        files.push(explicit.to_path_buf());
-    }
-    files
+/// The user's own configuration file.
+fn user_file() -> Option<PathBuf> {
+    crate::state::config_dir().map(|dir| dir.join("config.toml"))
 }
 
-/// Loads and merges the configuration files for `workspace`.
-pub fn load(workspace: &Path, explicit: Option<&Path>) -> anyhow::Result<Config> {
-    let mut merged = toml::Table::new();
-    for path in files(workspace, explicit) {
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(err)
-                if err.kind() == std::io::ErrorKind::NotFound
-                    && Some(path.as_path()) != explicit =>
-            {
-                continue;
-            }
-            Err(err) => {
-                return Err(err)
-                    .with_context(|| format!("cannot read config file {}", path.display()));
-            }
-        };
-        let table: toml::Table = toml::from_str(&text)
-            .with_context(|| format!("invalid config file {}", path.display()))?;
+/// A loaded configuration, and what became of the workspace's own file.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The merged configuration.
+    pub config: Config,
+    /// The workspace's `.lathe/config.toml`, when there is one.
+    pub workspace_file: Option<WorkspaceFile>,
+}
+
+/// Reads a configuration file as a TOML table; `None` when it does not exist and `required`
+/// is false.
+fn read_table(path: &Path, required: bool) -> anyhow::Result<Option<(toml::Table, Vec<u8>)>> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound && !required => return Ok(None),
+        Err(err) => {
+            return Err(err).with_context(|| format!("cannot read config file {}", path.display()));
+        }
+    };
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|_| anyhow::anyhow!("invalid config file {}: not UTF-8", path.display()))?;
+    let table: toml::Table =
+        toml::from_str(text).with_context(|| format!("invalid config file {}", path.display()))?;
+    Ok(Some((table, bytes)))
+}
+
+/// The user's configuration alone (over the defaults): what applies without the workspace's
+/// file, and what that file is compared with.
+fn user_table() -> anyhow::Result<toml::Table> {
+    Ok(match user_file() {
+        Some(path) => read_table(&path, false)?
+            .map(|(t, _)| t)
+            .unwrap_or_default(),
+        None => toml::Table::new(),
+    })
+}
+
+/// The workspace's file split by what it does to safety, with its trust state, and the table
+/// to merge. `None` when there is no file.
+fn workspace_part(
+    workspace: &Path,
+    base: &toml::Table,
+) -> anyhow::Result<Option<(WorkspaceFile, toml::Table)>> {
+    let path = workspace.join(WORKSPACE_FILE);
+    let Some((table, bytes)) = read_table(&path, false)? else {
+        return Ok(None);
+    };
+    let own = crate::trust::check_valid(&table, &path)?.resolve()?;
+    // Rules are checked even when they will be left out: a typo is an error, not a notice.
+    let home = std::env::var_os("HOME").unwrap_or_else(|| "/".into());
+    lathe_policy::Policy::new(
+        &own.permissions,
+        lathe_policy::ApprovalMode::Ask,
+        lathe_policy::AnalysisContext::new(workspace, home),
+    )
+    .map_err(|err| anyhow::anyhow!("invalid [permissions] in {}: {err}", path.display()))?;
+    let base =
+        Config::deserialize(toml::Value::Table(base.clone())).context("invalid configuration")?;
+    let split = crate::trust::split(&table, &base);
+    let canonical = crate::trust::canonical(workspace);
+    let sha256 = crate::trust::sha256_hex(&bytes);
+    let state = if split.weakening.is_empty() {
+        // Nothing to withhold: the store need not be opened.
+        TrustState::Untrusted
+    } else {
+        crate::trust::state(&canonical, &sha256)
+    };
+    let file = WorkspaceFile {
+        path: canonical.join(WORKSPACE_FILE),
+        workspace: canonical,
+        sha256,
+        weakening: split.weakening,
+        tightening: split.tightening,
+        state,
+    };
+    let part = if state == TrustState::Trusted {
+        split.trusted
+    } else {
+        split.safe
+    };
+    Ok(Some((file, part)))
+}
+
+/// What the workspace's file at `workspace` grants, and whether it is trusted (for `lathe
+/// trust`). `None` when there is no file.
+pub fn inspect_workspace(workspace: &Path) -> anyhow::Result<Option<WorkspaceFile>> {
+    let base = user_table()?;
+    let Some((mut file, _)) = workspace_part(workspace, &base)? else {
+        return Ok(None);
+    };
+    if file.weakening.is_empty() {
+        file.state = crate::trust::state(&file.workspace, &file.sha256);
+    }
+    Ok(Some(file))
+}
+
+/// Loads and merges the configuration files for `workspace`: the user's, the workspace's (its
+/// settings that weaken safety only when the user trusts the file, see [`crate::trust`]), and
+/// `explicit`, which is the user's and always applies.
+pub fn load(workspace: &Path, explicit: Option<&Path>) -> anyhow::Result<Loaded> {
+    let mut merged = user_table()?;
+    let workspace_file = match workspace_part(workspace, &merged)? {
+        Some((file, part)) => {
+            merge(&mut merged, part);
+            Some(file)
+        }
+        None => None,
+    };
+    if let Some(explicit) = explicit
+        && let Some((table, _)) = read_table(explicit, true)?
+    {
         merge(&mut merged, table);
     }
-    Config::deserialize(toml::Value::Table(merged))
+    let config = Config::deserialize(toml::Value::Table(merged))
         .context("invalid configuration")?
-        .resolve()
+        .resolve()?;
+    Ok(Loaded {
+        config,
+        workspace_file,
+    })
 }
 
 /// Merges `over` into `base`: tables merge key by key, anything else replaces.

@@ -13,6 +13,7 @@ mod setup;
 mod signals;
 mod state;
 mod tool_cmd;
+mod trust;
 
 use std::process::ExitCode;
 
@@ -63,6 +64,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sessions(args) => sessions_cmd::run(&common, args),
         Command::Mcp(args) => mcp::run(&common, args).await,
         Command::Policy(args) => policy_cmd::run(&common, args),
+        Command::Trust(args) => trust::run(&common, args),
     }
 }
 

@@ -217,6 +217,17 @@ impl Renderer {
                     }
                 }
             }
+            Event::WorkspaceChanged { message, .. } => {
+                stop();
+                line(
+                    &mut state,
+                    &format!(
+                        "{} {}",
+                        s.yellow("!"),
+                        s.yellow(&format!("workspace safety: {message}"))
+                    ),
+                );
+            }
             Event::Notice { message } => {
                 stop();
                 line(&mut state, &s.dim(&format!("note: {message}")));

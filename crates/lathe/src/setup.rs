@@ -10,6 +10,7 @@ use lathe_tools::{Session, Workspace};
 
 use crate::cli::CommonArgs;
 use crate::config::{self, Config};
+use crate::trust::WorkspaceFile;
 
 /// A loaded workspace and configuration.
 pub struct Setup {
@@ -17,11 +18,29 @@ pub struct Setup {
     pub root: PathBuf,
     /// The merged configuration.
     pub config: Config,
+    /// The workspace's own configuration file and its trust state, when there is one.
+    pub workspace_file: Option<WorkspaceFile>,
 }
 
 impl Setup {
-    /// Finds the workspace (the flag, else the current directory) and loads the configuration.
+    /// Finds the workspace (the flag, else the current directory) and loads the configuration;
+    /// when the workspace's file had settings left out because it is not trusted, says so on
+    /// stderr (every front end but `lathe chat`, which asks instead).
     pub fn load(common: &CommonArgs) -> anyhow::Result<Setup> {
+        let setup = Setup::load_quiet(common)?;
+        if let Some(notice) = setup.trust_notice() {
+            eprintln!("lathe: {notice}");
+        }
+        Ok(setup)
+    }
+
+    /// The notice for a workspace file whose weakening settings were left out.
+    pub fn trust_notice(&self) -> Option<String> {
+        self.workspace_file.as_ref().and_then(WorkspaceFile::notice)
+    }
+
+    /// Like [`load`](Self::load), without the notice.
+    pub fn load_quiet(common: &CommonArgs) -> anyhow::Result<Setup> {
         let root = match &common.workspace {
             Some(dir) => dir.clone(),
             None => std::env::current_dir().context("cannot read the current directory")?,
@@ -29,8 +48,12 @@ impl Setup {
         if !root.is_dir() {
             anyhow::bail!("workspace {} is not a directory", root.display());
         }
-        let config = config::load(&root, common.config.as_deref())?;
-        Ok(Setup { root, config })
+        let loaded = config::load(&root, common.config.as_deref())?;
+        Ok(Setup {
+            root,
+            config: loaded.config,
+            workspace_file: loaded.workspace_file,
+        })
     }
 
     /// A tool session over the workspace with its state in `state_dir`, its commands set up

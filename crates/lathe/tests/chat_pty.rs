@@ -321,3 +321,33 @@ fn slash_commands_and_resume() {
     );
     assert_eq!(second.iter().filter(|m| m["role"] == "system").count(), 1);
 }
+
+#[test]
+fn chat_asks_once_whether_to_trust_a_workspace_file_that_asks_for_more() {
+    for (answer, mode, said) in [
+        ("n", "approval ask", "not trusted: going on without them"),
+        ("y", "approval full", "trusted: its settings apply"),
+    ] {
+        let h = Harness::new(Script::new());
+        h.write(".lathe/config.toml", "[agent]\napproval = \"full\"\n");
+        let mut term = Terminal::start(&h, &[]);
+        term.wait_for("asks for settings that weaken safety");
+        term.wait_for("agent.approval = \"full\"");
+        term.wait_for("Trust this file? [y/N]");
+        term.type_line(answer);
+        term.wait_for(said);
+        term.wait_for(mode);
+        term.wait_for("> ");
+        term.type_line("/exit");
+        assert_eq!(term.wait_exit(), 0, "{}", term.screen());
+        // The answer holds for the next start: asked again only when not trusted.
+        let out = h
+            .lathe()
+            .args(["trust", "--list"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let listed = String::from_utf8_lossy(&out.stdout).contains("matches");
+        assert_eq!(listed, answer == "y", "{answer}: {out:?}");
+    }
+}

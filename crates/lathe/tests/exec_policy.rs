@@ -29,6 +29,7 @@ fn auto_mode_runs_safe_and_normal_commands_and_stops_at_a_dangerous_one() {
             ".lathe/config.toml",
             "[shell]\nsandbox_unavailable = \"run\"\n",
         );
+        h.trust();
     }
     let output = h.exec("build it and clean up", &["--approval", "auto", "--json"]);
     assert_exit(&output, 0);
@@ -99,6 +100,7 @@ fn allow_rules_let_ask_mode_run_a_command_without_asking() {
         ".lathe/config.toml",
         "[permissions]\nallow = [\"shell(touch *)\"]\n",
     );
+    h.trust();
     let output = h.exec("make made.txt", &["--json"]);
     assert_exit(&output, 0);
     assert!(h.ws.join("made.txt").exists());

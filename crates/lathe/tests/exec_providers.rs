@@ -113,6 +113,8 @@ fn the_model_and_server_come_from_the_configuration_file() {
             h.server.url()
         ),
     );
+    // A server named by the workspace's file applies once the user trusts the file.
+    h.trust();
     let output = h
         .lathe()
         .args(["exec", "hello"])

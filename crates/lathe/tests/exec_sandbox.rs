@@ -130,6 +130,7 @@ fn without_landlock_run_mode_runs_and_the_result_says_so_once() {
         ".lathe/config.toml",
         "[shell]\nsandbox_unavailable = \"run\"\n",
     );
+    h.trust();
     let output = h
         .lathe()
         .env("LATHE_SANDBOX_FORCE_UNAVAILABLE", "1")

@@ -39,6 +39,20 @@ impl Ws {
         std::fs::write(self.dir.path().join("config/config.toml"), text).unwrap();
     }
 
+    /// `lathe trust --yes` for the workspace: its `.lathe/config.toml` applies in full.
+    fn trust(&self) {
+        let output = Command::new(env!("CARGO_BIN_EXE_lathe"))
+            .args(["trust", "--yes"])
+            .current_dir(&self.root)
+            .env("HOME", self.home())
+            .env("LATHE_CONFIG_DIR", self.dir.path().join("config"))
+            .env("LATHE_DATA_DIR", self.dir.path().join("data"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "lathe trust: {output:?}");
+    }
+
     fn home(&self) -> PathBuf {
         self.dir.path().join("home")
     }
@@ -152,6 +166,9 @@ fn the_default_mode_is_ask_unless_the_configuration_says_otherwise() {
     assert_eq!(ws.json(&[], "cargo test").0["mode"], "ask");
     assert_eq!(ws.decide(&[], "cargo test").0, "ask");
     ws.write(".lathe/config.toml", "[agent]\napproval = \"auto\"\n");
+    // A looser mode from the workspace's file applies once the user trusts the file.
+    assert_eq!(ws.json(&[], "cargo test").0["mode"], "ask");
+    ws.trust();
     assert_eq!(ws.json(&[], "cargo test").0["mode"], "auto");
     assert_eq!(ws.decide(&[], "cargo test").0, "allow");
     // The flag wins over the configuration.
@@ -218,6 +235,7 @@ fn rule_precedence_is_deny_then_ask_then_allow() {
          ask = [\"shell(git push *)\", \"shell(make install)\"]\n\
          deny = [\"shell(git push --force *)\", \"shell(rm -rf *)\"]\n",
     );
+    ws.trust();
     // (mode, command, decision)
     #[rustfmt::skip]
     let table = [
@@ -268,6 +286,7 @@ fn a_deny_names_its_rule_and_each_part_has_its_decision() {
         ".lathe/config.toml",
         "[permissions]\nallow = [\"shell(make *)\"]\ndeny = [\"shell(git push --force *)\"]\n",
     );
+    ws.trust();
     let (value, code) = ws.json(
         &["--approval", "ask"],
         "make && git push --force origin main",
@@ -319,7 +338,7 @@ fn configuration_layers_are_the_agents() {
     // The user's configuration applies...
     ws.write_user_config("[permissions]\nallow = [\"shell(cargo build *)\"]\n");
     assert_eq!(ws.decide(&[], "cargo build --release").0, "allow");
-    // ...the workspace's merges over it (a list replaces the user's list)...
+    // ...the workspace's merges over it (its permission lists add to the user's)...
     ws.write(
         ".lathe/config.toml",
         "[permissions]\ndeny = [\"shell(cargo build *)\"]\n",
@@ -387,6 +406,12 @@ fn sensitive_paths_ask_also_when_a_command_names_them() {
         ".lathe/config.toml",
         "[permissions]\nsensitive_paths = [\"config/prod.*\", \"!.env.example\"]\nallow = [\"read(.env.test)\"]\n",
     );
+    // The pattern applies at once; the exemption and the allow rule once the file is trusted.
+    assert_eq!(
+        ws.decide(&["--approval", "auto"], "cat .env.example").0,
+        "ask"
+    );
+    ws.trust();
     assert_eq!(
         ws.decide(&["--approval", "auto"], "cat config/prod.toml").0,
         "ask"

@@ -42,9 +42,17 @@ fn fixture() -> Fixture {
 }
 
 impl Fixture {
+    /// Writes the workspace's configuration and trusts it (these tests are about what the
+    /// settings do; tests/trust.rs is about when they apply). An invalid file stays untrusted.
     fn config(&self, text: &str) {
         std::fs::create_dir_all(self.ws.join(".lathe")).unwrap();
         std::fs::write(self.ws.join(".lathe/config.toml"), text).unwrap();
+        let _ = self
+            .lathe()
+            .args(["trust", "--yes"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
     }
 
     fn lathe(&self) -> Command {

@@ -8,7 +8,7 @@ mod commands;
 pub mod input;
 pub mod interrupt;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -52,7 +52,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     if let (Some(session), None) = (&resumed, &common.workspace) {
         common.workspace = Some(session.workspace.clone());
     }
-    let setup = Setup::load(&common)?;
+    let setup = trust_or_not(&common)?;
     let mut model_args = args.model.clone();
     if let Some(session) = &resumed {
         model_args.model = model_args.model.or_else(|| Some(session.model.clone()));
@@ -180,6 +180,49 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         let _ = store.update_session_status(&id, SessionStatus::Completed);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Loads the configuration; when the workspace's file has settings that weaken safety and is
+/// not trusted, shows them and asks once (on a terminal) whether to trust the file: yes records
+/// the trust and applies them, anything else goes on without them.
+fn trust_or_not(common: &CommonArgs) -> anyhow::Result<Setup> {
+    let setup = Setup::load_quiet(common)?;
+    let (Some(notice), Some(file)) = (setup.trust_notice(), setup.workspace_file.as_ref()) else {
+        return Ok(setup);
+    };
+    if !std::io::stdin().is_terminal() {
+        eprintln!("lathe: {notice}");
+        return Ok(setup);
+    }
+    let changed = if file.state == crate::trust::TrustState::Changed {
+        " (it has changed since you trusted it)"
+    } else {
+        ""
+    };
+    let mut text = format!(
+        "{} asks for settings that weaken safety{changed}:\n",
+        file.path.display()
+    );
+    for line in file.grant_lines() {
+        text.push_str(&format!("  {line}\n"));
+    }
+    text.push_str(
+        "Without trust they are ignored; the rest of the file applies.\nTrust this file? [y/N] ",
+    );
+    let mut out = std::io::stdout().lock();
+    let _ = write!(out, "{text}");
+    let _ = out.flush();
+    drop(out);
+    if !crate::trust::read_yes() {
+        say(&format!(
+            "not trusted: going on without them (trust it later with `{}`)",
+            crate::trust::trust_command(&file.workspace)
+        ));
+        return Ok(setup);
+    }
+    crate::trust::record(file)?;
+    say("trusted: its settings apply");
+    Setup::load_quiet(common)
 }
 
 fn say(text: &str) {

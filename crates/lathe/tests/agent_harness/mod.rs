@@ -55,6 +55,18 @@ impl Harness {
         std::fs::write(path, text).unwrap();
     }
 
+    /// `lathe trust --yes`: the workspace's `.lathe/config.toml` as it is now applies in full,
+    /// its settings that weaken safety included.
+    pub fn trust(&self) {
+        let out = self
+            .lathe()
+            .args(["trust", "--yes"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "lathe trust: {out:?}");
+    }
+
     /// Reads a workspace file.
     pub fn read(&self, path: &str) -> String {
         std::fs::read_to_string(self.ws.join(path)).unwrap()
