@@ -381,3 +381,31 @@ async fn unknown_tools_with_a_known_job_name_the_tool_for_it() {
         );
     }
 }
+
+/// What a result echoes of a huge argument (an unknown tool's name, the diff of a big write) is
+/// cut to a bound that the result names, instead of being copied whole.
+#[tokio::test]
+async fn echoed_arguments_are_bounded() {
+    let (_d, _, session) = setup(10_000);
+    let registry = Registry::builtin();
+    let name = "x".repeat(4 << 20);
+    let out = call(&registry, &session, &name, json!({})).await;
+    assert!(out.is_error);
+    assert!(out.text.len() < 4_000, "{} bytes", out.text.len());
+    assert!(out.text.contains("4194304 bytes"), "{}", out.text);
+    assert!(out.text.contains("at most 128 bytes"), "{}", out.text);
+
+    let path = format!("{}/file.txt", "d".repeat(1 << 20));
+    let out = call(&registry, &session, "list_files", json!({"path": path})).await;
+    let shown = serde_json::to_string(&out.metadata).unwrap();
+    assert!(
+        shown.len() < 300 * 1024,
+        "{} bytes of metadata",
+        shown.len()
+    );
+    assert!(
+        shown.contains("metadata values are at most 262144 bytes]"),
+        "{}",
+        &shown[shown.len().saturating_sub(200)..]
+    );
+}
