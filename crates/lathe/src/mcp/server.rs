@@ -1,7 +1,7 @@
 //! The MCP server handler: the registry's tools, one session per connection, the gate and
 //! approvals in front of every call, progress and cancellation.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use lathe_tools::{Registry, Session, ToolContext, ToolOutput};
 use rmcp::model::{
@@ -18,6 +18,7 @@ use super::approve::{self, Approval, Question};
 use super::convert;
 use super::gate::{self, GateConfig};
 use super::progress::Forwarder;
+use super::sessions::Links;
 use lathe_agent::approval::Verdict;
 
 /// What every connection of one server shares.
@@ -64,6 +65,48 @@ impl Shared {
     }
 }
 
+/// A session created on first use: an MCP session that never calls a tool holds no
+/// descriptor and no directory. Its state directory is removed at the end if it stayed empty.
+pub struct LazySession {
+    shared: Arc<Shared>,
+    session: Mutex<Option<Arc<Session>>>,
+}
+
+impl LazySession {
+    /// A session of `shared`, not created yet.
+    pub fn new(shared: &Arc<Shared>) -> LazySession {
+        LazySession {
+            shared: Arc::clone(shared),
+            session: Mutex::new(None),
+        }
+    }
+
+    /// The session, created now if it was not.
+    pub fn get(&self) -> anyhow::Result<Arc<Session>> {
+        let mut session = self.session.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(session) = session.as_ref() {
+            return Ok(Arc::clone(session));
+        }
+        let created = self.shared.session()?;
+        *session = Some(Arc::clone(&created));
+        Ok(created)
+    }
+
+    /// Ends the session if it was created: its commands are killed, an empty state directory
+    /// is removed.
+    pub fn shutdown(&self) {
+        let session = self
+            .session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(session) = session {
+            session.shutdown();
+            crate::state::remove_if_empty(session.state_dir());
+        }
+    }
+}
+
 /// Which session a connection's calls run in.
 pub enum Scope {
     /// One connection, one session (stdio).
@@ -71,10 +114,12 @@ pub enum Scope {
     /// Streamable HTTP: an MCP session (opened by `initialize`) gets its own session; requests
     /// of the stateless 2026-07-28 lifecycle have no connection and share the host's.
     Http {
-        /// Created by `initialize`.
-        own: OnceLock<Arc<Session>>,
+        /// Set by `initialize`.
+        own: OnceLock<LazySession>,
         /// The session of the whole server, for stateless requests.
-        host: Arc<Session>,
+        host: Arc<LazySession>,
+        /// Where an MCP session's Lathe session is recorded for the session manager.
+        links: Arc<Links>,
     },
 }
 
@@ -96,10 +141,34 @@ impl LatheServer {
         }
     }
 
-    fn session(&self) -> Arc<Session> {
+    fn session(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Session>, McpError> {
+        let cannot = |err: anyhow::Error| {
+            McpError::internal_error(format!("cannot create a session: {err:#}"), None)
+        };
         match &self.scope {
-            Scope::Connection(session) => Arc::clone(session),
-            Scope::Http { own, host } => Arc::clone(own.get().unwrap_or(host)),
+            Scope::Connection(session) => Ok(Arc::clone(session)),
+            Scope::Http { own, host, links } => match own.get() {
+                Some(own) => {
+                    let session = own.get().map_err(cannot)?;
+                    if let Some(id) = mcp_session_id(context) {
+                        links.link(&id, &session);
+                    }
+                    Ok(session)
+                }
+                None => host.get().map_err(cannot),
+            },
+        }
+    }
+
+    /// How long a remembered approval lasts here, as the prompt says it; `None` where there is
+    /// no per-client session (stateless HTTP requests share the server's session with every
+    /// other client).
+    fn remembers(&self) -> Option<&'static str> {
+        match &self.scope {
+            Scope::Connection(_) => Some("while this connection lasts"),
+            Scope::Http { own, .. } => own
+                .get()
+                .map(|_| "in this MCP session (until the client closes it or it expires)"),
         }
     }
 
@@ -118,7 +187,7 @@ impl LatheServer {
             return Err(McpError::invalid_params(
                 format!(
                     "unknown tool `{}`.{hint} The tools are: {}.",
-                    request.name,
+                    lathe_tools::registry::shown_name(&request.name),
                     registry.names().join(", ")
                 ),
                 None,
@@ -129,7 +198,7 @@ impl LatheServer {
             Ok(call) => call,
             Err(output) => return Ok(convert::result(output).into()),
         };
-        let session = self.session();
+        let session = self.session(&context)?;
         let cancel = self.closed.child_token();
         let _link = Link::new(&context.ct, &cancel);
 
@@ -159,6 +228,7 @@ impl LatheServer {
                     call: &call,
                     reason: &reason,
                     scopes: &rules,
+                    remember: self.remembers(),
                     advice: self
                         .shared
                         .gates
@@ -206,12 +276,22 @@ impl Drop for LatheServer {
         match &self.scope {
             Scope::Connection(session) => session.shutdown(),
             Scope::Http { own, .. } => {
-                if let Some(session) = own.get() {
-                    session.shutdown();
+                if let Some(own) = own.get() {
+                    own.shutdown();
                 }
             }
         }
     }
+}
+
+/// The `Mcp-Session-Id` the request came with over HTTP.
+fn mcp_session_id(context: &RequestContext<RoleServer>) -> Option<String> {
+    context
+        .extensions
+        .get::<hyper::http::request::Parts>()
+        .and_then(|parts| parts.headers.get("mcp-session-id"))
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// Forwards the request's cancellation (`notifications/cancelled`, or the connection closing)
@@ -260,12 +340,7 @@ impl ServerHandler for LatheServer {
         if let Scope::Http { own, .. } = &self.scope
             && own.get().is_none()
         {
-            let session = self.shared.session().map_err(|err| {
-                McpError::internal_error(format!("cannot create a session: {err:#}"), None)
-            })?;
-            if let Err(session) = own.set(session) {
-                session.shutdown();
-            }
+            let _ = own.set(LazySession::new(&self.shared));
         }
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
