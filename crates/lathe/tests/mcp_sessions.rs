@@ -467,3 +467,99 @@ fn a_remembered_approval_stays_in_its_mcp_session() {
     assert_eq!(done["result"]["isError"], json!(true), "{done}");
     assert!(!fixture.workspace().join("three.txt").exists());
 }
+
+/// A session's command outputs are resources: listed, read whole by URI, described by a
+/// template; an unknown URI says which form the URIs take.
+#[test]
+fn command_outputs_are_resources() {
+    let fixture = Fixture::new();
+    let server = Server::start(&fixture, &[]);
+    let session = open_session(&server.address, json!({}));
+    let call = tool_call(
+        1,
+        "shell",
+        json!({"command": "printf 'first line\\nsecond line\\n'"}),
+    );
+    let answer = post(&server.address, Some(&session), &call)
+        .until_answer(&Value::from(1))
+        .pop()
+        .unwrap();
+    let id = answer["result"]["structuredContent"]["command_id"]
+        .as_u64()
+        .expect("a command id");
+    let uri = format!("lathe://commands/{id}/output");
+
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/list"});
+    let listed = post(&server.address, Some(&session), &list)
+        .until_answer(&Value::from(2))
+        .pop()
+        .unwrap();
+    let resources = listed["result"]["resources"].as_array().expect("resources");
+    assert!(
+        resources.iter().any(|r| r["uri"] == uri.as_str()),
+        "{listed}"
+    );
+
+    let read = json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read",
+                      "params": {"uri": uri}});
+    let contents = post(&server.address, Some(&session), &read)
+        .until_answer(&Value::from(3))
+        .pop()
+        .unwrap();
+    assert_eq!(
+        contents["result"]["contents"][0]["text"], "first line\nsecond line\n",
+        "{contents}"
+    );
+
+    let templates = json!({"jsonrpc": "2.0", "id": 4, "method": "resources/templates/list"});
+    let templates = post(&server.address, Some(&session), &templates)
+        .until_answer(&Value::from(4))
+        .pop()
+        .unwrap();
+    assert_eq!(
+        templates["result"]["resourceTemplates"][0]["uriTemplate"],
+        "lathe://commands/{id}/output"
+    );
+
+    let unknown = json!({"jsonrpc": "2.0", "id": 5, "method": "resources/read",
+                         "params": {"uri": "lathe://commands/999/output"}});
+    let missing = post(&server.address, Some(&session), &unknown)
+        .until_answer(&Value::from(5))
+        .pop()
+        .unwrap();
+    let message = missing["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("no command 999"), "{missing}");
+}
+
+/// `logging/setLevel` is honoured: after it, the session's log notifications (calls started
+/// and finished) reach the client's stream, at that level and above only.
+#[test]
+fn log_notifications_follow_set_level() {
+    let fixture = Fixture::new();
+    let server = Server::start(&fixture, &[]);
+    let session = open_session(&server.address, json!({}));
+    let set = json!({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel",
+                     "params": {"level": "info"}});
+    let answer = post(&server.address, Some(&session), &set)
+        .until_answer(&Value::from(1))
+        .pop()
+        .unwrap();
+    assert_eq!(answer["result"], json!({}), "{answer}");
+    let mut listening = request(
+        &server.address,
+        "GET",
+        &[
+            ("Accept", "text/event-stream"),
+            ("Mcp-Session-Id", &session),
+            ("MCP-Protocol-Version", raw::LEGACY_VERSION),
+        ],
+        None,
+    );
+    assert_eq!(listening.status, 200);
+    let call = tool_call(2, "read_file", json!({"path": "hello.txt"}));
+    post(&server.address, Some(&session), &call).until_answer(&Value::from(2));
+    let log = listening.until_notification("notifications/message");
+    assert_eq!(log["params"]["level"], "info", "{log}");
+    assert_eq!(log["params"]["data"]["event"], "call finished", "{log}");
+    assert_eq!(log["params"]["data"]["tool"], "read_file", "{log}");
+}

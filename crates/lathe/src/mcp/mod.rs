@@ -9,6 +9,7 @@ mod convert;
 mod gate;
 mod http;
 mod progress;
+mod resources;
 mod server;
 mod sessions;
 mod stdio;

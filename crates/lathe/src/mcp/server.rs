@@ -4,11 +4,18 @@
 use std::sync::{Arc, Mutex, OnceLock};
 
 use lathe_tools::{Registry, Session, ToolContext, ToolOutput};
+#[allow(
+    deprecated,
+    reason = "MCP logging is deprecated by SEP-2577 but still part of the revisions clients speak"
+)]
+use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    Tool,
+    InitializeResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, Tool,
 };
+use rmcp::service::Peer;
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::Value;
@@ -129,7 +136,22 @@ pub struct LatheServer {
     scope: Scope,
     /// Cancelled when the connection ends: every call running in it stops.
     closed: CancellationToken,
+    /// The least severe log level the client asked for with `logging/setLevel` (its rank in
+    /// [`LEVELS`]); no log notifications until it asks.
+    log_level: Mutex<Option<usize>>,
 }
+
+/// The levels of MCP logging (RFC 5424), least severe first.
+const LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
 
 impl LatheServer {
     /// A handler for one connection; `closed` ends its running calls.
@@ -138,7 +160,40 @@ impl LatheServer {
             shared,
             scope,
             closed,
+            log_level: Mutex::new(None),
         }
+    }
+
+    /// Sends `data` as a log notification of `level` (one of [`LEVELS`]) if the client asked
+    /// for that level or a less severe one.
+    async fn log(&self, peer: &Peer<RoleServer>, level: &str, data: Value) {
+        let wanted = *self.log_level.lock().unwrap_or_else(|e| e.into_inner());
+        let rank = LEVELS.iter().position(|l| *l == level).unwrap_or(0);
+        if wanted.is_none_or(|wanted| rank < wanted) {
+            return;
+        }
+        let params = serde_json::json!({"level": level, "logger": "lathe", "data": data});
+        #[allow(
+            deprecated,
+            reason = "MCP logging is deprecated by SEP-2577 but still part of the revisions clients speak"
+        )]
+        match serde_json::from_value::<rmcp::model::LoggingMessageNotificationParam>(params) {
+            Ok(params) => {
+                if let Err(err) = peer.notify_logging_message(params).await {
+                    tracing::debug!("cannot send a log notification: {err}");
+                }
+            }
+            Err(err) => tracing::warn!("log notification: {err}"),
+        }
+    }
+
+    /// The session resources are read from: the connection's or MCP session's, created now if
+    /// it was not.
+    fn resource_session(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Arc<Session>, McpError> {
+        self.session(context)
     }
 
     fn session(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Session>, McpError> {
@@ -218,6 +273,12 @@ impl LatheServer {
             Verdict::Allow => {}
             Verdict::Deny { reason } => {
                 tracing::info!(tool = call.name, %reason, "call denied");
+                self.log(
+                    &context.peer,
+                    "warning",
+                    serde_json::json!({"event": "call denied", "tool": call.name, "reason": reason}),
+                )
+                .await;
                 let text = format!("denied by Lathe's policy: {reason}");
                 return Ok(convert::result(ToolOutput::error(text)).into());
             }
@@ -243,6 +304,12 @@ impl LatheServer {
                     }
                     Approval::Refused(text) => {
                         tracing::info!(tool = call.name, "call refused: {text}");
+                        self.log(
+                            &context.peer,
+                            "notice",
+                            serde_json::json!({"event": "call refused", "tool": call.name, "reason": text}),
+                        )
+                        .await;
                         return Ok(convert::result(ToolOutput::error(text)).into());
                     }
                     Approval::NeedsInput(input) => return Ok((*input).into()),
@@ -261,11 +328,32 @@ impl LatheServer {
             call_id: Some(context.id.to_string()),
         };
         tracing::info!(tool = call.name, id = %context.id, "call started");
+        self.log(
+            &context.peer,
+            "debug",
+            serde_json::json!({"event": "call started", "tool": call.name, "id": context.id.to_string()}),
+        )
+        .await;
         let output = registry.run_prepared(&call, ctx).await;
         if let Some((forwarder, _)) = forwarder {
             forwarder.finish().await;
         }
         tracing::info!(tool = call.name, id = %context.id, is_error = output.is_error, "call finished");
+        let mut finished = serde_json::json!({
+            "event": "call finished",
+            "tool": call.name,
+            "id": context.id.to_string(),
+            "is_error": output.is_error,
+        });
+        if let Some(command) = output.metadata.get("command_id") {
+            finished["command_id"] = command.clone();
+        }
+        self.log(
+            &context.peer,
+            if output.is_error { "error" } else { "info" },
+            finished,
+        )
+        .await;
         Ok(convert::result(output).into())
     }
 }
@@ -326,8 +414,17 @@ impl ServerHandler for LatheServer {
         implementation.description = Some(
             "Coding tools with command analysis, approvals and lossless command output".into(),
         );
-        let mut info = InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
-            .with_instructions(self.shared.instructions.clone());
+        #[allow(
+            deprecated,
+            reason = "MCP logging is deprecated by SEP-2577 but still part of the revisions clients speak"
+        )]
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .enable_resources()
+            .build();
+        let mut info =
+            InitializeResult::new(capabilities).with_instructions(self.shared.instructions.clone());
         info.server_info = implementation;
         info
     }
@@ -364,5 +461,49 @@ impl ServerHandler for LatheServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         self.run_call(request, context).await
+    }
+
+    #[allow(
+        deprecated,
+        reason = "MCP logging is deprecated by SEP-2577 but still part of the revisions clients speak"
+    )]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let name = serde_json::to_value(request.level)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let rank = LEVELS.iter().position(|l| *l == name).unwrap_or(0);
+        *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = Some(rank);
+        Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let session = self.resource_session(&context)?;
+        super::resources::list(&session)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        super::resources::templates()
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let session = self.resource_session(&context)?;
+        super::resources::read(&session, &request.uri).map(ReadResourceResponse::Complete)
     }
 }

@@ -105,6 +105,26 @@ impl Response {
         }
     }
 
+    /// Reads the stream until a notification `method` arrives, and returns it.
+    pub fn until_notification(&mut self, method: &str) -> Value {
+        loop {
+            let mut line = String::new();
+            match self.reader.read_line(&mut line) {
+                Ok(0) => panic!("the stream ended before {method}"),
+                Ok(_) => {}
+                Err(err) => panic!("reading for {method}: {err}"),
+            }
+            let Some(data) = line.trim().strip_prefix("data:") else {
+                continue;
+            };
+            if let Ok(message) = serde_json::from_str::<Value>(data.trim())
+                && message["method"] == method
+            {
+                return message;
+            }
+        }
+    }
+
     /// The raw stream, for tests that close it early.
     pub fn into_stream(self) -> TcpStream {
         self.reader.into_inner()
