@@ -563,3 +563,74 @@ fn log_notifications_follow_set_level() {
     assert_eq!(log["params"]["data"]["event"], "call finished", "{log}");
     assert_eq!(log["params"]["data"]["tool"], "read_file", "{log}");
 }
+
+/// The peak resident memory of process `pid` in MiB (`VmHWM`), read from /proc.
+fn peak_rss_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("VmHWM")
+        / 1024
+}
+
+/// Over stdio, a message four times the 64 MiB limit is answered with an error that names the
+/// limit, the server keeps serving, and its memory stays near the limit.
+#[test]
+fn a_huge_stdio_message_is_refused_with_bounded_memory() {
+    use std::io::Write;
+    let fixture = Fixture::new();
+    let mut child = fixture
+        .command(&[])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("lathe mcp runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    stdin
+        .write_all(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"big.txt","content":""#)
+        .expect("head");
+    let chunk = vec![b'a'; 1 << 20];
+    for _ in 0..256 {
+        stdin.write_all(&chunk).expect("body");
+    }
+    stdin.write_all(b"\"}}}\n").expect("tail");
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n")
+        .expect("ping");
+    let mut answers = Vec::new();
+    for _ in 0..2 {
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("an answer");
+        answers.push(serde_json::from_str::<Value>(&line).expect("JSON"));
+    }
+    let peak = peak_rss_mib(child.id());
+    drop(stdin);
+    let _ = child.wait();
+    let message = answers[0]["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("67108864 bytes"), "{}", answers[0]);
+    assert_eq!(answers[1]["id"], 7, "{}", answers[1]);
+    assert!(answers[1].get("result").is_some(), "{}", answers[1]);
+    assert!(!fixture.workspace().join("big.txt").exists());
+    assert!(peak < 200, "peak RSS {peak} MiB for a 256 MiB message");
+}
+
+/// Streams offer no resumption: no event ids, no `retry` hints, on any stream.
+#[test]
+fn streams_carry_no_event_ids() {
+    let fixture = Fixture::new();
+    let server = Server::start(&fixture, &[]);
+    let session = open_session(&server.address, json!({}));
+    let call = tool_call(1, "shell", json!({"command": "echo hi"}));
+    let text = post(&server.address, Some(&session), &call).text();
+    assert!(text.contains("\"id\":1"), "{text}");
+    for line in text.lines() {
+        assert!(
+            !line.starts_with("id:") && !line.starts_with("retry:"),
+            "resumption offered: {line:?} in {text}"
+        );
+    }
+}
