@@ -131,11 +131,14 @@ pub async fn serve(
         config,
     ));
 
+    // Listening for signals starts before the address is announced: a client that stops the
+    // server right after it appeared must get the orderly stop, not the default action.
+    let signals = termination_signals();
     // Tests and scripts read the bound address (useful with port 0) from stderr.
     eprintln!("lathe mcp: listening on http://{local}{ENDPOINT}");
     tracing::info!(%local, "listening");
 
-    let signal = tokio::spawn(wait_for_signal(stop.clone()));
+    let signal = tokio::spawn(wait_for_signal(signals, stop.clone()));
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -291,14 +294,18 @@ fn plain(status: StatusCode, text: String) -> Response<Body> {
     response
 }
 
-async fn wait_for_signal(stop: CancellationToken) -> i32 {
+/// SIGTERM, SIGINT and SIGHUP, listened for from now on.
+fn termination_signals() -> crate::signals::Listener {
     use tokio::signal::unix::SignalKind;
-    let kinds = [
+    crate::signals::listen(&[
         SignalKind::terminate(),
         SignalKind::interrupt(),
         SignalKind::hangup(),
-    ];
-    let number = crate::signals::listen(&kinds).recv().await;
+    ])
+}
+
+async fn wait_for_signal(signals: crate::signals::Listener, stop: CancellationToken) -> i32 {
+    let number = signals.recv().await;
     stop.cancel();
     number
 }

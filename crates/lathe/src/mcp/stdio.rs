@@ -31,6 +31,7 @@ pub async fn serve(shared: Arc<Shared>) -> anyhow::Result<Option<i32>> {
     });
     let signalled = Arc::new(std::sync::atomic::AtomicI32::new(0));
     let signal = tokio::spawn(stop_on_signal(
+        termination_signals(),
         closed.clone(),
         service_ct.clone(),
         Arc::clone(&signalled),
@@ -61,20 +62,25 @@ pub async fn serve(shared: Arc<Shared>) -> anyhow::Result<Option<i32>> {
 /// killed before the process exits (they run in their own process groups, so a signal to ours
 /// would not reach them).
 async fn stop_on_signal(
+    signals: crate::signals::Listener,
     closed: CancellationToken,
     service: CancellationToken,
     signalled: Arc<std::sync::atomic::AtomicI32>,
 ) {
-    use tokio::signal::unix::SignalKind;
-    let kinds = [
-        SignalKind::terminate(),
-        SignalKind::interrupt(),
-        SignalKind::hangup(),
-    ];
-    let number = crate::signals::listen(&kinds).recv().await;
+    let number = signals.recv().await;
     signalled.store(number, std::sync::atomic::Ordering::SeqCst);
     closed.cancel();
     service.cancel();
+}
+
+/// SIGTERM, SIGINT and SIGHUP, listened for from now on (before the first message is read).
+fn termination_signals() -> crate::signals::Listener {
+    use tokio::signal::unix::SignalKind;
+    crate::signals::listen(&[
+        SignalKind::terminate(),
+        SignalKind::interrupt(),
+        SignalKind::hangup(),
+    ])
 }
 
 /// Moves the protocol off fds 0 and 1: private close-on-exec copies carry it, fd 0 becomes
