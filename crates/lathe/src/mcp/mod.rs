@@ -141,3 +141,27 @@ fn session_dir() -> PathBuf {
     name.push(format!("-mcp{n}"));
     base.with_file_name(name)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_timeouts_take_units_and_refuse_the_rest() {
+        assert_eq!(parse_timeout("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_timeout("90s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_timeout("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_timeout("10m").unwrap(), Duration::from_secs(600));
+        assert_eq!(parse_timeout("1h").unwrap(), Duration::from_secs(3600));
+        assert_eq!(parse_timeout("0").unwrap(), Duration::ZERO);
+        assert!(parse_timeout("soon").unwrap_err().contains("500ms"));
+        assert!(parse_timeout("5d").unwrap_err().contains("unknown unit"));
+    }
+
+    #[test]
+    fn the_mcp_section_of_the_configuration() {
+        let config: McpConfig = toml::from_str("session_timeout = 42").unwrap();
+        assert_eq!(config.session_timeout, Some(42));
+        assert!(toml::from_str::<McpConfig>("timeout = 1").is_err());
+    }
+}
