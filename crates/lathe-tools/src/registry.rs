@@ -185,6 +185,9 @@ impl Registry {
     /// Resolves a tool name as a model wrote it: exactly, then after folding case, `_`, `-` and
     /// `.`. On failure, the closest real names (at most three).
     pub fn resolve_name(&self, name: &str) -> Result<&'static str, Vec<&'static str>> {
+        if name.len() > MAX_TOOL_NAME_BYTES {
+            return Err(Vec::new());
+        }
         if let Some(&i) = self.by_name.get(name) {
             return Ok(self.entries[i].definition.name);
         }
@@ -205,7 +208,8 @@ impl Registry {
                 format!(" Did you mean {}?", quote_list(&close))
             };
             ToolOutput::error(format!(
-                "unknown tool `{name}`.{hint} The tools are: {}.",
+                "unknown tool `{}`.{hint} The tools are: {}.",
+                shown_name(name),
                 self.names().join(", ")
             ))
         })?;
@@ -259,6 +263,7 @@ impl Registry {
                 ))
             }
         };
+        bound_metadata(&mut output.metadata);
         let budget_chars = session.config().result_budget;
         let (text, saved) = budget::fit(std::mem::take(&mut output.text), budget_chars, &session);
         output.text = text;
@@ -304,6 +309,58 @@ impl Registry {
             }
             None => serde_message.to_owned(),
         }
+    }
+}
+
+/// Tool names longer than this are not looked up (none is near it): an unknown name is echoed
+/// in the error only as its start and its length.
+pub const MAX_TOOL_NAME_BYTES: usize = 128;
+
+/// The longest string kept in a result's metadata. Metadata echoes what a call was given (a
+/// path, a diff of the content written); a longer string is cut, saying so and naming this
+/// limit, so a huge argument is not copied into every result that mentions it.
+pub const MAX_METADATA_STRING_BYTES: usize = 256 * 1024;
+
+/// `name` as an error message may quote it: whole when short, else its start and its length.
+pub fn shown_name(name: &str) -> String {
+    if name.len() <= MAX_TOOL_NAME_BYTES {
+        return name.to_owned();
+    }
+    let mut end = 40;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}...` ({} bytes; tool names are at most {MAX_TOOL_NAME_BYTES} bytes)`",
+        &name[..end],
+        name.len()
+    )
+}
+
+/// Cuts every string in `metadata` (nested ones too) to [`MAX_METADATA_STRING_BYTES`].
+pub fn bound_metadata(metadata: &mut serde_json::Map<String, Value>) {
+    for value in metadata.values_mut() {
+        bound_value(value);
+    }
+}
+
+fn bound_value(value: &mut Value) {
+    match value {
+        Value::String(text) if text.len() > MAX_METADATA_STRING_BYTES => {
+            let total = text.len();
+            let mut end = MAX_METADATA_STRING_BYTES;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+            text.shrink_to_fit();
+            text.push_str(&format!(
+                "\n[cut: {total} bytes; metadata values are at most {MAX_METADATA_STRING_BYTES} bytes]"
+            ));
+        }
+        Value::Array(items) => items.iter_mut().for_each(bound_value),
+        Value::Object(map) => map.values_mut().for_each(bound_value),
+        _ => {}
     }
 }
 

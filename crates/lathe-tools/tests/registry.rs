@@ -381,3 +381,90 @@ async fn unknown_tools_with_a_known_job_name_the_tool_for_it() {
         );
     }
 }
+
+/// What a result echoes of a huge argument (an unknown tool's name, the diff of a big write) is
+/// cut to a bound that the result names, instead of being copied whole.
+#[tokio::test]
+async fn echoed_arguments_are_bounded() {
+    let (_d, _, session) = setup(10_000);
+    let registry = Registry::builtin();
+    let name = "x".repeat(4 << 20);
+    let out = call(&registry, &session, &name, json!({})).await;
+    assert!(out.is_error);
+    assert!(out.text.len() < 4_000, "{} bytes", out.text.len());
+    assert!(out.text.contains("4194304 bytes"), "{}", out.text);
+    assert!(out.text.contains("at most 128 bytes"), "{}", out.text);
+
+    let path = format!("{}/file.txt", "d".repeat(1 << 20));
+    let out = call(&registry, &session, "list_files", json!({"path": path})).await;
+    let shown = serde_json::to_string(&out.metadata).unwrap();
+    assert!(
+        shown.len() < 300 * 1024,
+        "{} bytes of metadata",
+        shown.len()
+    );
+    assert!(
+        shown.contains("metadata values are at most 262144 bytes]"),
+        "{}",
+        &shown[shown.len().saturating_sub(200)..]
+    );
+}
+
+/// Every schema keyword `type` of every built-in tool names one type: type arrays are not
+/// portable (strict MCP clients such as the Inspector's `--strict` flag them).
+#[test]
+fn builtin_schemas_use_one_type_per_value() {
+    fn check(schema: &Value, at: &str, found: &mut Vec<String>) {
+        let Some(object) = schema.as_object() else {
+            return;
+        };
+        if let Some(kind) = object.get("type")
+            && !kind.is_string()
+        {
+            found.push(format!("{at}: {kind}"));
+        }
+        if let Some(properties) = object.get("properties").and_then(Value::as_object) {
+            for (name, property) in properties {
+                check(property, &format!("{at}.{name}"), found);
+            }
+        }
+        for key in ["items", "additionalProperties"] {
+            if let Some(inner) = object.get(key) {
+                check(inner, &format!("{at}[{key}]"), found);
+            }
+        }
+        for key in ["anyOf", "oneOf", "allOf"] {
+            for (i, inner) in object
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                check(inner, &format!("{at}.{key}[{i}]"), found);
+            }
+        }
+    }
+    let registry = Registry::builtin();
+    let mut found = Vec::new();
+    for definition in registry.definitions() {
+        check(&definition.parameters, definition.name, &mut found);
+    }
+    assert!(found.is_empty(), "type arrays: {found:?}");
+}
+
+/// Command ids given as strings still work with the one-type schema.
+#[tokio::test]
+async fn command_ids_are_accepted_as_strings_too() {
+    let (_d, _, session) = setup(10_000);
+    let registry = Registry::builtin();
+    for id in [json!("cmd-41"), json!("41"), json!(41)] {
+        let out = call(&registry, &session, "kill_command", json!({"id": id})).await;
+        assert!(out.text.contains("41"), "{id}: {}", out.text);
+        assert!(
+            !out.text.contains("invalid arguments"),
+            "{id}: {}",
+            out.text
+        );
+    }
+}

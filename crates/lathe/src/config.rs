@@ -41,6 +41,9 @@ pub struct Config {
     /// missing every command asks; `"run"` runs them unsandboxed), `command_timeout` (none),
     /// `command_timeout_exempt = []`, `preview = "medium"`, `max_running = 16`, `keep_env = []`.
     pub shell: ShellConfig,
+    /// `lathe mcp`: `session_timeout` (seconds without traffic before an idle HTTP session
+    /// ends; 0 never; `--session-timeout` overrides it).
+    pub mcp: crate::mcp::McpConfig,
 }
 
 impl Config {

@@ -71,6 +71,12 @@ fn summary(description: &str) -> String {
     }
 }
 
+/// The longest input accepted: one `--batch` line, or the arguments of a one-shot call read
+/// from stdin. Whole files travel in `write_file` arguments, so this is generous (the same as
+/// one MCP message); longer input is discarded as it is read and answered with an error that
+/// names the limit, so memory stays bounded whatever arrives.
+pub const MAX_INPUT_BYTES: usize = 64 * 1024 * 1024;
+
 /// How long a one-shot `lathe tool` call's commands run before the guard starts.
 const ONE_SHOT_GUARD_DELAY: std::time::Duration = std::time::Duration::from_millis(20);
 
@@ -130,10 +136,16 @@ fn read_arguments(given: Option<&str>) -> Result<Value, String> {
     let text = match given {
         None => return Ok(json!({})),
         Some("-") => {
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-                .map_err(|err| format!("cannot read the arguments from stdin: {err}"))?;
-            text
+            let mut stdin = std::io::stdin().lock();
+            match read_bounded_line(&mut stdin, MAX_INPUT_BYTES, false) {
+                Ok(Some(Line::Whole(bytes))) => String::from_utf8(bytes)
+                    .map_err(|err| format!("the arguments on stdin are not valid UTF-8: {err}"))?,
+                Ok(Some(Line::TooLong(size))) => {
+                    return Err(too_long("the arguments on stdin", size));
+                }
+                Ok(None) => String::new(),
+                Err(err) => return Err(format!("cannot read the arguments from stdin: {err}")),
+            }
         }
         Some(text) => text.to_owned(),
     };
@@ -176,17 +188,16 @@ struct BatchLine {
 /// Runs JSON lines from stdin in order in one session, answering each line before reading the
 /// next so that a driving program can use one result in its next call.
 async fn batch(registry: &Registry, session: &Arc<Session>) -> anyhow::Result<u8> {
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<std::io::Result<Vec<u8>>>(1);
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<std::io::Result<Line>>(1);
     // stdin is read on its own thread: a blocking read must not hold an async worker. Lines are
     // read as bytes so that one line that is not UTF-8 is answered as unreadable, not the end of
     // the whole session.
     std::thread::spawn(move || {
         let mut stdin = std::io::stdin().lock();
         loop {
-            let mut line = Vec::new();
-            let line = match stdin.read_until(b'\n', &mut line) {
-                Ok(0) => break,
-                Ok(_) => Ok(line),
+            let line = match read_bounded_line(&mut stdin, MAX_INPUT_BYTES, true) {
+                Ok(None) => break,
+                Ok(Some(line)) => Ok(line),
                 Err(err) => Err(err),
             };
             let stop = line.is_err();
@@ -197,7 +208,19 @@ async fn batch(registry: &Registry, session: &Arc<Session>) -> anyhow::Result<u8
     });
     let mut code = 0u8;
     while let Some(line) = rx.recv().await {
-        let line = line.context("cannot read stdin")?;
+        let line = match line.context("cannot read stdin")? {
+            Line::Whole(bytes) => bytes,
+            Line::TooLong(size) => {
+                code = EXIT_USAGE;
+                let output = ToolOutput::error(format!(
+                    "{}; the line was not run. Pass large content in smaller calls (for example \
+                     write part of a file, then append with edit_file)",
+                    too_long("the line", size)
+                ));
+                write_result(&output)?;
+                continue;
+            }
+        };
         let parsed = match std::str::from_utf8(&line) {
             Ok(text) if text.trim().is_empty() => continue,
             Ok(text) => serde_json::from_str::<BatchLine>(text).map_err(|err| err.to_string()),
@@ -218,10 +241,105 @@ async fn batch(registry: &Registry, session: &Arc<Session>) -> anyhow::Result<u8
                 ))
             }
         };
-        let mut out = std::io::stdout().lock();
-        serde_json::to_writer(&mut out, &output)?;
-        writeln!(out)?;
-        out.flush()?;
+        write_result(&output)?;
     }
     Ok(code)
+}
+
+fn write_result(output: &ToolOutput) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, output)?;
+    writeln!(out)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// One line of input, or how long a line over the limit was.
+#[derive(Debug, PartialEq, Eq)]
+enum Line {
+    /// The line, without its newline.
+    Whole(Vec<u8>),
+    /// A line longer than the limit: its length in bytes; its content was discarded.
+    TooLong(usize),
+}
+
+fn too_long(what: &str, size: usize) -> String {
+    format!("{what} is {size} bytes long, over the limit of {MAX_INPUT_BYTES} bytes (64 MiB)")
+}
+
+/// Reads up to the next newline (`by_line`) or to the end of input, keeping at most `limit`
+/// bytes: what goes past the limit is read and dropped, so memory stays bounded. `None` at the
+/// end of input.
+fn read_bounded_line(
+    input: &mut impl BufRead,
+    limit: usize,
+    by_line: bool,
+) -> std::io::Result<Option<Line>> {
+    let mut line = Vec::new();
+    let mut size = 0usize;
+    let mut any = false;
+    loop {
+        let available = match input.fill_buf() {
+            Ok(available) => available,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+        };
+        if available.is_empty() {
+            break;
+        }
+        any = true;
+        let (chunk, end) = match available.iter().position(|&b| by_line && b == b'\n') {
+            Some(at) => (&available[..at], Some(at + 1)),
+            None => (available, None),
+        };
+        size = size.saturating_add(chunk.len());
+        if size <= limit {
+            line.extend_from_slice(chunk);
+        } else if !line.is_empty() {
+            line = Vec::new();
+        }
+        let consumed = end.unwrap_or(available.len());
+        input.consume(consumed);
+        if end.is_some() {
+            break;
+        }
+    }
+    if !any {
+        return Ok(None);
+    }
+    Ok(Some(if size > limit {
+        Line::TooLong(size)
+    } else {
+        Line::Whole(line)
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_over_the_limit_are_measured_and_dropped() {
+        let mut input = std::io::BufReader::with_capacity(4, &b"abc\n0123456789\n\nxy"[..]);
+        let mut next = || read_bounded_line(&mut input, 5, true).unwrap();
+        assert_eq!(next(), Some(Line::Whole(b"abc".to_vec())));
+        assert_eq!(next(), Some(Line::TooLong(10)));
+        assert_eq!(next(), Some(Line::Whole(Vec::new())));
+        assert_eq!(next(), Some(Line::Whole(b"xy".to_vec())));
+        assert_eq!(next(), None);
+    }
+
+    #[test]
+    fn whole_input_mode_reads_past_newlines_up_to_the_limit() {
+        let mut input = &b"{\"a\":\n1}"[..];
+        assert_eq!(
+            read_bounded_line(&mut input, 64, false).unwrap(),
+            Some(Line::Whole(b"{\"a\":\n1}".to_vec()))
+        );
+        let mut input = &b"0123456789"[..];
+        assert_eq!(
+            read_bounded_line(&mut input, 9, false).unwrap(),
+            Some(Line::TooLong(10))
+        );
+    }
 }

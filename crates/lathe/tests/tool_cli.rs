@@ -485,3 +485,89 @@ fn writes_respect_the_file_permissions_and_keep_its_owner() {
     assert_eq!((meta.uid(), meta.gid()), (nobody, nobody));
     assert_eq!(std::fs::read_to_string(&owned).unwrap(), "new\n");
 }
+
+/// The peak resident memory of process `pid` in KiB (`VmHWM`), read from /proc.
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status")
+}
+
+/// Writes a JSON line of `size` bytes (a `write_file` call with a huge content) in pieces.
+fn write_huge_line(stdin: &mut impl Write, size: usize) {
+    let head = br#"{"name":"write_file","arguments":{"path":"big.txt","content":""#;
+    stdin.write_all(head).unwrap();
+    let chunk = vec![b'a'; 1 << 20];
+    let mut left = size - head.len() - 4;
+    while left > 0 {
+        let n = left.min(chunk.len());
+        stdin.write_all(&chunk[..n]).unwrap();
+        left -= n;
+    }
+    stdin.write_all(b"\"}}\n").unwrap();
+}
+
+/// A batch line four times the 64 MiB limit is answered with an error naming the limit, the
+/// session goes on, and Lathe's memory stays near the limit instead of growing with the line.
+#[test]
+fn batch_bounds_a_huge_line_and_its_memory() {
+    let f = fixture();
+    let mut child = batch_session(&f);
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    write_huge_line(&mut stdin, 256 << 20);
+    writeln!(
+        stdin,
+        "{}",
+        json!({"name": "read_file", "arguments": {"path": "hello.txt"}})
+    )
+    .unwrap();
+    let mut answers = Vec::new();
+    for _ in 0..2 {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        answers.push(serde_json::from_str::<Value>(&line).unwrap());
+    }
+    let peak_mib = peak_rss_kib(child.id()) / 1024;
+    drop(stdin);
+    let status = child.wait().unwrap();
+    let text = answers[0]["text"].as_str().unwrap();
+    assert_eq!(answers[0]["is_error"], json!(true), "{text}");
+    assert!(
+        text.contains("268435455 bytes") && text.contains("limit of 67108864 bytes"),
+        "{text}"
+    );
+    assert_eq!(
+        answers[1]["is_error"],
+        json!(false),
+        "{}",
+        answers[1]["text"]
+    );
+    assert!(!f.ws.join("big.txt").exists());
+    assert_eq!(status.code(), Some(2));
+    assert!(peak_mib < 200, "peak RSS {peak_mib} MiB for a 256 MiB line");
+}
+
+/// Arguments on stdin over the limit are refused with the limit named, before any parsing.
+#[test]
+fn one_shot_arguments_on_stdin_are_bounded() {
+    let f = fixture();
+    let mut child = lathe(&f.ws, &f.data)
+        .args(["tool", "write_file", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    write_huge_line(&mut stdin, 80 << 20);
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("limit of 67108864 bytes"), "{stderr}");
+    assert!(!f.ws.join("big.txt").exists());
+}

@@ -183,6 +183,23 @@ fn hook_shutdown(session: &Session, commands: &Arc<Commands>) {
 pub(crate) fn parse_id(id: &IdArg) -> Result<CommandId, String> {
     match id {
         IdArg::Number(n) => Ok(CommandId(*n)),
+        // The schema says string, so a negative number arrives as text.
+        IdArg::Text(text) if text.trim().starts_with('-') => Err(format!(
+            "parameter `id` cannot be {}: command ids are positive numbers such as 3, as \
+             `shell` or `list_commands` gave them",
+            text.trim()
+        )),
+        // A whole float (`1.0`) as text: the id it names.
+        IdArg::Text(text)
+            if text
+                .trim()
+                .parse::<f64>()
+                .is_ok_and(|f| f.fract() == 0.0 && (0.0..9.0e15).contains(&f)) =>
+        {
+            Ok(CommandId(
+                text.trim().parse::<f64>().unwrap_or_default() as u64
+            ))
+        }
         IdArg::Text(text) => text.parse::<CommandId>().map_err(|e| e.to_string()),
     }
 }
@@ -204,8 +221,10 @@ impl JsonSchema for IdArg {
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
-            "type": ["integer", "string"],
-            "description": "The command's id, as `shell` or `list_commands` gave it (e.g. 3)."
+            // One type: a type array is not portable (strict clients flag it). A string, so
+            // that "cmd-3" fits the schema too; a number such as 3 is still accepted.
+            "type": "string",
+            "description": "The command's id, as `shell` or `list_commands` gave it (e.g. \"3\")."
         })
     }
 }

@@ -55,8 +55,12 @@ pub struct Question<'a> {
     pub call: &'a PreparedCall,
     /// Why it needs approval.
     pub reason: &'a str,
-    /// What "for the rest of this session" would remember (empty: it cannot be remembered).
+    /// The allow rules that would cover the call (empty: none would).
     pub scopes: &'a [String],
+    /// How long a "remember" answer would last, as the prompt says it (`None`: nothing is
+    /// remembered here, and remembering is not offered: there is no per-client session, as
+    /// with stateless requests over HTTP, which any client of the server can send).
+    pub remember: Option<&'a str>,
     /// What would let the call run without asking.
     pub advice: Advice,
     /// What the call would do, for the person asked: a diff for edits, else the arguments.
@@ -158,12 +162,15 @@ pub async fn ask(
 fn judge(result: &ElicitResult, question: &Question<'_>) -> Approval {
     match result.action {
         ElicitationAction::Accept => Approval::Approved {
-            remember: result
-                .content
-                .as_ref()
-                .and_then(|content| content.get("remember"))
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
+            // Only what was offered: an answer that says "remember" where the prompt did not
+            // offer it (a hand-written client, a stateless request) approves this call alone.
+            remember: offers_remember(question)
+                && result
+                    .content
+                    .as_ref()
+                    .and_then(|content| content.get("remember"))
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
         },
         ElicitationAction::Decline => Approval::Refused(format!(
             "the user denied this: {}. Do not retry the same call; ask the user or choose another way",
@@ -192,21 +199,24 @@ fn is_modern(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
+fn offers_remember(question: &Question<'_>) -> bool {
+    question.remember.is_some() && !question.scopes.is_empty()
+}
+
 fn elicitation(question: &Question<'_>) -> Result<ElicitRequestParams, serde_json::Error> {
-    let properties = if question.scopes.is_empty() {
-        json!({})
-    } else {
-        json!({
+    let properties = match question.remember {
+        Some(lasting) if offers_remember(question) => json!({
             "remember": {
                 "type": "boolean",
-                "title": "Allow for the rest of this session",
+                "title": "Also allow similar calls from now on",
                 "description": format!(
-                    "Also allow {} without asking again while this connection lasts",
+                    "Also allow {} without asking again {lasting}",
                     question.scopes.join(", ")
                 ),
                 "default": false,
             }
-        })
+        }),
+        _ => json!({}),
     };
     let schema: ElicitationSchema =
         serde_json::from_value(json!({"type": "object", "properties": properties}))?;
@@ -381,6 +391,7 @@ mod tests {
             call: &call,
             reason: "`git push --force` publishes",
             scopes: &scopes,
+            remember: Some("while this connection lasts"),
             advice: Advice {
                 rules: true,
                 mode: Some(ApprovalMode::Full),
@@ -413,5 +424,56 @@ mod tests {
             "nothing that would not help: {text}"
         );
         assert!(text.contains("cannot run here"), "{text}");
+    }
+
+    #[test]
+    fn remembering_is_offered_and_honoured_only_where_a_session_lasts() {
+        let call = call("git push");
+        let scopes = vec!["shell(git push *)".to_owned()];
+        let advice = Advice {
+            rules: true,
+            mode: None,
+        };
+        let accept = serde_json::from_value::<ElicitResult>(
+            json!({"action": "accept", "content": {"remember": true}}),
+        )
+        .unwrap();
+        let schema = |question: &Question<'_>| match elicitation(question).unwrap() {
+            ElicitRequestParams::FormElicitationParams {
+                requested_schema, ..
+            } => serde_json::to_value(requested_schema).unwrap(),
+            other => panic!("{other:?}"),
+        };
+
+        let lasting = Question {
+            call: &call,
+            reason: "publishes",
+            scopes: &scopes,
+            remember: Some("while this connection lasts"),
+            advice,
+            detail: "{}",
+        };
+        let offered = schema(&lasting);
+        let description = offered["properties"]["remember"]["description"]
+            .as_str()
+            .unwrap();
+        assert!(
+            description.ends_with("while this connection lasts"),
+            "{description}"
+        );
+        assert!(matches!(
+            judge(&accept, &lasting),
+            Approval::Approved { remember: true }
+        ));
+
+        let stateless = Question {
+            remember: None,
+            ..lasting
+        };
+        assert!(schema(&stateless)["properties"].get("remember").is_none());
+        assert!(matches!(
+            judge(&accept, &stateless),
+            Approval::Approved { remember: false }
+        ));
     }
 }

@@ -21,8 +21,65 @@ pub enum Incoming {
     Ignore(String),
 }
 
-/// Classifies one line (without its newline).
-pub fn classify(line: &[u8]) -> Incoming {
+/// How messages arrive, for the hints of the errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// One message per line (stdio).
+    Lines,
+    /// One message per HTTP request body.
+    Http,
+}
+
+impl Framing {
+    fn one_message(self) -> &'static str {
+        match self {
+            Framing::Lines => "each message must be one JSON-RPC 2.0 object on a single line",
+            Framing::Http => "the body must be one JSON-RPC 2.0 object",
+        }
+    }
+}
+
+/// Requests that reach this server and that it answers: what `-32601` lists.
+pub const SERVED_REQUESTS: &[&str] = &[
+    "initialize",
+    "ping",
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "logging/setLevel",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+];
+
+/// Requests of MCP that this server does not implement (their capabilities are not declared).
+const UNSERVED_REQUESTS: &[&str] = &[
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+fn method_not_found(id: Value, method: &str) -> Value {
+    let what = if UNSERVED_REQUESTS.contains(&method) {
+        format!("`{method}` is part of MCP, but this server does not offer it")
+    } else {
+        format!("`{method}` is not an MCP method this server knows")
+    };
+    error_reply(
+        id,
+        -32601,
+        format!(
+            "method not found: {what}. The methods it serves: {}. Lathe's tools are called with \
+             `tools/call` (list them with `tools/list`)",
+            SERVED_REQUESTS.join(", ")
+        ),
+    )
+}
+
+/// Classifies one message (a line without its newline, or an HTTP body).
+pub fn classify(line: &[u8], framing: Framing) -> Incoming {
     let line = line.strip_prefix(UTF8_BOM).unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {
@@ -34,15 +91,19 @@ pub fn classify(line: &[u8]) -> Incoming {
             return Incoming::Reply(error_reply(
                 Value::Null,
                 -32700,
-                format!(
-                    "parse error: {err}; each message must be one JSON-RPC 2.0 object on a single line"
-                ),
+                format!("parse error: {err}; {}", framing.one_message()),
             ));
         }
     };
     let Some(object) = value.as_object() else {
         let what = if value.is_array() {
-            "batches are not supported; send one JSON-RPC object per line".to_owned()
+            format!(
+                "batches are not supported; send one JSON-RPC object {}",
+                match framing {
+                    Framing::Lines => "per line",
+                    Framing::Http => "per request",
+                }
+            )
         } else {
             format!(
                 "invalid request: expected a JSON-RPC 2.0 object, got {}",
@@ -128,11 +189,17 @@ fn misread_request(
     let rmcp::model::JsonRpcMessage::Request(request) = message else {
         return None;
     };
+    let method = object.get("method").and_then(Value::as_str).unwrap_or("");
+    if UNSERVED_REQUESTS.contains(&method) {
+        let id = object.get("id").cloned().unwrap_or(Value::Null);
+        return Some(method_not_found(id, method));
+    }
     let rmcp::model::ClientRequest::CustomRequest(custom) = &request.request else {
         return None;
     };
     if !KNOWN_REQUESTS.contains(&custom.method.as_str()) {
-        return None;
+        let id = object.get("id").cloned().unwrap_or(Value::Null);
+        return Some(method_not_found(id, &custom.method));
     }
     let params = object.get("params").cloned().unwrap_or(Value::Null);
     let detail = match custom.method.as_str() {
@@ -182,7 +249,7 @@ mod tests {
     use super::*;
 
     fn reply(line: &str) -> Value {
-        match classify(line.as_bytes()) {
+        match classify(line.as_bytes(), Framing::Lines) {
             Incoming::Reply(value) => value,
             other => panic!("expected a reply for {line:?}, got {other:?}"),
         }
@@ -218,21 +285,55 @@ mod tests {
     }
 
     #[test]
-    fn unknown_methods_reach_the_sdk() {
-        let line = r#"{"jsonrpc":"2.0","id":1,"method":"vendor/thing","params":{}}"#;
-        assert!(matches!(classify(line.as_bytes()), Incoming::Message(_)));
+    fn unknown_methods_are_answered_with_what_is_served() {
+        let value = reply(r#"{"jsonrpc":"2.0","id":1,"method":"vendor/thing","params":{}}"#);
+        assert_eq!(value["error"]["code"], -32601);
+        assert_eq!(value["id"], 1);
+        let message = value["error"]["message"].as_str().unwrap();
+        assert!(message.contains("`vendor/thing`"), "{message}");
+        assert!(message.contains("tools/call"), "{message}");
+        let value = reply(r#"{"jsonrpc":"2.0","id":"p","method":"prompts/list"}"#);
+        assert_eq!(value["error"]["code"], -32601);
+        assert_eq!(value["id"], "p");
+        let message = value["error"]["message"].as_str().unwrap();
+        assert!(message.contains("does not offer it"), "{message}");
+    }
+
+    #[test]
+    fn the_parse_error_hint_fits_the_framing() {
+        let Incoming::Reply(http) = classify(b"{bad", Framing::Http) else {
+            panic!("a reply");
+        };
+        let message = http["error"]["message"].as_str().unwrap();
+        assert!(!message.contains("single line"), "{message}");
+        assert!(message.contains("the body"), "{message}");
+        assert!(
+            reply("{bad")["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("single line")
+        );
     }
 
     #[test]
     fn malformed_notifications_and_blank_lines_get_no_answer() {
-        assert!(matches!(classify(b"   \r"), Incoming::Ignore(_)));
+        assert!(matches!(
+            classify(b"   \r", Framing::Lines),
+            Incoming::Ignore(_)
+        ));
         // A notification with an unreadable id-less shape: never answered.
         assert!(matches!(
-            classify(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":7}"#),
+            classify(
+                br#"{"jsonrpc":"2.0","method":"notifications/progress","params":7}"#,
+                Framing::Lines
+            ),
             Incoming::Ignore(_) | Incoming::Message(_)
         ));
         assert!(matches!(
-            classify(br#"{"jsonrpc":"2.0","id":1,"result":7,"error":{}}"#),
+            classify(
+                br#"{"jsonrpc":"2.0","id":1,"result":7,"error":{}}"#,
+                Framing::Lines
+            ),
             Incoming::Ignore(_)
         ));
     }
@@ -245,7 +346,10 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
         ] {
             assert!(
-                matches!(classify(line.as_bytes()), Incoming::Message(_)),
+                matches!(
+                    classify(line.as_bytes(), Framing::Lines),
+                    Incoming::Message(_)
+                ),
                 "{line}"
             );
         }

@@ -14,12 +14,12 @@ use hyper::body::Incoming;
 use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
 use super::classify::{Incoming as Classified, classify};
-use super::server::{LatheServer, Scope, Shared};
+use super::server::{LatheServer, LazySession, Scope, Shared};
+use super::sessions::{Links, Sessions};
 use super::wire::MAX_MESSAGE_BYTES;
 
 /// The path the MCP endpoint is served at.
@@ -73,8 +73,14 @@ const LOOPBACK_ORIGINS: [&str; 6] = [
     "https://[::1]:*",
 ];
 
-/// Serves until SIGINT, SIGTERM or SIGHUP.
-pub async fn serve(shared: Arc<Shared>, addr: &str, allow_remote: bool) -> anyhow::Result<()> {
+/// Serves until SIGINT, SIGTERM or SIGHUP, and returns that signal's number. Sessions end
+/// after `idle` without traffic (`None`: never), unless something runs or a stream is open.
+pub async fn serve(
+    shared: Arc<Shared>,
+    addr: &str,
+    allow_remote: bool,
+    idle: Option<std::time::Duration>,
+) -> anyhow::Result<Option<i32>> {
     let addrs = resolve(addr).await?;
     check_reach(&addrs, allow_remote)?;
     let listener = tokio::net::TcpListener::bind(addrs.as_slice())
@@ -83,8 +89,12 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, allow_remote: bool) -> anyho
     let local = listener.local_addr()?;
 
     let stop = CancellationToken::new();
-    let host = shared.session()?;
-    let mut config = StreamableHttpServerConfig::default().with_cancellation_token(stop.clone());
+    let host = Arc::new(LazySession::new(&shared));
+    let links = Arc::new(Links::default());
+    // No `retry` hint: resumption is not offered (see `sessions.rs`).
+    let mut config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(stop.clone())
+        .with_sse_retry(None);
     if allow_remote && !local.ip().is_loopback() {
         // Remote clients name this host however they reach it; DNS rebinding is a browser
         // attack on loopback servers, which this one is not.
@@ -98,6 +108,7 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, allow_remote: bool) -> anyho
     let factory = {
         let shared = Arc::clone(&shared);
         let host = Arc::clone(&host);
+        let links = Arc::clone(&links);
         let stop = stop.clone();
         move || {
             Ok(LatheServer::new(
@@ -105,6 +116,7 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, allow_remote: bool) -> anyho
                 Scope::Http {
                     own: OnceLock::new(),
                     host: Arc::clone(&host),
+                    links: Arc::clone(&links),
                 },
                 stop.child_token(),
             ))
@@ -112,17 +124,21 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, allow_remote: bool) -> anyho
     };
     // Whole files travel in `write_file` arguments: the same limit as over stdio.
     let config = config.with_max_request_body_bytes(MAX_MESSAGE_BYTES);
+    let sessions = Sessions::new(idle, links);
     let service = Arc::new(StreamableHttpService::new(
         factory,
-        Arc::new(LocalSessionManager::default()),
+        Arc::clone(&sessions),
         config,
     ));
 
+    // Listening for signals starts before the address is announced: a client that stops the
+    // server right after it appeared must get the orderly stop, not the default action.
+    let signals = termination_signals();
     // Tests and scripts read the bound address (useful with port 0) from stderr.
     eprintln!("lathe mcp: listening on http://{local}{ENDPOINT}");
     tracing::info!(%local, "listening");
 
-    let signal = tokio::spawn(wait_for_signal(stop.clone()));
+    let signal = tokio::spawn(wait_for_signal(signals, stop.clone()));
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -136,11 +152,13 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, allow_remote: bool) -> anyho
         };
         tracing::debug!(%peer, "connection");
         let service = Arc::clone(&service);
+        let sessions = Arc::clone(&sessions);
         let stop = stop.clone();
         tokio::spawn(async move {
             let routed = hyper::service::service_fn(move |request: Request<Incoming>| {
                 let service = Arc::clone(&service);
-                async move { route(&service, request).await }
+                let sessions = Arc::clone(&sessions);
+                async move { route(&service, &sessions, request).await }
             });
             let connection = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), routed);
@@ -155,30 +173,34 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, allow_remote: bool) -> anyho
             }
         });
     }
-    signal.abort();
+    // Only the signal task stops the loop: it has its number.
+    let number = signal.await.ok();
     host.shutdown();
-    Ok(())
+    Ok(number)
 }
 
 type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 
 async fn route(
-    service: &StreamableHttpService<LatheServer, LocalSessionManager>,
+    service: &StreamableHttpService<LatheServer, Sessions>,
+    sessions: &Sessions,
     request: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {
     if request.uri().path() != ENDPOINT {
         let text = format!("not found: the MCP endpoint is {ENDPOINT}\n");
         return Ok(plain(StatusCode::NOT_FOUND, text));
     }
-    let json_post = request.method() == Method::POST
-        && request
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim_start().starts_with("application/json"));
-    if !json_post {
+    if request.method() == Method::DELETE {
+        return Ok(delete(service, sessions, request).await);
+    }
+    if request.method() != Method::POST {
         return Ok(service.handle(request).await);
     }
+    let json = request
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"));
     // A JSON body that is not a JSON-RPC message gets a JSON-RPC error (400), as over stdio,
     // rather than the SDK's plain-text 415; everything else goes to the SDK as it came.
     let (parts, body) = request.into_parts();
@@ -204,17 +226,66 @@ async fn route(
             });
         }
     };
-    if let Classified::Reply(reply) = classify(&bytes) {
-        let mut response = Response::new(Full::new(Bytes::from(reply.to_string())).boxed());
-        *response.status_mut() = StatusCode::BAD_REQUEST;
-        response
-            .headers_mut()
-            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        let reply = super::classify::error_reply(
+            serde_json::Value::Null,
+            -32700,
+            "parse error: the request body is empty; POST one JSON-RPC 2.0 message as JSON".into(),
+        );
+        return Ok(json_error(&reply));
+    }
+    if !json {
+        return Ok(service
+            .handle(Request::from_parts(parts, Full::new(bytes)))
+            .await);
+    }
+    if let Classified::Reply(reply) = classify(&bytes, super::classify::Framing::Http) {
+        let mut response = json_error(&reply);
+        // A well-formed request for a method this server lacks is answered, not refused.
+        if reply["error"]["code"] == -32601 {
+            *response.status_mut() = StatusCode::OK;
+        }
         return Ok(response);
     }
     Ok(service
         .handle(Request::from_parts(parts, Full::new(bytes)))
         .await)
+}
+
+/// DELETE of a session: 200 when it was closed, 404 when no such session exists (rmcp answers
+/// 202 for both).
+async fn delete(
+    service: &StreamableHttpService<LatheServer, Sessions>,
+    sessions: &Sessions,
+    request: Request<Incoming>,
+) -> Response<Body> {
+    let id = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(id) = &id
+        && !sessions.exists(id).await
+    {
+        return plain(
+            StatusCode::NOT_FOUND,
+            format!("no session `{id}`: it was closed or it expired\n"),
+        );
+    }
+    let mut response = service.handle(request).await;
+    if response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::OK;
+    }
+    response
+}
+
+fn json_error(reply: &serde_json::Value) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(reply.to_string())).boxed());
+    *response.status_mut() = StatusCode::BAD_REQUEST;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
 }
 
 fn plain(status: StatusCode, text: String) -> Response<Body> {
@@ -223,15 +294,20 @@ fn plain(status: StatusCode, text: String) -> Response<Body> {
     response
 }
 
-async fn wait_for_signal(stop: CancellationToken) {
+/// SIGTERM, SIGINT and SIGHUP, listened for from now on.
+fn termination_signals() -> crate::signals::Listener {
     use tokio::signal::unix::SignalKind;
-    let kinds = [
+    crate::signals::listen(&[
         SignalKind::terminate(),
         SignalKind::interrupt(),
         SignalKind::hangup(),
-    ];
-    crate::signals::listen(&kinds).recv().await;
+    ])
+}
+
+async fn wait_for_signal(signals: crate::signals::Listener, stop: CancellationToken) -> i32 {
+    let number = signals.recv().await;
     stop.cancel();
+    number
 }
 
 #[cfg(test)]

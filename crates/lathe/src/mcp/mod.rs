@@ -9,7 +9,9 @@ mod convert;
 mod gate;
 mod http;
 mod progress;
+mod resources;
 mod server;
+mod sessions;
 mod stdio;
 mod wire;
 
@@ -17,6 +19,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use clap::Args;
 use lathe_policy::ApprovalMode;
@@ -47,6 +50,11 @@ pub struct McpArgs {
     /// files and run commands in the workspace.
     #[arg(long, requires = "listen")]
     pub allow_remote: bool,
+    /// Over --listen, end a session after DURATION without traffic (`90`, `90s`, `500ms`,
+    /// `10m`; `0` never). A session with a call in flight, a running command or an open stream
+    /// never expires. Default: `[mcp] session_timeout` in the configuration, else 300 s.
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub session_timeout: Option<Duration>,
     /// Append logs to FILE instead of writing them to stderr (stdout only ever carries the
     /// protocol).
     #[arg(long, value_name = "FILE")]
@@ -73,12 +81,55 @@ pub async fn run(common: &CommonArgs, args: McpArgs) -> anyhow::Result<ExitCode>
         .root
         .canonicalize()
         .unwrap_or_else(|_| setup.root.clone());
+    let timeout = args
+        .session_timeout
+        .or(setup.config.mcp.session_timeout.map(Duration::from_secs))
+        .unwrap_or(sessions::DEFAULT_SESSION_TIMEOUT);
+    let timeout = (!timeout.is_zero()).then_some(timeout);
     let shared = server::Shared::new(Registry::builtin(), gates, &root, new_session);
-    match &args.listen {
-        Some(addr) => http::serve(shared, addr, args.allow_remote).await?,
+    let signal = match &args.listen {
+        Some(addr) => http::serve(shared, addr, args.allow_remote, timeout).await?,
         None => stdio::serve(shared).await?,
-    }
-    Ok(ExitCode::SUCCESS)
+    };
+    // Ended by a signal: the exit code says which, as for `lathe tool` (128 + its number).
+    Ok(match signal {
+        Some(number) => ExitCode::from(128u8.saturating_add(number as u8)),
+        None => ExitCode::SUCCESS,
+    })
+}
+
+/// `lathe mcp`'s settings in the configuration (`[mcp]`).
+#[derive(Debug, Default, Clone, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpConfig {
+    /// Seconds without traffic before an idle HTTP session ends; 0: never.
+    pub session_timeout: Option<u64>,
+}
+
+/// `--session-timeout`: `90`, `90s`, `500ms`, `10m`, `1h`.
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number.parse().map_err(|_| {
+        format!(
+            "`{text}` is not a duration; give seconds (`90`) or a unit: `500ms`, `90s`, `10m`, `1h`"
+        )
+    })?;
+    let seconds = match unit.trim() {
+        "" | "s" => value,
+        "ms" => value / 1000.0,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        other => {
+            return Err(format!(
+                "unknown unit `{other}` in `{text}`; use ms, s, m or h"
+            ));
+        }
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|err| format!("`{text}`: {err}"))
 }
 
 /// A fresh state directory for one MCP session (several may live in one process over HTTP).
@@ -89,4 +140,28 @@ fn session_dir() -> PathBuf {
     let mut name = base.file_name().unwrap_or_default().to_os_string();
     name.push(format!("-mcp{n}"));
     base.with_file_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_timeouts_take_units_and_refuse_the_rest() {
+        assert_eq!(parse_timeout("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_timeout("90s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_timeout("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_timeout("10m").unwrap(), Duration::from_secs(600));
+        assert_eq!(parse_timeout("1h").unwrap(), Duration::from_secs(3600));
+        assert_eq!(parse_timeout("0").unwrap(), Duration::ZERO);
+        assert!(parse_timeout("soon").unwrap_err().contains("500ms"));
+        assert!(parse_timeout("5d").unwrap_err().contains("unknown unit"));
+    }
+
+    #[test]
+    fn the_mcp_section_of_the_configuration() {
+        let config: McpConfig = toml::from_str("session_timeout = 42").unwrap();
+        assert_eq!(config.session_timeout, Some(42));
+        assert!(toml::from_str::<McpConfig>("timeout = 1").is_err());
+    }
 }

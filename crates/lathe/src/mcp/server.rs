@@ -1,14 +1,21 @@
 //! The MCP server handler: the registry's tools, one session per connection, the gate and
 //! approvals in front of every call, progress and cancellation.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use lathe_tools::{Registry, Session, ToolContext, ToolOutput};
+#[allow(
+    deprecated,
+    reason = "MCP logging is deprecated by SEP-2577 but still part of the revisions clients speak"
+)]
+use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    Tool,
+    InitializeResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, Tool,
 };
+use rmcp::service::Peer;
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::Value;
@@ -18,6 +25,7 @@ use super::approve::{self, Approval, Question};
 use super::convert;
 use super::gate::{self, GateConfig};
 use super::progress::Forwarder;
+use super::sessions::Links;
 use lathe_agent::approval::Verdict;
 
 /// What every connection of one server shares.
@@ -64,6 +72,48 @@ impl Shared {
     }
 }
 
+/// A session created on first use: an MCP session that never calls a tool holds no
+/// descriptor and no directory. Its state directory is removed at the end if it stayed empty.
+pub struct LazySession {
+    shared: Arc<Shared>,
+    session: Mutex<Option<Arc<Session>>>,
+}
+
+impl LazySession {
+    /// A session of `shared`, not created yet.
+    pub fn new(shared: &Arc<Shared>) -> LazySession {
+        LazySession {
+            shared: Arc::clone(shared),
+            session: Mutex::new(None),
+        }
+    }
+
+    /// The session, created now if it was not.
+    pub fn get(&self) -> anyhow::Result<Arc<Session>> {
+        let mut session = self.session.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(session) = session.as_ref() {
+            return Ok(Arc::clone(session));
+        }
+        let created = self.shared.session()?;
+        *session = Some(Arc::clone(&created));
+        Ok(created)
+    }
+
+    /// Ends the session if it was created: its commands are killed, an empty state directory
+    /// is removed.
+    pub fn shutdown(&self) {
+        let session = self
+            .session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(session) = session {
+            session.shutdown();
+            crate::state::remove_if_empty(session.state_dir());
+        }
+    }
+}
+
 /// Which session a connection's calls run in.
 pub enum Scope {
     /// One connection, one session (stdio).
@@ -71,10 +121,12 @@ pub enum Scope {
     /// Streamable HTTP: an MCP session (opened by `initialize`) gets its own session; requests
     /// of the stateless 2026-07-28 lifecycle have no connection and share the host's.
     Http {
-        /// Created by `initialize`.
-        own: OnceLock<Arc<Session>>,
+        /// Set by `initialize`.
+        own: OnceLock<LazySession>,
         /// The session of the whole server, for stateless requests.
-        host: Arc<Session>,
+        host: Arc<LazySession>,
+        /// Where an MCP session's Lathe session is recorded for the session manager.
+        links: Arc<Links>,
     },
 }
 
@@ -84,7 +136,22 @@ pub struct LatheServer {
     scope: Scope,
     /// Cancelled when the connection ends: every call running in it stops.
     closed: CancellationToken,
+    /// The least severe log level the client asked for with `logging/setLevel` (its rank in
+    /// [`LEVELS`]); no log notifications until it asks.
+    log_level: Mutex<Option<usize>>,
 }
+
+/// The levels of MCP logging (RFC 5424), least severe first.
+const LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
 
 impl LatheServer {
     /// A handler for one connection; `closed` ends its running calls.
@@ -93,13 +160,70 @@ impl LatheServer {
             shared,
             scope,
             closed,
+            log_level: Mutex::new(None),
         }
     }
 
-    fn session(&self) -> Arc<Session> {
+    /// Sends `data` as a log notification of `level` (one of [`LEVELS`]) if the client asked
+    /// for that level or a less severe one.
+    async fn log(&self, peer: &Peer<RoleServer>, level: &str, data: Value) {
+        let wanted = *self.log_level.lock().unwrap_or_else(|e| e.into_inner());
+        let rank = LEVELS.iter().position(|l| *l == level).unwrap_or(0);
+        if wanted.is_none_or(|wanted| rank < wanted) {
+            return;
+        }
+        let params = serde_json::json!({"level": level, "logger": "lathe", "data": data});
+        #[allow(
+            deprecated,
+            reason = "MCP logging is deprecated by SEP-2577 but still part of the revisions clients speak"
+        )]
+        match serde_json::from_value::<rmcp::model::LoggingMessageNotificationParam>(params) {
+            Ok(params) => {
+                if let Err(err) = peer.notify_logging_message(params).await {
+                    tracing::debug!("cannot send a log notification: {err}");
+                }
+            }
+            Err(err) => tracing::warn!("log notification: {err}"),
+        }
+    }
+
+    /// The session resources are read from: the connection's or MCP session's, created now if
+    /// it was not.
+    fn resource_session(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Arc<Session>, McpError> {
+        self.session(context)
+    }
+
+    fn session(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Session>, McpError> {
+        let cannot = |err: anyhow::Error| {
+            McpError::internal_error(format!("cannot create a session: {err:#}"), None)
+        };
         match &self.scope {
-            Scope::Connection(session) => Arc::clone(session),
-            Scope::Http { own, host } => Arc::clone(own.get().unwrap_or(host)),
+            Scope::Connection(session) => Ok(Arc::clone(session)),
+            Scope::Http { own, host, links } => match own.get() {
+                Some(own) => {
+                    let session = own.get().map_err(cannot)?;
+                    if let Some(id) = mcp_session_id(context) {
+                        links.link(&id, &session);
+                    }
+                    Ok(session)
+                }
+                None => host.get().map_err(cannot),
+            },
+        }
+    }
+
+    /// How long a remembered approval lasts here, as the prompt says it; `None` where there is
+    /// no per-client session (stateless HTTP requests share the server's session with every
+    /// other client).
+    fn remembers(&self) -> Option<&'static str> {
+        match &self.scope {
+            Scope::Connection(_) => Some("while this connection lasts"),
+            Scope::Http { own, .. } => own
+                .get()
+                .map(|_| "in this MCP session (until the client closes it or it expires)"),
         }
     }
 
@@ -118,7 +242,7 @@ impl LatheServer {
             return Err(McpError::invalid_params(
                 format!(
                     "unknown tool `{}`.{hint} The tools are: {}.",
-                    request.name,
+                    lathe_tools::registry::shown_name(&request.name),
                     registry.names().join(", ")
                 ),
                 None,
@@ -129,7 +253,7 @@ impl LatheServer {
             Ok(call) => call,
             Err(output) => return Ok(convert::result(output).into()),
         };
-        let session = self.session();
+        let session = self.session(&context)?;
         let cancel = self.closed.child_token();
         let _link = Link::new(&context.ct, &cancel);
 
@@ -149,6 +273,12 @@ impl LatheServer {
             Verdict::Allow => {}
             Verdict::Deny { reason } => {
                 tracing::info!(tool = call.name, %reason, "call denied");
+                self.log(
+                    &context.peer,
+                    "warning",
+                    serde_json::json!({"event": "call denied", "tool": call.name, "reason": reason}),
+                )
+                .await;
                 let text = format!("denied by Lathe's policy: {reason}");
                 return Ok(convert::result(ToolOutput::error(text)).into());
             }
@@ -159,6 +289,7 @@ impl LatheServer {
                     call: &call,
                     reason: &reason,
                     scopes: &rules,
+                    remember: self.remembers(),
                     advice: self
                         .shared
                         .gates
@@ -173,6 +304,12 @@ impl LatheServer {
                     }
                     Approval::Refused(text) => {
                         tracing::info!(tool = call.name, "call refused: {text}");
+                        self.log(
+                            &context.peer,
+                            "notice",
+                            serde_json::json!({"event": "call refused", "tool": call.name, "reason": text}),
+                        )
+                        .await;
                         return Ok(convert::result(ToolOutput::error(text)).into());
                     }
                     Approval::NeedsInput(input) => return Ok((*input).into()),
@@ -191,11 +328,32 @@ impl LatheServer {
             call_id: Some(context.id.to_string()),
         };
         tracing::info!(tool = call.name, id = %context.id, "call started");
+        self.log(
+            &context.peer,
+            "debug",
+            serde_json::json!({"event": "call started", "tool": call.name, "id": context.id.to_string()}),
+        )
+        .await;
         let output = registry.run_prepared(&call, ctx).await;
         if let Some((forwarder, _)) = forwarder {
             forwarder.finish().await;
         }
         tracing::info!(tool = call.name, id = %context.id, is_error = output.is_error, "call finished");
+        let mut finished = serde_json::json!({
+            "event": "call finished",
+            "tool": call.name,
+            "id": context.id.to_string(),
+            "is_error": output.is_error,
+        });
+        if let Some(command) = output.metadata.get("command_id") {
+            finished["command_id"] = command.clone();
+        }
+        self.log(
+            &context.peer,
+            if output.is_error { "error" } else { "info" },
+            finished,
+        )
+        .await;
         Ok(convert::result(output).into())
     }
 }
@@ -206,12 +364,22 @@ impl Drop for LatheServer {
         match &self.scope {
             Scope::Connection(session) => session.shutdown(),
             Scope::Http { own, .. } => {
-                if let Some(session) = own.get() {
-                    session.shutdown();
+                if let Some(own) = own.get() {
+                    own.shutdown();
                 }
             }
         }
     }
+}
+
+/// The `Mcp-Session-Id` the request came with over HTTP.
+fn mcp_session_id(context: &RequestContext<RoleServer>) -> Option<String> {
+    context
+        .extensions
+        .get::<hyper::http::request::Parts>()
+        .and_then(|parts| parts.headers.get("mcp-session-id"))
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// Forwards the request's cancellation (`notifications/cancelled`, or the connection closing)
@@ -246,8 +414,17 @@ impl ServerHandler for LatheServer {
         implementation.description = Some(
             "Coding tools with command analysis, approvals and lossless command output".into(),
         );
-        let mut info = InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
-            .with_instructions(self.shared.instructions.clone());
+        #[allow(
+            deprecated,
+            reason = "MCP logging is deprecated by SEP-2577 but still part of the revisions clients speak"
+        )]
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .enable_resources()
+            .build();
+        let mut info =
+            InitializeResult::new(capabilities).with_instructions(self.shared.instructions.clone());
         info.server_info = implementation;
         info
     }
@@ -260,12 +437,7 @@ impl ServerHandler for LatheServer {
         if let Scope::Http { own, .. } = &self.scope
             && own.get().is_none()
         {
-            let session = self.shared.session().map_err(|err| {
-                McpError::internal_error(format!("cannot create a session: {err:#}"), None)
-            })?;
-            if let Err(session) = own.set(session) {
-                session.shutdown();
-            }
+            let _ = own.set(LazySession::new(&self.shared));
         }
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
@@ -289,5 +461,49 @@ impl ServerHandler for LatheServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         self.run_call(request, context).await
+    }
+
+    #[allow(
+        deprecated,
+        reason = "MCP logging is deprecated by SEP-2577 but still part of the revisions clients speak"
+    )]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let name = serde_json::to_value(request.level)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let rank = LEVELS.iter().position(|l| *l == name).unwrap_or(0);
+        *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = Some(rank);
+        Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let session = self.resource_session(&context)?;
+        super::resources::list(&session)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        super::resources::templates()
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let session = self.resource_session(&context)?;
+        super::resources::read(&session, &request.uri).map(ReadResourceResponse::Complete)
     }
 }

@@ -11,8 +11,8 @@ use super::server::{LatheServer, Scope, Shared};
 use super::wire::LineTransport;
 
 /// Serves until the client closes stdin or a signal arrives, then ends the session (every
-/// command it started is killed).
-pub async fn serve(shared: Arc<Shared>) -> anyhow::Result<()> {
+/// command it started is killed). Returns the number of the signal that ended it, if one did.
+pub async fn serve(shared: Arc<Shared>) -> anyhow::Result<Option<i32>> {
     let (input, output) = take_stdio().context("cannot take over stdin and stdout")?;
     let session = shared.session()?;
     let closed = CancellationToken::new();
@@ -29,7 +29,13 @@ pub async fn serve(shared: Arc<Shared>) -> anyhow::Result<()> {
             session.shutdown();
         }
     });
-    tokio::spawn(stop_on_signal(closed.clone(), service_ct.clone()));
+    let signalled = Arc::new(std::sync::atomic::AtomicI32::new(0));
+    let signal = tokio::spawn(stop_on_signal(
+        termination_signals(),
+        closed.clone(),
+        service_ct.clone(),
+        Arc::clone(&signalled),
+    ));
 
     let server = LatheServer::new(
         shared,
@@ -46,22 +52,35 @@ pub async fn serve(shared: Arc<Shared>) -> anyhow::Result<()> {
     }
     closed.cancel();
     session.shutdown();
-    Ok(())
+    crate::state::remove_if_empty(session.state_dir());
+    signal.abort();
+    let number = signalled.load(std::sync::atomic::Ordering::SeqCst);
+    Ok((number != 0).then_some(number))
 }
 
 /// SIGTERM, SIGINT and SIGHUP end the connection the orderly way: the session's commands are
 /// killed before the process exits (they run in their own process groups, so a signal to ours
 /// would not reach them).
-async fn stop_on_signal(closed: CancellationToken, service: CancellationToken) {
+async fn stop_on_signal(
+    signals: crate::signals::Listener,
+    closed: CancellationToken,
+    service: CancellationToken,
+    signalled: Arc<std::sync::atomic::AtomicI32>,
+) {
+    let number = signals.recv().await;
+    signalled.store(number, std::sync::atomic::Ordering::SeqCst);
+    closed.cancel();
+    service.cancel();
+}
+
+/// SIGTERM, SIGINT and SIGHUP, listened for from now on (before the first message is read).
+fn termination_signals() -> crate::signals::Listener {
     use tokio::signal::unix::SignalKind;
-    let kinds = [
+    crate::signals::listen(&[
         SignalKind::terminate(),
         SignalKind::interrupt(),
         SignalKind::hangup(),
-    ];
-    crate::signals::listen(&kinds).recv().await;
-    closed.cancel();
-    service.cancel();
+    ])
 }
 
 /// Moves the protocol off fds 0 and 1: private close-on-exec copies carry it, fd 0 becomes

@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
-use super::classify::{Incoming, classify, error_reply};
+use super::classify::{Framing, Incoming, classify, error_reply};
 
 /// The longest message accepted. Tool arguments carry whole files (`write_file`), so this is
 /// generous; a longer line is discarded and answered with an error instead of growing memory
@@ -216,7 +216,7 @@ where
                     format!("message too large: the limit is {MAX_MESSAGE_BYTES} bytes"),
                 ))
             } else {
-                classify(&line)
+                classify(&line, Framing::Lines)
             };
             match incoming {
                 Incoming::Message(message) => {

@@ -25,6 +25,12 @@ impl Fixture {
         self.dir.path().join("ws")
     }
 
+    /// Lathe's data directory (`LATHE_DATA_DIR`) in the tests.
+    #[allow(dead_code, reason = "not every test binary looks at it")]
+    pub fn data_dir(&self) -> std::path::PathBuf {
+        self.dir.path().join("data")
+    }
+
     /// `lathe mcp` over the workspace, with `extra` arguments.
     pub fn command(&self, extra: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_lathe"));
