@@ -85,7 +85,16 @@ fn suite() -> Option<(PathBuf, PathBuf)> {
     let dir = std::env::var_os("LATHE_CONFORMANCE_DIR").map(PathBuf::from)?;
     let node = dir.join("node_modules/.bin/node");
     let cli = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
-    (node.exists() && cli.exists()).then_some((node, cli))
+    // Whoever set the variable (.ci/run) meant the suite to run: a broken install fails the
+    // test instead of skipping it.
+    assert!(
+        node.exists() && cli.exists(),
+        "LATHE_CONFORMANCE_DIR={} holds no conformance suite ({} or {} is missing)",
+        dir.display(),
+        node.display(),
+        cli.display()
+    );
+    Some((node, cli))
 }
 
 /// The scenario a result directory is for: `server-NAME-<timestamp>`.
