@@ -14,8 +14,13 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use nix::errno::Errno;
-use nix::fcntl::{OFlag, OpenHow, ResolveFlag};
+use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
+
+mod beneath;
+
+use beneath::open_beneath;
+pub use beneath::{Beneath, changed_under_walk};
 
 /// How a path will be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,23 +219,28 @@ impl Workspace {
         } else {
             rel
         };
-        let fd = open_beneath(root.dir.as_fd(), rel, flags | OFlag::O_CLOEXEC, mode)
-            .or_else(|err| match err {
-                Errno::ENOSYS => nix::fcntl::open(
-                    &path.abs,
-                    flags | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW,
-                    Mode::from_bits_truncate(mode),
-                ),
-                other => Err(other),
-            })
-            .map_err(|err| match err {
-                Errno::ELOOP | Errno::EXDEV => io::Error::other(format!(
-                    "'{}' changed while it was being opened (a symlink appeared); try again",
-                    path.shown
-                )),
-                other => io::Error::from(other),
+        let fd =
+            open_beneath(root.dir.as_fd(), rel, flags | OFlag::O_CLOEXEC, mode).map_err(|err| {
+                match err {
+                    Errno::ELOOP | Errno::EXDEV => io::Error::other(format!(
+                        "'{}' changed while it was being opened (a symlink appeared); try again",
+                        path.shown
+                    )),
+                    other => io::Error::from(other),
+                }
             })?;
         Ok(File::from(fd))
+    }
+
+    /// The roots' descriptors, for opening what a directory walk finds beneath them (see
+    /// [`Beneath`]).
+    pub fn beneath(&self) -> Beneath {
+        Beneath::new(
+            self.roots
+                .iter()
+                .map(|root| (root.path.clone(), Arc::clone(&root.dir)))
+                .collect(),
+        )
     }
 
     /// Opens a resolved path for reading.
@@ -362,19 +372,6 @@ impl Workspace {
         }
         result
     }
-}
-
-fn open_beneath(
-    dir: std::os::fd::BorrowedFd<'_>,
-    rel: &Path,
-    flags: OFlag,
-    mode: u32,
-) -> nix::Result<OwnedFd> {
-    let how = OpenHow::new()
-        .flags(flags)
-        .mode(Mode::from_bits_truncate(mode))
-        .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS);
-    nix::fcntl::openat2(dir, rel, how)
 }
 
 fn create_temp(
