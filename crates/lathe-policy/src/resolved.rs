@@ -98,7 +98,10 @@ fn shown(abs: &str, ctx: &AnalysisContext) -> String {
 /// a missing tail kept), or `None` when it cannot tell. Supplied by the caller, which does the
 /// I/O; see [`AnalysisContext::with_resolver`].
 #[derive(Clone)]
-pub struct PathResolver(Arc<dyn Fn(&str) -> Option<String> + Send + Sync>);
+pub struct PathResolver(Arc<ResolveFn>);
+
+/// The function behind a [`PathResolver`].
+type ResolveFn = dyn Fn(&str) -> Option<String> + Send + Sync;
 
 impl PathResolver {
     /// A resolver from a function.

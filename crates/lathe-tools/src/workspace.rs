@@ -204,6 +204,27 @@ impl Workspace {
         }
     }
 
+    /// `input` as the approval policy judges it: as given, and as it resolves through symlinks
+    /// in every existing component (a missing tail kept as written, so `cfg/new.toml` with
+    /// `cfg -> .lathe` is `.lathe/new.toml`). The gates build file actions only from this.
+    pub fn target(&self, input: &str) -> lathe_policy::FileTarget {
+        let trimmed = input.trim();
+        let expanded = expand_home(trimmed);
+        let joined = if expanded.is_absolute() {
+            expanded
+        } else {
+            self.root().join(expanded)
+        };
+        if trimmed.is_empty() || trimmed.contains('\0') {
+            return lathe_policy::FileTarget::unresolved(trimmed);
+        }
+        match resolve_following_links(&joined) {
+            Ok((abs, _)) => lathe_policy::FileTarget::resolved(trimmed, abs),
+            // A symlink loop: the tools refuse the path; it is judged as written.
+            Err(()) => lathe_policy::FileTarget::unresolved(trimmed),
+        }
+    }
+
     fn relative<'a>(&self, path: &'a ResolvedPath) -> (&Root, &'a Path) {
         let root = &self.roots[path.root_index];
         let rel = path.abs.strip_prefix(&root.path).unwrap_or(Path::new(""));
@@ -412,6 +433,21 @@ fn expand_home(input: &str) -> PathBuf {
 /// Paths through /proc (or /dev/fd, which points into it) reach other roots via magic links.
 fn is_magic(path: &Path) -> bool {
     path.starts_with("/proc") || path.starts_with("/dev/fd") || path.starts_with("/dev/stdin")
+}
+
+/// A resolver for the command analysis: maps an absolute path to where it leads through
+/// symlinks (every existing component followed, a missing tail kept), so that the policy judges
+/// `cat notenv` with `notenv -> .env` as reading `.env`.
+pub fn link_resolver() -> lathe_policy::PathResolver {
+    lathe_policy::PathResolver::new(|abs| {
+        let path = Path::new(abs);
+        if !path.is_absolute() {
+            return None;
+        }
+        resolve_following_links(path)
+            .ok()
+            .map(|(resolved, _)| resolved.to_string_lossy().into_owned())
+    })
 }
 
 /// The most symlinks one resolution follows (the kernel's limit is 40).
