@@ -324,6 +324,9 @@ fn suggest_sibling(abs: &Path, workspace: &Workspace) -> String {
         })
         .filter(|(distance, _)| *distance <= allowed)
         .min();
+    // Listed by name: suggested only if it is really there beneath the root (the directory may
+    // have been swapped for a symlink to elsewhere since).
+    let best = best.filter(|(_, other)| workspace.beneath().lstat(&parent.join(other)).is_ok());
     match best {
         Some((_, other)) => format!(
             " (did you mean '{}'?)",

@@ -80,13 +80,11 @@ fn open_componentwise(
             OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
             Mode::empty(),
         )
-        // A symlink opened with O_PATH | O_NOFOLLOW is not a directory: say what openat2 says.
-        .map_err(|err| {
-            if err == Errno::ENOTDIR {
-                Errno::ELOOP
-            } else {
-                err
-            }
+        .map_err(|err| match err {
+            // A symlink opened with O_PATH | O_NOFOLLOW is not a directory: say what openat2
+            // says for it (a regular file on the way stays ENOTDIR).
+            Errno::ENOTDIR if is_symlink_at(at, name) => Errno::ELOOP,
+            other => other,
         })?;
         current = Some(next);
     }
@@ -98,6 +96,11 @@ fn open_componentwise(
         flags | OFlag::O_NOFOLLOW
     };
     nix::fcntl::openat(at, *last, flags, Mode::from_bits_truncate(mode))
+}
+
+fn is_symlink_at(dir: BorrowedFd<'_>, name: &std::ffi::OsStr) -> bool {
+    nix::sys::stat::fstatat(dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)
+        .is_ok_and(|stat| stat.st_mode & libc::S_IFMT == libc::S_IFLNK)
 }
 
 /// True when an open beneath a root failed because the path is no longer what a walk listed: a
@@ -212,6 +215,10 @@ mod tests {
                 "{componentwise}"
             );
             assert_eq!(open("flink", OFlag::O_RDONLY).unwrap_err(), Errno::ELOOP);
+            assert_eq!(
+                open("real/f/x", OFlag::O_RDONLY).unwrap_err(),
+                Errno::ENOTDIR
+            );
             assert!(open("flink", OFlag::O_PATH | OFlag::O_NOFOLLOW).is_ok());
             assert_eq!(
                 open("../outside/f", OFlag::O_RDONLY).unwrap_err(),
