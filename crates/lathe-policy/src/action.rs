@@ -1,6 +1,7 @@
 //! What Lathe wants to do, as the policy sees it.
 
 use crate::analysis::CommandAnalysis;
+use crate::resolved::FileTarget;
 
 /// Whether a shell command runs inside the sandbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -17,20 +18,20 @@ pub enum Sandbox {
 pub enum Action {
     /// Read a file (relative to the workspace root, or absolute).
     Read {
-        /// The path.
-        path: String,
+        /// The path, as given and as resolved: both are judged.
+        path: FileTarget,
     },
     /// Create or overwrite a file.
     Write {
-        /// The path.
-        path: String,
+        /// The path, as given and as resolved: both are judged.
+        path: FileTarget,
         /// Whether the path resolves inside the workspace (the caller resolves symlinks).
         inside_workspace: bool,
     },
     /// Change part of a file.
     Edit {
-        /// The path.
-        path: String,
+        /// The path, as given and as resolved: both are judged.
+        path: FileTarget,
         /// Whether the path resolves inside the workspace.
         inside_workspace: bool,
     },

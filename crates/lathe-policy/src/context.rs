@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use crate::paths::normalize;
+use crate::resolved::PathResolver;
 
 /// Where the workspace and home directory are, and where commands start.
 ///
@@ -14,6 +15,7 @@ pub struct AnalysisContext {
     home: String,
     cwd: String,
     writable: Vec<String>,
+    resolver: Option<PathResolver>,
 }
 
 /// Directories that are fine to write besides the workspace; the sandbox allows them too.
@@ -31,6 +33,7 @@ impl AnalysisContext {
             workspace,
             home,
             writable: DEFAULT_WRITABLE.iter().map(|s| s.to_string()).collect(),
+            resolver: None,
         }
     }
 
@@ -54,6 +57,19 @@ impl AnalysisContext {
             self.writable.push(root);
         }
         self
+    }
+
+    /// Resolves the paths commands name through symlinks (the caller does the I/O), so that
+    /// sensitive files and credentials are judged where a path really leads as well as by its
+    /// text. By default, paths are judged by their text only.
+    pub fn with_resolver(mut self, resolver: PathResolver) -> Self {
+        self.resolver = Some(resolver);
+        self
+    }
+
+    /// The resolver set with [`with_resolver`](Self::with_resolver).
+    pub fn resolver(&self) -> Option<&PathResolver> {
+        self.resolver.as_ref()
     }
 
     /// The workspace root, normalised.

@@ -7,6 +7,7 @@ use crate::error::PolicyError;
 use crate::mode::ApprovalMode;
 use crate::paths::{Location, credential, locate, system_area};
 use crate::report::{Decision, DecisionReport, PartReport};
+use crate::resolved;
 use crate::rules::{PermissionsConfig, Rule, RuleSet};
 use crate::scope::remember_rule;
 use crate::sensitive::{PathKey, SensitivePaths};
@@ -199,74 +200,65 @@ impl Policy {
                         key: None,
                     })
                     .collect();
-                parts.extend(analysis.commands.iter().map(|c| Part {
-                    subject: c.text.clone(),
-                    kind: Kind::Command,
-                    severity: c.severity,
-                    reasons: c.reasons.clone(),
-                    command: Some(c),
-                    key: None,
+                parts.extend(analysis.commands.iter().map(|c| {
+                    let mut part = Part {
+                        subject: c.text.clone(),
+                        kind: Kind::Command,
+                        severity: c.severity,
+                        reasons: c.reasons.clone(),
+                        command: Some(c),
+                        key: None,
+                    };
+                    // Paths that lead through a symlink to a credential (the caller resolves).
+                    for (severity, why) in resolved::command_findings(c, &self.ctx) {
+                        part.severity = part.severity.max(severity);
+                        part.reasons.push(why);
+                    }
+                    part
                 }));
                 parts
             }
-            Action::Read { path } => {
-                let key = PathKey::from_text(path, &self.ctx);
-                let mut part = self.file_part(
-                    path,
-                    Kind::Read,
-                    key,
-                    Severity::Safe,
-                    format!("reads `{path}`"),
-                );
-                if let Some(what) = part
-                    .key
-                    .as_ref()
-                    .and_then(|k| k.absolute.as_deref())
-                    .and_then(|a| credential(a, &self.ctx))
-                {
-                    part.severity = Severity::Critical;
-                    part.reasons.push(format!("reads {what}"));
-                }
-                vec![part]
-            }
+            Action::Read { path: target } => target
+                .judged(&self.ctx)
+                .into_iter()
+                .map(|(path, note)| {
+                    let key = PathKey::from_text(&path, &self.ctx);
+                    let mut part = self.file_part(
+                        &path,
+                        Kind::Read,
+                        key,
+                        Severity::Safe,
+                        format!("reads `{path}`"),
+                    );
+                    part.reasons.extend(note);
+                    if let Some(what) = part
+                        .key
+                        .as_ref()
+                        .and_then(|k| k.absolute.as_deref())
+                        .and_then(|a| credential(a, &self.ctx))
+                    {
+                        part.severity = Severity::Critical;
+                        part.reasons.push(format!("reads {what}"));
+                    }
+                    part
+                })
+                .collect(),
             Action::Write {
-                path,
+                path: target,
                 inside_workspace,
             }
             | Action::Edit {
-                path,
+                path: target,
                 inside_workspace,
-            } => {
-                let key = PathKey::from_text(path, &self.ctx);
-                let kind = Kind::Change {
-                    inside: *inside_workspace,
-                };
-                let mut part = self.file_part(
-                    path,
-                    kind,
-                    key,
-                    Severity::Normal,
-                    format!("changes `{path}`"),
-                );
-                if !inside_workspace {
-                    part.severity = Severity::Dangerous;
-                    part.reasons
-                        .push("the file is outside the workspace".into());
-                }
-                if let Some(abs) = part.key.as_ref().and_then(|k| k.absolute.clone()) {
-                    if let Some(what) = credential(&abs, &self.ctx) {
-                        part.severity = Severity::Critical;
-                        part.reasons.push(format!("overwrites {what}"));
-                    } else if !inside_workspace
-                        && (system_area(&abs) || locate(&abs, &self.ctx) == Location::Device)
-                    {
-                        part.severity = Severity::Critical;
-                        part.reasons
-                            .push("writes a system location or device".into());
-                    }
-                }
-                vec![part]
-            }
+            } => target
+                .judged(&self.ctx)
+                .into_iter()
+                .map(|(path, note)| {
+                    let mut part = self.change_part(&path, *inside_workspace);
+                    part.reasons.extend(note);
+                    part
+                })
+                .collect(),
             Action::Tool { name, read_only } => vec![Part {
                 subject: name.clone(),
                 kind: Kind::Tool,
@@ -284,6 +276,39 @@ impl Policy {
                 key: None,
             }],
         }
+    }
+
+    /// The part of a file change at `path`.
+    fn change_part<'a>(&self, path: &str, inside_workspace: bool) -> Part<'a> {
+        let key = PathKey::from_text(path, &self.ctx);
+        let kind = Kind::Change {
+            inside: inside_workspace,
+        };
+        let mut part = self.file_part(
+            path,
+            kind,
+            key,
+            Severity::Normal,
+            format!("changes `{path}`"),
+        );
+        if !inside_workspace {
+            part.severity = Severity::Dangerous;
+            part.reasons
+                .push("the file is outside the workspace".into());
+        }
+        if let Some(abs) = part.key.as_ref().and_then(|k| k.absolute.clone()) {
+            if let Some(what) = credential(&abs, &self.ctx) {
+                part.severity = Severity::Critical;
+                part.reasons.push(format!("overwrites {what}"));
+            } else if !inside_workspace
+                && (system_area(&abs) || locate(&abs, &self.ctx) == Location::Device)
+            {
+                part.severity = Severity::Critical;
+                part.reasons
+                    .push("writes a system location or device".into());
+            }
+        }
+        part
     }
 
     fn file_part<'a>(
@@ -382,6 +407,9 @@ impl Policy {
                         absolute: p.path.clone(),
                     };
                     check(&p.text, &key, p.access == Access::Write);
+                }
+                for r in resolved::command_paths(c, &self.ctx) {
+                    check(&r.shown, &r.key, r.write);
                 }
             }
             (Kind::Read, _, Some(k)) => check(&part.subject, k, false),

@@ -1,7 +1,7 @@
 //! The approval matrix: (mode, rules, skip-approvals, action) -> decision, one row per case.
 
 use lathe_policy::{
-    Action, AnalysisContext, ApprovalMode, Decision, PermissionsConfig, Policy, Sandbox,
+    Action, AnalysisContext, ApprovalMode, Decision, FileTarget, PermissionsConfig, Policy, Sandbox,
 };
 
 use ApprovalMode::{Ask as AskMode, Auto, Full, ReadOnly};
@@ -363,13 +363,15 @@ fn decide(mode: ApprovalMode, rules: Rules, skip: bool, act: Act) -> lathe_polic
     match act {
         Act::Sh(c) => policy.decide(&shell(c, Sandbox::Enabled)),
         Act::ShUnsandboxed(c) => policy.decide(&shell(c, Sandbox::Disabled)),
-        Act::Read(p) => policy.decide(&Action::Read { path: p.into() }),
+        Act::Read(p) => policy.decide(&Action::Read {
+            path: FileTarget::unresolved(p),
+        }),
         Act::Write(p, inside) => policy.decide(&Action::Write {
-            path: p.into(),
+            path: FileTarget::unresolved(p),
             inside_workspace: inside,
         }),
         Act::Edit(p, inside) => policy.decide(&Action::Edit {
-            path: p.into(),
+            path: FileTarget::unresolved(p),
             inside_workspace: inside,
         }),
         Act::Tool(name, read_only) => policy.decide(&Action::Tool {
@@ -379,7 +381,7 @@ fn decide(mode: ApprovalMode, rules: Rules, skip: bool, act: Act) -> lathe_polic
         Act::ToolWrite(tool, p) => policy.decide_for_tool(
             tool,
             &Action::Write {
-                path: p.into(),
+                path: FileTarget::unresolved(p),
                 inside_workspace: true,
             },
         ),

@@ -14,8 +14,13 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use nix::errno::Errno;
-use nix::fcntl::{OFlag, OpenHow, ResolveFlag};
+use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
+
+mod beneath;
+
+use beneath::open_beneath;
+pub use beneath::{Beneath, changed_under_walk};
 
 /// How a path will be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,6 +204,27 @@ impl Workspace {
         }
     }
 
+    /// `input` as the approval policy judges it: as given, and as it resolves through symlinks
+    /// in every existing component (a missing tail kept as written, so `cfg/new.toml` with
+    /// `cfg -> .lathe` is `.lathe/new.toml`). The gates build file actions only from this.
+    pub fn target(&self, input: &str) -> lathe_policy::FileTarget {
+        let trimmed = input.trim();
+        let expanded = expand_home(trimmed);
+        let joined = if expanded.is_absolute() {
+            expanded
+        } else {
+            self.root().join(expanded)
+        };
+        if trimmed.is_empty() || trimmed.contains('\0') {
+            return lathe_policy::FileTarget::unresolved(trimmed);
+        }
+        match resolve_following_links(&joined) {
+            Ok((abs, _)) => lathe_policy::FileTarget::resolved(trimmed, abs),
+            // A symlink loop: the tools refuse the path; it is judged as written.
+            Err(()) => lathe_policy::FileTarget::unresolved(trimmed),
+        }
+    }
+
     fn relative<'a>(&self, path: &'a ResolvedPath) -> (&Root, &'a Path) {
         let root = &self.roots[path.root_index];
         let rel = path.abs.strip_prefix(&root.path).unwrap_or(Path::new(""));
@@ -214,23 +240,28 @@ impl Workspace {
         } else {
             rel
         };
-        let fd = open_beneath(root.dir.as_fd(), rel, flags | OFlag::O_CLOEXEC, mode)
-            .or_else(|err| match err {
-                Errno::ENOSYS => nix::fcntl::open(
-                    &path.abs,
-                    flags | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW,
-                    Mode::from_bits_truncate(mode),
-                ),
-                other => Err(other),
-            })
-            .map_err(|err| match err {
-                Errno::ELOOP | Errno::EXDEV => io::Error::other(format!(
-                    "'{}' changed while it was being opened (a symlink appeared); try again",
-                    path.shown
-                )),
-                other => io::Error::from(other),
+        let fd =
+            open_beneath(root.dir.as_fd(), rel, flags | OFlag::O_CLOEXEC, mode).map_err(|err| {
+                match err {
+                    Errno::ELOOP | Errno::EXDEV => io::Error::other(format!(
+                        "'{}' changed while it was being opened (a symlink appeared); try again",
+                        path.shown
+                    )),
+                    other => io::Error::from(other),
+                }
             })?;
         Ok(File::from(fd))
+    }
+
+    /// The roots' descriptors, for opening what a directory walk finds beneath them (see
+    /// [`Beneath`]).
+    pub fn beneath(&self) -> Beneath {
+        Beneath::new(
+            self.roots
+                .iter()
+                .map(|root| (root.path.clone(), Arc::clone(&root.dir)))
+                .collect(),
+        )
     }
 
     /// Opens a resolved path for reading.
@@ -364,19 +395,6 @@ impl Workspace {
     }
 }
 
-fn open_beneath(
-    dir: std::os::fd::BorrowedFd<'_>,
-    rel: &Path,
-    flags: OFlag,
-    mode: u32,
-) -> nix::Result<OwnedFd> {
-    let how = OpenHow::new()
-        .flags(flags)
-        .mode(Mode::from_bits_truncate(mode))
-        .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS);
-    nix::fcntl::openat2(dir, rel, how)
-}
-
 fn create_temp(
     dir: std::os::fd::BorrowedFd<'_>,
     name: &OsStr,
@@ -415,6 +433,21 @@ fn expand_home(input: &str) -> PathBuf {
 /// Paths through /proc (or /dev/fd, which points into it) reach other roots via magic links.
 fn is_magic(path: &Path) -> bool {
     path.starts_with("/proc") || path.starts_with("/dev/fd") || path.starts_with("/dev/stdin")
+}
+
+/// A resolver for the command analysis: maps an absolute path to where it leads through
+/// symlinks (every existing component followed, a missing tail kept), so that the policy judges
+/// `cat notenv` with `notenv -> .env` as reading `.env`.
+pub fn link_resolver() -> lathe_policy::PathResolver {
+    lathe_policy::PathResolver::new(|abs| {
+        let path = Path::new(abs);
+        if !path.is_absolute() {
+            return None;
+        }
+        resolve_following_links(path)
+            .ok()
+            .map(|(resolved, _)| resolved.to_string_lossy().into_owned())
+    })
 }
 
 /// The most symlinks one resolution follows (the kernel's limit is 40).

@@ -8,8 +8,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use serde_json::Value;
 
 use lathe_policy::{
-    Action, AnalysisContext, ApprovalMode, Decision, PermissionsConfig, Policy, PolicyError,
-    Sandbox, Severity, remember_rule,
+    Action, AnalysisContext, ApprovalMode, Decision, FileTarget, PermissionsConfig, Policy,
+    PolicyError, Sandbox, Severity, remember_rule,
 };
 use lathe_tools::{Access, PreparedCall, Session, ToolDefinition, ToolKind};
 
@@ -96,7 +96,9 @@ impl Gate {
         skip_approvals: bool,
     ) -> Result<Self, PolicyError> {
         let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-        let ctx = AnalysisContext::new(root, analysis_home());
+        // Paths commands name are judged where they lead as well as by their text.
+        let ctx = AnalysisContext::new(root, analysis_home())
+            .with_resolver(lathe_tools::workspace::link_resolver());
         let policy =
             Policy::new(permissions, mode, ctx.clone())?.dangerously_skip_approvals(skip_approvals);
         Ok(Gate {
@@ -179,7 +181,7 @@ impl Gate {
                 rules: if report.severity == Severity::Critical {
                     Vec::new()
                 } else {
-                    session_rules(call, &action)
+                    session_rules(call, &action, &state.ctx)
                 },
             },
         }
@@ -220,9 +222,12 @@ fn action(
                 sandbox,
             }
         }
+        // File paths reach the policy only through the workspace's resolution: judged as given
+        // and as they resolve through symlinks (`cfg/config.toml` with `cfg -> .lathe`).
         ToolKind::Edit if text("path").is_some() => {
-            let path = text("path").unwrap_or_default().to_owned();
-            let inside_workspace = session.workspace().resolve(&path, Access::Write).is_ok();
+            let given = text("path").unwrap_or_default();
+            let inside_workspace = session.workspace().resolve(given, Access::Write).is_ok();
+            let path = session.workspace().target(given);
             if call.name == "write_file" {
                 Action::Write {
                     path,
@@ -236,7 +241,7 @@ fn action(
             }
         }
         ToolKind::Read => Action::Read {
-            path: text("path").unwrap_or(".").to_owned(),
+            path: session.workspace().target(text("path").unwrap_or(".")),
         },
         // Session tools that destroy nothing (reading or listing the session's own commands)
         // are judged as reading.
@@ -252,8 +257,15 @@ fn action(
 }
 
 /// The rules "always" remembers: program and subcommand of each command of a command line, the
-/// file of a read or change, the tool otherwise. Nothing for a command outside the sandbox.
-fn session_rules(call: &PreparedCall, action: &Action) -> Vec<String> {
+/// file of a read or change (and the file a symlink leads to), the tool otherwise. Nothing for a
+/// command outside the sandbox.
+fn session_rules(call: &PreparedCall, action: &Action, ctx: &AnalysisContext) -> Vec<String> {
+    let file = |verb: &str, target: &FileTarget| -> Vec<String> {
+        std::iter::once(target.given().to_owned())
+            .chain(target.redirected(ctx))
+            .map(|path| format!("{verb}({path})"))
+            .collect()
+    };
     match action {
         Action::Shell {
             sandbox: Sandbox::Disabled,
@@ -268,8 +280,8 @@ fn session_rules(call: &PreparedCall, action: &Action) -> Vec<String> {
             }
             rules
         }
-        Action::Read { path } => vec![format!("read({path})")],
-        Action::Write { path, .. } | Action::Edit { path, .. } => vec![format!("edit({path})")],
+        Action::Read { path } => file("read", path),
+        Action::Write { path, .. } | Action::Edit { path, .. } => file("edit", path),
         Action::Tool { .. } => vec![format!("tool({})", call.name)],
     }
 }
@@ -560,5 +572,119 @@ mod tests {
             Gate::with_permissions(&bad, ApprovalMode::Ask, f.session.workspace().root(), false)
                 .is_err()
         );
+    }
+
+    #[test]
+    fn issue_12_symlinks_inside_the_workspace_are_judged_where_they_lead() {
+        let f = fixture();
+        let root = f.session.workspace().root().to_path_buf();
+        std::fs::create_dir_all(root.join(".lathe")).unwrap();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join(".env"), "TOKEN=x\n").unwrap();
+        std::fs::write(root.join("src/a.rs"), "fn a() {}\n").unwrap();
+        let link = |target: &str, name: &str| std::os::unix::fs::symlink(target, root.join(name));
+        link(".env", "notenv").unwrap();
+        link(".lathe", "cfg").unwrap();
+        link(".git", "repo").unwrap();
+        link("src", "code").unwrap();
+        let gate = Gate::new(ApprovalMode::Auto, &root);
+        let rows = [
+            ("read_file", ToolKind::Read, json!({"path": "notenv"}), 'q'),
+            (
+                "read_file",
+                ToolKind::Read,
+                json!({"path": "./notenv"}),
+                'q',
+            ),
+            (
+                "write_file",
+                ToolKind::Edit,
+                json!({"path": "cfg/config.toml"}),
+                'q',
+            ),
+            (
+                "edit_file",
+                ToolKind::Edit,
+                json!({"path": "cfg/config.toml"}),
+                'q',
+            ),
+            (
+                "write_file",
+                ToolKind::Edit,
+                json!({"path": "repo/hooks/pre-commit"}),
+                'q',
+            ),
+            ("list_files", ToolKind::Read, json!({"path": "repo"}), 'q'),
+            (
+                "grep",
+                ToolKind::Read,
+                json!({"pattern": "x", "path": "repo"}),
+                'q',
+            ),
+            (
+                "glob",
+                ToolKind::Read,
+                json!({"pattern": "*", "path": "cfg"}),
+                'q',
+            ),
+            (
+                "shell",
+                ToolKind::Execute,
+                json!({"command": "cat notenv"}),
+                'q',
+            ),
+            (
+                "shell",
+                ToolKind::Execute,
+                json!({"command": "echo x > cfg/config.toml"}),
+                'q',
+            ),
+            // links to ordinary files change nothing
+            (
+                "read_file",
+                ToolKind::Read,
+                json!({"path": "code/a.rs"}),
+                'a',
+            ),
+            (
+                "write_file",
+                ToolKind::Edit,
+                json!({"path": "code/b.rs"}),
+                'a',
+            ),
+            (
+                "shell",
+                ToolKind::Execute,
+                json!({"command": "cat code/a.rs"}),
+                'a',
+            ),
+        ];
+        for (name, kind, args, expected) in rows {
+            assert_eq!(
+                verdict(&gate, &f, name, kind, args.clone()),
+                expected,
+                "{name} {args}"
+            );
+        }
+        // "Always" remembers the file the link leads to as well, so the same call is allowed
+        // next time; the alias alone would not have been enough.
+        let (write, def) = call(
+            "write_file",
+            ToolKind::Edit,
+            json!({"path": "cfg/config.toml"}),
+        );
+        let Verdict::Ask { rules, reasons } = gate.check(&write, &def, &f.session) else {
+            panic!("writing through cfg -> .lathe must ask")
+        };
+        assert_eq!(rules, ["edit(cfg/config.toml)", "edit(.lathe/config.toml)"]);
+        assert!(
+            reasons
+                .iter()
+                .any(|r| r.contains("resolves through a symlink")),
+            "{reasons:?}"
+        );
+        gate.allow_for_session(&rules);
+        assert_eq!(gate.check(&write, &def, &f.session), Verdict::Allow);
     }
 }

@@ -18,6 +18,7 @@ use serde::Deserialize;
 use crate::budget::group;
 use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::search_walk::{self, Problems, SearchRoot, WalkSpec, plural};
+use crate::workspace::changed_under_walk;
 
 /// Paths listed unless `limit` says otherwise.
 const DEFAULT_LIMIT: usize = 100;
@@ -194,19 +195,11 @@ fn execute(input: &GlobInput, ctx: &ToolContext, stop: &search_walk::Stop) -> To
         hidden: input.hidden || search_walk::names_hidden(&input.pattern),
         overrides: Override::empty(),
         types: Types::empty(),
+        beneath: ctx.session.workspace().beneath(),
     };
     let workspace = ctx.session.workspace();
     let by_time = input.sort == GlobSort::Modified;
-    // Times are read relative to the root's descriptor: the kernel then resolves only the
-    // part of each path below the root, which makes the tens of thousands of stats cheaper.
-    let root_dir = if by_time {
-        match std::fs::File::open(&root.abs) {
-            Ok(dir) => Some(dir),
-            Err(err) => return ToolOutput::error(format!("cannot read '{}': {err}", root.shown)),
-        }
-    } else {
-        None
-    };
+    let beneath = &walk.beneath;
     let locals = search_walk::visit_parallel(&walk.builder(), Local::default, |local, entry| {
         if stop.is_set() {
             return WalkState::Quit;
@@ -222,20 +215,38 @@ fn execute(input: &GlobInput, ctx: &ToolContext, stop: &search_walk::Stop) -> To
             return WalkState::Continue;
         }
         let rel = search_walk::relative_to(&root.abs, entry.path());
-        if patterns.exact.is_match(rel) {
-            let modified = root_dir.as_ref().and_then(|dir| {
-                nix::sys::stat::fstatat(dir, rel, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)
-                    .ok()
-                    .map(|stat| (stat.st_mtime, stat.st_mtime_nsec))
-            });
+        let exact = patterns.exact.is_match(rel);
+        let example = !exact
+            && local.found.is_empty()
+            && local.any_case.len() < EXAMPLES
+            && patterns.any_case.is_match(rel);
+        if !exact && !example {
+            return WalkState::Continue;
+        }
+        // Listed by name: only a regular file reached beneath the root without a symlink is
+        // reported (the walk may have listed a directory swapped for a symlink to elsewhere).
+        let stat = match beneath.lstat(entry.path()) {
+            Ok(stat) if stat.st_mode & libc::S_IFMT == libc::S_IFREG => stat,
+            Ok(_) => return WalkState::Continue,
+            Err(err) if changed_under_walk(&err) => {
+                local.problems.add_changed();
+                return WalkState::Continue;
+            }
+            Err(err) => {
+                local.problems.add(format!(
+                    "{}: {}",
+                    search_walk::shown(workspace, entry.path()),
+                    err.to_string().to_lowercase()
+                ));
+                return WalkState::Continue;
+            }
+        };
+        if exact {
             local.found.push(Found {
                 path: entry.into_path(),
-                modified,
+                modified: by_time.then_some((stat.st_mtime, stat.st_mtime_nsec)),
             });
-        } else if local.found.is_empty()
-            && local.any_case.len() < EXAMPLES
-            && patterns.any_case.is_match(rel)
-        {
+        } else {
             // Only wanted to explain an empty result: not looked for once a match is known.
             local.any_case.push(entry.into_path());
         }

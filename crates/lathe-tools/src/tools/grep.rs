@@ -191,6 +191,7 @@ fn execute(input: &GrepInput, ctx: &ToolContext, stop: &search_walk::Stop) -> To
                 .any(|g| !g.trim().starts_with('!') && search_walk::names_hidden(g)),
         overrides,
         types,
+        beneath: ctx.session.workspace().beneath(),
     };
     let workspace = ctx.session.workspace();
     let census = search::census(&CensusSpec {

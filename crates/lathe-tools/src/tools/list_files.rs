@@ -13,7 +13,7 @@ use crate::session::Session;
 use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::suggest;
 use crate::tools::text::group;
-use crate::workspace::Access;
+use crate::workspace::{Access, Beneath};
 
 /// Levels listed when the call gives no `depth`.
 pub const DEFAULT_DEPTH: usize = 2;
@@ -135,7 +135,7 @@ fn list(session: &Session, input: &ListFilesInput, cancel: &CancellationToken) -
                 .with_meta("path", shown);
         }
     }
-    let walk = match walk(resolved.abs(), depth, cancel) {
+    let walk = match walk(resolved.abs(), &workspace.beneath(), depth, cancel) {
         Ok(walk) => walk,
         Err(()) => return ToolOutput::error(format!("listing {shown} was cancelled")),
     };
@@ -150,7 +150,17 @@ struct Walk {
     unreadable: usize,
 }
 
-fn walk(root: &Path, depth: usize, cancel: &CancellationToken) -> Result<Walk, ()> {
+/// Lists `root` down to `depth`. Every entry is checked beneath the workspace's descriptor before
+/// it is shown (and a directory before the walk descends into it): the walk lists directories by
+/// name, and one swapped for a symlink while it runs must not show what lies elsewhere. Such
+/// entries count as unreadable, unnamed.
+fn walk(
+    root: &Path,
+    beneath: &Beneath,
+    depth: usize,
+    cancel: &CancellationToken,
+) -> Result<Walk, ()> {
+    let descend = beneath.clone();
     let walker = ignore::WalkBuilder::new(root)
         .max_depth(Some(depth))
         .standard_filters(true)
@@ -159,6 +169,11 @@ fn walk(root: &Path, depth: usize, cancel: &CancellationToken) -> Result<Walk, (
         .require_git(false)
         .follow_links(false)
         .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(move |entry| {
+            entry.depth() == 0
+                || !entry.file_type().is_some_and(|t| t.is_dir())
+                || descend.is_real_dir(entry.path())
+        })
         .build();
     let mut walk = Walk {
         entries: Vec::new(),
@@ -186,13 +201,16 @@ fn walk(root: &Path, depth: usize, cancel: &CancellationToken) -> Result<Walk, (
         let Ok(rel) = entry.path().strip_prefix(root) else {
             continue;
         };
-        let file_type = entry.file_type();
-        let link = file_type
-            .is_some_and(|t| t.is_symlink())
-            .then(|| std::fs::read_link(entry.path()).unwrap_or_default());
+        let Ok(stat) = beneath.lstat(entry.path()) else {
+            walk.unreadable += 1;
+            continue;
+        };
+        let kind = stat.st_mode & libc::S_IFMT;
+        let link =
+            (kind == libc::S_IFLNK).then(|| beneath.read_link(entry.path()).unwrap_or_default());
         walk.entries.push(Entry {
             parts: rel.iter().map(|p| p.to_os_string()).collect(),
-            is_dir: file_type.is_some_and(|t| t.is_dir()),
+            is_dir: kind == libc::S_IFDIR,
             link,
         });
     }

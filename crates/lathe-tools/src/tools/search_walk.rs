@@ -15,6 +15,12 @@
 //!   workspace, and a link inside it would only show the same file twice. The `path` argument
 //!   itself goes through workspace containment (a link inside the workspace that stays inside is
 //!   resolved; one that leads out is refused).
+//! - Everything the walk finds is reached beneath the root's descriptor with no symlink on the
+//!   way ([`Beneath`]): a directory is descended into only if it is a real directory there, and
+//!   the tools open (`grep`) or check (`glob`) each file the same way. The `ignore` crate lists
+//!   directories by name, so a directory swapped for a symlink while the walk runs can still make
+//!   it list a tree outside; what it lists there fails that check and is skipped unnamed
+//!   ([`Problems::add_changed`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -24,7 +30,7 @@ use ignore::types::{Types, TypesBuilder};
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
 
 use crate::tool::{ToolContext, ToolOutput};
-use crate::workspace::{Access, Workspace};
+use crate::workspace::{Access, Beneath, Workspace};
 
 mod call;
 mod paths;
@@ -53,6 +59,8 @@ pub(crate) struct WalkSpec {
     pub overrides: Override,
     /// Selected file types.
     pub types: Types,
+    /// The roots' descriptors: what the walk finds is checked beneath them.
+    pub beneath: Beneath,
 }
 
 impl WalkSpec {
@@ -67,8 +75,22 @@ impl WalkSpec {
             .add_custom_ignore_filename(RG_IGNORE)
             .overrides(self.overrides.clone())
             .types(self.types.clone())
-            .filter_entry(|entry| !is_vcs_dir(entry));
+            .filter_entry(self.entry_filter());
         builder
+    }
+
+    /// Skips version-control directories, and directories that are not real directories
+    /// beneath the root (a symlink swapped in since they were listed).
+    fn entry_filter(&self) -> impl Fn(&DirEntry) -> bool + Send + Sync + 'static {
+        let beneath = self.beneath.clone();
+        move |entry| {
+            if is_vcs_dir(entry) {
+                return false;
+            }
+            entry.depth() == 0
+                || !entry.file_type().is_some_and(|t| t.is_dir())
+                || beneath.is_real_dir(entry.path())
+        }
     }
 
     /// The same walk with hidden files included and no ignore files: what the filters hid.
@@ -79,7 +101,7 @@ impl WalkSpec {
             .follow_links(false)
             .overrides(self.overrides.clone())
             .types(self.types.clone())
-            .filter_entry(|entry| !is_vcs_dir(entry));
+            .filter_entry(self.entry_filter());
         builder
     }
 
@@ -302,6 +324,9 @@ fn suggest_sibling(abs: &Path, workspace: &Workspace) -> String {
         })
         .filter(|(distance, _)| *distance <= allowed)
         .min();
+    // Listed by name: suggested only if it is really there beneath the root (the directory may
+    // have been swapped for a symlink to elsewhere since).
+    let best = best.filter(|(_, other)| workspace.beneath().lstat(&parent.join(other)).is_ok());
     match best {
         Some((_, other)) => format!(
             " (did you mean '{}'?)",
@@ -403,7 +428,13 @@ pub(crate) fn unfiltered_count(
             let Ok(entry) = entry else {
                 return WalkState::Continue;
             };
-            if is_regular_file(&entry) && wanted(entry.path()) {
+            // Named in a note: only what is really beneath the root (see the module docs).
+            let real_file = || {
+                spec.beneath
+                    .lstat(entry.path())
+                    .is_ok_and(|stat| stat.st_mode & libc::S_IFMT == libc::S_IFREG)
+            };
+            if is_regular_file(&entry) && wanted(entry.path()) && real_file() {
                 counted.fetch_add(1, Ordering::Relaxed);
                 paths.push(entry.into_path());
             }

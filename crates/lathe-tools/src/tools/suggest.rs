@@ -27,8 +27,8 @@ pub fn similar_paths(workspace: &Workspace, missing: &Path, max: usize) -> Vec<S
     let target_shown = workspace.shown(missing).to_lowercase();
     let near = nearest_existing_dir(missing);
     let mut seen: HashSet<PathBuf> = HashSet::new();
-    let mut scored: Vec<(f64, String)> = Vec::new();
-    let mut consider = |path: PathBuf, is_dir: bool, scored: &mut Vec<(f64, String)>| {
+    let mut scored: Vec<(f64, String, PathBuf)> = Vec::new();
+    let mut consider = |path: PathBuf, is_dir: bool, scored: &mut Vec<(f64, String, PathBuf)>| {
         let in_git_dir = path.components().any(|c| c.as_os_str() == ".git");
         if path == missing || in_git_dir || !seen.insert(path.clone()) {
             return;
@@ -40,7 +40,7 @@ pub fn similar_paths(workspace: &Workspace, missing: &Path, max: usize) -> Vec<S
         let score = score(&target_name, &target_shown, &name, &shown.to_lowercase());
         if score >= MIN_SCORE {
             let shown = if is_dir { format!("{shown}/") } else { shown };
-            scored.push((score, shown));
+            scored.push((score, shown, path));
         }
     };
     let mut budget = MAX_CANDIDATES;
@@ -63,10 +63,14 @@ pub fn similar_paths(workspace: &Workspace, missing: &Path, max: usize) -> Vec<S
             .then(a.1.cmp(&b.1))
     });
     scored.dedup_by(|a, b| a.1 == b.1);
+    // The walk lists directories by name: suggest only what is really there beneath the root
+    // (a directory swapped for a symlink meanwhile would show names from elsewhere).
+    let beneath = workspace.beneath();
     scored
         .into_iter()
+        .filter(|(_, _, path)| beneath.lstat(path).is_ok())
         .take(max)
-        .map(|(_, shown)| shown)
+        .map(|(_, shown, _)| shown)
         .collect()
 }
 

@@ -226,6 +226,54 @@ mod tests {
         );
     }
 
+    #[test]
+    fn issue_12_a_symlink_to_a_sensitive_path_asks_over_mcp_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = session(dir.path());
+        let root = s.workspace().root().to_path_buf();
+        std::fs::create_dir_all(root.join(".lathe")).unwrap();
+        std::fs::write(root.join(".env"), "TOKEN=x\n").unwrap();
+        std::os::unix::fs::symlink(".lathe", root.join("cfg")).unwrap();
+        std::os::unix::fs::symlink(".env", root.join("notenv")).unwrap();
+        let config = GateConfig::new(
+            PermissionsConfig::default(),
+            ApprovalMode::Auto,
+            &root,
+            false,
+        )
+        .unwrap();
+        let gate = of_config(&config, &s);
+        let file_call = |name: &'static str, kind: ToolKind, path: &str| {
+            (
+                PreparedCall {
+                    name,
+                    arguments: json!({"path": path}),
+                    kind,
+                },
+                ToolDefinition {
+                    name,
+                    description: String::new(),
+                    parameters: json!({}),
+                    kind,
+                    hints: hints_for(kind),
+                    raw_strings: &[],
+                },
+            )
+        };
+        for (call, definition) in [
+            file_call("write_file", ToolKind::Edit, "cfg/config.toml"),
+            file_call("read_file", ToolKind::Read, "notenv"),
+            shell("cat notenv"),
+        ] {
+            assert!(
+                matches!(gate.check(&call, &definition, &s), Verdict::Ask { .. }),
+                "{} {}",
+                call.name,
+                call.arguments
+            );
+        }
+    }
+
     fn of_config(config: &GateConfig, session: &Session) -> Arc<Gate> {
         config.install(session).unwrap();
         of(session).unwrap()

@@ -8,13 +8,15 @@
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use grep_regex::RegexMatcher;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink};
 
+use nix::fcntl::OFlag;
+
 use crate::tools::search_walk::Stop;
+use crate::workspace::Beneath;
 
 /// Bytes read before searching: the whole of most source files.
 const HEAD_BYTES: usize = 64 * 1024;
@@ -68,10 +70,12 @@ impl FileSearcher {
         }
     }
 
-    /// Searches the file at `path` (never through a symlink) and reports to `sink`.
+    /// Searches the file at `path`, opened beneath its root with no symlink on the way, and
+    /// reports to `sink`.
     pub fn search<S>(
         &mut self,
         path: &Path,
+        beneath: &Beneath,
         matcher: &RegexMatcher,
         stop: &Stop,
         sink: S,
@@ -79,7 +83,7 @@ impl FileSearcher {
     where
         S: Sink<Error = io::Error>,
     {
-        let mut file = open(path)?;
+        let mut file = open(beneath, path)?;
         let mut filled = 0;
         let complete = loop {
             check(stop)?;
@@ -119,12 +123,11 @@ impl FileSearcher {
     }
 }
 
-/// Opens a file found by the walk without following a symlink swapped in since.
-fn open(path: &Path) -> io::Result<File> {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NOCTTY)
-        .open(path)
+/// Opens a file found by the walk beneath its root: a symlink swapped in since, in any component
+/// of the path, makes the open fail instead of reading what it points to. A FIFO swapped in does
+/// not block the open (`O_NONBLOCK` changes nothing for regular files).
+fn open(beneath: &Beneath, path: &Path) -> io::Result<File> {
+    beneath.open(path, OFlag::O_RDONLY | OFlag::O_NOCTTY | OFlag::O_NONBLOCK)
 }
 
 fn check(stop: &Stop) -> io::Result<()> {

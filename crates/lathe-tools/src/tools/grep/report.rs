@@ -63,12 +63,16 @@ impl Report<'_> {
                     after,
                     skip,
                     take,
+                    beneath: &self.walk.beneath,
                     stop: self.stop,
                 };
                 let shown = search_walk::shown(workspace, &file.path);
                 match search::page_lines(&file.path, &spec) {
                     Ok(lines) => {
                         render::push_file_lines(&mut text, &shown, &lines, before + after > 0)
+                    }
+                    Err(err) if crate::workspace::changed_under_walk(&err) => {
+                        problems.add_changed()
                     }
                     Err(err) => {
                         problems.add(format!("{shown}: {}", err.to_string().to_lowercase()))

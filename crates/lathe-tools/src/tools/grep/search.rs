@@ -16,7 +16,7 @@ use super::file::{FileSearcher, Verdict};
 use super::render::line_text;
 use crate::tool::{ProgressSink, ToolProgress};
 use crate::tools::search_walk::{self, Problems, Stop, WalkSpec};
-use crate::workspace::Workspace;
+use crate::workspace::{Beneath, Workspace, changed_under_walk};
 
 /// Files searched between two progress reports.
 const PROGRESS_EVERY: u64 = 1000;
@@ -59,6 +59,7 @@ pub(super) struct CensusSpec<'a> {
 
 struct Tally {
     searcher: FileSearcher,
+    beneath: Beneath,
     matcher: RegexMatcher,
     files: Vec<FileCount>,
     binary: Vec<PathBuf>,
@@ -78,6 +79,7 @@ pub(super) fn census(spec: &CensusSpec<'_>) -> Census {
                     .line_number(false)
                     .multi_line(spec.multiline),
             ),
+            beneath: spec.walk.beneath.clone(),
             matcher: spec.matcher.clone(),
             files: Vec::new(),
             binary: Vec::new(),
@@ -116,11 +118,19 @@ pub(super) fn census(spec: &CensusSpec<'_>) -> Census {
                 first_match_only: spec.first_match_only,
                 multiline: spec.multiline,
             };
-            let result = tally
-                .searcher
-                .search(entry.path(), &tally.matcher, spec.stop, &mut sink);
+            let result = tally.searcher.search(
+                entry.path(),
+                &tally.beneath,
+                &tally.matcher,
+                spec.stop,
+                &mut sink,
+            );
             match result {
                 Err(_) if spec.stop.is_set() => return WalkState::Quit,
+                Err(err) if changed_under_walk(&err) => {
+                    tally.searched -= 1;
+                    tally.problems.add_changed();
+                }
                 Err(err) => tally.problems.add(format!(
                     "{}: {}",
                     search_walk::shown(spec.workspace, entry.path()),
@@ -198,6 +208,8 @@ pub(super) struct PageSpec<'a> {
     pub multiline: bool,
     pub before: usize,
     pub after: usize,
+    /// The roots' descriptors, beneath which the file is opened.
+    pub beneath: &'a Beneath,
     /// Matching lines of this file to pass over before the page starts.
     pub skip: u64,
     /// Matching lines of this file on the page.
@@ -225,7 +237,7 @@ pub(super) fn page_lines(path: &Path, spec: &PageSpec<'_>) -> io::Result<Vec<Pag
         selected: Vec::new(),
         done: false,
     };
-    if searcher.search(path, spec.matcher, spec.stop, &mut sink)? == Verdict::Binary {
+    if searcher.search(path, spec.beneath, spec.matcher, spec.stop, &mut sink)? == Verdict::Binary {
         return Ok(Vec::new());
     }
     let PageSink { kept, selected, .. } = sink;

@@ -12,6 +12,9 @@ const PROBLEM_EXAMPLES: usize = 3;
 pub(crate) struct Problems {
     count: usize,
     examples: Vec<String>,
+    /// Paths that changed under the walk (a symlink swapped in, a file removed): counted and
+    /// never named, since such a name may come from a directory outside the workspace.
+    changed: usize,
 }
 
 impl Problems {
@@ -23,6 +26,12 @@ impl Problems {
         }
     }
 
+    /// Records a path that was no longer what the walk listed (see
+    /// [`changed_under_walk`](crate::workspace::changed_under_walk)).
+    pub fn add_changed(&mut self) {
+        self.changed += 1;
+    }
+
     /// Records a walk error, its paths shown relative to the workspace.
     pub fn add_walk_error(&mut self, err: &ignore::Error, workspace: &Workspace) {
         self.add(describe_walk_error(err, workspace));
@@ -32,12 +41,20 @@ impl Problems {
     pub fn merge(&mut self, other: Problems) {
         self.count += other.count;
         self.examples.extend(other.examples);
+        self.changed += other.changed;
     }
 
     /// The note, if anything went wrong.
     pub fn note(mut self) -> Option<String> {
+        let changed = (self.changed > 0).then(|| {
+            format!(
+                "{} changed while the walk ran (removed, or a symlink swapped in) and {} skipped",
+                plural(self.changed, "path", "paths"),
+                if self.changed == 1 { "was" } else { "were" }
+            )
+        });
         if self.count == 0 {
-            return None;
+            return changed;
         }
         self.examples.sort();
         self.examples.dedup();
@@ -48,11 +65,15 @@ impl Problems {
         } else {
             String::new()
         };
-        Some(format!(
+        let unreadable = format!(
             "{} could not be read: {}{tail}",
             plural(self.count, "path", "paths"),
             self.examples.join("; ")
-        ))
+        );
+        Some(match changed {
+            Some(changed) => format!("{unreadable}\n{changed}"),
+            None => unreadable,
+        })
     }
 }
 
