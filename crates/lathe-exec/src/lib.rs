@@ -43,6 +43,7 @@ mod config;
 pub mod env;
 mod error;
 mod guard;
+mod lineage;
 mod output;
 mod preview;
 mod procfs;
