@@ -38,6 +38,9 @@ const S_ISGID: u64 = libc::S_ISGID as u64;
 const S_IFMT: u64 = libc::S_IFMT as u64;
 /// Type bits of `socket`'s second argument (the rest are `SOCK_NONBLOCK`, `SOCK_CLOEXEC`).
 const SOCK_TYPE_MASK: u64 = 0xf;
+/// `fchmodat2` (Linux 6.6): the same number on every architecture since the tables were
+/// unified, and not yet in the `libc` crate for all of them.
+const SYS_FCHMODAT2: i64 = 452;
 /// `SECCOMP_GET_ACTION_AVAIL` for the availability probe.
 const SECCOMP_GET_ACTION_AVAIL: libc::c_uint = 2;
 
@@ -215,7 +218,7 @@ fn file_mode_rules() -> Result<Rules, seccompiler::BackendError> {
     let mut rules = Rules::new();
     rules.insert(libc::SYS_fchmod, setid_rules(1)?);
     rules.insert(libc::SYS_fchmodat, setid_rules(2)?);
-    rules.insert(libc::SYS_fchmodat2, setid_rules(2)?);
+    rules.insert(SYS_FCHMODAT2, setid_rules(2)?);
     rules.insert(libc::SYS_mknodat, mknod_rules(2)?);
     rules.insert(libc::SYS_openat, creating_open_rules(2, 3)?);
     #[cfg(target_arch = "x86_64")]

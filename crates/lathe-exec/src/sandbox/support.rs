@@ -132,8 +132,9 @@ pub enum FilesystemEnforcement {
 pub enum NetworkEnforcement {
     /// The policy allows the network: nothing is restricted.
     Allowed,
-    /// TCP `bind` and `connect` are denied; UDP and other sockets are not restricted (Landlock
-    /// ABI 4 to 9 without seccomp).
+    /// TCP `bind` and `connect` are denied; UDP, other sockets and TCP fast open (a `sendto`
+    /// with `MSG_FASTOPEN` connects without `connect(2)`, and Landlock does not see it) are not
+    /// restricted (Landlock ABI 4 to 9 without seccomp).
     TcpBlocked,
     /// TCP, UDP and every other IP socket are denied: Landlock for TCP (and UDP from ABI 10), the
     /// seccomp filter for every non-TCP socket (and, before ABI 4, for every IP socket).
@@ -205,7 +206,7 @@ impl Enforcement {
                 "the network is not restricted (needs landlock ABI {MIN_ABI_NETWORK}, Linux 6.7, or seccomp)"
             )),
             NetworkEnforcement::TcpBlocked => gaps.push(format!(
-                "only TCP is blocked, UDP is not (needs seccomp or landlock ABI {MIN_ABI_UDP})"
+                "only TCP connect and bind are blocked, UDP and TCP fast open are not (needs seccomp; landlock ABI {MIN_ABI_UDP} covers UDP)"
             )),
             NetworkEnforcement::Allowed | NetworkEnforcement::TcpAndUdpBlocked => {}
         }
