@@ -9,7 +9,8 @@
 //! command, in this order:
 //! 1. its session or process group is a command's own (the command's shell leads both): that
 //!    command;
-//! 2. its session or process group is that of an orphan adopted earlier: the same owners;
+//! 2. its session or process group is that of an orphan adopted earlier, or one such an
+//!    orphan leads: the same owners;
 //! 3. else every command that was running when it started (its start time, in clock ticks,
 //!    lies between the command's start and the reaping of its shell), usually exactly one, if
 //!    they are all of one supervisor;
@@ -198,32 +199,40 @@ fn our_children() -> Vec<i32> {
     }
 }
 
-/// Attributes the orphans re-parented to us since the last call (see the module's doc).
+/// Attributes the orphans re-parented to us since the last call (see the module's doc), and
+/// follows adopted ones into the sessions and groups they moved to since (an orphan adopted
+/// between its `fork` and its `setsid` is seen in its parent's session first).
 pub(crate) fn adopt() {
     let my_session = getsid(None).map_or(0, nix::unistd::Pid::as_raw);
     let owned = tree::owned();
-    let fresh: Vec<ProcStat> = {
-        let guard = lineage();
-        let known = guard.as_ref();
-        our_children()
-            .into_iter()
-            .filter(|pid| !owned.contains(pid))
-            .filter_map(procfs::read_stat)
-            .filter(|p| p.is_alive())
-            .filter(|p| {
-                let key = (p.pid, p.starttime);
-                known.is_none_or(|l| !l.adopted.contains_key(&key) && !l.ignored.contains(&key))
-            })
-            .collect()
-    };
+    let children: Vec<ProcStat> = our_children()
+        .into_iter()
+        .filter(|pid| !owned.contains(pid))
+        .filter_map(procfs::read_stat)
+        .filter(|p| p.is_alive())
+        .collect();
     drop(owned);
-    if fresh.is_empty() {
+    if children.is_empty() {
         return;
     }
     let mut watched = Vec::new();
     with(|l| {
-        for p in fresh {
+        for p in children {
             let key = (p.pid, p.starttime);
+            if l.ignored.contains(&key) {
+                continue;
+            }
+            if let Some(known) = l.adopted.get_mut(&key) {
+                if known.session != p.session {
+                    known.session = p.session;
+                    watched.push((p.session, p.pid, p.starttime));
+                }
+                if known.pgrp != p.pgrp {
+                    known.pgrp = p.pgrp;
+                    watched.push((p.pgrp, p.pid, p.starttime));
+                }
+                continue;
+            }
             if p.session == my_session {
                 l.ignored.insert(key);
                 continue;
@@ -259,9 +268,13 @@ fn attribute(l: &Lineage, p: &ProcStat) -> Vec<Owner> {
     {
         return vec![Owner::Command(span.supervisor.clone(), span.id)];
     }
-    // 2. The session or group of an orphan adopted before.
-    if let Some(earlier) = l.adopted.values().find(|a| {
-        a.session == p.session || a.pgrp == p.pgrp || a.session == p.pgrp || a.pgrp == p.session
+    // 2. The session or group of an orphan adopted before, or one it led (it may have called
+    // `setsid` after we saw it: a session's id is its leader's pid).
+    if let Some((_, earlier)) = l.adopted.iter().find(|((pid, start), a)| {
+        let ids = [a.session, a.pgrp];
+        ids.contains(&p.session)
+            || ids.contains(&p.pgrp)
+            || ((*pid == p.session || *pid == p.pgrp) && *start <= p.starttime)
     }) {
         return earlier.owners.clone();
     }
@@ -300,8 +313,7 @@ pub(crate) fn adopted_for(filter: &Filter) -> (HashSet<ProcKey>, HashSet<i32>) {
         for (key, a) in &l.adopted {
             if a.owners.iter().any(|o| filter.takes(o)) {
                 keys.insert(*key);
-                groups.insert(a.session);
-                groups.insert(a.pgrp);
+                groups.extend([a.session, a.pgrp, key.0]);
             }
         }
     }
@@ -325,7 +337,10 @@ pub(crate) fn prune(procs: &[ProcStat]) {
         .flat_map(|p| [p.session, p.pgrp])
         .collect();
     l.adopted.retain(|key, a| {
-        live.contains(key) || groups.contains(&a.session) || groups.contains(&a.pgrp)
+        live.contains(key)
+            || groups.contains(&a.session)
+            || groups.contains(&a.pgrp)
+            || groups.contains(&key.0)
     });
     l.ignored.retain(|key| live.contains(key));
 }

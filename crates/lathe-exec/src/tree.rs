@@ -19,9 +19,11 @@
 //!
 //! The kill repeats "scan, signal what is found" until a scan finds nothing, so processes forked
 //! during the kill die too. One case carries none of the three marks: a process that cleared its
-//! environment, started its own session and lost its parent. It is still re-parented to us, so
-//! when the last supervisor of the process ends, every orphan of ours from outside our session is
-//! killed as well.
+//! environment, started its own session and lost its parent. It is still re-parented to us: the
+//! `lineage` module attributes such orphans to a command (by session, process group and start
+//! time), and a kill takes the command's orphans, their sessions and their groups as a fourth
+//! mark. And when the last supervisor of the process ends, every orphan of ours from outside our
+//! session is killed as well.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::io;
