@@ -93,18 +93,81 @@ pub(crate) struct Guard {
     cancel: Option<std::sync::mpsc::Sender<()>>,
 }
 
+/// A zeroed buffer in a mapping of its own: it costs nothing until written (the guard writes
+/// it, the parent never does and unmaps its copy right after the fork), and it leaves the
+/// allocator's thresholds alone (glibc raises its mmap threshold to the size of any freed
+/// mapped chunk, which would move later large buffers of Lathe's onto the heap).
+struct Mapped<T: Copy> {
+    ptr: std::ptr::NonNull<T>,
+    len: usize,
+}
+
+impl<T: Copy> Mapped<T> {
+    /// `len` zeroed values; only for types whose all-zero bytes are a valid value.
+    fn zeroed(len: usize) -> std::io::Result<Self> {
+        let bytes = len * std::mem::size_of::<T>();
+        // SAFETY: an anonymous private mapping; checked for failure below.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let ptr = std::ptr::NonNull::new(ptr.cast::<T>())
+            .ok_or_else(|| std::io::Error::other("mmap returned a null pointer"))?;
+        Ok(Mapped { ptr, len })
+    }
+}
+
+impl<T: Copy> std::ops::Deref for Mapped<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: the mapping holds `len` zero-initialised values and lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Copy> std::ops::DerefMut for Mapped<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as above, and `&mut self` makes the access unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Copy> Drop for Mapped<T> {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping made in `zeroed`.
+        unsafe {
+            libc::munmap(
+                self.ptr.as_ptr().cast(),
+                self.len * std::mem::size_of::<T>(),
+            );
+        }
+    }
+}
+
+// SAFETY: `Mapped` owns its mapping like a `Box<[T]>` does its allocation.
+unsafe impl<T: Copy + Send> Send for Mapped<T> {}
+
 /// What the guard needs, prepared before the fork (the child allocates nothing).
 struct Prepared {
     tag: Vec<u8>,
     not_before: u64,
-    pids: Vec<i32>,
-    ppids: Vec<i32>,
-    marks: Vec<u8>,
-    sids: Vec<i32>,
-    sid_starts: Vec<u64>,
-    valid: Vec<i32>,
-    environ: Vec<u8>,
-    dents: Vec<u8>,
+    pids: Mapped<i32>,
+    ppids: Mapped<i32>,
+    marks: Mapped<u8>,
+    sids: Mapped<i32>,
+    sid_starts: Mapped<u64>,
+    valid: Mapped<i32>,
+    environ: Mapped<u8>,
+    dents: Mapped<u8>,
     /// Where this process's command line and environment strings are, from `/proc/self/stat`.
     areas: Option<Areas>,
 }
@@ -139,22 +202,20 @@ fn areas() -> Option<Areas> {
 }
 
 impl Prepared {
-    fn new(tag_name: &str, not_before: u64) -> Self {
-        Prepared {
+    fn new(tag_name: &str, not_before: u64) -> std::io::Result<Self> {
+        Ok(Prepared {
             tag: format!("{tag_name}=").into_bytes(),
             not_before,
-            // Zeroed allocations of this size are fresh mappings: they cost nothing until the
-            // guard writes them, and the parent drops its copy right after the fork.
-            pids: vec![0; MAX_PROCS],
-            ppids: vec![0; MAX_PROCS],
-            marks: vec![0; MAX_PROCS],
-            sids: vec![0; MAX_SESSIONS],
-            sid_starts: vec![0; MAX_SESSIONS],
-            valid: vec![0; MAX_SESSIONS],
-            environ: vec![0; ENVIRON_BUF],
-            dents: vec![0; 64 << 10],
+            pids: Mapped::zeroed(MAX_PROCS)?,
+            ppids: Mapped::zeroed(MAX_PROCS)?,
+            marks: Mapped::zeroed(MAX_PROCS)?,
+            sids: Mapped::zeroed(MAX_SESSIONS)?,
+            sid_starts: Mapped::zeroed(MAX_SESSIONS)?,
+            valid: Mapped::zeroed(MAX_SESSIONS)?,
+            environ: Mapped::zeroed(ENVIRON_BUF)?,
+            dents: Mapped::zeroed(64 << 10)?,
             areas: areas(),
-        }
+        })
     }
 }
 
@@ -176,7 +237,7 @@ impl Guard {
         }
         match delay {
             None => {
-                let (writer, pid) = fork_guard(&mut Prepared::new(tag_name, not_before))?;
+                let (writer, pid) = fork_guard(&mut Prepared::new(tag_name, not_before)?)?;
                 {
                     let mut state = lock(&link);
                     state.writer = Some(writer);
@@ -186,7 +247,7 @@ impl Guard {
             }
             Some(delay) => {
                 let (cancel, cancelled) = std::sync::mpsc::channel::<()>();
-                let mut prepared = Prepared::new(tag_name, not_before);
+                let mut prepared = Prepared::new(tag_name, not_before)?;
                 let weak = Arc::downgrade(&link);
                 std::thread::Builder::new()
                     .name("lathe-guard".to_owned())
