@@ -330,6 +330,17 @@ pub(crate) fn watch(id: i32, start: u64) {
     }
 }
 
+/// The pids of this process's guards, running or released and not yet reaped.
+pub(crate) fn pids() -> Vec<i32> {
+    let mut pids: Vec<i32> = lock(&LINKS)
+        .iter()
+        .filter_map(Weak::upgrade)
+        .filter_map(|link| lock(&link).pid)
+        .collect();
+    pids.extend(lock(&RELEASED).iter().copied());
+    pids
+}
+
 /// Reaps released guards that have exited.
 pub(crate) fn reap_released() {
     lock(&RELEASED).retain(|&pid| {

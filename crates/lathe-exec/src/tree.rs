@@ -77,6 +77,35 @@ fn has_children() -> bool {
     !(ret == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD))
 }
 
+/// Whether this process has a child other than its guards: `has_children` first (one system
+/// call), then, since a guard is a child too, the `children` files of our threads. Where those
+/// files do not exist, any child counts.
+fn has_command_children() -> bool {
+    if !has_children() {
+        return false;
+    }
+    let guards = guard::pids();
+    if guards.is_empty() {
+        return true;
+    }
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return true;
+    };
+    for task in tasks.flatten() {
+        let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
+            return true;
+        };
+        if text
+            .split_ascii_whitespace()
+            .filter_map(|pid| pid.parse::<i32>().ok())
+            .any(|pid| !guards.contains(&pid))
+        {
+            return true;
+        }
+    }
+    false
+}
+
 pub(crate) fn owned() -> MutexGuard<'static, BTreeSet<i32>> {
     OWNED
         .lock()
@@ -309,7 +338,7 @@ fn signal_all(procs: &[ProcStat], signal: Signal) {
 /// none. Processes found once stay tracked by pid and start time, so a member whose parent died
 /// mid-kill is not lost. Blocking.
 pub(crate) fn kill_tree(target: &TreeTarget, grace: Duration) -> usize {
-    if SUBREAPER.get() == Some(&true) && !has_children() {
+    if SUBREAPER.get() == Some(&true) && !has_command_children() {
         return 0;
     }
     // Orphans re-parented to us since the last look are attributed before the scan.
