@@ -64,10 +64,9 @@ impl SupervisorBuilder {
     }
 
     /// When the guard (the process that kills the commands if this process is SIGKILLed)
-    /// starts. By default (`None`), before the first command runs, which costs that command
-    /// about a millisecond once per supervisor. A one-shot caller, whose whole session is a
-    /// few milliseconds, can give a delay instead: a session that ends sooner starts no guard,
-    /// at the price of commands unguarded for that long.
+    /// starts. By default (`None`), before the first command runs (a fork that never execs:
+    /// cheap, once per supervisor). A delay instead means a session that ends sooner starts no
+    /// guard, at the price of commands unguarded for that long.
     pub fn guard_delay(mut self, delay: Option<Duration>) -> Self {
         self.config.guard_delay = delay;
         self

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::capture::Capture;
 use crate::error::ExecError;
+use crate::lineage::{self, Filter};
 use crate::procfs::TagMatch;
 use crate::reader::ReaderHandle;
 use crate::tree::{self, TreeTarget};
@@ -290,6 +291,7 @@ pub(crate) async fn monitor(
     mut reader: ReaderHandle,
     grace: Duration,
     not_before: u64,
+    supervisor: String,
 ) {
     let pid = child.id().and_then(|p| i32::try_from(p).ok());
     let hard_timeout = async {
@@ -331,6 +333,7 @@ pub(crate) async fn monitor(
                 tag: Some(entry.tag.clone()),
                 not_before,
                 orphans: false,
+                owner: Some(Filter::Command(supervisor.clone(), entry.id)),
             };
             let killed = tokio::task::spawn_blocking(move || tree::kill_tree(&target, grace)).await;
             if let Err(error) = killed {
@@ -344,6 +347,8 @@ pub(crate) async fn monitor(
     if let Some(pid) = pid {
         tree::release_owned(pid);
     }
+    // The shell's children are ours now: attribute them while it is still clear whose they are.
+    lineage::command_reaped(&supervisor, entry.id);
     reader.notify_exit();
     if !reader.wait_drained(DRAIN_BOUND).await {
         tracing::debug!("command {}: output still arriving after exit", entry.id);

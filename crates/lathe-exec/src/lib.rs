@@ -43,6 +43,8 @@ mod config;
 pub mod env;
 mod error;
 mod guard;
+mod harden;
+mod lineage;
 mod output;
 mod preview;
 mod procfs;
@@ -61,6 +63,7 @@ pub use config::{
     DEFAULT_ARTIFACT_CAP, DEFAULT_KILL_GRACE, DEFAULT_MAX_RUNNING, ParseBudgetError, PreviewBudget,
 };
 pub use error::ExecError;
+pub use harden::{harden_process, is_dumpable};
 pub use output::{
     DEFAULT_READ_LIMIT, DEFAULT_SEARCH_LIMIT, MAX_READ_LIMIT, OutputPage, SearchMatch, SearchResult,
 };

@@ -56,7 +56,8 @@ pub struct CommandReport {
     pub preview: Preview,
     /// The raw output on disk.
     pub artifact: ArtifactInfo,
-    /// The sandbox summary (`sandboxed (landlock abi 7): ...`) when the command was sandboxed.
+    /// The sandbox summary (`sandboxed (landlock abi 7, seccomp): ...`) when the command was
+    /// sandboxed.
     pub sandbox: Option<String>,
 }
 

@@ -18,6 +18,7 @@ use crate::command::{self, CommandEntry, CommandId, KillReason, lock};
 use crate::config::Config;
 use crate::error::ExecError;
 use crate::guard::Guard;
+use crate::lineage::{self, Filter};
 use crate::preview::Preview;
 use crate::procfs::TagMatch;
 use crate::reader::{self, Artifact, ReaderSink};
@@ -184,6 +185,9 @@ impl Supervisor {
                 });
             }
         };
+        if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+            lineage::command_started(&self.tag_name, id, pid);
+        }
         let tag = TagMatch::Entry(format!("{}={tag_value}", self.tag_name).into_bytes());
         let entry = Arc::new(CommandEntry::new(
             id,
@@ -211,6 +215,7 @@ impl Supervisor {
                     tag: Some(entry.tag.clone()),
                     not_before: self.not_before,
                     orphans: false,
+                    owner: Some(Filter::Command(self.tag_name.clone(), id)),
                 };
                 tree::kill_tree(&target, Duration::ZERO);
                 return Err(capture_error(source));
@@ -224,6 +229,7 @@ impl Supervisor {
             reader,
             self.config.kill_grace,
             self.not_before,
+            self.tag_name.clone(),
         ));
         Ok(entry)
     }
@@ -323,6 +329,7 @@ impl Supervisor {
             tag: Some(entry.tag.clone()),
             not_before: self.not_before,
             orphans: false,
+            owner: Some(Filter::Command(self.tag_name.clone(), id)),
         };
         let grace = self.config.kill_grace;
         let leftovers_killed = tokio::task::spawn_blocking(move || tree::kill_tree(&target, grace))
@@ -391,18 +398,13 @@ impl Supervisor {
         let mut guard = lock(&self.guard);
         if guard.is_none() {
             *guard = Some(
-                Guard::start(
-                    &self.shell,
-                    &self.env,
-                    &self.tag_name,
-                    self.config.guard_delay,
-                )
-                .inspect_err(|error| {
-                    tracing::warn!(
-                        "cannot start the guard that kills commands if lathe is killed: {error}"
-                    );
-                })
-                .ok(),
+                Guard::start(&self.tag_name, self.not_before, self.config.guard_delay)
+                    .inspect_err(|error| {
+                        tracing::warn!(
+                            "cannot start the guard that kills commands if lathe is killed: {error}"
+                        );
+                    })
+                    .ok(),
             );
         }
     }
@@ -422,6 +424,7 @@ impl Supervisor {
             tag: Some(TagMatch::Name(format!("{}=", self.tag_name).into_bytes())),
             not_before: self.not_before,
             orphans: false,
+            owner: Some(Filter::Supervisor(self.tag_name.clone())),
         }
     }
 }
@@ -432,6 +435,7 @@ impl Drop for Supervisor {
             self.shutdown_blocking();
         }
         self.release_guard();
+        lineage::supervisor_ended(&self.tag_name);
         tree::supervisor_ended();
     }
 }

@@ -19,9 +19,11 @@
 //!
 //! The kill repeats "scan, signal what is found" until a scan finds nothing, so processes forked
 //! during the kill die too. One case carries none of the three marks: a process that cleared its
-//! environment, started its own session and lost its parent. It is still re-parented to us, so
-//! when the last supervisor of the process ends, every orphan of ours from outside our session is
-//! killed as well.
+//! environment, started its own session and lost its parent. It is still re-parented to us: the
+//! `lineage` module attributes such orphans to a command (by session, process group and start
+//! time), and a kill takes the command's orphans, their sessions and their groups as a fourth
+//! mark. And when the last supervisor of the process ends, every orphan of ours from outside our
+//! session is killed as well.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::io;
@@ -32,6 +34,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::{Pid, getsid};
 
+use crate::guard;
+use crate::lineage::{self, Filter};
 use crate::procfs::{self, ProcStat, TagMatch};
 
 /// Pause between scans while waiting for processes to die: short, since most die at once.
@@ -42,8 +46,9 @@ const FREEZE_ROUNDS: usize = 50;
 /// Scans in the SIGKILL phase before giving up on a process that will not die (one stuck in
 /// uninterruptible sleep on a dead network file system, for instance): about 3 s.
 const KILL_ROUNDS: usize = 300;
-/// How often the background reaper looks for zombie orphans while a supervisor exists.
-const REAP_INTERVAL: Duration = Duration::from_secs(2);
+/// How often the background reaper looks for zombie orphans while a supervisor exists, in
+/// rounds of [`lineage::ADOPT_INTERVAL`] (about 2 s).
+const REAP_EVERY: u32 = 10;
 
 /// Pids of our own commands' shells: tokio reaps them and must get their exit status, so the
 /// orphan reaper leaves them alone. Held while spawning so no new child is seen unregistered.
@@ -72,7 +77,36 @@ fn has_children() -> bool {
     !(ret == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD))
 }
 
-fn owned() -> MutexGuard<'static, BTreeSet<i32>> {
+/// Whether this process has a child other than its guards: `has_children` first (one system
+/// call), then, since a guard is a child too, the `children` files of our threads. Where those
+/// files do not exist, any child counts.
+fn has_command_children() -> bool {
+    if !has_children() {
+        return false;
+    }
+    let guards = guard::pids();
+    if guards.is_empty() {
+        return true;
+    }
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return true;
+    };
+    for task in tasks.flatten() {
+        let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
+            return true;
+        };
+        if text
+            .split_ascii_whitespace()
+            .filter_map(|pid| pid.parse::<i32>().ok())
+            .any(|pid| !guards.contains(&pid))
+        {
+            return true;
+        }
+    }
+    false
+}
+
+pub(crate) fn owned() -> MutexGuard<'static, BTreeSet<i32>> {
     OWNED
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -90,10 +124,16 @@ pub(crate) fn ensure_subreaper() -> bool {
         let spawned = std::thread::Builder::new()
             .name("lathe-exec-reaper".into())
             .spawn(|| {
-                loop {
-                    std::thread::sleep(REAP_INTERVAL);
-                    if *live_supervisors() > 0 {
+                for round in 1u32.. {
+                    std::thread::sleep(lineage::ADOPT_INTERVAL);
+                    if *live_supervisors() == 0 {
+                        continue;
+                    }
+                    lineage::adopt();
+                    if round % REAP_EVERY == 0 {
                         reap_orphans();
+                        lineage::prune(&procfs::scan());
+                        guard::reap_released();
                     }
                 }
             });
@@ -189,6 +229,9 @@ pub(crate) struct TreeTarget {
     pub(crate) not_before: u64,
     /// Also every orphan re-parented to us from outside our session (see [`kill_at_end`]).
     pub(crate) orphans: bool,
+    /// Also the orphans the `lineage` module attributed to this command or supervisor, and
+    /// our descendants in their sessions and process groups.
+    pub(crate) owner: Option<Filter>,
 }
 
 type ProcKey = (i32, u64);
@@ -210,13 +253,30 @@ pub(crate) fn members(target: &TreeTarget, known: &HashSet<ProcKey>) -> Vec<Proc
         BTreeSet::new()
     };
     let mut children: HashMap<i32, Vec<usize>> = HashMap::new();
-    let mut selected: HashSet<i32> = HashSet::new();
-    let mut queue: VecDeque<i32> = VecDeque::new();
     for (i, p) in procs.iter().enumerate() {
         children.entry(p.ppid).or_default().push(i);
+    }
+    let (adopted, groups) = match &target.owner {
+        Some(filter) => lineage::adopted_for(filter),
+        None => Default::default(),
+    };
+    // Sessions and groups are matched among our own descendants only: a session id of an
+    // orphan long gone may name someone else's session by now.
+    let ours = if groups.is_empty() {
+        HashSet::new()
+    } else {
+        descendants(me, &procs, &children)
+    };
+    let mut selected: HashSet<i32> = HashSet::new();
+    let mut queue: VecDeque<i32> = VecDeque::new();
+    for p in &procs {
         if p.pid == me || p.pid == 1 || !p.is_alive() {
             continue;
         }
+        let by_lineage = adopted.contains(&key(p))
+            || (p.session != my_session
+                && (groups.contains(&p.session) || groups.contains(&p.pgrp))
+                && ours.contains(&p.pid));
         let by_leader = target
             .mains
             .iter()
@@ -230,7 +290,7 @@ pub(crate) fn members(target: &TreeTarget, known: &HashSet<ProcKey>) -> Vec<Proc
             && p.ppid == me
             && p.session != my_session
             && !owned_pids.contains(&p.pid);
-        if by_leader || known.contains(&key(p)) || orphan || by_tag() {
+        if by_leader || by_lineage || known.contains(&key(p)) || orphan || by_tag() {
             selected.insert(p.pid);
             queue.push_back(p.pid);
         }
@@ -250,6 +310,20 @@ pub(crate) fn members(target: &TreeTarget, known: &HashSet<ProcKey>) -> Vec<Proc
         .collect()
 }
 
+/// The pids of every descendant of `root` in `procs`.
+fn descendants(root: i32, procs: &[ProcStat], children: &HashMap<i32, Vec<usize>>) -> HashSet<i32> {
+    let mut found = HashSet::new();
+    let mut queue = VecDeque::from([root]);
+    while let Some(pid) = queue.pop_front() {
+        for &i in children.get(&pid).into_iter().flatten() {
+            if found.insert(procs[i].pid) {
+                queue.push_back(procs[i].pid);
+            }
+        }
+    }
+    found
+}
+
 fn signal_all(procs: &[ProcStat], signal: Signal) {
     for p in procs {
         let _ = kill(Pid::from_raw(p.pid), signal);
@@ -264,9 +338,11 @@ fn signal_all(procs: &[ProcStat], signal: Signal) {
 /// none. Processes found once stay tracked by pid and start time, so a member whose parent died
 /// mid-kill is not lost. Blocking.
 pub(crate) fn kill_tree(target: &TreeTarget, grace: Duration) -> usize {
-    if SUBREAPER.get() == Some(&true) && !has_children() {
+    if SUBREAPER.get() == Some(&true) && !has_command_children() {
         return 0;
     }
+    // Orphans re-parented to us since the last look are attributed before the scan.
+    lineage::adopt();
     let mut known: HashSet<ProcKey> = HashSet::new();
     let mut alive = Vec::new();
     for _ in 0..FREEZE_ROUNDS {

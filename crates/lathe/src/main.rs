@@ -29,6 +29,10 @@ pub const EXIT_USAGE: u8 = 2;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
+    // Before any thread or command: /proc/<pid>/environ of lathe holds the keys commands lack.
+    if let Err(error) = lathe_exec::harden_process() {
+        tracing::warn!("cannot make lathe unreadable to its commands (PR_SET_DUMPABLE): {error}");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -77,18 +77,9 @@ fn summary(description: &str) -> String {
 /// names the limit, so memory stays bounded whatever arrives.
 pub const MAX_INPUT_BYTES: usize = 64 * 1024 * 1024;
 
-/// How long a one-shot `lathe tool` call's commands run before the guard starts.
-const ONE_SHOT_GUARD_DELAY: std::time::Duration = std::time::Duration::from_millis(20);
-
 /// `lathe tool NAME [ARGS]` and `lathe tool --batch`.
 pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode> {
-    let mut setup = Setup::load(common)?;
-    if !args.batch {
-        // A one-shot call's whole session is a few milliseconds: its commands get the guard
-        // against a SIGKILLed Lathe only if they outlive this, and the call that ends sooner
-        // does not pay the guard's start.
-        setup.config.shell.guard_delay = Some(ONE_SHOT_GUARD_DELAY);
-    }
+    let setup = Setup::load(common)?;
     // Earlier runs' saved results and artifacts stay readable: a result cut to the budget says
     // "read the rest with read_file", and with one-shot calls that read is a later process.
     let runs = crate::state::runs_dir();

@@ -396,6 +396,138 @@ fn sigkill_of_lathe_leaves_no_command_behind() {
     drop(stdin);
 }
 
+/// Whether a `sleep` carrying `marker` runs.
+fn sleep_runs(marker: &str) -> bool {
+    lathe_testkit::processes_with(marker)
+        .iter()
+        .any(|(_, cmdline)| cmdline.starts_with("sleep "))
+}
+
+/// The guard is up before a one-shot call's command starts: a SIGKILL a few milliseconds
+/// into `lathe tool shell` leaves neither the shell's last command nor what it started in the
+/// background.
+#[test]
+fn sigkill_early_in_a_one_shot_call_leaves_nothing() {
+    let f = fixture();
+    // Rounds 0-20: killed 0, 1, ... 20 ms after the process started (Lathe's own start takes
+    // a few of those, so some kills land before, some during and some after the command's);
+    // rounds 21-26: 0-5 ms after the command is seen running.
+    for round in 0..27u32 {
+        let marker = format!("{}.{}{:02}", 306, std::process::id(), round);
+        let command = format!("sleep {marker} & sleep {marker}");
+        let mut child = lathe(&f.ws, &f.data)
+            .args(["tool", "shell", &json!({ "command": command }).to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        if round > 20 {
+            // From the command's start (scanning without pause: the window is short).
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !sleep_runs(&marker) {
+                assert!(Instant::now() < deadline, "round {round}: never started");
+            }
+        }
+        let delay = if round > 20 { (round - 21) % 6 } else { round };
+        std::thread::sleep(Duration::from_millis(u64::from(delay)));
+        signal(&child, libc::SIGKILL);
+        child.wait().unwrap();
+        wait_until(&format!("round {round}: commands left running"), || {
+            !sleep_runs(&marker)
+        });
+    }
+}
+
+/// A `--batch` session's answer to one call.
+fn call(
+    stdin: &mut std::process::ChildStdin,
+    stdout: &mut BufReader<std::process::ChildStdout>,
+    name: &str,
+    arguments: Value,
+) -> Value {
+    writeln!(stdin, "{}", json!({"name": name, "arguments": arguments})).unwrap();
+    stdin.flush().unwrap();
+    let mut answer = String::new();
+    stdout.read_line(&mut answer).unwrap();
+    serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?}"))
+}
+
+/// Commands that clear their environment (no tag) and leave the command's session and the
+/// process tree (their parent exits at once): found through the subreaper and their session.
+fn escapees(marker: &str) -> [String; 3] {
+    [
+        format!("env -i setsid sh -c 'sleep {marker}'"),
+        format!("env -i nohup setsid sleep {marker} >/dev/null 2>&1 &"),
+        format!("env -i setsid sh -c '(sleep {marker} &)'"),
+    ]
+}
+
+/// Ends a batch session in one of three ways; afterwards nothing the escapees started runs.
+fn escapee_scenario(n: u32, end: &str) {
+    let f = fixture();
+    for i in 0..3u32 {
+        let marker = format!("{}.{}{n}", 310 + i, std::process::id());
+        let command = escapees(&marker)[i as usize].clone();
+        let mut child = batch_session(&f);
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let started = call(
+            &mut stdin,
+            &mut stdout,
+            "shell",
+            json!({"command": command}),
+        );
+        assert_eq!(started["is_error"], false, "{started}");
+        let id = started["metadata"]["command_id"].clone();
+        wait_until(&format!("{command}: never started"), || {
+            lathe_testkit::processes_with(&marker)
+                .iter()
+                .any(|(_, cmdline)| cmdline.starts_with("sleep "))
+        });
+        match end {
+            "kill_command" => {
+                let killed = call(&mut stdin, &mut stdout, "kill_command", json!({"id": id}));
+                assert_eq!(killed["is_error"], false, "{killed}");
+                let left = processes_with(&marker);
+                assert!(left.is_empty(), "{command}: left behind: {left:?}");
+                drop(stdin);
+                child.wait().unwrap();
+            }
+            "session end" => {
+                drop(stdin);
+                child.wait().unwrap();
+                let left = processes_with(&marker);
+                assert!(left.is_empty(), "{command}: left behind: {left:?}");
+            }
+            _ => {
+                // Any later call lets Lathe see where the escapee went; then it is killed.
+                call(&mut stdin, &mut stdout, "shell", json!({"command": "true"}));
+                signal(&child, libc::SIGKILL);
+                child.wait().unwrap();
+                wait_until(&format!("{command}: left running"), || {
+                    processes_with(&marker).is_empty()
+                });
+                drop(stdin);
+            }
+        }
+    }
+}
+
+#[test]
+fn escapees_without_environment_die_with_kill_command() {
+    escapee_scenario(0, "kill_command");
+}
+
+#[test]
+fn escapees_without_environment_die_at_the_session_end() {
+    escapee_scenario(1, "session end");
+}
+
+#[test]
+fn escapees_without_environment_die_when_lathe_is_sigkilled() {
+    escapee_scenario(2, "sigkill");
+}
+
 /// A result over the budget names where the whole result is saved and says to read it with
 /// `read_file`; with one-shot calls that read is a later process, and it works (read-only).
 #[test]

@@ -91,6 +91,7 @@ mod tests {
         SandboxPolicy {
             write_paths: paths.iter().map(PathBuf::from).collect(),
             network: false,
+            keep_env: Vec::new(),
         }
     }
 
@@ -131,6 +132,7 @@ mod tests {
         let p = SandboxPolicy {
             write_paths: vec![ws_path.clone()],
             network: false,
+            keep_env: Vec::new(),
         };
         std::os::unix::fs::symlink(out.path(), ws_path.join("out")).unwrap();
         std::os::unix::fs::symlink(out.path().join("new"), ws_path.join("dangling")).unwrap();

@@ -8,6 +8,8 @@ use std::io;
 const MIN_ABI_TRUNCATE: u32 = 3;
 /// TCP `bind`/`connect` can be restricted from this ABI on (Linux 6.7).
 const MIN_ABI_NETWORK: u32 = 4;
+/// Signals and abstract UNIX sockets can be scoped to the sandbox from this ABI on (Linux 6.12).
+const MIN_ABI_SCOPE: u32 = 6;
 /// UDP `bind`/`connect`/`sendto` can be restricted from this ABI on.
 const MIN_ABI_UDP: u32 = 10;
 /// `landlock_create_ruleset` flag asking for the ABI version instead of a ruleset.
@@ -57,11 +59,16 @@ impl SandboxSupport {
         self.abi().is_some()
     }
 
-    /// How complete the sandbox is.
+    /// How complete the sandbox is: [`SupportLevel::Full`] when a sandbox that turns the
+    /// network off is enforced completely here (see [`Enforcement::is_complete`]).
     pub fn level(&self) -> SupportLevel {
         match self.abi() {
             None => SupportLevel::Unavailable,
-            Some(abi) if abi >= MIN_ABI_NETWORK => SupportLevel::Full,
+            Some(abi)
+                if Enforcement::new(abi, false, super::seccomp::available()).is_complete() =>
+            {
+                SupportLevel::Full
+            }
             Some(_) => SupportLevel::Partial,
         }
     }
@@ -83,17 +90,7 @@ impl SandboxSupport {
             }
             SandboxSupport::Available { abi } => abi,
         };
-        if abi >= MIN_ABI_NETWORK {
-            None
-        } else if abi >= MIN_ABI_TRUNCATE {
-            Some(format!(
-                "landlock ABI {abi} is too old to restrict the network (needs ABI {MIN_ABI_NETWORK}, Linux 6.7): commands are confined for writes but may use the network"
-            ))
-        } else {
-            Some(format!(
-                "landlock ABI {abi} is too old to confine truncate(2) (needs ABI {MIN_ABI_TRUNCATE}, Linux 6.2) or to restrict the network (needs ABI {MIN_ABI_NETWORK}, Linux 6.7): commands are confined for other writes but may use the network"
-            ))
-        }
+        Enforcement::new(abi, false, super::seccomp::available()).gaps()
     }
 }
 
@@ -135,11 +132,15 @@ pub enum FilesystemEnforcement {
 pub enum NetworkEnforcement {
     /// The policy allows the network: nothing is restricted.
     Allowed,
-    /// TCP `bind` and `connect` are denied; UDP and UNIX sockets are not restricted.
+    /// TCP `bind` and `connect` are denied; UDP, other sockets and TCP fast open (a `sendto`
+    /// with `MSG_FASTOPEN` connects without `connect(2)`, and Landlock does not see it) are not
+    /// restricted (Landlock ABI 4 to 9 without seccomp).
     TcpBlocked,
-    /// TCP and UDP `bind`, `connect` and `sendto` are denied.
+    /// TCP, UDP and every other IP socket are denied: Landlock for TCP (and UDP from ABI 10), the
+    /// seccomp filter for every non-TCP socket (and, before ABI 4, for every IP socket).
     TcpAndUdpBlocked,
-    /// The policy turns the network off but the kernel cannot restrict it (ABI below 4).
+    /// The policy turns the network off but this kernel cannot restrict it (Landlock ABI below
+    /// 4 and no seccomp).
     NotEnforced,
 }
 
@@ -152,11 +153,19 @@ pub struct Enforcement {
     pub filesystem: FilesystemEnforcement,
     /// How the network is restricted.
     pub network: NetworkEnforcement,
+    /// Whether signals to processes outside the sandbox (Lathe, its guard, the user's other
+    /// programs) and connections to abstract UNIX sockets created outside it are denied
+    /// (Landlock ABI 6 and later).
+    pub scoped: bool,
+    /// Whether the seccomp filter is installed: no device nodes, no setuid or setgid bits, no
+    /// io_uring, no `openat2`, and (network off) no sockets but TCP, UNIX and netlink.
+    pub seccomp: bool,
 }
 
 impl Enforcement {
-    /// What a kernel with Landlock ABI `abi` enforces for a policy allowing the network or not.
-    pub fn for_abi(abi: u32, policy_network: bool) -> Self {
+    /// What a kernel with Landlock ABI `abi` enforces for a policy allowing the network or
+    /// not, with the seccomp filter installed or not.
+    pub fn new(abi: u32, policy_network: bool, seccomp: bool) -> Self {
         let filesystem = if abi >= MIN_ABI_TRUNCATE {
             FilesystemEnforcement::Full
         } else {
@@ -164,7 +173,7 @@ impl Enforcement {
         };
         let network = match abi {
             _ if policy_network => NetworkEnforcement::Allowed,
-            a if a >= MIN_ABI_UDP => NetworkEnforcement::TcpAndUdpBlocked,
+            a if a >= MIN_ABI_UDP || seccomp => NetworkEnforcement::TcpAndUdpBlocked,
             a if a >= MIN_ABI_NETWORK => NetworkEnforcement::TcpBlocked,
             _ => NetworkEnforcement::NotEnforced,
         };
@@ -172,19 +181,58 @@ impl Enforcement {
             abi,
             filesystem,
             network,
+            scoped: abi >= MIN_ABI_SCOPE,
+            seccomp,
         }
     }
 
-    /// Whether the policy is enforced completely (`false` for the degraded cases above).
+    /// Whether the policy is enforced completely: writes (truncate included), the network as
+    /// asked (TCP and UDP when off), signal and abstract-socket scoping, and the seccomp filter.
     pub fn is_complete(&self) -> bool {
-        self.filesystem == FilesystemEnforcement::Full
-            && self.network != NetworkEnforcement::NotEnforced
+        self.gaps().is_none()
+    }
+
+    /// What this sandbox does not enforce here and why, for the person; `None` when complete.
+    pub fn gaps(&self) -> Option<String> {
+        let abi = self.abi;
+        let mut gaps = Vec::new();
+        if self.filesystem == FilesystemEnforcement::WithoutTruncate {
+            gaps.push(format!(
+                "truncate(2) is not confined (needs landlock ABI {MIN_ABI_TRUNCATE}, Linux 6.2)"
+            ));
+        }
+        match self.network {
+            NetworkEnforcement::NotEnforced => gaps.push(format!(
+                "the network is not restricted (needs landlock ABI {MIN_ABI_NETWORK}, Linux 6.7, or seccomp)"
+            )),
+            NetworkEnforcement::TcpBlocked => gaps.push(format!(
+                "only TCP connect and bind are blocked, UDP and TCP fast open are not (needs seccomp; landlock ABI {MIN_ABI_UDP} covers UDP)"
+            )),
+            NetworkEnforcement::Allowed | NetworkEnforcement::TcpAndUdpBlocked => {}
+        }
+        if !self.scoped {
+            gaps.push(format!(
+                "commands may signal processes outside the sandbox (Lathe's guard included) and reach abstract unix sockets (scoping needs landlock ABI {MIN_ABI_SCOPE}, Linux 6.12)"
+            ));
+        }
+        if !self.seccomp {
+            gaps.push(
+                "no seccomp filter on this system: setuid/setgid bits and io_uring are not blocked"
+                    .to_owned(),
+            );
+        }
+        (!gaps.is_empty()).then(|| {
+            format!(
+                "the sandbox is partial on this system (landlock ABI {abi}): {}",
+                gaps.join("; ")
+            )
+        })
     }
 }
 
 impl fmt::Display for Enforcement {
-    /// A short summary for a command result's header, e.g.
-    /// `sandboxed (landlock abi 7): writes confined, network off (tcp)`.
+    /// A short summary for a command result's header, e.g. `sandboxed (landlock abi 7,
+    /// seccomp): writes confined, network off (tcp, udp), signals scoped, no capabilities`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let writes = match self.filesystem {
             FilesystemEnforcement::Full => "writes confined",
@@ -192,13 +240,23 @@ impl fmt::Display for Enforcement {
         };
         let network = match self.network {
             NetworkEnforcement::Allowed => "network on",
-            NetworkEnforcement::TcpBlocked => "network off (tcp)",
+            NetworkEnforcement::TcpBlocked => "network off (tcp only)",
             NetworkEnforcement::TcpAndUdpBlocked => "network off (tcp, udp)",
             NetworkEnforcement::NotEnforced => "network not restricted (kernel too old)",
         };
+        let seccomp = if self.seccomp {
+            "seccomp"
+        } else {
+            "no seccomp"
+        };
+        let scope = if self.scoped {
+            "signals scoped"
+        } else {
+            "signals not scoped"
+        };
         write!(
             f,
-            "sandboxed (landlock abi {}): {writes}, {network}",
+            "sandboxed (landlock abi {}, {seccomp}): {writes}, {network}, {scope}, no capabilities",
             self.abi
         )
     }
@@ -223,43 +281,67 @@ mod tests {
         let denied = SandboxSupport::Denied { errno: libc::EPERM };
         assert!(!denied.is_available());
         assert!(denied.message().unwrap().contains("seccomp"));
-        let v3 = SandboxSupport::Available { abi: 3 };
-        assert_eq!(v3.level(), SupportLevel::Partial);
-        assert!(v3.message().unwrap().contains("network"));
+        let v5 = SandboxSupport::Available { abi: 5 };
+        assert_eq!(v5.level(), SupportLevel::Partial);
+        assert!(
+            v5.message().unwrap().contains("signal"),
+            "{:?}",
+            v5.message()
+        );
         assert!(
             SandboxSupport::Available { abi: 1 }
                 .message()
                 .unwrap()
                 .contains("truncate")
         );
-        assert_eq!(
-            SandboxSupport::Available { abi: 7 }.level(),
-            SupportLevel::Full
-        );
-        assert_eq!(SandboxSupport::Available { abi: 7 }.message(), None);
+        let v7 = SandboxSupport::Available { abi: 7 };
+        if super::super::seccomp::available() {
+            assert_eq!(v7.level(), SupportLevel::Full);
+            assert_eq!(v7.message(), None);
+        } else {
+            assert!(v7.message().unwrap().contains("seccomp"));
+        }
     }
 
     #[test]
-    fn enforcement_by_abi() {
-        let e = Enforcement::for_abi(7, false);
-        assert_eq!(e.network, NetworkEnforcement::TcpBlocked);
-        assert!(e.is_complete());
+    fn enforcement_by_abi_and_seccomp() {
+        let e = Enforcement::new(7, false, true);
+        assert_eq!(e.network, NetworkEnforcement::TcpAndUdpBlocked);
+        assert!(e.scoped && e.is_complete());
         assert_eq!(
             e.to_string(),
-            "sandboxed (landlock abi 7): writes confined, network off (tcp)"
+            "sandboxed (landlock abi 7, seccomp): writes confined, network off (tcp, udp), signals scoped, no capabilities"
+        );
+        let no_seccomp = Enforcement::new(7, false, false);
+        assert_eq!(no_seccomp.network, NetworkEnforcement::TcpBlocked);
+        let gaps = no_seccomp.gaps().unwrap();
+        assert!(gaps.contains("UDP") && gaps.contains("seccomp"), "{gaps}");
+        assert!(
+            no_seccomp
+                .to_string()
+                .contains("no seccomp): writes confined, network off (tcp only)")
         );
         assert_eq!(
-            Enforcement::for_abi(7, true).network,
+            Enforcement::new(7, true, true).network,
             NetworkEnforcement::Allowed
         );
+        assert!(Enforcement::new(7, true, true).is_complete());
         assert_eq!(
-            Enforcement::for_abi(10, false).network,
+            Enforcement::new(10, false, false).network,
             NetworkEnforcement::TcpAndUdpBlocked
         );
-        let old = Enforcement::for_abi(2, false);
+        // Before ABI 4 seccomp alone turns the IP network off.
+        assert_eq!(
+            Enforcement::new(2, false, true).network,
+            NetworkEnforcement::TcpAndUdpBlocked
+        );
+        let old = Enforcement::new(2, false, false);
         assert_eq!(old.network, NetworkEnforcement::NotEnforced);
         assert_eq!(old.filesystem, FilesystemEnforcement::WithoutTruncate);
-        assert!(!old.is_complete());
-        assert!(Enforcement::for_abi(3, true).is_complete());
+        assert!(!old.scoped && !old.is_complete());
+        let v5 = Enforcement::new(5, true, true);
+        assert!(!v5.scoped);
+        assert!(v5.to_string().contains("signals not scoped"));
+        assert!(v5.gaps().unwrap().contains("ABI 6"));
     }
 }

@@ -51,7 +51,9 @@ pub struct ShellConfig {
     pub artifact_cap: u64,
     /// Commands running at once. By default, 16.
     pub max_running: usize,
-    /// Secret-looking environment variables (`*KEY*`, `*TOKEN*`, ...) to pass anyway.
+    /// Environment variables to pass anyway, by exact name: secret-looking ones (`*KEY*`,
+    /// `*TOKEN*`, a URL with a password, ...) and, to sandboxed commands, daemon-control ones
+    /// (`SSH_AUTH_SOCK`, `TMUX`, ...; see `lathe_exec::env`).
     pub keep_env: Vec<String>,
     /// Run commands in the Landlock sandbox: writes only inside the workspace, the session's
     /// state (temporary) directory, `/tmp`, `/var/tmp`, `/dev/shm` and `/dev/null` plus

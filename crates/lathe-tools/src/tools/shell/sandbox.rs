@@ -79,6 +79,7 @@ impl SessionSandbox {
             policy = policy.with_write_path(path);
         }
         policy.network = config.sandbox_network;
+        policy.keep_env = config.keep_env.clone();
         let prepared = if support.is_available() {
             PreparedSandbox::prepare(&policy)
         } else {
