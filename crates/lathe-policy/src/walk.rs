@@ -442,6 +442,13 @@ impl<'a> Walker<'a> {
                 }
                 let (judged, paths, assessment) = crate::redirect::judge(&specs, scope, self.ctx);
                 self.record_writes("", &[], &paths, &judged, &block_in);
+                // Every command of the block writes through these redirections: each carries
+                // their paths, so the sensitive-path and location checks see them (tree-sitter
+                // hangs `a && b > f` on the whole list, and a line-wide finding names no path).
+                for command in &mut self.out.commands[before..] {
+                    command.redirects.extend(judged.iter().cloned());
+                    command.paths.extend(paths.iter().cloned());
+                }
                 for reason in assessment.reasons {
                     self.out.finding(
                         assessment.severity,

@@ -189,6 +189,15 @@ const ROWS: &[Row] = &[
     (Full, NONE, NO, Act::ShUnsandboxed("cargo build"), Ask),
     (Full, NONE, SKIP, Act::ShUnsandboxed("cargo build"), Allow),
     (Full, deny(&["shell(cargo *)"]), NO, Act::ShUnsandboxed("cargo build"), Deny),
+    // a redirection of a whole list, block or loop writes for each of its commands: its
+    // target is judged like any other path (it was a line-wide finding that named no path)
+    (Auto, NONE, NO, Act::Sh("cat a && echo x > .lathe/config.toml"), Ask),
+    (Auto, NONE, NO, Act::Sh("{ echo x; echo y; } > .env"), Ask),
+    (Auto, NONE, NO, Act::Sh("for i in 1 2; do echo $i; done >> .git/config"), Ask),
+    (Auto, NONE, NO, Act::Sh("true && echo x > out.txt"), Allow),
+    (Auto, NONE, NO, Act::Sh("{ echo x; } > build.log"), Allow),
+    (ReadOnly, NONE, NO, Act::Sh("{ echo x; } > build.log"), Deny),
+    (ReadOnly, NONE, NO, Act::Sh("true && echo x > out.txt"), Deny),
     // issue 12.1: hidden execution
     // literal code bash runs is judged by what it runs; code it cannot know is never safe
     (ReadOnly, NONE, NO, Act::Sh("arr[$(rm victim.txt)]=1"), Deny),
