@@ -125,7 +125,24 @@ pub fn analyze(command: &str, ctx: &AnalysisContext) -> CommandAnalysis {
 const ANALYSIS_STACK: usize = 64 << 20;
 
 fn analyze_here(command: &str, ctx: &AnalysisContext) -> CommandAnalysis {
-    let mut out = walk::Output::default();
+    let mut out = walk_once(command, ctx, walk::Output::default());
+    // a loop can use a variable before the line gives it an unknown value: then the line is
+    // analysed once more, with that taint known from the start
+    if let Some(tainted) = out.hidden.second_pass() {
+        out = walk_once(
+            command,
+            ctx,
+            walk::Output {
+                hidden: hidden::Tracker::seeded(tainted),
+                ..walk::Output::default()
+            },
+        );
+    }
+    CommandAnalysis::new(command, out.commands, out.findings, out.parse_error)
+}
+
+/// One walk of the whole command line from a fresh scope, collecting into `out`.
+fn walk_once(command: &str, ctx: &AnalysisContext, mut out: walk::Output) -> walk::Output {
     let mut scope = walk::Scope::new(ctx);
     script::analyze_script(
         ctx,
@@ -135,22 +152,5 @@ fn analyze_here(command: &str, ctx: &AnalysisContext) -> CommandAnalysis {
         walk::Frame::default(),
         &mut out,
     );
-    // a loop can use a variable before the line gives it an unknown value: then the line is
-    // analysed once more, with that taint known from the start
-    if let Some(tainted) = out.hidden.second_pass() {
-        out = walk::Output {
-            hidden: hidden::Tracker::seeded(tainted),
-            ..walk::Output::default()
-        };
-        let mut scope = walk::Scope::new(ctx);
-        script::analyze_script(
-            ctx,
-            command,
-            &mut scope,
-            0,
-            walk::Frame::default(),
-            &mut out,
-        );
-    }
-    CommandAnalysis::new(command, out.commands, out.findings, out.parse_error)
+    out
 }
