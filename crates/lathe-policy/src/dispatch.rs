@@ -137,8 +137,14 @@ fn path_candidate(arg: &Word, home: &str) -> Option<Word> {
 pub(crate) fn dispatch(w: &mut Walker<'_>, inv: Invocation, scope: &mut Scope) {
     let ctx = w.ctx;
     let mut a = Assessment::default();
+    // `IFS=... read` is the idiom for reading lines as they are: the prefix changes only how
+    // `read` itself splits its input, and hides nothing
+    let reads_lines = inv.argv.first().and_then(Word::known) == Some("read");
     for (name, value) in &inv.assigns {
         w.assigned(name, value, scope);
+        if name == "IFS" && reads_lines {
+            continue;
+        }
         if let Some(why) = risky_env(name) {
             a.raise(
                 Severity::Dangerous,
