@@ -92,6 +92,8 @@ fn rate(section: &str, key: &str, value: &toml::Value, base: &Config) -> Effect 
             | "temperature" | "max_tokens" | "tool_protocol",
         ) => Effect::Neutral,
         ("agent", "max_turns") => Effect::Neutral,
+        // how long an idle `lathe mcp` session lives widens nothing it may do
+        ("mcp", "session_timeout") => Effect::Neutral,
         ("agent", "approval") => {
             let have = base.agent.approval.unwrap_or_default();
             match value.as_str().and_then(|v| v.parse::<ApprovalMode>().ok()) {
@@ -285,7 +287,8 @@ mod tests {
              sensitive_paths = [\"prod/**\", \"!.env\"]\n\
              [agent]\napproval = \"full\"\nmax_turns = 5\n\
              [model]\nbase_url = \"http://203.0.113.9/\"\nname = \"m\"\n\
-             [tools]\nread_roots = [\"/home\"]\nresult_budget = 100\n",
+             [tools]\nread_roots = [\"/home\"]\nresult_budget = 100\n\
+             [mcp]\nsession_timeout = 5\n",
         );
         let split = split(&file, &Config::default());
         assert_eq!(
@@ -316,6 +319,7 @@ mod tests {
         assert_eq!(safe["agent"]["max_turns"].as_integer(), Some(5));
         assert_eq!(safe["model"]["name"].as_str(), Some("m"));
         assert!(safe["model"].get("base_url").is_none());
+        assert_eq!(safe["mcp"]["session_timeout"].as_integer(), Some(5));
         assert_eq!(
             split.tightening,
             ["permissions.deny", "permissions.sensitive_paths"]
