@@ -4,93 +4,13 @@
 //! When Landlock is missing these tests print why and pass without checking anything; set
 //! `LATHE_REQUIRE_SANDBOX=1` to make them fail instead (for CI machines known to have it).
 
+mod common;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
-use lathe_exec::sandbox::{
-    NetworkEnforcement, PreparedSandbox, SandboxPolicy, path_is_writable_resolved, probe,
-};
-use tempfile::TempDir;
-
-/// A workspace, a session temporary directory and an "outside" directory, all NOT under /tmp,
-/// /var/tmp or /dev/shm (which the sandbox allows), so that every allowed write is allowed by
-/// the rule under test.
-struct Fixture {
-    _base: TempDir,
-    workspace: PathBuf,
-    outside: PathBuf,
-    policy: SandboxPolicy,
-}
-
-fn fixture() -> Fixture {
-    // Outside /tmp, /var/tmp and /dev/shm (all writable in the sandbox) and outside any cargo
-    // workspace (see the `cargo new` test).
-    let base = lathe_testkit::outside_scratch_dir(env!("CARGO_TARGET_TMPDIR"));
-    let root = base.path().canonicalize().expect("canonical base");
-    let workspace = root.join("workspace");
-    let session_tmp = root.join("session-tmp");
-    let outside = root.join("outside");
-    for dir in [&workspace, &session_tmp, &outside] {
-        std::fs::create_dir(dir).expect("create fixture directory");
-    }
-    let policy = SandboxPolicy::new(&workspace, &session_tmp);
-    assert!(
-        !path_is_writable_resolved(&policy, &outside.join("x")),
-        "the outside directory {} must not be allowed by the policy, or these tests prove nothing",
-        outside.display()
-    );
-    Fixture {
-        _base: base,
-        workspace,
-        outside,
-        policy,
-    }
-}
-
-/// Prepares the sandbox, or returns `None` (after saying so) where Landlock is unavailable.
-fn prepare_or_skip(policy: &SandboxPolicy) -> Option<PreparedSandbox> {
-    let support = probe();
-    if !support.is_available() {
-        let why = support.message().unwrap_or_default();
-        if std::env::var_os("LATHE_REQUIRE_SANDBOX").is_some() {
-            panic!("LATHE_REQUIRE_SANDBOX is set but {why}");
-        }
-        eprintln!("SKIPPED: landlock sandbox test not run: {why}");
-        return None;
-    }
-    Some(PreparedSandbox::prepare(policy).expect("prepare the sandbox"))
-}
-
-async fn bash(
-    sandbox: Option<&PreparedSandbox>,
-    cwd: &Path,
-    script: &str,
-    env: &[(&str, &Path)],
-) -> Output {
-    let mut cmd = tokio::process::Command::new("bash");
-    cmd.arg("-c")
-        .arg(script)
-        .current_dir(cwd)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true);
-    for (key, value) in env {
-        cmd.env(key, value);
-    }
-    if let Some(sandbox) = sandbox {
-        sandbox.install(&mut cmd);
-    }
-    cmd.output().await.expect("spawn bash")
-}
-
-fn describe(output: &Output) -> String {
-    format!(
-        "status {:?}\nstdout: {}\nstderr: {}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+use common::sandbox::{bash_env, describe, fixture, prepare_or_skip};
+use lathe_exec::sandbox::{NetworkEnforcement, PreparedSandbox, probe};
 
 const ORIGINAL: &str = "original\n";
 
@@ -168,7 +88,7 @@ async fn writes_outside_the_allowed_paths_fail_by_every_route() {
             std::fs::create_dir(&out_dir).unwrap();
             let target = out_dir.join("target");
             std::fs::write(&target, ORIGINAL).unwrap();
-            let output = bash(
+            let output = bash_env(
                 sandboxed.then_some(&sandbox),
                 &cwd,
                 script,
@@ -213,7 +133,7 @@ async fn writes_inside_the_allowed_paths_succeed() {
         done
         echo null > /dev/null; echo to-stderr > /dev/stderr; echo to-stdout > /dev/stdout
         echo done"#;
-    let output = bash(Some(&sandbox), &fx.workspace, script, &[("S", session_tmp)]).await;
+    let output = bash_env(Some(&sandbox), &fx.workspace, script, &[("S", session_tmp)]).await;
     assert!(output.status.success(), "{}", describe(&output));
     assert_eq!(String::from_utf8_lossy(&output.stdout), "to-stdout\ndone\n");
     assert_eq!(String::from_utf8_lossy(&output.stderr), "to-stderr\n");
@@ -259,7 +179,7 @@ async fn loopback_tcp_is_blocked_with_network_off_and_allowed_with_it_on() {
     let bind =
         "python3 -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen()'";
 
-    let blocked = bash(Some(&off), &fx.workspace, &connect, &[]).await;
+    let blocked = bash_env(Some(&off), &fx.workspace, &connect, &[]).await;
     assert!(
         !blocked.status.success(),
         "connect with network off: {}",
@@ -269,14 +189,14 @@ async fn loopback_tcp_is_blocked_with_network_off_and_allowed_with_it_on() {
         listener.accept().is_err(),
         "the listener received a connection from a sandbox with the network off"
     );
-    let blocked = bash(Some(&off), &fx.workspace, bind, &[]).await;
+    let blocked = bash_env(Some(&off), &fx.workspace, bind, &[]).await;
     assert!(
         !blocked.status.success(),
         "bind with network off: {}",
         describe(&blocked)
     );
 
-    let allowed = bash(Some(&on), &fx.workspace, &connect, &[]).await;
+    let allowed = bash_env(Some(&on), &fx.workspace, &connect, &[]).await;
     assert!(
         allowed.status.success(),
         "connect with network on: {}",
@@ -286,7 +206,7 @@ async fn loopback_tcp_is_blocked_with_network_off_and_allowed_with_it_on() {
     listener
         .accept()
         .expect("the connection made with the network on");
-    let allowed = bash(Some(&on), &fx.workspace, bind, &[]).await;
+    let allowed = bash_env(Some(&on), &fx.workspace, bind, &[]).await;
     assert!(
         allowed.status.success(),
         "bind with network on: {}",
@@ -320,7 +240,7 @@ async fn git_python_and_cargo_work_inside_the_sandbox() {
         cd .. && cargo new --vcs none --quiet hello-crate
         test -f hello-crate/Cargo.toml && test -f hello-crate/src/main.rs
         echo ok"#;
-    let output = bash(Some(&sandbox), &fx.workspace, script, &[("HOME", &home)]).await;
+    let output = bash_env(Some(&sandbox), &fx.workspace, script, &[("HOME", &home)]).await;
     assert!(output.status.success(), "{}", describe(&output));
     assert_eq!(
         std::fs::read_to_string(fx.workspace.join("repo/py.txt")).unwrap(),
@@ -355,7 +275,7 @@ async fn many_concurrent_sandboxed_spawns_from_a_busy_runtime() {
         tasks.push(tokio::spawn(async move {
             let script =
                 format!(r#"echo in > inside-{i} && ! echo out 2>/dev/null > "$O/out-{i}""#);
-            bash(Some(&sandbox), &ws, &script, &[("O", &outside)]).await
+            bash_env(Some(&sandbox), &ws, &script, &[("O", &outside)]).await
         }));
     }
     let deadline = std::time::Duration::from_secs(120);

@@ -12,78 +12,13 @@ mod common;
 use std::ffi::OsString;
 use std::net::{TcpListener, UdpSocket};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
-use lathe_exec::sandbox::{NetworkEnforcement, PreparedSandbox, SandboxPolicy, probe};
+use common::sandbox::{bash, describe, fixture, is_root, prepare_or_skip};
+use lathe_exec::sandbox::{NetworkEnforcement, PreparedSandbox};
 use lathe_exec::{CommandSpec, Supervisor};
-use tempfile::TempDir;
 use tokio_util::sync::CancellationToken;
-
-struct Fixture {
-    _base: TempDir,
-    workspace: PathBuf,
-    outside: PathBuf,
-    policy: SandboxPolicy,
-}
-
-fn fixture() -> Fixture {
-    let base = lathe_testkit::outside_scratch_dir(env!("CARGO_TARGET_TMPDIR"));
-    let root = base.path().canonicalize().expect("canonical base");
-    let workspace = root.join("workspace");
-    let session_tmp = root.join("session-tmp");
-    let outside = root.join("outside");
-    for dir in [&workspace, &session_tmp, &outside] {
-        std::fs::create_dir(dir).expect("create fixture directory");
-    }
-    let policy = SandboxPolicy::new(&workspace, &session_tmp);
-    Fixture {
-        _base: base,
-        workspace,
-        outside,
-        policy,
-    }
-}
-
-fn prepare_or_skip(policy: &SandboxPolicy) -> Option<PreparedSandbox> {
-    let support = probe();
-    if !support.is_available() {
-        let why = support.message().unwrap_or_default();
-        if std::env::var_os("LATHE_REQUIRE_SANDBOX").is_some() {
-            panic!("LATHE_REQUIRE_SANDBOX is set but {why}");
-        }
-        eprintln!("SKIPPED: landlock sandbox test not run: {why}");
-        return None;
-    }
-    Some(PreparedSandbox::prepare(policy).expect("prepare the sandbox"))
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-async fn bash(sandbox: Option<&PreparedSandbox>, cwd: &Path, script: &str) -> Output {
-    let mut cmd = tokio::process::Command::new("bash");
-    cmd.arg("-c")
-        .arg(script)
-        .current_dir(cwd)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true);
-    if let Some(sandbox) = sandbox {
-        sandbox.install(&mut cmd);
-    }
-    cmd.output().await.expect("spawn bash")
-}
-
-fn describe(output: &Output) -> String {
-    format!(
-        "status {:?}\nstdout: {}\nstderr: {}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
 
 /// Entries beneath `dir` that are device nodes or carry a setuid or setgid bit.
 fn privileged_entries(dir: &Path) -> Vec<String> {

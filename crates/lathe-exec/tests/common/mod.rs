@@ -2,6 +2,8 @@
 //! markers for the processes a test starts, and a `/proc` scan that finds them.
 #![allow(dead_code)]
 
+pub mod sandbox;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
