@@ -91,7 +91,7 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
         }
         "flock" | "script" => {
             let mut v = Verdict::normal(format!("{p} runs a command"));
-            for s in cluster_values(cmd, 'c', &["--command"]) {
+            for s in cmd.cluster_values('c', &["--command"]) {
                 push_script(&mut v, &s, p);
             }
             v
@@ -126,30 +126,6 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
         },
     };
     Some(v)
-}
-
-/// The values of a short option also inside a cluster (`-qc CMD`, `-qcCMD`) and of its
-/// long spellings (`--command CMD`, `--command=CMD`).
-fn cluster_values(cmd: &Cmd<'_>, short: char, long: &[&str]) -> Vec<Word> {
-    let mut out = cmd.option_values(&[], long);
-    for (i, w) in cmd.args.iter().enumerate() {
-        let Some(v) = w.known() else { continue };
-        if v == "--" {
-            break;
-        }
-        if v.starts_with("--") || !v.starts_with('-') {
-            continue;
-        }
-        if let Some(at) = v.find(short) {
-            let rest = &v[at + short.len_utf8()..];
-            match (rest.is_empty(), cmd.args.get(i + 1)) {
-                (false, _) => out.push(Word::literal(rest)),
-                (true, Some(next)) => out.push(next.clone()),
-                (true, None) => {}
-            }
-        }
-    }
-    out
 }
 
 fn push_script(v: &mut Verdict, script: &Word, how: &str) {

@@ -40,7 +40,7 @@ pub(super) fn classify(cmd: &Cmd<'_>) -> Option<Verdict> {
             } else {
                 copy_like(cmd, Verdict::normal(format!("{p} copies files")), false)
             };
-            for mode in install_modes(cmd) {
+            for mode in cmd.cluster_values('m', &["--mode"]) {
                 if p == "install" && mode.known().is_none_or(sets_setid) {
                     v.raise(
                         Severity::Dangerous,
@@ -323,29 +323,6 @@ fn permissions(cmd: &Cmd<'_>) -> Verdict {
         }
     }
     v
-}
-
-/// The `-m MODE` values of `install`, also inside a cluster (`-Dm4755`, `-m 755`).
-fn install_modes(cmd: &Cmd<'_>) -> Vec<Word> {
-    let mut out = cmd.option_values(&[], &["--mode"]);
-    for (i, w) in cmd.args.iter().enumerate() {
-        let Some(v) = w.known() else { continue };
-        if v == "--" {
-            break;
-        }
-        if v.starts_with("--") || !v.starts_with('-') {
-            continue;
-        }
-        if let Some(at) = v.find('m') {
-            let rest = &v[at + 1..];
-            match (rest.is_empty(), cmd.args.get(i + 1)) {
-                (false, _) => out.push(Word::literal(rest)),
-                (true, Some(next)) => out.push(next.clone()),
-                (true, None) => {}
-            }
-        }
-    }
-    out
 }
 
 /// Whether a mode (`4755`, `02775`, `u+s`, `a=rwxs`, `g+s,o-w`) sets setuid or setgid.

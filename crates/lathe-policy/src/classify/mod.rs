@@ -168,6 +168,30 @@ impl Cmd<'_> {
         false
     }
 
+    /// The values of a short option also inside a cluster (`-qc CMD`, `-qcCMD`, `install
+    /// -Dm4755`) and of its long spellings (`--command CMD`, `--command=CMD`).
+    pub fn cluster_values(&self, short: char, long: &[&str]) -> Vec<Word> {
+        let mut out = self.option_values(&[], long);
+        for (i, w) in self.args.iter().enumerate() {
+            let Some(v) = w.known() else { continue };
+            if v == "--" {
+                break;
+            }
+            if v.starts_with("--") || !v.starts_with('-') {
+                continue;
+            }
+            if let Some(at) = v.find(short) {
+                let rest = &v[at + short.len_utf8()..];
+                match (rest.is_empty(), self.args.get(i + 1)) {
+                    (false, _) => out.push(Word::literal(rest)),
+                    (true, Some(next)) => out.push(next.clone()),
+                    (true, None) => {}
+                }
+            }
+        }
+        out
+    }
+
     /// The value of an option given as `-o VALUE`, `-oVALUE`, `--out VALUE` or `--out=VALUE`.
     pub fn option_values(&self, short: &[&str], long: &[&str]) -> Vec<Word> {
         let mut out = Vec::new();
