@@ -177,12 +177,13 @@ fn kitty(cmd: &Cmd<'_>) -> Verdict {
         "{p} @ {verb} drives the running kitty, which acts outside the sandbox"
     ));
     let rest = &cmd.args[at + 1..];
+    // the arguments after the verb itself
+    let after = rest
+        .iter()
+        .position(|w| w.known() == Some(verb))
+        .map_or(&rest[..0], |i| &rest[i + 1..]);
     match verb {
         "launch" | "run" => {
-            let after = rest
-                .iter()
-                .position(|w| w.known() == Some(verb))
-                .map_or(&rest[..0], |i| &rest[i + 1..]);
             let ops = operands_after(
                 after,
                 &[
@@ -201,10 +202,6 @@ fn kitty(cmd: &Cmd<'_>) -> Verdict {
             runs(&mut v, &ops, &format!("{p} @ {verb}"));
         }
         "send-text" => {
-            let after = rest
-                .iter()
-                .position(|w| w.known() == Some(verb))
-                .map_or(&rest[..0], |i| &rest[i + 1..]);
             let ops = operands_after(
                 after,
                 &["--match", "-m", "--match-tab", "-t", "--from-file"],
