@@ -21,6 +21,8 @@
 
 pub mod args;
 pub mod budget;
+pub mod dispatch;
+pub mod meta;
 pub mod registry;
 pub mod schema;
 pub mod session;
@@ -29,7 +31,15 @@ pub mod tools;
 pub mod watch;
 pub mod workspace;
 
-pub use registry::{PreparedCall, Registry, ToolDefinition};
+pub use dispatch::{
+    ApprovalDecision, ApprovalRequest, Approver, CallStatus, Dispatcher, Gate, Hook, Outcome,
+    Verdict,
+};
+pub use meta::{CommandMeta, CommandState, FileChange, LineRange, Metadata};
+pub use registry::{BoundCall, DynTool, PreparedCall, Registry, RegistryError, ToolDefinition};
 pub use session::{Session, ToolConfig};
-pub use tool::{ProgressSink, Tool, ToolContext, ToolHints, ToolKind, ToolOutput, ToolProgress};
+pub use tool::{
+    Effect, Plan, PlannedWrite, ProgressSink, Tool, ToolContext, ToolHints, ToolKind, ToolOutput,
+    ToolProgress,
+};
 pub use workspace::{Access, PathError, ResolvedPath, Workspace};

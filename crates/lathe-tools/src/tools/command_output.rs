@@ -4,7 +4,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use crate::session::Session;
+use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::shell::{IdArg, commands, exec_error, parse_id, status_meta};
 
 /// Characters of a result kept for the header and the notes around the bytes of a page.
@@ -47,6 +48,11 @@ impl Tool for CommandOutputTool {
 
     fn kind(&self) -> ToolKind {
         ToolKind::Read
+    }
+
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        let _ = (input, session);
+        vec![Effect::OwnState { changes: false }]
     }
 
     async fn run(&self, input: CommandOutputInput, ctx: ToolContext) -> ToolOutput {

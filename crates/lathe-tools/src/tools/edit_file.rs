@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::session::Session;
-use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::suggest;
 use crate::tools::text::{self, binary_kind, human_size};
 use crate::workspace::Access;
@@ -69,6 +69,7 @@ pub struct EditFileTool;
 
 impl Tool for EditFileTool {
     const NAME: &'static str = "edit_file";
+    const ALIASES: &'static [&'static str] = &["edit", "str_replace", "str_replace_editor", "replace", "replace_in_file", "multi_edit", "file_edit", "edit_files"];
     // Matched literally first, then unescaped (see `matching::find`): the repair the argument
     // layer would make is one of the strategies here, tried only when the text as given fails.
     const RAW_STRINGS: &'static [&'static str] = &["old_string", "new_string"];
@@ -76,6 +77,13 @@ impl Tool for EditFileTool {
 
     fn kind(&self) -> ToolKind {
         ToolKind::Edit
+    }
+
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        let _ = session;
+        vec![Effect::Edit {
+            path: input.path.clone(),
+        }]
     }
 
     async fn run(&self, input: EditFileInput, ctx: ToolContext) -> ToolOutput {

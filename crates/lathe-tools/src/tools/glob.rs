@@ -16,7 +16,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::budget::group;
-use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use crate::session::Session;
+use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::search_walk::{self, Problems, SearchRoot, WalkSpec, plural};
 use crate::workspace::changed_under_walk;
 
@@ -71,10 +72,18 @@ pub enum GlobSort {
 
 impl Tool for GlobTool {
     const NAME: &'static str = "glob";
+    const ALIASES: &'static [&'static str] = &["find_files", "file_search", "glob_files", "glob_search"];
     type Input = GlobInput;
 
     fn kind(&self) -> ToolKind {
         ToolKind::Read
+    }
+
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        let _ = session;
+        vec![Effect::Read {
+            path: input.path.clone().unwrap_or_else(|| ".".to_owned()),
+        }]
     }
 
     async fn run(&self, input: GlobInput, ctx: ToolContext) -> ToolOutput {

@@ -16,7 +16,8 @@ mod search;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use crate::session::Session;
+use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::search_walk::{self, WalkSpec, plural};
 
 use pattern::PatternFlags;
@@ -138,10 +139,18 @@ impl JsonSchema for StringList {
 
 impl Tool for GrepTool {
     const NAME: &'static str = "grep";
+    const ALIASES: &'static [&'static str] = &["search", "rg", "ripgrep", "grep_search", "search_files", "find_in_files", "code_search", "search_code"];
     type Input = GrepInput;
 
     fn kind(&self) -> ToolKind {
         ToolKind::Read
+    }
+
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        let _ = session;
+        vec![Effect::Read {
+            path: input.path.clone().unwrap_or_else(|| ".".to_owned()),
+        }]
     }
 
     async fn run(&self, input: GrepInput, ctx: ToolContext) -> ToolOutput {

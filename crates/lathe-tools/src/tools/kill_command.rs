@@ -5,7 +5,8 @@ use serde::Deserialize;
 
 use lathe_exec::KillOutcome;
 
-use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use crate::session::Session;
+use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::shell::{IdArg, commands, exec_error, parse_id, status_meta};
 
 /// The `kill_command` tool.
@@ -27,6 +28,12 @@ impl Tool for KillCommandTool {
 
     fn kind(&self) -> ToolKind {
         ToolKind::Session
+    }
+
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        let _ = (input, session);
+        // Stops one of the session's own background commands, nothing else.
+        vec![Effect::OwnState { changes: true }]
     }
 
     async fn run(&self, input: KillCommandInput, ctx: ToolContext) -> ToolOutput {

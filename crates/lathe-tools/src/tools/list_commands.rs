@@ -4,7 +4,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use crate::session::Session;
+use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::shell::{commands, status_meta};
 
 /// The `list_commands` tool.
@@ -23,6 +24,11 @@ impl Tool for ListCommandsTool {
 
     fn kind(&self) -> ToolKind {
         ToolKind::Read
+    }
+
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        let _ = (input, session);
+        vec![Effect::OwnState { changes: false }]
     }
 
     async fn run(&self, _input: ListCommandsInput, ctx: ToolContext) -> ToolOutput {

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::session::Session;
-use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::suggest;
 use crate::tools::text::group;
 use crate::workspace::{Access, Beneath};
@@ -43,10 +43,18 @@ pub struct ListFilesTool;
 
 impl Tool for ListFilesTool {
     const NAME: &'static str = "list_files";
+    const ALIASES: &'static [&'static str] = &["ls", "list_dir", "list_directory", "tree", "dir", "list"];
     type Input = ListFilesInput;
 
     fn kind(&self) -> ToolKind {
         ToolKind::Read
+    }
+
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        let _ = session;
+        vec![Effect::Read {
+            path: input.path.clone().unwrap_or_else(|| ".".to_owned()),
+        }]
     }
 
     async fn run(&self, input: ListFilesInput, ctx: ToolContext) -> ToolOutput {

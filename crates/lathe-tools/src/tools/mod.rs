@@ -1,5 +1,6 @@
-//! The built-in tools, one file each. Registering a tool is one line in [`register_builtin`],
-//! and that list feeds the agent, `lathe tool` and the MCP server alike.
+//! The built-in tools, one file each. Registering a tool is one line in the `builtin_tools!`
+//! list below (a unit struct implementing [`Tool`](crate::Tool)), and that list feeds the
+//! agent, `lathe tool` and the MCP server alike.
 
 pub mod command_output;
 pub mod edit_file;
@@ -17,17 +18,36 @@ pub mod write_file;
 
 use crate::Registry;
 
-/// Registers every built-in tool.
-pub fn register_builtin(registry: &mut Registry) {
-    registry.register(grep::GrepTool);
-    registry.register(glob::GlobTool);
-    registry.register(read_file::ReadFileTool);
-    registry.register(write_file::WriteFileTool);
-    registry.register(edit_file::EditFileTool);
-    registry.register(list_files::ListFilesTool);
-    registry.register(shell::ShellTool);
-    registry.register(command_output::CommandOutputTool);
-    registry.register(list_commands::ListCommandsTool);
-    registry.register(kill_command::KillCommandTool);
-    let _ = registry;
+/// The built-in tools, each once: `register_builtin` adds them in this order, and the list
+/// fails to compile when two tools share a name or an alias.
+macro_rules! builtin_tools {
+    ($($tool:path),* $(,)?) => {
+        /// The names of the built-in tools, in registration order.
+        pub const BUILTIN_NAMES: &[&str] = &[$(<$tool as crate::Tool>::NAME),*];
+
+        const _: () = assert!(
+            crate::registry::names_are_unique(&[
+                $(&[<$tool as crate::Tool>::NAME], <$tool as crate::Tool>::ALIASES),*
+            ]),
+            "two built-in tools share a name or an alias"
+        );
+
+        /// Registers every built-in tool.
+        pub fn register_builtin(registry: &mut Registry) {
+            $(registry.register($tool);)*
+        }
+    };
+}
+
+builtin_tools! {
+    grep::GrepTool,
+    glob::GlobTool,
+    read_file::ReadFileTool,
+    write_file::WriteFileTool,
+    edit_file::EditFileTool,
+    list_files::ListFilesTool,
+    shell::ShellTool,
+    command_output::CommandOutputTool,
+    list_commands::ListCommandsTool,
+    kill_command::KillCommandTool,
 }

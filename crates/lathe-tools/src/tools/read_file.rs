@@ -13,7 +13,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::session::Session;
-use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::suggest;
 use crate::tools::text::{binary_kind, group, human_size, shell_quote};
 use crate::workspace::{Access, ResolvedPath};
@@ -49,10 +49,18 @@ pub struct ReadFileTool;
 
 impl Tool for ReadFileTool {
     const NAME: &'static str = "read_file";
+    const ALIASES: &'static [&'static str] = &["cat", "read", "view", "open_file", "view_file", "read_files", "file_read"];
     type Input = ReadFileInput;
 
     fn kind(&self) -> ToolKind {
         ToolKind::Read
+    }
+
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        let _ = session;
+        vec![Effect::Read {
+            path: input.path.clone(),
+        }]
     }
 
     async fn run(&self, input: ReadFileInput, ctx: ToolContext) -> ToolOutput {

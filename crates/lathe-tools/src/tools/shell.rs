@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::session::Session;
-use crate::tool::{ProgressSink, Tool, ToolContext, ToolKind, ToolOutput, ToolProgress};
+use crate::tool::{Effect, ProgressSink, Tool, ToolContext, ToolKind, ToolOutput, ToolProgress};
 use crate::workspace::Access;
 
 mod sandbox;
@@ -300,10 +300,19 @@ fn default_true() -> bool {
 
 impl Tool for ShellTool {
     const NAME: &'static str = "shell";
+    const ALIASES: &'static [&'static str] = &["bash", "sh", "run", "exec", "execute", "execute_command", "run_command", "terminal", "command", "cmd", "run_shell_command", "shell_command", "run_terminal_cmd", "execute_bash"];
     type Input = ShellInput;
 
     fn kind(&self) -> ToolKind {
         ToolKind::Execute
+    }
+
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        vec![Effect::Command {
+            command: input.command.clone(),
+            cwd: input.cwd.clone(),
+            outside_sandbox: sandbox::outside_sandbox_unchosen(session, input.sandbox),
+        }]
     }
 
     async fn run(&self, input: ShellInput, ctx: ToolContext) -> ToolOutput {

@@ -118,6 +118,21 @@ pub fn names_a_directory(path: &str) -> Option<String> {
     })
 }
 
+/// `text` as one line for a title: its first non-blank line (with ` …` when more follow), cut
+/// to `max_chars` characters (with `…`).
+pub fn one_line(text: &str, max_chars: usize) -> String {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("");
+    let mut line = match first.char_indices().nth(max_chars) {
+        Some((i, _)) => format!("{}…", &first[..i]),
+        None => first.to_owned(),
+    };
+    if lines.next().is_some() {
+        line.push_str(" …");
+    }
+    line
+}
+
 /// Line counts of a change, and its unified diff.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DiffSummary {

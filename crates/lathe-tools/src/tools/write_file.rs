@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::session::{Session, StampBuilder};
-use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::text::{self, count_newlines, line_count};
 use crate::workspace::Access;
 
@@ -36,10 +36,18 @@ pub struct WriteFileTool;
 
 impl Tool for WriteFileTool {
     const NAME: &'static str = "write_file";
+    const ALIASES: &'static [&'static str] = &["write", "create_file", "save_file", "file_write", "write_to_file"];
     type Input = WriteFileInput;
 
     fn kind(&self) -> ToolKind {
         ToolKind::Edit
+    }
+
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        let _ = session;
+        vec![Effect::Write {
+            path: input.path.clone(),
+        }]
     }
 
     async fn run(&self, input: WriteFileInput, ctx: ToolContext) -> ToolOutput {
