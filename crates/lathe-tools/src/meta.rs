@@ -97,6 +97,8 @@ pub struct Metadata {
     pub command: Option<CommandMeta>,
     /// Where the whole result was saved when the text the model reads was cut to the budget.
     pub full_result: Option<String>,
+    /// What a search or listing found, in a few words for people (`12 matches`, `1 entry`).
+    pub found: Option<String>,
     /// Everything else a tool reports (counts, flags), by key.
     pub extra: Map<String, Value>,
 }
@@ -115,6 +117,7 @@ const TYPED_KEYS: &[&str] = &[
     "command_id",
     "status",
     "full_result",
+    "found",
 ];
 
 impl Metadata {
@@ -151,6 +154,9 @@ impl Metadata {
         }
         if let Some(saved) = &self.full_result {
             map.insert("full_result".into(), Value::String(saved.clone()));
+        }
+        if let Some(found) = &self.found {
+            map.insert("found".into(), Value::String(found.clone()));
         }
         map
     }
@@ -206,6 +212,12 @@ impl Metadata {
                 other => back.push(("full_result", other)),
             }
         }
+        if let Some(found) = take("found") {
+            match found {
+                Value::String(found) => meta.found = Some(found),
+                other => back.push(("found", other)),
+            }
+        }
         meta.extra = map;
         for (key, value) in back {
             meta.extra.insert(key.to_owned(), value);
@@ -223,9 +235,13 @@ impl Metadata {
         if self.changes.is_empty() {
             return None;
         }
-        Some(self.changes.iter().fold((0, 0), |(added, removed), change| {
-            (added + change.added, removed + change.removed)
-        }))
+        Some(
+            self.changes
+                .iter()
+                .fold((0, 0), |(added, removed), change| {
+                    (added + change.added, removed + change.removed)
+                }),
+        )
     }
 
     /// Whether `key` is one of the keys the typed fields write.
@@ -300,12 +316,16 @@ mod tests {
                 status: CommandState::Exited { exit_code: 1 },
             }),
             full_result: Some("/tmp/x/result-1.txt".into()),
+            found: Some("3 matches".into()),
             extra: Map::new(),
         };
         let json = serde_json::to_value(&meta).unwrap();
         assert_eq!(json["command_id"], 3);
         assert_eq!(json["status"], json!({"state": "exited", "exit_code": 1}));
-        assert_eq!(json["shown_lines"], json!({"first": 1, "last": 20, "total": 300}));
+        assert_eq!(
+            json["shown_lines"],
+            json!({"first": 1, "last": 20, "total": 300})
+        );
         // Several changes: no flat copy, `path` is the subject.
         assert_eq!(json["path"], "dir");
         assert!(json.get("added").is_none());

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use crate::args::{self, fold_name};
 use crate::budget;
-use crate::schema::tool_schema;
 use crate::meta::Metadata;
+use crate::schema::tool_schema;
 use crate::session::Session;
 use crate::tool::{Effect, Plan, Tool, ToolContext, ToolHints, ToolKind, ToolOutput};
 
@@ -361,7 +361,13 @@ impl Registry {
             ))
         })?;
         let effects = bound.effects(session);
-        let title = crate::tools::text::one_line(&bound.title(), TITLE_CHARS);
+        let title = bound.title();
+        // A tool that gives no title of its own is shown with its arguments.
+        let title = if title == name {
+            generic_title(name, &arguments)
+        } else {
+            crate::tools::text::one_line(&title, TITLE_CHARS)
+        };
         Ok(PreparedCall {
             name: name.to_owned(),
             arguments,
@@ -382,7 +388,10 @@ impl Registry {
                 let (call, plan) = plan_off_thread(call, session).await;
                 match plan {
                     Some(Err(output)) => output,
-                    plan => self.run_prepared(call, plan.and_then(Result::ok), ctx).await,
+                    plan => {
+                        self.run_prepared(call, plan.and_then(Result::ok), ctx)
+                            .await
+                    }
                 }
             }
             Err(output) => output,
@@ -459,6 +468,35 @@ pub async fn plan_off_thread(
 
 /// Longest title, in characters.
 const TITLE_CHARS: usize = 160;
+
+/// Longest rendering of the arguments in a generic title, in characters.
+const ARGUMENT_CHARS: usize = 100;
+
+/// The title of a call whose tool gives none, or that could not be prepared (an unknown tool):
+/// the name as written and its arguments, `name key=value ...`, on one line.
+pub fn generic_title(name: &str, arguments: &Value) -> String {
+    use crate::tools::text::one_line;
+    let scalar = |value: &Value| match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let rendered = match arguments.as_object() {
+        Some(map) => map
+            .iter()
+            .map(|(key, value)| format!("{key}={}", one_line(&scalar(value), ARGUMENT_CHARS)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        None if arguments.is_null() => String::new(),
+        None => one_line(&arguments.to_string(), ARGUMENT_CHARS),
+    };
+    let name = one_line(&shown_name(name), ARGUMENT_CHARS);
+    let rendered = one_line(&rendered, ARGUMENT_CHARS);
+    if rendered.is_empty() {
+        name
+    } else {
+        format!("{name} {rendered}")
+    }
+}
 
 impl Registry {
     /// Says which parameter the tool's input type refused, found by leaving each one out in
