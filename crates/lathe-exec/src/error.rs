@@ -23,7 +23,9 @@ pub enum ExecError {
          kill_command or wait for one to finish (list_commands shows them)"
     )]
     TooManyRunning {
-        /// How many are running (the limit).
+        /// The most commands allowed to run at once.
+        limit: usize,
+        /// How many are running.
         running: usize,
     },
     /// No command with this id exists in this session.

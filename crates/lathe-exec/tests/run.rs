@@ -321,7 +321,13 @@ async fn background_commands_are_listed_read_while_running_and_limited() {
         .await
         .unwrap_err();
     assert!(
-        matches!(refused, ExecError::TooManyRunning { running: 2 }),
+        matches!(
+            refused,
+            ExecError::TooManyRunning {
+                limit: 2,
+                running: 2
+            }
+        ),
         "{refused}"
     );
     assert!(refused.to_string().contains("kill_command"));
