@@ -6,7 +6,7 @@ use serde::Deserialize;
 use lathe_exec::KillOutcome;
 
 use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
-use crate::tools::shell::{IdArg, commands, exec_error, parse_id, status_meta};
+use crate::tools::shell::{IdArg, commands, exec_error, parse_id, status_meta, text};
 
 /// The `kill_command` tool.
 #[derive(Debug, Default, Clone, Copy)]
@@ -45,7 +45,7 @@ impl Tool for KillCommandTool {
                     KillOutcome::Killed { status, .. } => (*status, true),
                     KillOutcome::AlreadyFinished { status, .. } => (*status, false),
                 };
-                ToolOutput::ok(outcome.to_text())
+                ToolOutput::ok(text::kill(&outcome))
                     .with_meta("command_id", id.0)
                     .with_meta("status", status_meta(status))
                     .with_meta("was_running", was_running)

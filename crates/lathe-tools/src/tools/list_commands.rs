@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
-use crate::tools::shell::{commands, status_meta};
+use crate::tools::shell::{commands, status_meta, text};
 
 /// The `list_commands` tool.
 #[derive(Debug, Default, Clone, Copy)]
@@ -46,6 +46,6 @@ impl Tool for ListCommandsTool {
                 })
             })
             .collect();
-        ToolOutput::ok(lathe_exec::render_list(&list)).with_meta("commands", rows)
+        ToolOutput::ok(text::list(&list)).with_meta("commands", rows)
     }
 }
