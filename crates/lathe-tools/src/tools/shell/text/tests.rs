@@ -305,6 +305,9 @@ fn searches_say_where_to_search_next() {
          12:test a failed"
     );
     assert_eq!(json_string("a\\b\n\u{1}"), "\"a\\\\b\\n\\u0001\"");
+    assert_eq!(plural(1, "line", "lines"), "1 line");
+    assert_eq!(plural(0, "line", "lines"), "0 lines");
+    assert_eq!(plural(12345, "line", "lines"), "12345 lines");
 }
 
 #[test]
