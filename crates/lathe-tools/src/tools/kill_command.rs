@@ -7,7 +7,7 @@ use lathe_exec::KillOutcome;
 
 use crate::session::Session;
 use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
-use crate::tools::shell::{IdArg, commands, exec_error, parse_id, status_meta};
+use crate::tools::shell::{IdArg, commands, exec_error, parse_id, status_meta, text};
 
 /// The `kill_command` tool.
 #[derive(Debug, Default, Clone, Copy)]
@@ -52,7 +52,7 @@ impl Tool for KillCommandTool {
                     KillOutcome::Killed { status, .. } => (*status, true),
                     KillOutcome::AlreadyFinished { status, .. } => (*status, false),
                 };
-                ToolOutput::ok(outcome.to_text())
+                ToolOutput::ok(text::kill(&outcome))
                     .with_meta("command_id", id.0)
                     .with_meta("status", status_meta(status))
                     .with_meta("was_running", was_running)

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::session::Session;
 use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
-use crate::tools::shell::{commands, status_meta};
+use crate::tools::shell::{commands, status_meta, text};
 
 /// The `list_commands` tool.
 #[derive(Debug, Default, Clone, Copy)]
@@ -52,6 +52,6 @@ impl Tool for ListCommandsTool {
                 })
             })
             .collect();
-        ToolOutput::ok(lathe_exec::render_list(&list)).with_meta("commands", rows)
+        ToolOutput::ok(text::list(&list)).with_meta("commands", rows)
     }
 }

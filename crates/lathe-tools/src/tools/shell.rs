@@ -1,8 +1,9 @@
 //! `shell`: run a command with `bash -c` in its own process group, with a head/tail preview of
 //! its output, the full output kept as an artifact, a soft timeout that moves it to the
 //! background, and a whole-tree kill on cancellation. The process supervision itself is
-//! `lathe-exec`; this file is the model-facing side and the session's command state, which
-//! `command_output`, `list_commands` and `kill_command` share.
+//! `lathe-exec`, which returns data; this file is the tool and the session's command state,
+//! which `command_output`, `list_commands` and `kill_command` share, and the `text` module
+//! words what all four tell the model.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +23,7 @@ use crate::tool::{Effect, ProgressSink, Tool, ToolContext, ToolKind, ToolOutput,
 use crate::workspace::Access;
 
 mod sandbox;
+pub(crate) mod text;
 
 pub use sandbox::{
     FORCE_UNAVAILABLE_ENV, SandboxStatus, UnavailableMode, runs_outside_sandbox_unchosen,
@@ -186,23 +188,19 @@ pub(crate) fn parse_id(id: &IdArg) -> Result<CommandId, String> {
     match id {
         IdArg::Number(n) => Ok(CommandId(*n)),
         // The schema says string, so a negative number arrives as text.
-        IdArg::Text(text) if text.trim().starts_with('-') => Err(format!(
-            "parameter `id` cannot be {}: command ids are positive numbers such as 3, as \
-             `shell` or `list_commands` gave them",
-            text.trim()
-        )),
+        IdArg::Text(given) if given.trim().starts_with('-') => Err(text::negative_id(given.trim())),
         // A whole float (`1.0`) as text: the id it names.
-        IdArg::Text(text)
-            if text
+        IdArg::Text(given)
+            if given
                 .trim()
                 .parse::<f64>()
                 .is_ok_and(|f| f.fract() == 0.0 && (0.0..9.0e15).contains(&f)) =>
         {
             Ok(CommandId(
-                text.trim().parse::<f64>().unwrap_or_default() as u64
+                given.trim().parse::<f64>().unwrap_or_default() as u64
             ))
         }
-        IdArg::Text(text) => text.parse::<CommandId>().map_err(|e| e.to_string()),
+        IdArg::Text(given) => given.parse::<CommandId>().map_err(|e| text::error(&e)),
     }
 }
 
@@ -244,10 +242,10 @@ pub(crate) fn status_meta(status: CommandStatus) -> Value {
     }
 }
 
-/// An `ExecError` as a tool result: the model-facing ones say what to do; the others are
+/// An `ExecError` as a tool result: the ones the model can fix say what to do; the others are
 /// faults, reported as errors too (the model cannot fix them but must know the call failed).
 pub(crate) fn exec_error(error: ExecError) -> ToolOutput {
-    ToolOutput::error(error.to_string())
+    ToolOutput::error(text::error(&error))
 }
 
 /// The `shell` tool.
@@ -409,13 +407,9 @@ impl Tool for ShellTool {
             }));
         }
         let mut output = match supervisor.run(spec, &ctx.cancel).await {
-            Ok(report) => report_output(&report),
+            Ok(report) => report_output(&report, unsandboxed),
             Err(error) => return exec_error(error),
         };
-        if let Some(label) = unsandboxed {
-            let end = output.text.find('\n').unwrap_or(output.text.len());
-            output.text.insert_str(end, &format!(" | {label}"));
-        }
         if let Some(notice) = sandbox.take_notice() {
             if !output.text.ends_with('\n') {
                 output.text.push('\n');
@@ -426,9 +420,10 @@ impl Tool for ShellTool {
     }
 }
 
-/// The tool result for a report: its text, and metadata for interfaces.
-pub(crate) fn report_output(report: &CommandReport) -> ToolOutput {
-    let mut output = ToolOutput::ok(report.to_text())
+/// The tool result for a report: its text (with why it ran unsandboxed, if it did), and
+/// metadata for interfaces.
+fn report_output(report: &CommandReport, unsandboxed: Option<&str>) -> ToolOutput {
+    let mut output = ToolOutput::ok(text::report(report, unsandboxed))
         .with_meta("command_id", report.id.0)
         .with_meta("status", status_meta(report.status))
         .with_meta("wall_ms", report.wall_time.as_millis() as u64)
@@ -480,10 +475,7 @@ impl LiveOutput {
             if state.window_start.elapsed() >= LIVE_WINDOW {
                 if state.skipped > 0 {
                     events.push(ToolProgress::Status {
-                        message: format!(
-                            "{} bytes of output not shown live (the result and command_output have them)",
-                            state.skipped
-                        ),
+                        message: text::not_shown_live(state.skipped),
                     });
                 }
                 state.window_start = Instant::now();
