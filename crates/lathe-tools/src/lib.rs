@@ -18,6 +18,11 @@
 //! assert!(output.is_error);
 //! ```
 #![deny(missing_docs)]
+#![allow(
+    clippy::result_large_err,
+    reason = "a ToolOutput is the result the model reads, returned by value from every step of \
+              a call; boxing it would put a Box in every tool's signature to save a move"
+)]
 
 pub mod args;
 pub mod budget;
@@ -32,8 +37,8 @@ pub mod watch;
 pub mod workspace;
 
 pub use dispatch::{
-    ApprovalDecision, ApprovalRequest, Approver, CallStatus, Dispatcher, Gate, Hook, Outcome,
-    Verdict,
+    ApprovalDecision, ApprovalRequest, Approver, Authorized, CallInfo, CallStatus, Dispatcher,
+    FixedAnswer, Gate, Hook, NonInteractive, Outcome, Refuse, Verdict,
 };
 pub use meta::{CommandMeta, CommandState, FileChange, LineRange, Metadata};
 pub use registry::{BoundCall, DynTool, PreparedCall, Registry, RegistryError, ToolDefinition};

@@ -223,9 +223,13 @@ impl Metadata {
         if self.changes.is_empty() {
             return None;
         }
-        Some(self.changes.iter().fold((0, 0), |(added, removed), change| {
-            (added + change.added, removed + change.removed)
-        }))
+        Some(
+            self.changes
+                .iter()
+                .fold((0, 0), |(added, removed), change| {
+                    (added + change.added, removed + change.removed)
+                }),
+        )
     }
 
     /// Whether `key` is one of the keys the typed fields write.
@@ -305,7 +309,10 @@ mod tests {
         let json = serde_json::to_value(&meta).unwrap();
         assert_eq!(json["command_id"], 3);
         assert_eq!(json["status"], json!({"state": "exited", "exit_code": 1}));
-        assert_eq!(json["shown_lines"], json!({"first": 1, "last": 20, "total": 300}));
+        assert_eq!(
+            json["shown_lines"],
+            json!({"first": 1, "last": 20, "total": 300})
+        );
         // Several changes: no flat copy, `path` is the subject.
         assert_eq!(json["path"], "dir");
         assert!(json.get("added").is_none());

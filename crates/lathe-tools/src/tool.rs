@@ -259,11 +259,9 @@ impl Plan {
                     }
                     _ => err.to_string(),
                 };
-                let mut failed = ToolOutput::error(format!(
-                    "cannot write {}: {reason}",
-                    write.change.path
-                ))
-                .with_path(write.change.path.clone());
+                let mut failed =
+                    ToolOutput::error(format!("cannot write {}: {reason}", write.change.path))
+                        .with_path(write.change.path.clone());
                 // What was written before the failure is still reported.
                 failed.metadata.changes = std::mem::take(&mut output.metadata.changes);
                 return failed;
@@ -303,9 +301,10 @@ pub fn current_stamp(
         };
         stamp.update(&buf[..n]);
     }
-    stamp.finish().map(Some).ok_or_else(|| {
-        std::io::Error::other("the file is changing on disk right now")
-    })
+    stamp
+        .finish()
+        .map(Some)
+        .ok_or_else(|| std::io::Error::other("the file is changing on disk right now"))
 }
 
 /// Progress reported by a running tool (command output as it arrives, status lines).
@@ -421,7 +420,11 @@ pub trait Tool: Send + Sync + 'static {
 }
 
 /// [`Tool::run`] for a tool that plans: plans on a blocking thread and applies the plan.
-pub async fn run_planned<T: Tool + Clone>(tool: &T, input: T::Input, ctx: ToolContext) -> ToolOutput {
+pub async fn run_planned<T: Tool + Clone>(
+    tool: &T,
+    input: T::Input,
+    ctx: ToolContext,
+) -> ToolOutput {
     let tool = tool.clone();
     let session = Arc::clone(&ctx.session);
     tokio::task::spawn_blocking(move || match tool.plan(&input, &session) {

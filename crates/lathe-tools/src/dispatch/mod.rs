@@ -144,6 +144,11 @@ impl Authorized {
         &self.call
     }
 
+    /// What hooks see of the call.
+    pub fn info(&self) -> &CallInfo {
+        &self.info
+    }
+
     /// The changes its plan will make (empty for tools that do not plan).
     pub fn changes(&self) -> Vec<FileChange> {
         self.plan
@@ -249,7 +254,7 @@ impl Dispatcher {
         // The plan reads files: only for calls the policy lets run or ask about, and its
         // failure reaches the model only once the call is allowed (an edit of a sensitive file
         // must not show that file's lines unasked).
-        let (call, planned) = plan_off_thread(call, Arc::clone(session)).await;
+        let (call, planned) = plan_off_thread(call, Arc::clone(session)).await?;
         let (plan, failure) = match planned {
             Some(Ok(plan)) => (Some(plan), None),
             Some(Err(output)) => (None, Some(output)),
@@ -304,7 +309,12 @@ impl Dispatcher {
     }
 
     /// Step three: runs an authorized call (applies its plan, or runs the tool) with `ctx`.
+    /// A call whose `ctx` was cancelled since it was authorized does not start: the user
+    /// stopped the turn while it waited (for the approver, for the calls before it).
     pub async fn run(&self, authorized: Authorized, ctx: ToolContext) -> Outcome {
+        if ctx.cancel.is_cancelled() {
+            return Outcome::ended(CallStatus::Cancelled, STOPPED_BEFORE_RUNNING);
+        }
         let Authorized { call, plan, info } = authorized;
         let changes: Vec<FileChange> = plan
             .as_ref()
