@@ -1,18 +1,6 @@
 //! The call pipeline: one way from a tool call, as a model or client wrote it, to its result,
-//! for every front end (the agent's runner, `lathe mcp`, `lathe tool`).
-//!
-//! ```text
-//!   name + JSON arguments
-//!     │ prepare    Registry: resolve the name (aliases, folding), normalise and bind the
-//!     │            arguments to the tool's typed input, ask the tool for its effects and title
-//!     │ authorize  hooks' `before`; the Gate judges the effects (mode, rules, sensitive paths,
-//!     │            command analysis); a tool that plans works out its change (the diff); where
-//!     │            the gate asks, the Approver answers (`always` is remembered by the gate)
-//!     │ run        apply the plan, or run the tool; fit the result to the budget; report
-//!     │            changes to hooks and configuration; hooks' `after`
-//!     ▼
-//!   Outcome: status + ToolOutput (text for the model, typed metadata for everybody else)
-//! ```
+//! for every front end (the agent's runner, `lathe mcp`, `lathe tool`). The steps, who calls
+//! what and what a plan guarantees are described in the [crate docs](crate#one-call).
 //!
 //! Each step is public so a front end can put its own work between them (the agent emits
 //! events and schedules reads concurrently), and [`Dispatcher::call`] does all three for front
