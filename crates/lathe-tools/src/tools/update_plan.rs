@@ -370,6 +370,8 @@ mod tests {
             json!(["pending", "in_progress", "completed"])
         );
         assert_eq!(definition.parameters["required"], json!(["plan"]));
+        // Strict MCP validators refuse a `null` type or default.
+        assert!(!definition.parameters.to_string().contains("null"));
         assert!(definition.hints.idempotent && !definition.hints.read_only);
     }
 }
