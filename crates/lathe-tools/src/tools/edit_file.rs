@@ -69,7 +69,16 @@ pub struct EditFileTool;
 
 impl Tool for EditFileTool {
     const NAME: &'static str = "edit_file";
-    const ALIASES: &'static [&'static str] = &["edit", "str_replace", "str_replace_editor", "replace", "replace_in_file", "multi_edit", "file_edit", "edit_files"];
+    const ALIASES: &'static [&'static str] = &[
+        "edit",
+        "str_replace",
+        "str_replace_editor",
+        "replace",
+        "replace_in_file",
+        "multi_edit",
+        "file_edit",
+        "edit_files",
+    ];
     // Matched literally first, then unescaped (see `matching::find`): the repair the argument
     // layer would make is one of the strategies here, tried only when the text as given fails.
     const RAW_STRINGS: &'static [&'static str] = &["old_string", "new_string"];

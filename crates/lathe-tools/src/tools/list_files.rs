@@ -43,7 +43,8 @@ pub struct ListFilesTool;
 
 impl Tool for ListFilesTool {
     const NAME: &'static str = "list_files";
-    const ALIASES: &'static [&'static str] = &["ls", "list_dir", "list_directory", "tree", "dir", "list"];
+    const ALIASES: &'static [&'static str] =
+        &["ls", "list_dir", "list_directory", "tree", "dir", "list"];
     type Input = ListFilesInput;
 
     fn kind(&self) -> ToolKind {

@@ -49,7 +49,15 @@ pub struct ReadFileTool;
 
 impl Tool for ReadFileTool {
     const NAME: &'static str = "read_file";
-    const ALIASES: &'static [&'static str] = &["cat", "read", "view", "open_file", "view_file", "read_files", "file_read"];
+    const ALIASES: &'static [&'static str] = &[
+        "cat",
+        "read",
+        "view",
+        "open_file",
+        "view_file",
+        "read_files",
+        "file_read",
+    ];
     type Input = ReadFileInput;
 
     fn kind(&self) -> ToolKind {

@@ -300,7 +300,22 @@ fn default_true() -> bool {
 
 impl Tool for ShellTool {
     const NAME: &'static str = "shell";
-    const ALIASES: &'static [&'static str] = &["bash", "sh", "run", "exec", "execute", "execute_command", "run_command", "terminal", "command", "cmd", "run_shell_command", "shell_command", "run_terminal_cmd", "execute_bash"];
+    const ALIASES: &'static [&'static str] = &[
+        "bash",
+        "sh",
+        "run",
+        "exec",
+        "execute",
+        "execute_command",
+        "run_command",
+        "terminal",
+        "command",
+        "cmd",
+        "run_shell_command",
+        "shell_command",
+        "run_terminal_cmd",
+        "execute_bash",
+    ];
     type Input = ShellInput;
 
     fn kind(&self) -> ToolKind {

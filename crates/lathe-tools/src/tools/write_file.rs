@@ -36,7 +36,13 @@ pub struct WriteFileTool;
 
 impl Tool for WriteFileTool {
     const NAME: &'static str = "write_file";
-    const ALIASES: &'static [&'static str] = &["write", "create_file", "save_file", "file_write", "write_to_file"];
+    const ALIASES: &'static [&'static str] = &[
+        "write",
+        "create_file",
+        "save_file",
+        "file_write",
+        "write_to_file",
+    ];
     type Input = WriteFileInput;
 
     fn kind(&self) -> ToolKind {
