@@ -154,6 +154,12 @@ impl Gate {
     /// The verdict on `call` in `session`: every effect is judged; any denial denies, else
     /// any question asks (with the rules "always" would remember for all of them), else the
     /// call runs. A call that names no effect is judged as unknown.
+    ///
+    /// "Always" is offered only when the rules it would remember cover no more than what was
+    /// asked: never for a critical effect or a command outside the sandbox, and not for a
+    /// `tool(NAME)` rule (the network, an unknown effect) of a call that also reads, writes or
+    /// runs something, since that rule would allow all of the tool's reads, writes and commands
+    /// from then on, sensitive paths included.
     pub fn check(&self, call: &PreparedCall, session: &Session) -> Verdict {
         let state = self.lock();
         let unknown = [Effect::Unknown {
@@ -164,6 +170,15 @@ impl Gate {
         } else {
             &call.effects[..]
         };
+        let concrete = effects.iter().any(|e| {
+            matches!(
+                e,
+                Effect::Read { .. }
+                    | Effect::Write { .. }
+                    | Effect::Edit { .. }
+                    | Effect::Command { .. }
+            )
+        });
         let mut asks: Vec<String> = Vec::new();
         let mut rules: Vec<String> = Vec::new();
         let mut rememberable = true;
@@ -191,15 +206,20 @@ impl Gate {
                             rules.push(rule);
                         }
                     }
-                    // A command outside the sandbox is never remembered.
-                    if matches!(
-                        action,
+                    match action {
+                        // A command outside the sandbox is never remembered.
                         Action::Shell {
                             sandbox: Sandbox::Disabled,
                             ..
+                        } => rememberable = false,
+                        // `tool(NAME)` would also allow the concrete effects it was not asked
+                        // about.
+                        Action::Tool { .. } | Action::Network { .. } | Action::Unknown { .. }
+                            if concrete =>
+                        {
+                            rememberable = false;
                         }
-                    ) {
-                        rememberable = false;
+                        _ => {}
                     }
                 }
             }
@@ -414,7 +434,8 @@ mod tests {
             },
         );
         let gate = Gate::new(ApprovalMode::Full, &root);
-        let call = call(&f.session, "shell", args);
+        // The tool names its effects when the call is prepared, in the session it runs in.
+        let call = call(&off_session, "shell", args);
         assert_eq!(gate.check(&call, &off_session), Verdict::Allow);
     }
 

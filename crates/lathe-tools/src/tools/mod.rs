@@ -14,6 +14,7 @@ mod search_walk;
 pub mod shell;
 pub mod suggest;
 pub mod text;
+pub mod update_plan;
 pub mod write_file;
 
 use crate::Registry;
@@ -50,4 +51,5 @@ builtin_tools! {
     command_output::CommandOutputTool,
     list_commands::ListCommandsTool,
     kill_command::KillCommandTool,
+    update_plan::UpdatePlanTool,
 }
