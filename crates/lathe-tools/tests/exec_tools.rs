@@ -50,7 +50,7 @@ impl Fixture {
 }
 
 fn id_of(output: &ToolOutput) -> u64 {
-    output.metadata["command_id"].as_u64().expect("command_id")
+    output.metadata.to_json()["command_id"].as_u64().expect("command_id")
 }
 
 fn marker() -> String {
@@ -114,10 +114,10 @@ async fn shell_runs_in_the_workspace_and_reports_a_header() {
     assert!(header.contains("bytes, 2 lines"), "{header}");
     let root = fx.session.workspace().root().display().to_string();
     assert!(out.text.contains(&format!("{root}\nerr")), "{}", out.text);
-    assert_eq!(out.metadata["status"]["exit_code"], 3);
+    assert_eq!(out.metadata.to_json()["status"]["exit_code"], 3);
     // The sandbox is on by default wherever Landlock works.
     assert_eq!(
-        out.metadata["sandboxed"],
+        out.metadata.to_json()["sandboxed"],
         lathe_exec::sandbox::probe().is_available()
     );
     let sub = fx
@@ -197,7 +197,7 @@ async fn long_output_is_cut_and_paging_reproduces_the_artifact() {
         .await;
     assert!(out.text.contains("bytes omitted (lines "), "{}", out.text);
     assert!(out.text.contains("command_output"), "{}", out.text);
-    assert_eq!(out.metadata["truncated"], true);
+    assert_eq!(out.metadata.to_json()["truncated"], true);
     let id = id_of(&out);
     let artifact = fx.artifact(id);
     assert!(artifact.ends_with(b"200000\ntail without newline"));
@@ -212,8 +212,8 @@ async fn long_output_is_cut_and_paging_reproduces_the_artifact() {
             let page = fx.call("command_output", args).await;
             assert!(!page.is_error, "{}", page.text);
             let (start, end) = (
-                page.metadata["offset"].as_u64().unwrap(),
-                page.metadata["end"].as_u64().unwrap(),
+                page.metadata.to_json()["offset"].as_u64().unwrap(),
+                page.metadata.to_json()["end"].as_u64().unwrap(),
             );
             assert_eq!(start, offset);
             let header_end = page.text.find('\n').unwrap();
@@ -233,11 +233,11 @@ async fn long_output_is_cut_and_paging_reproduces_the_artifact() {
             let body = &page.text.as_bytes()[header_end + 1..];
             rebuilt.extend_from_slice(&body[..(end - start) as usize]);
             offset = end;
-            if page.metadata["more"] == false {
+            if page.metadata.to_json()["more"] == false {
                 assert!(page.text.ends_with("[end of output]"), "{}", page.text);
                 break;
             }
-            assert_eq!(page.metadata["next_offset"], end);
+            assert_eq!(page.metadata.to_json()["next_offset"], end);
             assert!(page.text.contains(&format!("\"offset\": {end}")));
         }
         assert!(rebuilt == artifact, "paging did not reproduce the artifact");
@@ -274,7 +274,7 @@ async fn search_numbers_lines_like_grep_n() {
         .lines()
         .filter(|l| l.contains(":ERROR at"))
         .collect();
-    assert_eq!(result.metadata["total_matches"], expected_lines.len());
+    assert_eq!(result.metadata.to_json()["total_matches"], expected_lines.len());
     assert!(!shown.is_empty());
     assert_eq!(
         shown,
@@ -282,7 +282,7 @@ async fn search_numbers_lines_like_grep_n() {
         "numbered like grep -n"
     );
     if shown.len() < expected_lines.len() {
-        let next = result.metadata["next_offset"]
+        let next = result.metadata.to_json()["next_offset"]
             .as_u64()
             .expect("next offset");
         let more = fx
@@ -543,7 +543,7 @@ async fn sandboxed_commands_say_so_and_cannot_write_outside() {
         "{}",
         out.text
     );
-    assert_eq!(out.metadata["sandboxed"], true);
+    assert_eq!(out.metadata.to_json()["sandboxed"], true);
     assert!(fx.session.workspace().root().join("inside.txt").exists());
     assert!(!target.exists(), "the sandbox let a write outside through");
     assert!(out.text.contains("done"), "{}", out.text);
@@ -575,6 +575,6 @@ async fn sandbox_false_runs_outside_the_sandbox_and_the_header_says_so() {
         header.ends_with("| not sandboxed (sandbox: false)"),
         "{header}"
     );
-    assert_eq!(free.metadata["sandboxed"], false);
+    assert_eq!(free.metadata.to_json()["sandboxed"], false);
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "out\n");
 }

@@ -185,7 +185,7 @@ async fn results_over_budget_keep_head_tail_and_are_saved() {
     assert!(out.text.starts_with("abcdefghij\n"));
     assert!(out.text.ends_with("abcdefghij"));
     assert!(out.text.contains("characters cut"), "{}", out.text);
-    let saved = out.metadata["full_result"].as_str().unwrap();
+    let saved = out.metadata.full_result.as_deref().unwrap();
     let full = std::fs::read_to_string(saved).unwrap();
     assert_eq!(full.lines().count(), 400);
     // The saved result is readable through the workspace (a read-only root).
@@ -448,7 +448,7 @@ fn builtin_schemas_use_one_type_per_value() {
     let registry = Registry::builtin();
     let mut found = Vec::new();
     for definition in registry.definitions() {
-        check(&definition.parameters, definition.name, &mut found);
+        check(&definition.parameters, &definition.name, &mut found);
     }
     assert!(found.is_empty(), "type arrays: {found:?}");
 }
