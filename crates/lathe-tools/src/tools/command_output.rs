@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use crate::session::Session;
 use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
-use crate::tools::shell::{IdArg, commands, exec_error, parse_id, status_meta};
+use crate::tools::shell::{IdArg, command_meta, commands, exec_error, parse_id};
 
 /// Characters of a result kept for the header and the notes around the bytes of a page.
 const PAGE_MARGIN: usize = 600;
@@ -93,8 +93,7 @@ impl Tool for CommandOutputTool {
             result.fit(budget.saturating_sub(100).max(MIN_PAGE));
             let lines: Vec<u64> = result.matches.iter().map(|m| m.line).collect();
             let mut output = ToolOutput::ok(result.to_text())
-                .with_meta("command_id", id.0)
-                .with_meta("status", status_meta(result.status))
+                .with_command(command_meta(id, result.status))
                 .with_meta("total_matches", result.total_matches)
                 .with_meta("lines", lines);
             if let Some(next) = result.next_offset {
@@ -118,8 +117,7 @@ impl Tool for CommandOutputTool {
             ));
         }
         let mut output = ToolOutput::ok(text)
-            .with_meta("command_id", id.0)
-            .with_meta("status", status_meta(page.status))
+            .with_command(command_meta(id, page.status))
             .with_meta("offset", page.offset)
             .with_meta("end", page.end())
             .with_meta("available", page.available)

@@ -7,7 +7,7 @@ use lathe_exec::KillOutcome;
 
 use crate::session::Session;
 use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
-use crate::tools::shell::{IdArg, commands, exec_error, parse_id, status_meta};
+use crate::tools::shell::{IdArg, command_meta, commands, exec_error, parse_id};
 
 /// The `kill_command` tool.
 #[derive(Debug, Default, Clone, Copy)]
@@ -53,8 +53,7 @@ impl Tool for KillCommandTool {
                     KillOutcome::AlreadyFinished { status, .. } => (*status, false),
                 };
                 ToolOutput::ok(outcome.to_text())
-                    .with_meta("command_id", id.0)
-                    .with_meta("status", status_meta(status))
+                    .with_command(command_meta(id, status))
                     .with_meta("was_running", was_running)
             }
             Err(error) => exec_error(error),

@@ -15,10 +15,12 @@ use lathe_exec::{
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::session::Session;
-use crate::tool::{Effect, ProgressSink, Tool, ToolContext, ToolKind, ToolOutput, ToolProgress};
+use crate::tool::{
+    CommandMeta, CommandState, Effect, ProgressSink, Tool, ToolContext, ToolKind, ToolOutput,
+    ToolProgress,
+};
 use crate::workspace::Access;
 
 mod sandbox;
@@ -231,16 +233,24 @@ impl JsonSchema for IdArg {
     }
 }
 
-/// Metadata shared by the command tools' results.
-pub(crate) fn status_meta(status: CommandStatus) -> Value {
+/// A command's status as the command tools' results report it.
+pub(crate) fn command_state(status: CommandStatus) -> CommandState {
     match status {
-        CommandStatus::Running => json!({"state": "running"}),
-        CommandStatus::Exited { code } => json!({"state": "exited", "exit_code": code}),
-        CommandStatus::Signaled { signal } => json!({"state": "signaled", "signal": signal}),
-        CommandStatus::Killed { .. } => json!({"state": "killed", "label": status.label()}),
-        CommandStatus::TimedOut { limit } => {
-            json!({"state": "timed_out", "limit_seconds": limit.as_secs_f64()})
-        }
+        CommandStatus::Running => CommandState::Running,
+        CommandStatus::Exited { code } => CommandState::Exited { exit_code: code },
+        CommandStatus::Signaled { signal } => CommandState::Signaled { signal },
+        CommandStatus::Killed { .. } => CommandState::Killed {
+            label: status.label(),
+        },
+        CommandStatus::TimedOut { limit } => CommandState::TimedOut { limit },
+    }
+}
+
+/// The command a result is about, for its metadata.
+pub(crate) fn command_meta(id: CommandId, status: CommandStatus) -> CommandMeta {
+    CommandMeta {
+        id: id.0,
+        status: command_state(status),
     }
 }
 
@@ -300,7 +310,22 @@ fn default_true() -> bool {
 
 impl Tool for ShellTool {
     const NAME: &'static str = "shell";
-    const ALIASES: &'static [&'static str] = &["bash", "sh", "run", "exec", "execute", "execute_command", "run_command", "terminal", "command", "cmd", "run_shell_command", "shell_command", "run_terminal_cmd", "execute_bash"];
+    const ALIASES: &'static [&'static str] = &[
+        "bash",
+        "sh",
+        "run",
+        "exec",
+        "execute",
+        "execute_command",
+        "run_command",
+        "terminal",
+        "command",
+        "cmd",
+        "run_shell_command",
+        "shell_command",
+        "run_terminal_cmd",
+        "execute_bash",
+    ];
     type Input = ShellInput;
 
     fn kind(&self) -> ToolKind {
@@ -414,8 +439,7 @@ impl Tool for ShellTool {
 /// The tool result for a report: its text, and metadata for interfaces.
 pub(crate) fn report_output(report: &CommandReport) -> ToolOutput {
     let mut output = ToolOutput::ok(report.to_text())
-        .with_meta("command_id", report.id.0)
-        .with_meta("status", status_meta(report.status))
+        .with_command(command_meta(report.id, report.status))
         .with_meta("wall_ms", report.wall_time.as_millis() as u64)
         .with_meta("bytes", report.total_bytes)
         .with_meta("lines", report.total_lines)
@@ -503,6 +527,7 @@ impl LiveOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn live_output_keeps_characters_whole_and_caps_the_flow() {
