@@ -72,7 +72,8 @@ pub enum GlobSort {
 
 impl Tool for GlobTool {
     const NAME: &'static str = "glob";
-    const ALIASES: &'static [&'static str] = &["find_files", "file_search", "glob_files", "glob_search"];
+    const ALIASES: &'static [&'static str] =
+        &["find_files", "file_search", "glob_files", "glob_search"];
     type Input = GlobInput;
 
     fn kind(&self) -> ToolKind {

@@ -139,7 +139,16 @@ impl JsonSchema for StringList {
 
 impl Tool for GrepTool {
     const NAME: &'static str = "grep";
-    const ALIASES: &'static [&'static str] = &["search", "rg", "ripgrep", "grep_search", "search_files", "find_in_files", "code_search", "search_code"];
+    const ALIASES: &'static [&'static str] = &[
+        "search",
+        "rg",
+        "ripgrep",
+        "grep_search",
+        "search_files",
+        "find_in_files",
+        "code_search",
+        "search_code",
+    ];
     type Input = GrepInput;
 
     fn kind(&self) -> ToolKind {
