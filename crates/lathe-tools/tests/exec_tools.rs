@@ -50,7 +50,9 @@ impl Fixture {
 }
 
 fn id_of(output: &ToolOutput) -> u64 {
-    output.metadata.to_json()["command_id"].as_u64().expect("command_id")
+    output.metadata.to_json()["command_id"]
+        .as_u64()
+        .expect("command_id")
 }
 
 fn marker() -> String {
@@ -274,7 +276,10 @@ async fn search_numbers_lines_like_grep_n() {
         .lines()
         .filter(|l| l.contains(":ERROR at"))
         .collect();
-    assert_eq!(result.metadata.to_json()["total_matches"], expected_lines.len());
+    assert_eq!(
+        result.metadata.to_json()["total_matches"],
+        expected_lines.len()
+    );
     assert!(!shown.is_empty());
     assert_eq!(
         shown,

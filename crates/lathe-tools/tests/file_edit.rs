@@ -135,7 +135,10 @@ fn tolerant_strategies_are_named() {
         json!({"path": "t.rs", "old_string": "fn f(&self) {\n    go(1);\n}", "new_string": "fn f(&self) {\n    go(2);\n}"}),
     );
     assert!(out.text.contains("strategy trimmed_lines"), "{}", out.text);
-    assert_eq!(out.metadata.to_json()["strategies"], json!(["trimmed_lines"]));
+    assert_eq!(
+        out.metadata.to_json()["strategies"],
+        json!(["trimmed_lines"])
+    );
     assert_eq!(
         ws.text("t.rs"),
         "impl A {\n    fn f(&self) {\n        go(2);\n    }\n}\n"
