@@ -7,6 +7,7 @@ use serde::Deserialize;
 use crate::session::Session;
 use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::shell::{IdArg, command_meta, commands, exec_error, parse_id};
+use crate::tools::text;
 
 /// Characters of a result kept for the header and the notes around the bytes of a page.
 const PAGE_MARGIN: usize = 600;
@@ -53,6 +54,10 @@ impl Tool for CommandOutputTool {
     fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
         let _ = (input, session);
         vec![Effect::OwnState { changes: false }]
+    }
+
+    fn title(&self, input: &Self::Input) -> String {
+        text::title(Self::NAME, &input.id.as_written())
     }
 
     async fn run(&self, input: CommandOutputInput, ctx: ToolContext) -> ToolOutput {

@@ -8,6 +8,7 @@ use lathe_exec::KillOutcome;
 use crate::session::Session;
 use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::shell::{IdArg, command_meta, commands, exec_error, parse_id};
+use crate::tools::text;
 
 /// The `kill_command` tool.
 #[derive(Debug, Default, Clone, Copy)]
@@ -34,6 +35,10 @@ impl Tool for KillCommandTool {
         let _ = (input, session);
         // Stops one of the session's own background commands, nothing else.
         vec![Effect::OwnState { changes: true }]
+    }
+
+    fn title(&self, input: &Self::Input) -> String {
+        text::title(Self::NAME, &input.id.as_written())
     }
 
     async fn run(&self, input: KillCommandInput, ctx: ToolContext) -> ToolOutput {

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::session::Session;
 use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::suggest;
-use crate::tools::text::group;
+use crate::tools::text::{self, group};
 use crate::workspace::{Access, Beneath};
 
 /// Levels listed when the call gives no `depth`.
@@ -56,6 +56,10 @@ impl Tool for ListFilesTool {
         vec![Effect::Read {
             path: input.path.clone().unwrap_or_else(|| ".".to_owned()),
         }]
+    }
+
+    fn title(&self, input: &Self::Input) -> String {
+        text::title(Self::NAME, input.path.as_deref().unwrap_or(""))
     }
 
     async fn run(&self, input: ListFilesInput, ctx: ToolContext) -> ToolOutput {

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::session::Session;
 use crate::tool::{Effect, LineRange, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::suggest;
-use crate::tools::text::{binary_kind, group, human_size, shell_quote};
+use crate::tools::text::{self, binary_kind, group, human_size, shell_quote};
 use crate::workspace::{Access, ResolvedPath};
 
 /// Lines shown when the call gives no `limit`.
@@ -69,6 +69,15 @@ impl Tool for ReadFileTool {
         vec![Effect::Read {
             path: input.path.clone(),
         }]
+    }
+
+    fn title(&self, input: &Self::Input) -> String {
+        match input.offset {
+            Some(offset) if offset > 1 => {
+                text::title(Self::NAME, &format!("{} (from line {offset})", input.path))
+            }
+            _ => text::title(Self::NAME, &input.path),
+        }
     }
 
     async fn run(&self, input: ReadFileInput, ctx: ToolContext) -> ToolOutput {

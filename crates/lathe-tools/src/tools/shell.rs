@@ -21,6 +21,7 @@ use crate::tool::{
     CommandMeta, CommandState, Effect, ProgressSink, Tool, ToolContext, ToolKind, ToolOutput,
     ToolProgress,
 };
+use crate::tools::text;
 use crate::workspace::Access;
 
 mod sandbox;
@@ -233,6 +234,16 @@ impl JsonSchema for IdArg {
     }
 }
 
+impl IdArg {
+    /// The id as the call wrote it, for a title.
+    pub(crate) fn as_written(&self) -> String {
+        match self {
+            IdArg::Number(n) => n.to_string(),
+            IdArg::Text(text) => text.clone(),
+        }
+    }
+}
+
 /// A command's status as the command tools' results report it.
 pub(crate) fn command_state(status: CommandStatus) -> CommandState {
     match status {
@@ -338,6 +349,10 @@ impl Tool for ShellTool {
             cwd: input.cwd.clone(),
             outside_sandbox: sandbox::outside_sandbox_unchosen(session, input.sandbox),
         }]
+    }
+
+    fn title(&self, input: &Self::Input) -> String {
+        text::title(Self::NAME, &input.command)
     }
 
     async fn run(&self, input: ShellInput, ctx: ToolContext) -> ToolOutput {

@@ -133,6 +133,15 @@ pub fn title(name: &str, subject: &str) -> String {
     }
 }
 
+/// A title's subject for a search: `what in path`, or only `what` when the path is the
+/// workspace root (not given, blank or `.`).
+pub fn in_path(what: &str, path: &Option<String>) -> String {
+    match path.as_deref().map(str::trim) {
+        Some(path) if !path.is_empty() && path != "." => format!("{what} in {path}"),
+        _ => what.to_owned(),
+    }
+}
+
 /// `text` as one line for a title: its first non-blank line (with ` …` when more follow), cut
 /// to `max_chars` characters (with `…`).
 pub fn one_line(text: &str, max_chars: usize) -> String {
@@ -299,6 +308,9 @@ mod tests {
         let long = title("shell", &"x".repeat(300));
         assert_eq!(long.chars().count(), "shell ".len() + TITLE_ARG_CHARS + 1);
         assert!(long.ends_with('…'));
+        assert_eq!(in_path("*.rs", &Some("src".into())), "*.rs in src");
+        assert_eq!(in_path("*.rs", &Some(".".into())), "*.rs");
+        assert_eq!(in_path("*.rs", &None), "*.rs");
     }
 
     #[test]
