@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use lathe_tools::tools::shell::{ShellConfig, configure};
 use lathe_tools::{
-    Registry, Session, ToolConfig, ToolContext, ToolOutput, ToolProgress, Workspace,
+    CommandState, Metadata, Registry, Session, ToolConfig, ToolContext, ToolOutput, ToolProgress,
+    Workspace,
 };
 use serde_json::{Value, json};
 
@@ -410,6 +411,51 @@ async fn soft_timeout_backgrounds_then_list_read_and_kill() {
     );
     let again = fx.call("kill_command", json!({"id": id})).await;
     assert!(again.text.contains("already finished"), "{}", again.text);
+}
+
+/// The command a result is about is typed (Metadata.command), says the same in the JSON the
+/// first cut wrote, and reads back from it, for each state the command tools report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn command_metadata_is_typed_and_round_trips_through_json() {
+    let fx = Fixture::new();
+    let m = marker();
+    let exited = fx.call("shell", json!({"command": "exit 3"})).await;
+    let running = fx
+        .call(
+            "shell",
+            json!({"command": format!("sleep {m}"), "background": true}),
+        )
+        .await;
+    let id = id_of(&running);
+    let read = fx.call("command_output", json!({"id": id})).await;
+    let killed = fx.call("kill_command", json!({"id": id})).await;
+    let cases = [
+        (
+            &exited,
+            CommandState::Exited { exit_code: 3 },
+            json!({"state": "exited", "exit_code": 3}),
+        ),
+        (&running, CommandState::Running, json!({"state": "running"})),
+        (&read, CommandState::Running, json!({"state": "running"})),
+        (
+            &killed,
+            CommandState::Killed {
+                label: "killed".into(),
+            },
+            json!({"state": "killed", "label": "killed"}),
+        ),
+    ];
+    for (out, state, shape) in cases {
+        assert!(!out.is_error, "{}", out.text);
+        let command = out.metadata.command.as_ref().expect("a command");
+        assert_eq!(command.status, state, "{}", out.text);
+        let json = out.metadata.to_json();
+        assert_eq!(json["command_id"], command.id);
+        assert_eq!(json["status"], shape);
+        assert_eq!(Metadata::from_json(json), out.metadata);
+    }
+    assert_eq!(running.metadata.command.as_ref().unwrap().id, id);
+    assert_eq!(sleeps_with(&m), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
