@@ -18,7 +18,9 @@ enum Kind {
     Command,
     Whole,
     Read,
-    Change { inside: bool },
+    Change {
+        inside: bool,
+    },
     Tool,
     /// The network, or an effect the tool could not describe: never judged to only read.
     Opaque,

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use crate::args::{self, fold_name};
 use crate::budget;
-use crate::schema::tool_schema;
 use crate::meta::Metadata;
+use crate::schema::tool_schema;
 use crate::session::Session;
 use crate::tool::{Effect, Plan, Tool, ToolContext, ToolHints, ToolKind, ToolOutput};
 
@@ -382,7 +382,10 @@ impl Registry {
                 let (call, plan) = plan_off_thread(call, session).await;
                 match plan {
                     Some(Err(output)) => output,
-                    plan => self.run_prepared(call, plan.and_then(Result::ok), ctx).await,
+                    plan => {
+                        self.run_prepared(call, plan.and_then(Result::ok), ctx)
+                            .await
+                    }
                 }
             }
             Err(output) => output,

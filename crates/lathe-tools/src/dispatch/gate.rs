@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use lathe_policy::{
-    Action, AnalysisContext, ApprovalMode, Decision, DecisionReport, FileTarget,
-    PermissionsConfig, Policy, PolicyError, Sandbox, Severity, remember_rule,
+    Action, AnalysisContext, ApprovalMode, Decision, DecisionReport, FileTarget, PermissionsConfig,
+    Policy, PolicyError, Sandbox, Severity, remember_rule,
 };
 
 use crate::registry::PreparedCall;
@@ -483,7 +483,10 @@ mod tests {
     fn always_remembers_program_and_subcommand() {
         let f = fixture();
         let gate = Gate::new(ApprovalMode::Ask, f.session.workspace().root());
-        let test = call(&f.session, "shell", json!({"command": "npm run test -- --watch"}),
+        let test = call(
+            &f.session,
+            "shell",
+            json!({"command": "npm run test -- --watch"}),
         );
         let Verdict::Ask { rules, .. } = gate.check(&test, &f.session) else {
             panic!()
@@ -491,8 +494,7 @@ mod tests {
         assert_eq!(rules, ["shell(npm run test *)"]);
         gate.allow_for_session(&rules);
         assert_eq!(gate.check(&test, &f.session), Verdict::Allow);
-        let other = call(&f.session, "shell", json!({"command": "npm publish"}),
-        );
+        let other = call(&f.session, "shell", json!({"command": "npm publish"}));
         assert!(matches!(
             gate.check(&other, &f.session),
             Verdict::Ask { .. }
@@ -503,8 +505,7 @@ mod tests {
     fn critical_commands_cannot_be_remembered_and_sensitive_files_ask() {
         let f = fixture();
         let gate = Gate::new(ApprovalMode::Full, f.session.workspace().root());
-        let critical = call(&f.session, "shell", json!({"command": "cat ~/.ssh/id_rsa"}),
-        );
+        let critical = call(&f.session, "shell", json!({"command": "cat ~/.ssh/id_rsa"}));
         let Verdict::Ask { rules, .. } = gate.check(&critical, &f.session) else {
             panic!()
         };
@@ -526,7 +527,11 @@ mod tests {
     fn read_only_refusal_says_how_to_switch_and_modes_switch() {
         let f = fixture();
         let gate = Gate::new(ApprovalMode::ReadOnly, f.session.workspace().root());
-        let edit = call(&f.session, "write_file", json!({"path": "a", "content": ""}));
+        let edit = call(
+            &f.session,
+            "write_file",
+            json!({"path": "a", "content": ""}),
+        );
         let Verdict::Deny { reason } = gate.check(&edit, &f.session) else {
             panic!()
         };
@@ -676,7 +681,10 @@ mod tests {
         }
         // "Always" remembers the file the link leads to as well, so the same call is allowed
         // next time; the alias alone would not have been enough.
-        let write = call(&f.session, "write_file", json!({"path": "cfg/config.toml", "content": "x"}),
+        let write = call(
+            &f.session,
+            "write_file",
+            json!({"path": "cfg/config.toml", "content": "x"}),
         );
         let Verdict::Ask { rules, reasons } = gate.check(&write, &f.session) else {
             panic!("writing through cfg -> .lathe must ask")
