@@ -1,5 +1,10 @@
 //! `edit_file`: replace text in one file, exactly or by a named tolerant strategy, all edits or
 //! none, keeping line endings, BOM, final newline and permissions.
+//!
+//! The tool plans ([`Tool::plan`]): matching and encoding happen before the call is approved,
+//! and [`Plan::apply`] writes the bytes that were matched, after checking that the file is still
+//! what was read. The approval prompt, the result and the recorded change therefore show the
+//! diff of what is written, even after a tolerant match.
 
 mod apply;
 mod closest;

@@ -1,4 +1,8 @@
 //! `write_file`: create a file or replace all of its content, atomically.
+//!
+//! The tool plans ([`Tool::plan`]): what is there is read (streamed past 32 MiB), checked for
+//! staleness, counted and diffed before the call is approved; [`Plan::apply`] writes the content
+//! after checking the file is still what was read.
 
 use std::fs::File;
 use std::io::{self, Read};
