@@ -8,6 +8,8 @@
 //! the first cut produced: a single file change appears as top-level `path`, `created`, `added`,
 //! `removed` and `diff`, and every change, single or not, under `changes`.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -59,18 +61,43 @@ pub enum CommandState {
         /// The exit code.
         exit_code: i32,
     },
-    /// Killed by a signal.
+    /// Killed by a signal it was not sent by the supervisor.
     Signaled {
         /// The signal number.
         signal: i32,
     },
+    /// Stopped by the supervisor (on request, or when the session ended).
+    Killed {
+        /// Why, for people (`killed (aborted by user)`).
+        label: String,
+    },
     /// Stopped because it ran past its time limit.
-    TimedOut,
+    TimedOut {
+        /// The limit it ran past.
+        #[serde(rename = "limit_seconds", with = "seconds")]
+        limit: Duration,
+    },
     /// Ended in another way, described for people (`killed on request`).
     Other {
         /// What happened.
         label: String,
     },
+}
+
+/// A duration as seconds (`1.5`), the unit the first cut's JSON used for time limits.
+mod seconds {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(duration.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+        let seconds = f64::deserialize(deserializer)?;
+        Duration::try_from_secs_f64(seconds).map_err(serde::de::Error::custom)
+    }
 }
 
 /// The background-capable command a call ran or touched.
@@ -126,9 +153,10 @@ impl Metadata {
         *self == Metadata::default()
     }
 
-    /// The flat JSON object (MCP `structuredContent`, `lathe tool` output).
+    /// The flat JSON object (MCP `structuredContent`, `lathe tool` output): the typed fields
+    /// first, then the tool's own, in the order the tool added them (the first cut's order).
     pub fn to_json(&self) -> Map<String, Value> {
-        let mut map = self.extra.clone();
+        let mut map = Map::new();
         if let Some(path) = &self.path {
             map.insert("path".into(), Value::String(path.clone()));
         }
@@ -157,6 +185,11 @@ impl Metadata {
         }
         if let Some(found) = &self.found {
             map.insert("found".into(), Value::String(found.clone()));
+        }
+        for (key, value) in &self.extra {
+            if !map.contains_key(key) {
+                map.insert(key.clone(), value.clone());
+            }
         }
         map
     }
@@ -330,6 +363,36 @@ mod tests {
         assert_eq!(json["path"], "dir");
         assert!(json.get("added").is_none());
         assert_eq!(serde_json::from_value::<Metadata>(json).unwrap(), meta);
+    }
+
+    #[test]
+    fn command_states_keep_the_first_cuts_shape() {
+        let cases = [
+            (CommandState::Running, json!({"state": "running"})),
+            (
+                CommandState::Signaled { signal: 9 },
+                json!({"state": "signaled", "signal": 9}),
+            ),
+            (
+                CommandState::Killed {
+                    label: "killed (aborted by user)".into(),
+                },
+                json!({"state": "killed", "label": "killed (aborted by user)"}),
+            ),
+            (
+                CommandState::TimedOut {
+                    limit: Duration::from_millis(1500),
+                },
+                json!({"state": "timed_out", "limit_seconds": 1.5}),
+            ),
+        ];
+        for (state, expected) in cases {
+            assert_eq!(serde_json::to_value(&state).unwrap(), expected);
+            assert_eq!(
+                serde_json::from_value::<CommandState>(expected).unwrap(),
+                state
+            );
+        }
     }
 
     #[test]

@@ -598,7 +598,12 @@ pub fn bound_metadata(metadata: &mut Metadata) {
     for value in metadata.extra.values_mut() {
         bound_value(value);
     }
+    // A path echoes the call's argument too (a 1 MiB path names no file, but is quoted).
+    if let Some(path) = &mut metadata.path {
+        bound_string(path);
+    }
     for change in &mut metadata.changes {
+        bound_string(&mut change.path);
         bound_string(&mut change.diff);
     }
 }

@@ -285,7 +285,10 @@ pub fn current_stamp(
     target: &ResolvedPath,
 ) -> std::io::Result<Option<FileStamp>> {
     use std::io::Read;
-    let mut file = match workspace.open_read(target) {
+    // O_NONBLOCK: if a FIFO took the file's place since the plan, opening it must not wait for
+    // a writer; regular files ignore the flag.
+    let flags = nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_NONBLOCK;
+    let mut file = match workspace.open(target, flags, 0) {
         Ok(file) => file,
         Err(err)
             if err.kind() == std::io::ErrorKind::NotFound
@@ -295,7 +298,11 @@ pub fn current_stamp(
         }
         Err(err) => return Err(err),
     };
-    let len = file.metadata()?.len();
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("it is no longer a regular file"));
+    }
+    let len = meta.len();
     let mut stamp = StampBuilder::new(len);
     let mut buf = vec![0u8; 256 * 1024];
     loop {

@@ -16,10 +16,13 @@ use lathe_exec::{
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::session::Session;
-use crate::tool::{Effect, ProgressSink, Tool, ToolContext, ToolKind, ToolOutput, ToolProgress};
+use crate::tool::{
+    CommandMeta, CommandState, Effect, ProgressSink, Tool, ToolContext, ToolKind, ToolOutput,
+    ToolProgress,
+};
+use crate::tools::text::title;
 use crate::workspace::Access;
 
 mod sandbox;
@@ -229,16 +232,34 @@ impl JsonSchema for IdArg {
     }
 }
 
-/// Metadata shared by the command tools' results.
-pub(crate) fn status_meta(status: CommandStatus) -> Value {
-    match status {
-        CommandStatus::Running => json!({"state": "running"}),
-        CommandStatus::Exited { code } => json!({"state": "exited", "exit_code": code}),
-        CommandStatus::Signaled { signal } => json!({"state": "signaled", "signal": signal}),
-        CommandStatus::Killed { .. } => json!({"state": "killed", "label": status.label()}),
-        CommandStatus::TimedOut { limit } => {
-            json!({"state": "timed_out", "limit_seconds": limit.as_secs_f64()})
+impl IdArg {
+    /// The id as the call wrote it, for a title.
+    pub(crate) fn as_written(&self) -> String {
+        match self {
+            IdArg::Number(n) => n.to_string(),
+            IdArg::Text(text) => text.clone(),
         }
+    }
+}
+
+/// A command's status as the command tools' results report it.
+pub(crate) fn command_state(status: CommandStatus) -> CommandState {
+    match status {
+        CommandStatus::Running => CommandState::Running,
+        CommandStatus::Exited { code } => CommandState::Exited { exit_code: code },
+        CommandStatus::Signaled { signal } => CommandState::Signaled { signal },
+        CommandStatus::Killed { .. } => CommandState::Killed {
+            label: status.label(),
+        },
+        CommandStatus::TimedOut { limit } => CommandState::TimedOut { limit },
+    }
+}
+
+/// The command a result is about, for its metadata.
+pub(crate) fn command_meta(id: CommandId, status: CommandStatus) -> CommandMeta {
+    CommandMeta {
+        id: id.0,
+        status: command_state(status),
     }
 }
 
@@ -326,6 +347,10 @@ impl Tool for ShellTool {
             cwd: input.cwd.clone(),
             outside_sandbox: sandbox::outside_sandbox_unchosen(session, input.sandbox),
         }]
+    }
+
+    fn title(&self, input: &Self::Input) -> String {
+        title(Self::NAME, &input.command)
     }
 
     async fn run(&self, input: ShellInput, ctx: ToolContext) -> ToolOutput {
@@ -424,8 +449,7 @@ impl Tool for ShellTool {
 /// metadata for interfaces.
 fn report_output(report: &CommandReport, unsandboxed: Option<&str>) -> ToolOutput {
     let mut output = ToolOutput::ok(text::report(report, unsandboxed))
-        .with_meta("command_id", report.id.0)
-        .with_meta("status", status_meta(report.status))
+        .with_command(command_meta(report.id, report.status))
         .with_meta("wall_ms", report.wall_time.as_millis() as u64)
         .with_meta("bytes", report.total_bytes)
         .with_meta("lines", report.total_lines)
@@ -510,6 +534,7 @@ impl LiveOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn live_output_keeps_characters_whole_and_caps_the_flow() {
