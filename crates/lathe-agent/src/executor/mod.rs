@@ -174,6 +174,16 @@ impl Executor {
         self.config.model = model.into();
     }
 
+    /// How it runs.
+    pub fn config(&self) -> &ExecutorConfig {
+        &self.config
+    }
+
+    /// Where its events go.
+    pub fn sink(&self) -> &EventSink {
+        &self.sink
+    }
+
     /// The tool runner (its gate switches approval modes).
     pub fn runner(&self) -> &Arc<ToolRunner> {
         &self.runner
