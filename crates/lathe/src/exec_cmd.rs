@@ -9,8 +9,10 @@ use anyhow::Context;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
+use lathe_agent::Agent;
 use lathe_agent::approval::{Approver, NonInteractive};
 use lathe_agent::events::RunStatus;
+use lathe_agent::sink::EventSink;
 
 use crate::EXIT_FAILURE;
 use crate::agent_setup::{self, ModelArgs};
@@ -88,6 +90,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
         && !args.json
         && std::io::stdin().is_terminal()
         && std::io::stdout().is_terminal();
+    let sink = EventSink::new(store.clone(), id.clone(), renderer.handler());
     let approver: Arc<dyn Approver> = if interactive {
         Arc::new(TerminalApprover::new(
             Arc::new(Input::start()),
@@ -96,16 +99,12 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     } else {
         Arc::new(NonInteractive)
     };
-    let mut agent = agent_setup::agent(
-        &resolved,
-        &setup.config.permissions,
-        provider,
-        model,
-        store.clone(),
-        id.clone(),
-        Arc::clone(&tools),
-        approver,
-        renderer.handler(),
+    let mut agent = agent_setup::build(
+        resolved
+            .configure(Agent::builder(provider, model, Arc::clone(&tools)))
+            .permissions(setup.config.permissions.clone())
+            .approver(approver)
+            .sink(sink),
     )?;
     let cancel = CancellationToken::new();
     let mut interrupts = Interrupts::listen();
@@ -125,7 +124,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
             exit_now(&tools, &store, &id);
         })
     };
-    let outcome = agent.executor.run(&task, &cancel).await;
+    let outcome = agent.run(&task, &cancel).await;
     watcher.abort();
     terminating.abort();
     tools.shutdown();

@@ -15,7 +15,8 @@ use std::sync::Arc;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
-use lathe_agent::sink::stored_history;
+use lathe_agent::Agent;
+use lathe_agent::sink::{EventSink, stored_history};
 use lathe_store::SessionStatus;
 
 use crate::agent_setup::{self, ModelArgs};
@@ -70,20 +71,21 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     let tools = agent_setup::tool_session(&setup, &id)?;
     let renderer = Renderer::new(OutputMode::Human, Some(Arc::clone(&tools)));
     let input = Arc::new(Input::start());
+    let sink = EventSink::new(store.clone(), id.clone(), renderer.handler());
     let approver = Arc::new(TerminalApprover::new(
         Arc::clone(&input),
         Arc::clone(&renderer),
     ));
-    let mut agent = agent_setup::agent(
-        &resolved,
-        &setup.config.permissions,
-        Arc::clone(&provider),
-        model.clone(),
-        store.clone(),
-        id.clone(),
-        Arc::clone(&tools),
-        approver,
-        renderer.handler(),
+    let mut agent = agent_setup::build(
+        resolved
+            .configure(Agent::builder(
+                Arc::clone(&provider),
+                model.clone(),
+                Arc::clone(&tools),
+            ))
+            .permissions(setup.config.permissions.clone())
+            .approver(approver)
+            .sink(sink),
     )?;
     let style = *renderer.style();
     let mut titled = resumed.as_ref().is_some_and(|s| s.title.is_some());
@@ -93,7 +95,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
             .iter()
             .filter(|m| matches!(m, lathe_agent::message::Message::User { .. }))
             .count();
-        agent.executor.resume(history);
+        agent.resume(history);
         say(&style.dim(&format!(
             "resumed session {} ({turns} earlier messages from you)",
             session.id
@@ -101,7 +103,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     }
     say(&style.dim(&format!(
         "lathe chat · {model} · approval {} · session {id}\nType a task, /help for commands, Ctrl-C to stop a turn, twice to exit.",
-        agent.gate.mode()
+        agent.gate().mode()
     )));
 
     let mut interrupts = Interrupts::listen();
@@ -152,7 +154,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         }
         renderer.reset();
         let cancel = terminate.child_token();
-        let run = agent.executor.run(line, &cancel);
+        let run = agent.run(line, &cancel);
         tokio::pin!(run);
         let mut stopping = false;
         loop {
