@@ -7,7 +7,7 @@
 //! resulting [`stream::AssistantTurn`] goes back into the history as a [`message::Message`].
 //! The [`executor::Executor`] loops over turns; its [`runner::ToolRunner`] runs each turn's
 //! calls past the [`approval::Gate`] and an [`approval::Approver`]; every step is an event that
-//! the [`sink::EventSink`] stores and then shows.
+//! the [`sink::EventSink`] stores and then shows, through one writer thread.
 //!
 //! # Putting an agent together
 //!

@@ -90,11 +90,12 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
         && !args.json
         && std::io::stdin().is_terminal()
         && std::io::stdout().is_terminal();
-    let sink = EventSink::new(store.clone(), id.clone(), renderer.handler());
+    let sink = EventSink::new(store, id, renderer.handler());
     let approver: Arc<dyn Approver> = if interactive {
         Arc::new(TerminalApprover::new(
             Arc::new(Input::start()),
             Arc::clone(&renderer),
+            sink.clone(),
         ))
     } else {
         Arc::new(NonInteractive)
@@ -104,16 +105,11 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
             .configure(Agent::builder(provider, model, Arc::clone(&tools)))
             .permissions(setup.config.permissions.clone())
             .approver(approver)
-            .sink(sink),
+            .sink(sink.clone()),
     )?;
     let cancel = CancellationToken::new();
     let mut interrupts = Interrupts::listen();
-    let terminating = end_on_termination(
-        Arc::clone(&tools),
-        store.clone(),
-        id.clone(),
-        cancel.clone(),
-    );
+    let terminating = end_on_termination(Arc::clone(&tools), sink.clone(), cancel.clone());
     let watcher = {
         let cancel = cancel.clone();
         let tools = Arc::clone(&tools);
@@ -121,7 +117,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
             interrupts.next().await;
             cancel.cancel();
             interrupts.next().await;
-            exit_now(&tools, &store, &id);
+            exit_now(&tools, &sink);
         })
     };
     let outcome = agent.run(&task, &cancel).await;

@@ -75,6 +75,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     let approver = Arc::new(TerminalApprover::new(
         Arc::clone(&input),
         Arc::clone(&renderer),
+        sink.clone(),
     ));
     let mut agent = agent_setup::build(
         resolved
@@ -85,7 +86,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
             ))
             .permissions(setup.config.permissions.clone())
             .approver(approver)
-            .sink(sink),
+            .sink(sink.clone()),
     )?;
     let style = *renderer.style();
     let mut titled = resumed.as_ref().is_some_and(|s| s.title.is_some());
@@ -109,12 +110,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     let mut interrupts = Interrupts::listen();
     // Each turn's cancellation is a child of this one, which a termination signal cancels.
     let terminate = CancellationToken::new();
-    let terminating = end_on_termination(
-        Arc::clone(&tools),
-        store.clone(),
-        id.clone(),
-        terminate.clone(),
-    );
+    let terminating = end_on_termination(Arc::clone(&tools), sink.clone(), terminate.clone());
     let prompt = style.bold("> ");
     // Set by a Ctrl-C (one that stopped a turn, or one at the prompt): the next Ctrl-C, with
     // nothing typed in between, exits. Two presses exit however quickly the turn stopped.
@@ -125,7 +121,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
                 line = input.line(&prompt) => break line,
                 () = interrupts.next() => {
                     if armed {
-                        exit_now(&tools, &store, &id);
+                        exit_now(&tools, &sink);
                     }
                     armed = true;
                     say(&style.dim("\n(press Ctrl-C again to exit, or type /exit)"));
@@ -162,7 +158,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
                 _ = &mut run => break,
                 () = interrupts.next() => {
                     if stopping {
-                        exit_now(&tools, &store, &id);
+                        exit_now(&tools, &sink);
                     }
                     stopping = true;
                     renderer.pause();
