@@ -222,6 +222,8 @@ async fn reads_run_concurrently_and_changes_in_order() {
         std::fs::read_to_string(f.root.join("log.txt")).unwrap(),
         "one\ntwo\n"
     );
+    // Events are shown on the sink's writer thread.
+    f.sink.flush().await;
     let events = f.events.lock().unwrap();
     let finished: Vec<_> = events
         .iter()
@@ -270,6 +272,8 @@ async fn ask_mode_asks_and_a_denial_is_a_result() {
     assert!(results[0].output.is_error);
     assert_eq!(results[1].status, ToolStatus::Ok, "reads do not ask");
     assert!(!f.root.join("x.txt").exists());
+    // Events are shown on the sink's writer thread.
+    f.sink.flush().await;
     let events = f.events.lock().unwrap();
     assert!(
         events
@@ -453,6 +457,8 @@ async fn live_output_events_are_capped_per_call() {
         )
         .await;
     assert_eq!(results[0].status, ToolStatus::Ok);
+    // Events are shown on the sink's writer thread.
+    f.sink.flush().await;
     let events = f.events.lock().unwrap();
     let deltas: Vec<&str> = events
         .iter()

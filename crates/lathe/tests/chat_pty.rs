@@ -184,6 +184,10 @@ fn an_approval_prompt_turn_allowed_then_denied_with_a_reason() {
     term.type_line("create made.txt");
     term.wait_for("? shell echo hi > made.txt");
     term.wait_for("Allow? [y]es / [n]o / [a]lways");
+    // The question waits until the events before it (the call being asked about) are shown.
+    let screen = term.screen();
+    let call = screen.find("? shell echo hi > made.txt").unwrap();
+    assert!(call < screen.find("Allow?").unwrap(), "{screen}");
     term.type_line("y");
     term.wait_for("Made it.");
     assert_eq!(h.read("made.txt"), "hi\n");
