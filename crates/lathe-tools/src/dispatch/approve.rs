@@ -27,6 +27,11 @@ pub struct ApprovalRequest {
     /// What "always" would allow for the rest of the session, for humans:
     /// `shell(npm run test *)`, or `this call only` when it cannot be remembered.
     pub scope: String,
+    /// The permission rules "always" ([`ApprovalDecision::AllowSession`]) would remember;
+    /// empty when the call cannot be remembered (a critical command, a command outside the
+    /// sandbox). An approver that cannot remember anything offers "always" only when this is
+    /// not empty.
+    pub rules: Vec<String>,
     /// Why the call would fail if allowed (its plan could not be made: the text to replace is
     /// not in the file); the person can still allow it, and the model then reads why.
     pub would_fail: Option<String>,
@@ -105,6 +110,12 @@ impl Approver for FixedAnswer {
     }
 }
 
+/// The result the model reads for a call the policy denied (a deny rule, the read-only mode):
+/// `reason` says which, and how the user could allow it.
+pub fn policy_denial_text(reason: &str) -> String {
+    format!("denied by Lathe's policy: {reason}")
+}
+
 /// The result the model reads for a call the user denied.
 pub fn denial_text(message: Option<&str>) -> String {
     match message.map(str::trim).filter(|m| !m.is_empty()) {
@@ -140,6 +151,7 @@ mod tests {
             changes: vec![],
             diff: None,
             scope: "shell(make *)".into(),
+            rules: vec!["shell(make *)".into()],
             would_fail: None,
         };
         let deny = |message: &str| ApprovalDecision::Deny {

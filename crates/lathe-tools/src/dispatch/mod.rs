@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use approve::{
     ApprovalDecision, ApprovalRequest, Approver, FixedAnswer, NonInteractive, Refuse, denial_text,
+    policy_denial_text,
 };
 pub use gate::{Gate, Verdict, analysis_home};
 
@@ -243,7 +244,7 @@ impl Dispatcher {
         if let Verdict::Deny { reason } = verdict {
             return Err(Outcome::ended(
                 CallStatus::Denied,
-                denial_text(Some(&reason)),
+                policy_denial_text(&reason),
             ));
         }
         // The plan reads files: only for calls the policy lets run or ask about, and its
@@ -273,6 +274,7 @@ impl Dispatcher {
                 } else {
                     rules.join(", ")
                 },
+                rules: rules.clone(),
                 would_fail: failure
                     .as_ref()
                     .map(|f| crate::tools::text::one_line(&f.text, 300)),
