@@ -89,13 +89,6 @@ pub const MAX_INPUT_BYTES: usize = 64 * 1024 * 1024;
 /// `lathe tool NAME [ARGS]` and `lathe tool --batch`.
 pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode> {
     let setup = Setup::load(common)?;
-    // Earlier runs' saved results and artifacts stay readable: a result cut to the budget says
-    // "read the rest with read_file", and with one-shot calls that read is a later process.
-    let runs = crate::state::runs_dir();
-    std::fs::create_dir_all(&runs)
-        .with_context(|| format!("cannot create the directory of runs {}", runs.display()))?;
-    let run_dir = crate::state::new_run_dir();
-    let session = setup.session_reading(run_dir.clone(), &[runs])?;
     let gate = Gate::with_permissions(
         &setup.config.permissions,
         args.approval.unwrap_or(ApprovalMode::Full),
@@ -103,6 +96,13 @@ pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode
         false,
     )
     .map_err(crate::config::invalid_permissions)?;
+    // Earlier runs' saved results and artifacts stay readable: a result cut to the budget says
+    // "read the rest with read_file", and with one-shot calls that read is a later process.
+    let runs = crate::state::runs_dir();
+    std::fs::create_dir_all(&runs)
+        .with_context(|| format!("cannot create the directory of runs {}", runs.display()))?;
+    let run_dir = crate::state::new_run_dir();
+    let session = setup.session_reading(run_dir.clone(), &[runs])?;
     let dispatcher = Dispatcher::new(Arc::new(Registry::builtin()), Arc::new(gate));
     let approver = approver(args.approval);
     let calls = Calls {

@@ -194,6 +194,23 @@ fn the_call_you_run_is_its_own_approval_and_deny_rules_still_refuse() {
     );
     assert!(!f.ws.join("new.txt").exists());
     assert!(f.ws.join("made.txt").exists());
+
+    // A rule that does not parse is a configuration error, before anything runs.
+    let bad = f.data.join("bad.toml");
+    std::fs::write(&bad, "[permissions]\nallow = [\"shell(\"]\n").unwrap();
+    let bad = bad.display().to_string();
+    let (code, _, err) = run(
+        &f,
+        &[
+            "--config",
+            &bad,
+            "tool",
+            "read_file",
+            r#"{"path": "hello.txt"}"#,
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("[permissions]"), "{err}");
 }
 
 #[test]
