@@ -34,7 +34,8 @@ use lathe_agent::sink::EventSink;
 use lathe_store::{NewSession, Store};
 use lathe_testkit::{Script, ScriptedServer, ollama};
 use lathe_tools::{
-    Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace,
+    CommandMeta, CommandState, Effect, Registry, Session, Tool, ToolConfig, ToolContext, ToolKind,
+    ToolOutput, Workspace,
 };
 
 const MODEL: &str = "bench-model";
@@ -59,8 +60,14 @@ impl Tool for Peek {
     fn kind(&self) -> ToolKind {
         ToolKind::Read
     }
+    fn effects(&self, input: &Self::Input, _session: &Session) -> Vec<Effect> {
+        let _ = input;
+        vec![Effect::Read {
+            path: input.path.clone(),
+        }]
+    }
     async fn run(&self, input: PeekInput, _ctx: ToolContext) -> ToolOutput {
-        ToolOutput::ok(format!("1\tcontents of {}\n", input.path)).with_meta("path", input.path)
+        ToolOutput::ok(format!("1\tcontents of {}\n", input.path)).with_path(input.path)
     }
 }
 
@@ -79,9 +86,19 @@ impl Tool for Run {
     fn kind(&self) -> ToolKind {
         ToolKind::Execute
     }
+    fn effects(&self, input: &Self::Input, _session: &Session) -> Vec<Effect> {
+        let _ = input;
+        vec![Effect::Command {
+            command: input.command.clone(),
+            cwd: None,
+            outside_sandbox: false,
+        }]
+    }
     async fn run(&self, input: RunInput, _ctx: ToolContext) -> ToolOutput {
-        ToolOutput::ok(format!("exit 0\n{}\n", input.command))
-            .with_meta("status", json!({"state": "exited", "exit_code": 0}))
+        ToolOutput::ok(format!("exit 0\n{}\n", input.command)).with_command(CommandMeta {
+            id: 1,
+            status: CommandState::Exited { exit_code: 0 },
+        })
     }
 }
 

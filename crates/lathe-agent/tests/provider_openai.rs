@@ -200,7 +200,13 @@ async fn truncated_native_arguments_are_repaired_and_marked() {
         json!({"path": "a.rs", "content": "fn ma"})
     );
     assert!(turn.calls[0].is_truncated());
-    assert!(lathe_agent::parser::refuse_truncated_write(&turn.calls[0]).is_some());
+    assert!(
+        lathe_agent::parser::refuse_truncated_write(
+            &turn.calls[0],
+            common::changes(&turn.calls[0])
+        )
+        .is_some()
+    );
 }
 
 #[tokio::test]

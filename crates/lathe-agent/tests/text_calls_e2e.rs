@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{provider, shown, tools, turn};
+use common::{changes, provider, shown, tools, turn};
 use lathe_agent::message::Message;
 use lathe_agent::parser::refuse_truncated_write;
 use lathe_agent::provider::{ChatRequest, ProviderKind};
@@ -47,7 +47,7 @@ async fn through_both(text: &str, size: usize) -> (String, Vec<(String, Value)>,
         let refused = turn
             .calls
             .iter()
-            .map(|c| refuse_truncated_write(c).is_some())
+            .map(|c| refuse_truncated_write(c, changes(c)).is_some())
             .collect::<Vec<_>>();
         results.push((turn.content, calls, refused));
     }

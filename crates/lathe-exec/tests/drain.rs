@@ -92,8 +92,6 @@ async fn an_artifact_that_cannot_be_written_is_reported_not_fatal() {
     assert!(report.artifact.error.is_some());
     assert!(report.preview.head.starts_with("1\n2\n"));
     assert!(report.preview.tail.ends_with("5000\n"));
-    let text = report.to_text();
-    assert!(text.contains("could not be written"), "{text}");
     let page = sup.read_output(report.id, 0, None).await.unwrap();
     assert!(page.bytes.is_empty());
 }

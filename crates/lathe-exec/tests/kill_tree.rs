@@ -100,11 +100,15 @@ async fn kill_command_kills_the_whole_tree() {
         processes_with(&m)
     );
     let outcome = sup.kill(report.id).await.unwrap();
-    assert!(matches!(outcome, KillOutcome::Killed { .. }), "{outcome:?}");
     assert!(
-        outcome.to_text().starts_with("killed command"),
-        "{}",
-        outcome.to_text()
+        matches!(
+            outcome,
+            KillOutcome::Killed {
+                status: CommandStatus::Killed { .. },
+                ..
+            }
+        ),
+        "{outcome:?}"
     );
     assert_no_survivors(&m);
 }
@@ -134,11 +138,6 @@ async fn killing_a_finished_command_takes_its_leftovers() {
             status: CommandStatus::Exited { code: 0 },
             leftovers_killed: 3
         }
-    );
-    assert!(
-        outcome.to_text().contains("killed 3 processes"),
-        "{}",
-        outcome.to_text()
     );
     assert_no_survivors(&m);
 }

@@ -18,9 +18,13 @@ enum Kind {
     Command,
     Whole,
     Read,
-    Change { inside: bool },
+    Change {
+        inside: bool,
+    },
     Tool,
-    /// The network, or an effect the tool could not describe: never judged to only read.
+    /// The network: never judged to only read.
+    Network,
+    /// An effect the tool could not describe: never judged to only read.
     Opaque,
 }
 
@@ -39,7 +43,7 @@ impl Part<'_> {
         match self.kind {
             Kind::Read => true,
             Kind::Command | Kind::Whole | Kind::Tool => self.severity == Severity::Safe,
-            Kind::Change { .. } | Kind::Opaque => false,
+            Kind::Change { .. } | Kind::Network | Kind::Opaque => false,
         }
     }
 }
@@ -281,7 +285,7 @@ impl Policy {
             }],
             Action::Network { tool, host } => vec![Part {
                 subject: tool.clone(),
-                kind: Kind::Opaque,
+                kind: Kind::Network,
                 severity: Severity::Normal,
                 reasons: vec![format!("reaches {host} over the network")],
                 command: None,
@@ -368,7 +372,9 @@ impl Policy {
                 }
                 (Kind::Read, _, Some(k)) => rule.matches_read(k),
                 (Kind::Change { .. }, _, Some(k)) => rule.matches_edit(k),
-                (Kind::Tool | Kind::Opaque, _, _) => rule.matches_tool(&part.subject),
+                (Kind::Tool | Kind::Network | Kind::Opaque, _, _) => {
+                    rule.matches_tool(&part.subject)
+                }
                 _ => false,
             }
         })
@@ -459,7 +465,9 @@ impl Policy {
                     .or(k.absolute.clone())
                     .unwrap_or_default()
             ),
-            (Kind::Tool | Kind::Opaque, _, _) => format!("`tool({})`", part.subject),
+            (Kind::Tool | Kind::Network | Kind::Opaque, _, _) => {
+                format!("`tool({})`", part.subject)
+            }
             _ => return None,
         })
     }
@@ -538,6 +546,7 @@ impl Policy {
                     match part.kind {
                         Kind::Change { .. } => "changes a file".to_string(),
                         Kind::Tool => "tool changes things".to_string(),
+                        Kind::Network => "tool reaches the network".to_string(),
                         Kind::Opaque => "tool does what Lathe cannot judge".to_string(),
                         _ => format!("is {}", part.severity),
                     },
@@ -553,9 +562,13 @@ impl Policy {
             ),
             ApprovalMode::Auto => match part.kind {
                 Kind::Read | Kind::Tool => (Decision::Allow, "auto mode allows this".into()),
+                Kind::Network => (
+                    Decision::Ask,
+                    "auto mode asks before reaching the network".into(),
+                ),
                 Kind::Opaque => (
                     Decision::Ask,
-                    "auto mode asks before the network and what it cannot judge".into(),
+                    "auto mode asks before what it cannot judge".into(),
                 ),
                 Kind::Change { inside: true } if part.severity <= Severity::Normal => (
                     Decision::Allow,

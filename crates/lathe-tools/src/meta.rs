@@ -8,6 +8,8 @@
 //! the first cut produced: a single file change appears as top-level `path`, `created`, `added`,
 //! `removed` and `diff`, and every change, single or not, under `changes`.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -59,18 +61,43 @@ pub enum CommandState {
         /// The exit code.
         exit_code: i32,
     },
-    /// Killed by a signal.
+    /// Killed by a signal it was not sent by the supervisor.
     Signaled {
         /// The signal number.
         signal: i32,
     },
+    /// Stopped by the supervisor (on request, or when the session ended).
+    Killed {
+        /// Why, for people (`killed (aborted by user)`).
+        label: String,
+    },
     /// Stopped because it ran past its time limit.
-    TimedOut,
+    TimedOut {
+        /// The limit it ran past.
+        #[serde(rename = "limit_seconds", with = "seconds")]
+        limit: Duration,
+    },
     /// Ended in another way, described for people (`killed on request`).
     Other {
         /// What happened.
         label: String,
     },
+}
+
+/// A duration as seconds (`1.5`), the unit the first cut's JSON used for time limits.
+mod seconds {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(duration.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+        let seconds = f64::deserialize(deserializer)?;
+        Duration::try_from_secs_f64(seconds).map_err(serde::de::Error::custom)
+    }
 }
 
 /// The background-capable command a call ran or touched.
@@ -97,6 +124,8 @@ pub struct Metadata {
     pub command: Option<CommandMeta>,
     /// Where the whole result was saved when the text the model reads was cut to the budget.
     pub full_result: Option<String>,
+    /// What a search or listing found, in a few words for people (`12 matches`, `1 entry`).
+    pub found: Option<String>,
     /// Everything else a tool reports (counts, flags), by key.
     pub extra: Map<String, Value>,
 }
@@ -115,6 +144,7 @@ const TYPED_KEYS: &[&str] = &[
     "command_id",
     "status",
     "full_result",
+    "found",
 ];
 
 impl Metadata {
@@ -123,9 +153,10 @@ impl Metadata {
         *self == Metadata::default()
     }
 
-    /// The flat JSON object (MCP `structuredContent`, `lathe tool` output).
+    /// The flat JSON object (MCP `structuredContent`, `lathe tool` output): the typed fields
+    /// first, then the tool's own, in the order the tool added them (the first cut's order).
     pub fn to_json(&self) -> Map<String, Value> {
-        let mut map = self.extra.clone();
+        let mut map = Map::new();
         if let Some(path) = &self.path {
             map.insert("path".into(), Value::String(path.clone()));
         }
@@ -151,6 +182,14 @@ impl Metadata {
         }
         if let Some(saved) = &self.full_result {
             map.insert("full_result".into(), Value::String(saved.clone()));
+        }
+        if let Some(found) = &self.found {
+            map.insert("found".into(), Value::String(found.clone()));
+        }
+        for (key, value) in &self.extra {
+            if !map.contains_key(key) {
+                map.insert(key.clone(), value.clone());
+            }
         }
         map
     }
@@ -206,6 +245,12 @@ impl Metadata {
                 other => back.push(("full_result", other)),
             }
         }
+        if let Some(found) = take("found") {
+            match found {
+                Value::String(found) => meta.found = Some(found),
+                other => back.push(("found", other)),
+            }
+        }
         meta.extra = map;
         for (key, value) in back {
             meta.extra.insert(key.to_owned(), value);
@@ -223,9 +268,13 @@ impl Metadata {
         if self.changes.is_empty() {
             return None;
         }
-        Some(self.changes.iter().fold((0, 0), |(added, removed), change| {
-            (added + change.added, removed + change.removed)
-        }))
+        Some(
+            self.changes
+                .iter()
+                .fold((0, 0), |(added, removed), change| {
+                    (added + change.added, removed + change.removed)
+                }),
+        )
     }
 
     /// Whether `key` is one of the keys the typed fields write.
@@ -300,16 +349,50 @@ mod tests {
                 status: CommandState::Exited { exit_code: 1 },
             }),
             full_result: Some("/tmp/x/result-1.txt".into()),
+            found: Some("3 matches".into()),
             extra: Map::new(),
         };
         let json = serde_json::to_value(&meta).unwrap();
         assert_eq!(json["command_id"], 3);
         assert_eq!(json["status"], json!({"state": "exited", "exit_code": 1}));
-        assert_eq!(json["shown_lines"], json!({"first": 1, "last": 20, "total": 300}));
+        assert_eq!(
+            json["shown_lines"],
+            json!({"first": 1, "last": 20, "total": 300})
+        );
         // Several changes: no flat copy, `path` is the subject.
         assert_eq!(json["path"], "dir");
         assert!(json.get("added").is_none());
         assert_eq!(serde_json::from_value::<Metadata>(json).unwrap(), meta);
+    }
+
+    #[test]
+    fn command_states_keep_the_first_cuts_shape() {
+        let cases = [
+            (CommandState::Running, json!({"state": "running"})),
+            (
+                CommandState::Signaled { signal: 9 },
+                json!({"state": "signaled", "signal": 9}),
+            ),
+            (
+                CommandState::Killed {
+                    label: "killed (aborted by user)".into(),
+                },
+                json!({"state": "killed", "label": "killed (aborted by user)"}),
+            ),
+            (
+                CommandState::TimedOut {
+                    limit: Duration::from_millis(1500),
+                },
+                json!({"state": "timed_out", "limit_seconds": 1.5}),
+            ),
+        ];
+        for (state, expected) in cases {
+            assert_eq!(serde_json::to_value(&state).unwrap(), expected);
+            assert_eq!(
+                serde_json::from_value::<CommandState>(expected).unwrap(),
+                state
+            );
+        }
     }
 
     #[test]

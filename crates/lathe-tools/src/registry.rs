@@ -9,12 +9,18 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+mod names;
+
+pub use names::{MAX_TOOL_NAME_BYTES, closest, names_are_unique, shown_name};
+
 use crate::args::{self, fold_name};
 use crate::budget;
-use crate::schema::tool_schema;
+use crate::dispatch::{CallStatus, Outcome};
 use crate::meta::Metadata;
+use crate::schema::tool_schema;
 use crate::session::Session;
 use crate::tool::{Effect, Plan, Tool, ToolContext, ToolHints, ToolKind, ToolOutput};
+use names::quote_list;
 
 /// A tool's definition as sent to models and MCP clients.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -84,15 +90,28 @@ pub trait DynTool: Send + Sync {
 
 /// One call with its input bound (typed, for a typed tool): what callers ask of a call before
 /// and while it runs.
+///
+/// The defaults are the safe ones, as for [`Tool`]: a call that does not say what it does is
+/// [`Effect::Unknown`] (asked about, refused in `read-only`), and it makes no plan.
 pub trait BoundCall: Send {
-    /// What the call would do, for the policy ([`Tool::effects`]).
-    fn effects(&self, session: &Session) -> Vec<Effect>;
+    /// What the call would do, for the policy ([`Tool::effects`]). By default, one
+    /// [`Effect::Unknown`].
+    fn effects(&self, session: &Session) -> Vec<Effect> {
+        let _ = session;
+        vec![Effect::Unknown {
+            what: "a tool added at run time that did not say what it does".to_owned(),
+        }]
+    }
 
     /// One line for people ([`Tool::title`]).
     fn title(&self) -> String;
 
-    /// What the call would change, when the tool plans ([`Tool::plan`]). Blocking.
-    fn plan(&self, session: &Session) -> Option<Result<Plan, ToolOutput>>;
+    /// What the call would change, when the tool plans ([`Tool::plan`]). Blocking. By default,
+    /// `None`: the call is run with [`BoundCall::run`].
+    fn plan(&self, session: &Session) -> Option<Result<Plan, ToolOutput>> {
+        let _ = session;
+        None
+    }
 
     /// Runs the call (for tools that do not plan, or when no plan was made).
     fn run(self: Box<Self>, ctx: ToolContext) -> BoxFuture<'static, ToolOutput>;
@@ -184,7 +203,9 @@ impl PreparedCall {
 /// Why a tool could not be added to a registry.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RegistryError {
-    /// The name, or one of its aliases, is already taken by another tool's name or alias.
+    /// The name, or one of its aliases, is already taken by another tool's name or alias, as
+    /// given or after folding case, `_`, `-`, `.` and spaces (the way [`Registry::resolve_name`]
+    /// matches what a model wrote): `Read-File` is taken by `read_file`.
     #[error("tool name `{name}` is already taken by `{taken_by}`")]
     NameTaken {
         /// The name that collides.
@@ -192,8 +213,12 @@ pub enum RegistryError {
         /// The tool that has it.
         taken_by: String,
     },
-    /// The name is empty or longer than [`MAX_TOOL_NAME_BYTES`].
-    #[error("tool name `{0}` is empty or longer than {MAX_TOOL_NAME_BYTES} bytes")]
+    /// The name (or an alias) is empty, has nothing but `_`, `-`, `.` and spaces, or is longer
+    /// than [`MAX_TOOL_NAME_BYTES`].
+    #[error(
+        "tool name `{0}` is empty, has no letter or digit, or is longer than \
+         {MAX_TOOL_NAME_BYTES} bytes"
+    )]
     BadName(String),
 }
 
@@ -237,22 +262,36 @@ impl Registry {
             tool: Arc::new(tool),
             definition,
         })) {
-            panic!("{err}");
+            panic!(
+                "`{}` registered twice, or under a name taken: {err}",
+                T::NAME
+            );
         }
     }
 
     /// Adds a tool at run time (a tool from another MCP server, an embedder's own). Fails when
-    /// its name or an alias is taken, so a remote tool can never shadow a built-in.
+    /// its name or an alias is taken, as given or after folding (see
+    /// [`RegistryError::NameTaken`]), so a remote tool can never shadow a built-in, nor catch
+    /// the calls a model meant for one.
     pub fn add(&mut self, tool: Arc<dyn DynTool>) -> Result<(), RegistryError> {
         let definition = tool.definition();
-        if definition.name.is_empty() || definition.name.len() > MAX_TOOL_NAME_BYTES {
-            return Err(RegistryError::BadName(shown_name(&definition.name)));
-        }
         let names: Vec<&String> = std::iter::once(&definition.name)
             .chain(&definition.aliases)
             .collect();
         for name in &names {
-            if let Some(&i) = self.by_name.get(name.as_str()) {
+            if name.len() > MAX_TOOL_NAME_BYTES || fold_name(name).is_empty() {
+                return Err(RegistryError::BadName(shown_name(name)));
+            }
+        }
+        for name in &names {
+            let folded = fold_name(name);
+            let taken = self.by_name.get(name.as_str()).copied().or_else(|| {
+                self.by_name
+                    .iter()
+                    .find(|(taken, _)| fold_name(taken) == folded)
+                    .map(|(_, &i)| i)
+            });
+            if let Some(i) = taken {
                 return Err(RegistryError::NameTaken {
                     name: (*name).clone(),
                     taken_by: self.entries[i].definition().name.clone(),
@@ -354,14 +393,29 @@ impl Registry {
         let raw: Vec<&str> = definition.raw_strings.iter().map(String::as_str).collect();
         let arguments = args::normalize_keeping(arguments, &definition.parameters, &raw)
             .map_err(|err| ToolOutput::error(format!("invalid arguments for `{name}`: {err}")))?;
-        let bound = entry.bind(&arguments).map_err(|serde_message| {
-            ToolOutput::error(format!(
-                "invalid arguments for `{name}`: {}",
-                self.explain_rejection(index, &arguments, &serde_message)
-            ))
-        })?;
-        let effects = bound.effects(session);
-        let title = crate::tools::text::one_line(&bound.title(), TITLE_CHARS);
+        // The tool's own code answers from here on (a run-time tool's above all): a panic in
+        // it is a result the model reads, not the end of the session.
+        let answered = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            let bound = entry.bind(&arguments).map_err(|serde_message| {
+                ToolOutput::error(format!(
+                    "invalid arguments for `{name}`: {}",
+                    self.explain_rejection(index, &arguments, &serde_message)
+                ))
+            })?;
+            let effects = bound.effects(session);
+            let title = bound.title();
+            // A tool that gives no title of its own is shown with its arguments.
+            let title = if title == name {
+                generic_title(name, &arguments)
+            } else {
+                crate::tools::text::one_line(&title, TITLE_CHARS)
+            };
+            Ok((bound, effects, title))
+        }));
+        let (bound, effects, title) = match answered {
+            Ok(answered) => answered?,
+            Err(panic) => return Err(internal_error(name, &*panic)),
+        };
         Ok(PreparedCall {
             name: name.to_owned(),
             arguments,
@@ -376,16 +430,17 @@ impl Registry {
     /// to the budget. For callers that have authorized the call themselves (tests, embedders);
     /// the agent, `lathe mcp` and `lathe tool` go through the [`Dispatcher`](crate::Dispatcher).
     pub async fn call(&self, name: &str, arguments: Value, ctx: ToolContext) -> ToolOutput {
-        match self.prepare(name, arguments, &ctx.session) {
-            Ok(call) => {
-                let session = Arc::clone(&ctx.session);
-                let (call, plan) = plan_off_thread(call, session).await;
-                match plan {
-                    Some(Err(output)) => output,
-                    plan => self.run_prepared(call, plan.and_then(Result::ok), ctx).await,
-                }
+        let call = match self.prepare(name, arguments, &ctx.session) {
+            Ok(call) => call,
+            Err(output) => return output,
+        };
+        match plan_off_thread(call, Arc::clone(&ctx.session)).await {
+            Ok((_, Some(Err(output)))) => output,
+            Ok((call, plan)) => {
+                self.run_prepared(call, plan.and_then(Result::ok), ctx)
+                    .await
             }
-            Err(output) => output,
+            Err(outcome) => outcome.output,
         }
     }
 
@@ -416,16 +471,7 @@ impl Registry {
         };
         let mut output = match AssertUnwindSafe(future).catch_unwind().await {
             Ok(output) => output,
-            Err(panic) => {
-                let what = panic
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| panic.downcast_ref::<&str>().copied())
-                    .unwrap_or("unknown panic");
-                ToolOutput::error(format!(
-                    "internal error in `{name}`: {what}. This is a bug in Lathe, not in the call; try another way"
-                ))
-            }
+            Err(panic) => internal_error(&name, &*panic),
         };
         bound_metadata(&mut output.metadata);
         let budget_chars = session.config().result_budget;
@@ -441,24 +487,73 @@ impl Registry {
 }
 
 /// Plans `call` on a blocking thread (plans read files), handing the call back with the plan.
+///
+/// A plan that panics is a failed plan (`Some(Err)`, the result the model reads), like a run
+/// that panics. `Err` is the end of a call whose planning thread never ran (the runtime is
+/// shutting down): the call is lost with it, and nothing ran.
 pub async fn plan_off_thread(
     call: PreparedCall,
     session: Arc<Session>,
-) -> (PreparedCall, Option<Result<Plan, ToolOutput>>) {
+) -> Result<(PreparedCall, Option<Result<Plan, ToolOutput>>), Outcome> {
     let name = call.name.clone();
     tokio::task::spawn_blocking(move || {
-        let plan = call.plan(&session);
+        let plan = std::panic::catch_unwind(AssertUnwindSafe(|| call.plan(&session)))
+            .unwrap_or_else(|panic| Some(Err(internal_error(&call.name, &*panic))));
         (call, plan)
     })
     .await
-    .unwrap_or_else(|err| {
-        // The call was lost with the thread; nothing ran.
-        panic!("planning `{name}` stopped unexpectedly: {err}")
+    .map_err(|err| {
+        Outcome::ended(
+            CallStatus::Cancelled,
+            format!("planning `{name}` stopped before it began ({err}); nothing ran"),
+        )
     })
+}
+
+/// The result the model reads for a tool that panicked.
+fn internal_error(name: &str, panic: &(dyn std::any::Any + Send)) -> ToolOutput {
+    let what = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("unknown panic");
+    ToolOutput::error(format!(
+        "internal error in `{name}`: {what}. This is a bug in Lathe, not in the call; try \
+         another way"
+    ))
 }
 
 /// Longest title, in characters.
 const TITLE_CHARS: usize = 160;
+
+/// Longest rendering of the arguments in a generic title, in characters.
+const ARGUMENT_CHARS: usize = 100;
+
+/// The title of a call whose tool gives none, or that could not be prepared (an unknown tool):
+/// the name as written and its arguments, `name key=value ...`, on one line.
+pub fn generic_title(name: &str, arguments: &Value) -> String {
+    use crate::tools::text::one_line;
+    let scalar = |value: &Value| match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let rendered = match arguments.as_object() {
+        Some(map) => map
+            .iter()
+            .map(|(key, value)| format!("{key}={}", one_line(&scalar(value), ARGUMENT_CHARS)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        None if arguments.is_null() => String::new(),
+        None => one_line(&arguments.to_string(), ARGUMENT_CHARS),
+    };
+    let name = one_line(&shown_name(name), ARGUMENT_CHARS);
+    let rendered = one_line(&rendered, ARGUMENT_CHARS);
+    if rendered.is_empty() {
+        name
+    } else {
+        format!("{name} {rendered}")
+    }
+}
 
 impl Registry {
     /// Says which parameter the tool's input type refused, found by leaving each one out in
@@ -493,37 +588,22 @@ impl Registry {
     }
 }
 
-/// Tool names longer than this are not looked up (none is near it): an unknown name is echoed
-/// in the error only as its start and its length.
-pub const MAX_TOOL_NAME_BYTES: usize = 128;
-
 /// The longest string kept in a result's metadata. Metadata echoes what a call was given (a
 /// path, a diff of the content written); a longer string is cut, saying so and naming this
 /// limit, so a huge argument is not copied into every result that mentions it.
 pub const MAX_METADATA_STRING_BYTES: usize = 256 * 1024;
-
-/// `name` as an error message may quote it: whole when short, else its start and its length.
-pub fn shown_name(name: &str) -> String {
-    if name.len() <= MAX_TOOL_NAME_BYTES {
-        return name.to_owned();
-    }
-    let mut end = 40;
-    while !name.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!(
-        "{}...` ({} bytes; tool names are at most {MAX_TOOL_NAME_BYTES} bytes)`",
-        &name[..end],
-        name.len()
-    )
-}
 
 /// Cuts every string in `metadata` (nested ones too) to [`MAX_METADATA_STRING_BYTES`].
 pub fn bound_metadata(metadata: &mut Metadata) {
     for value in metadata.extra.values_mut() {
         bound_value(value);
     }
+    // A path echoes the call's argument too (a 1 MiB path names no file, but is quoted).
+    if let Some(path) = &mut metadata.path {
+        bound_string(path);
+    }
     for change in &mut metadata.changes {
+        bound_string(&mut change.path);
         bound_string(&mut change.diff);
     }
 }
@@ -550,81 +630,4 @@ fn bound_value(value: &mut Value) {
         Value::Object(map) => map.values_mut().for_each(bound_value),
         _ => {}
     }
-}
-
-fn quote_list(names: &[&str]) -> String {
-    names
-        .iter()
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// The names most like `name`: by edit distance after folding, and names sharing a word.
-pub fn closest<'a>(name: &str, names: &[&'a str]) -> Vec<&'a str> {
-    let folded = fold_name(name);
-    let words = |s: &str| {
-        s.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| w.len() > 2)
-            .map(str::to_lowercase)
-            .collect::<Vec<_>>()
-    };
-    let mut scored: Vec<(f64, &'a str)> = names
-        .iter()
-        .map(|candidate| {
-            let other = fold_name(candidate);
-            let mut score = strsim::jaro_winkler(&folded, &other);
-            if !folded.is_empty() && (other.contains(&folded) || folded.contains(&other)) {
-                score += 0.2;
-            }
-            let shared = words(name).iter().any(|w| words(candidate).contains(w));
-            if shared {
-                score += 0.15;
-            }
-            (score, *candidate)
-        })
-        .filter(|(score, _)| *score >= 0.7)
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
-    scored.into_iter().take(3).map(|(_, n)| n).collect()
-}
-
-/// True when no two of `names` (the names and aliases of a tool list, one slice per tool) are
-/// the same: the built-in list checks this when it compiles.
-pub const fn names_are_unique(names: &[&[&str]]) -> bool {
-    let mut a = 0;
-    while a < names.len() {
-        let mut i = 0;
-        while i < names[a].len() {
-            let mut b = a;
-            while b < names.len() {
-                let mut j = if b == a { i + 1 } else { 0 };
-                while j < names[b].len() {
-                    if same(names[a][i], names[b][j]) {
-                        return false;
-                    }
-                    j += 1;
-                }
-                b += 1;
-            }
-            i += 1;
-        }
-        a += 1;
-    }
-    true
-}
-
-const fn same(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }

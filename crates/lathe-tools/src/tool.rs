@@ -113,6 +113,12 @@ impl ToolOutput {
         self
     }
 
+    /// Says what a search or listing found, for people (`12 matches`).
+    pub fn with_found(mut self, found: impl Into<String>) -> Self {
+        self.metadata.found = Some(found.into());
+        self
+    }
+
     /// Records the command the call ran or touched.
     pub fn with_command(mut self, command: CommandMeta) -> Self {
         self.metadata.command = Some(command);
@@ -259,11 +265,9 @@ impl Plan {
                     }
                     _ => err.to_string(),
                 };
-                let mut failed = ToolOutput::error(format!(
-                    "cannot write {}: {reason}",
-                    write.change.path
-                ))
-                .with_path(write.change.path.clone());
+                let mut failed =
+                    ToolOutput::error(format!("cannot write {}: {reason}", write.change.path))
+                        .with_path(write.change.path.clone());
                 // What was written before the failure is still reported.
                 failed.metadata.changes = std::mem::take(&mut output.metadata.changes);
                 return failed;
@@ -281,7 +285,10 @@ pub fn current_stamp(
     target: &ResolvedPath,
 ) -> std::io::Result<Option<FileStamp>> {
     use std::io::Read;
-    let mut file = match workspace.open_read(target) {
+    // O_NONBLOCK: if a FIFO took the file's place since the plan, opening it must not wait for
+    // a writer; regular files ignore the flag.
+    let flags = nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_NONBLOCK;
+    let mut file = match workspace.open(target, flags, 0) {
         Ok(file) => file,
         Err(err)
             if err.kind() == std::io::ErrorKind::NotFound
@@ -291,7 +298,11 @@ pub fn current_stamp(
         }
         Err(err) => return Err(err),
     };
-    let len = file.metadata()?.len();
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("it is no longer a regular file"));
+    }
+    let len = meta.len();
     let mut stamp = StampBuilder::new(len);
     let mut buf = vec![0u8; 256 * 1024];
     loop {
@@ -303,9 +314,10 @@ pub fn current_stamp(
         };
         stamp.update(&buf[..n]);
     }
-    stamp.finish().map(Some).ok_or_else(|| {
-        std::io::Error::other("the file is changing on disk right now")
-    })
+    stamp
+        .finish()
+        .map(Some)
+        .ok_or_else(|| std::io::Error::other("the file is changing on disk right now"))
 }
 
 /// Progress reported by a running tool (command output as it arrives, status lines).
@@ -421,7 +433,11 @@ pub trait Tool: Send + Sync + 'static {
 }
 
 /// [`Tool::run`] for a tool that plans: plans on a blocking thread and applies the plan.
-pub async fn run_planned<T: Tool + Clone>(tool: &T, input: T::Input, ctx: ToolContext) -> ToolOutput {
+pub async fn run_planned<T: Tool + Clone>(
+    tool: &T,
+    input: T::Input,
+    ctx: ToolContext,
+) -> ToolOutput {
     let tool = tool.clone();
     let session = Arc::clone(&ctx.session);
     tokio::task::spawn_blocking(move || match tool.plan(&input, &session) {

@@ -182,7 +182,7 @@ proptest! {
         let original = case.bytes();
         ws.write("f.txt", &original);
         let forward = ws.ok("edit_file", json!({"path": "f.txt", "old_string": old, "new_string": case.new}));
-        prop_assert_eq!(&forward.metadata["strategies"], &json!(["exact"]));
+        prop_assert_eq!(&forward.metadata.to_json()["strategies"], &json!(["exact"]));
         let after = ws.read("f.txt");
         prop_assert_eq!(after.starts_with("\u{FEFF}".as_bytes()), case.bom);
         let after_text = String::from_utf8(after.clone()).unwrap();

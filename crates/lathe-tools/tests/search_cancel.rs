@@ -65,7 +65,7 @@ async fn grep_stops_soon_after_cancel() {
         "searched {n} of {FILES} files: {}",
         out.text
     );
-    assert_eq!(out.metadata["cancelled"], true);
+    assert_eq!(out.metadata.to_json()["cancelled"], true);
     assert_eq!(
         reports.load(Ordering::SeqCst),
         1,

@@ -168,7 +168,7 @@ async fn binary_files_are_skipped_and_counted() {
         out.text,
         "text.txt:1: needle\n\nskipped 3 binary files (not searched): blob.bin, img.png, late.dat\n"
     );
-    assert_eq!(out.metadata["binary_skipped"], 3);
+    assert_eq!(out.metadata.to_json()["binary_skipped"], 3);
     let out = tree
         .grep(json!({"pattern": "needle", "output_mode": "count"}))
         .await;

@@ -131,7 +131,7 @@ async fn capped_listing_gives_the_exact_total_and_what_was_left_out() {
         "{}",
         out.text
     );
-    assert_eq!(out.metadata["files"], 1234);
+    assert_eq!(out.metadata.to_json()["files"], 1234);
     let out = tree.glob(json!({"pattern": "**/*.txt", "limit": 5})).await;
     assert!(
         out.text

@@ -277,7 +277,7 @@ async fn capped_output_has_exact_totals_and_the_next_offset() {
         "{}",
         out.text
     );
-    assert_eq!(out.metadata["matches"], 450);
+    assert_eq!(out.metadata.to_json()["matches"], 450);
     let out = tree.grep(json!({"pattern": "match", "offset": 400})).await;
     assert_eq!(entries(&out.text).len(), 50);
     assert!(

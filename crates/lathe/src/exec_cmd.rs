@@ -9,7 +9,14 @@ use anyhow::Context;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
-use lathe_agent::approval::{Approver, NonInteractive};
+use lathe_agent::approval::{Approver, Refuse};
+
+/// What the model reads when a call was denied because nobody could be asked: `lathe exec`
+/// without a terminal. It says how the user can allow such calls.
+pub const NON_INTERACTIVE_DENIAL: &str = "this call needs the user's approval, and this run has \
+no terminal to ask on, so it was not run. Do not retry it; carry on without it if you can, or \
+finish and say what the user should do (they can rerun with --approval auto, or allow it with a \
+[permissions] rule in .lathe/config.toml)";
 use lathe_agent::events::RunStatus;
 
 use crate::EXIT_FAILURE;
@@ -70,7 +77,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     } else {
         OutputMode::Human
     };
-    let renderer = Renderer::new(mode, Some(Arc::clone(&tools)));
+    let renderer = Renderer::new(mode);
     if mode == OutputMode::Human {
         let style = renderer.style();
         let mut err = std::io::stderr().lock();
@@ -94,7 +101,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
             Arc::clone(&renderer),
         ))
     } else {
-        Arc::new(NonInteractive)
+        Arc::new(Refuse(NON_INTERACTIVE_DENIAL.to_owned()))
     };
     let mut agent = agent_setup::agent(
         &resolved,

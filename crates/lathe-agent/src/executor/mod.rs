@@ -118,7 +118,14 @@ impl Executor {
         let mut executor = Executor {
             provider,
             // Parameter names too, so positional Python-style calls can be mapped.
-            names: Arc::new(ToolNames::from_definitions(&tools)),
+            // and the tools' aliases (`bash` for `shell`), resolved as the registry does.
+            names: Arc::new(ToolNames::from_definitions(&tools).with_aliases(
+                registry.definitions().flat_map(|d| {
+                    d.aliases
+                        .iter()
+                        .map(move |alias| (alias.as_str(), d.name.as_str()))
+                }),
+            )),
             tools,
             history: Vec::new(),
             context: ContextWindow::new(window),

@@ -131,3 +131,17 @@ pub fn dead_url() -> String {
     drop(listener);
     format!("http://127.0.0.1:{port}")
 }
+
+/// Whether the call would change something, as its tool says for its input (the runner asks the
+/// same of the registry before refusing a cut-off call).
+pub fn changes(call: &lathe_agent::parser::ParsedCall) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = lathe_tools::Workspace::new(dir.path()).unwrap();
+    let session =
+        lathe_tools::Session::new(workspace, Default::default(), dir.path().join(".state"))
+            .unwrap();
+    lathe_tools::Registry::builtin()
+        .prepare(&call.name, call.arguments.clone(), &session)
+        .map(|prepared| !prepared.only_reads())
+        .unwrap_or(true)
+}

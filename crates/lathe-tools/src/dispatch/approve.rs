@@ -110,8 +110,9 @@ impl Approver for FixedAnswer {
     }
 }
 
-/// The result the model reads for a call the policy denied (a deny rule, the read-only mode):
-/// `reason` says which, and how the user could allow it.
+/// The result the model reads for a call the policy refused (a deny rule, the read-only mode):
+/// nobody was asked, so it does not say the user denied it. `reason` says how the user could
+/// allow it.
 pub fn policy_denial_text(reason: &str) -> String {
     format!("denied by Lathe's policy: {reason}")
 }
@@ -138,6 +139,11 @@ mod tests {
         );
         assert!(denial_text(Some("  ")).starts_with("the user denied this: no reason given"));
         assert!(denial_text(None).starts_with("the user denied this:"));
+        // The policy's refusals do not say the user denied them.
+        assert_eq!(
+            policy_denial_text("read-only mode allows only reading"),
+            "denied by Lathe's policy: read-only mode allows only reading"
+        );
     }
 
     #[tokio::test]

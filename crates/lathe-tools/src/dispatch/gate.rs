@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use lathe_policy::{
-    Action, AnalysisContext, ApprovalMode, Decision, DecisionReport, FileTarget,
-    PermissionsConfig, Policy, PolicyError, Sandbox, Severity, remember_rule,
+    Action, AnalysisContext, ApprovalMode, Decision, DecisionReport, FileTarget, PermissionsConfig,
+    Policy, PolicyError, Sandbox, Severity, remember_rule,
 };
 
 use crate::registry::PreparedCall;
@@ -154,6 +154,12 @@ impl Gate {
     /// The verdict on `call` in `session`: every effect is judged; any denial denies, else
     /// any question asks (with the rules "always" would remember for all of them), else the
     /// call runs. A call that names no effect is judged as unknown.
+    ///
+    /// "Always" is offered only when the rules it would remember cover no more than what was
+    /// asked: never for a critical effect or a command outside the sandbox, and not for a
+    /// `tool(NAME)` rule (the network, an unknown effect) of a call that also reads, writes or
+    /// runs something, since that rule would allow all of the tool's reads, writes and commands
+    /// from then on, sensitive paths included.
     pub fn check(&self, call: &PreparedCall, session: &Session) -> Verdict {
         let state = self.lock();
         let unknown = [Effect::Unknown {
@@ -164,6 +170,15 @@ impl Gate {
         } else {
             &call.effects[..]
         };
+        let concrete = effects.iter().any(|e| {
+            matches!(
+                e,
+                Effect::Read { .. }
+                    | Effect::Write { .. }
+                    | Effect::Edit { .. }
+                    | Effect::Command { .. }
+            )
+        });
         let mut asks: Vec<String> = Vec::new();
         let mut rules: Vec<String> = Vec::new();
         let mut rememberable = true;
@@ -191,15 +206,20 @@ impl Gate {
                             rules.push(rule);
                         }
                     }
-                    // A command outside the sandbox is never remembered.
-                    if matches!(
-                        action,
+                    match action {
+                        // A command outside the sandbox is never remembered.
                         Action::Shell {
                             sandbox: Sandbox::Disabled,
                             ..
+                        } => rememberable = false,
+                        // `tool(NAME)` would also allow the concrete effects it was not asked
+                        // about.
+                        Action::Tool { .. } | Action::Network { .. } | Action::Unknown { .. }
+                            if concrete =>
+                        {
+                            rememberable = false;
                         }
-                    ) {
-                        rememberable = false;
+                        _ => {}
                     }
                 }
             }
@@ -414,7 +434,8 @@ mod tests {
             },
         );
         let gate = Gate::new(ApprovalMode::Full, &root);
-        let call = call(&f.session, "shell", args);
+        // The tool names its effects when the call is prepared, in the session it runs in.
+        let call = call(&off_session, "shell", args);
         assert_eq!(gate.check(&call, &off_session), Verdict::Allow);
     }
 
@@ -483,7 +504,10 @@ mod tests {
     fn always_remembers_program_and_subcommand() {
         let f = fixture();
         let gate = Gate::new(ApprovalMode::Ask, f.session.workspace().root());
-        let test = call(&f.session, "shell", json!({"command": "npm run test -- --watch"}),
+        let test = call(
+            &f.session,
+            "shell",
+            json!({"command": "npm run test -- --watch"}),
         );
         let Verdict::Ask { rules, .. } = gate.check(&test, &f.session) else {
             panic!()
@@ -491,8 +515,7 @@ mod tests {
         assert_eq!(rules, ["shell(npm run test *)"]);
         gate.allow_for_session(&rules);
         assert_eq!(gate.check(&test, &f.session), Verdict::Allow);
-        let other = call(&f.session, "shell", json!({"command": "npm publish"}),
-        );
+        let other = call(&f.session, "shell", json!({"command": "npm publish"}));
         assert!(matches!(
             gate.check(&other, &f.session),
             Verdict::Ask { .. }
@@ -503,8 +526,7 @@ mod tests {
     fn critical_commands_cannot_be_remembered_and_sensitive_files_ask() {
         let f = fixture();
         let gate = Gate::new(ApprovalMode::Full, f.session.workspace().root());
-        let critical = call(&f.session, "shell", json!({"command": "cat ~/.ssh/id_rsa"}),
-        );
+        let critical = call(&f.session, "shell", json!({"command": "cat ~/.ssh/id_rsa"}));
         let Verdict::Ask { rules, .. } = gate.check(&critical, &f.session) else {
             panic!()
         };
@@ -526,7 +548,11 @@ mod tests {
     fn read_only_refusal_says_how_to_switch_and_modes_switch() {
         let f = fixture();
         let gate = Gate::new(ApprovalMode::ReadOnly, f.session.workspace().root());
-        let edit = call(&f.session, "write_file", json!({"path": "a", "content": ""}));
+        let edit = call(
+            &f.session,
+            "write_file",
+            json!({"path": "a", "content": ""}),
+        );
         let Verdict::Deny { reason } = gate.check(&edit, &f.session) else {
             panic!()
         };
@@ -676,7 +702,10 @@ mod tests {
         }
         // "Always" remembers the file the link leads to as well, so the same call is allowed
         // next time; the alias alone would not have been enough.
-        let write = call(&f.session, "write_file", json!({"path": "cfg/config.toml", "content": "x"}),
+        let write = call(
+            &f.session,
+            "write_file",
+            json!({"path": "cfg/config.toml", "content": "x"}),
         );
         let Verdict::Ask { rules, reasons } = gate.check(&write, &f.session) else {
             panic!("writing through cfg -> .lathe must ask")

@@ -1,18 +1,6 @@
 //! The call pipeline: one way from a tool call, as a model or client wrote it, to its result,
-//! for every front end (the agent's runner, `lathe mcp`, `lathe tool`).
-//!
-//! ```text
-//!   name + JSON arguments
-//!     │ prepare    Registry: resolve the name (aliases, folding), normalise and bind the
-//!     │            arguments to the tool's typed input, ask the tool for its effects and title
-//!     │ authorize  hooks' `before`; the Gate judges the effects (mode, rules, sensitive paths,
-//!     │            command analysis); a tool that plans works out its change (the diff); where
-//!     │            the gate asks, the Approver answers (`always` is remembered by the gate)
-//!     │ run        apply the plan, or run the tool; fit the result to the budget; report
-//!     │            changes to hooks and configuration; hooks' `after`
-//!     ▼
-//!   Outcome: status + ToolOutput (text for the model, typed metadata for everybody else)
-//! ```
+//! for every front end (the agent's runner, `lathe mcp`, `lathe tool`). The steps, who calls
+//! what and what a plan guarantees are described in the [crate docs](crate#one-call).
 //!
 //! Each step is public so a front end can put its own work between them (the agent emits
 //! events and schedules reads concurrently), and [`Dispatcher::call`] does all three for front
@@ -145,6 +133,11 @@ impl Authorized {
         &self.call
     }
 
+    /// What hooks see of the call.
+    pub fn info(&self) -> &CallInfo {
+        &self.info
+    }
+
     /// The changes its plan will make (empty for tools that do not plan).
     pub fn changes(&self) -> Vec<FileChange> {
         self.plan
@@ -250,7 +243,7 @@ impl Dispatcher {
         // The plan reads files: only for calls the policy lets run or ask about, and its
         // failure reaches the model only once the call is allowed (an edit of a sensitive file
         // must not show that file's lines unasked).
-        let (call, planned) = plan_off_thread(call, Arc::clone(session)).await;
+        let (call, planned) = plan_off_thread(call, Arc::clone(session)).await?;
         let (plan, failure) = match planned {
             Some(Ok(plan)) => (Some(plan), None),
             Some(Err(output)) => (None, Some(output)),
@@ -306,7 +299,12 @@ impl Dispatcher {
     }
 
     /// Step three: runs an authorized call (applies its plan, or runs the tool) with `ctx`.
+    /// A call whose `ctx` was cancelled since it was authorized does not start: the user
+    /// stopped the turn while it waited (for the approver, for the calls before it).
     pub async fn run(&self, authorized: Authorized, ctx: ToolContext) -> Outcome {
+        if ctx.cancel.is_cancelled() {
+            return Outcome::ended(CallStatus::Cancelled, STOPPED_BEFORE_RUNNING);
+        }
         let Authorized { call, plan, info } = authorized;
         let changes: Vec<FileChange> = plan
             .as_ref()

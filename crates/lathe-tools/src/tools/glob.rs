@@ -19,6 +19,7 @@ use crate::budget::group;
 use crate::session::Session;
 use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::search_walk::{self, Problems, SearchRoot, WalkSpec, plural};
+use crate::tools::text::{self, in_path};
 use crate::workspace::changed_under_walk;
 
 /// Paths listed unless `limit` says otherwise.
@@ -72,7 +73,8 @@ pub enum GlobSort {
 
 impl Tool for GlobTool {
     const NAME: &'static str = "glob";
-    const ALIASES: &'static [&'static str] = &["find_files", "file_search", "glob_files", "glob_search"];
+    const ALIASES: &'static [&'static str] =
+        &["find_files", "file_search", "glob_files", "glob_search"];
     type Input = GlobInput;
 
     fn kind(&self) -> ToolKind {
@@ -84,6 +86,10 @@ impl Tool for GlobTool {
         vec![Effect::Read {
             path: input.path.clone().unwrap_or_else(|| ".".to_owned()),
         }]
+    }
+
+    fn title(&self, input: &Self::Input) -> String {
+        text::title(Self::NAME, &in_path(&input.pattern, &input.path))
     }
 
     async fn run(&self, input: GlobInput, ctx: ToolContext) -> ToolOutput {

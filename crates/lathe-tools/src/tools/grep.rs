@@ -19,6 +19,7 @@ use serde::Deserialize;
 use crate::session::Session;
 use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::search_walk::{self, WalkSpec, plural};
+use crate::tools::text::{self, in_path};
 
 use pattern::PatternFlags;
 use report::Report;
@@ -139,7 +140,16 @@ impl JsonSchema for StringList {
 
 impl Tool for GrepTool {
     const NAME: &'static str = "grep";
-    const ALIASES: &'static [&'static str] = &["search", "rg", "ripgrep", "grep_search", "search_files", "find_in_files", "code_search", "search_code"];
+    const ALIASES: &'static [&'static str] = &[
+        "search",
+        "rg",
+        "ripgrep",
+        "grep_search",
+        "search_files",
+        "find_in_files",
+        "code_search",
+        "search_code",
+    ];
     type Input = GrepInput;
 
     fn kind(&self) -> ToolKind {
@@ -151,6 +161,14 @@ impl Tool for GrepTool {
         vec![Effect::Read {
             path: input.path.clone().unwrap_or_else(|| ".".to_owned()),
         }]
+    }
+
+    fn title(&self, input: &Self::Input) -> String {
+        // Quoted: a pattern's spaces and escapes are part of it, and a newline stays on the line.
+        text::title(
+            Self::NAME,
+            &in_path(&format!("{:?}", input.pattern), &input.path),
+        )
     }
 
     async fn run(&self, input: GrepInput, ctx: ToolContext) -> ToolOutput {

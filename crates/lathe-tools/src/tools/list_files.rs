@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::session::Session;
 use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::suggest;
-use crate::tools::text::group;
+use crate::tools::text::{self, group};
 use crate::workspace::{Access, Beneath};
 
 /// Levels listed when the call gives no `depth`.
@@ -43,7 +43,8 @@ pub struct ListFilesTool;
 
 impl Tool for ListFilesTool {
     const NAME: &'static str = "list_files";
-    const ALIASES: &'static [&'static str] = &["ls", "list_dir", "list_directory", "tree", "dir", "list"];
+    const ALIASES: &'static [&'static str] =
+        &["ls", "list_dir", "list_directory", "tree", "dir", "list"];
     type Input = ListFilesInput;
 
     fn kind(&self) -> ToolKind {
@@ -55,6 +56,10 @@ impl Tool for ListFilesTool {
         vec![Effect::Read {
             path: input.path.clone().unwrap_or_else(|| ".".to_owned()),
         }]
+    }
+
+    fn title(&self, input: &Self::Input) -> String {
+        text::title(Self::NAME, input.path.as_deref().unwrap_or(""))
     }
 
     async fn run(&self, input: ListFilesInput, ctx: ToolContext) -> ToolOutput {
@@ -124,7 +129,7 @@ fn list(session: &Session, input: &ListFilesInput, cancel: &CancellationToken) -
             return ToolOutput::error(format!(
                 "{shown} is a file, not a directory; use read_file with path=\"{shown}\" to read it"
             ))
-            .with_meta("path", shown);
+            .with_path(shown);
         }
         Err(err)
             if err.kind() == io::ErrorKind::NotFound
@@ -135,12 +140,11 @@ fn list(session: &Session, input: &ListFilesInput, cancel: &CancellationToken) -
                 "{shown} does not exist.{} Use list_files on a parent directory to see what is there.",
                 suggest::did_you_mean(&similar)
             ))
-            .with_meta("path", shown)
+            .with_path(shown)
             .with_meta("suggestions", similar);
         }
         Err(err) => {
-            return ToolOutput::error(format!("cannot list {shown}: {err}"))
-                .with_meta("path", shown);
+            return ToolOutput::error(format!("cannot list {shown}: {err}")).with_path(shown);
         }
     }
     let walk = match walk(resolved.abs(), &workspace.beneath(), depth, cancel) {
@@ -239,7 +243,7 @@ fn render(shown: &str, walk: &Walk, limit: usize) -> ToolOutput {
             text.push_str(&format!(" {} entries could not be read.", walk.unreadable));
         }
         return ToolOutput::ok(text)
-            .with_meta("path", shown)
+            .with_path(shown)
             .with_meta("entries", 0)
             .with_meta("total", 0);
     }
@@ -293,7 +297,7 @@ fn render(shown: &str, walk: &Walk, limit: usize) -> ToolOutput {
         ));
     }
     ToolOutput::ok(text)
-        .with_meta("path", shown)
+        .with_path(shown)
         .with_meta("entries", chosen.len())
         .with_meta("total", total)
         .with_meta("truncated", left_out > 0)

@@ -14,6 +14,7 @@ mod search_walk;
 pub mod shell;
 pub mod suggest;
 pub mod text;
+pub mod update_plan;
 pub mod write_file;
 
 use crate::Registry;
@@ -50,4 +51,98 @@ builtin_tools! {
     command_output::CommandOutputTool,
     list_commands::ListCommandsTool,
     kill_command::KillCommandTool,
+    update_plan::UpdatePlanTool,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::{Registry, Session, ToolConfig, Workspace};
+
+    /// One row per tool (and per case a tool words differently): the call, then its title.
+    #[test]
+    fn titles_name_the_tool_and_what_the_call_works_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = Workspace::new(dir.path()).unwrap();
+        let session =
+            Session::new(workspace, ToolConfig::default(), dir.path().join(".state")).unwrap();
+        let registry = Registry::builtin();
+        let long = "x".repeat(300);
+        let rows = [
+            (
+                "read_file",
+                json!({"path": "src/main.rs"}),
+                "read_file src/main.rs",
+            ),
+            (
+                "read_file",
+                json!({"path": "src/main.rs", "offset": 40}),
+                "read_file src/main.rs (from line 40)",
+            ),
+            (
+                "read_file",
+                json!({"path": "a.rs", "offset": 1}),
+                "read_file a.rs",
+            ),
+            ("cat", json!({"path": "a.rs"}), "read_file a.rs"),
+            (
+                "write_file",
+                json!({"path": "a.txt", "content": "x\ny\n"}),
+                "write_file a.txt",
+            ),
+            (
+                "edit_file",
+                json!({"path": "src/a.rs", "old_string": "x", "new_string": "y"}),
+                "edit_file src/a.rs",
+            ),
+            ("list_files", json!({}), "list_files"),
+            (
+                "list_files",
+                json!({"path": "src", "depth": 3}),
+                "list_files src",
+            ),
+            (
+                "shell",
+                json!({"command": "cargo test"}),
+                "shell cargo test",
+            ),
+            (
+                "shell",
+                json!({"command": "make\nmake install"}),
+                "shell make …",
+            ),
+            (
+                "grep",
+                json!({"pattern": "fn main", "path": "src"}),
+                "grep \"fn main\" in src",
+            ),
+            (
+                "grep",
+                json!({"pattern": "a\nb", "path": "."}),
+                "grep \"a\\nb\"",
+            ),
+            (
+                "glob",
+                json!({"pattern": "*.rs", "path": "src"}),
+                "glob *.rs in src",
+            ),
+            ("glob", json!({"pattern": "**/*.md"}), "glob **/*.md"),
+            ("command_output", json!({"id": "3"}), "command_output 3"),
+            ("command_output", json!({"id": 3}), "command_output 3"),
+            ("kill_command", json!({"id": "cmd-3"}), "kill_command cmd-3"),
+            ("list_commands", json!({}), "list_commands"),
+        ];
+        for (name, arguments, title) in rows {
+            let call = registry
+                .prepare(name, arguments.clone(), &session)
+                .unwrap_or_else(|out| panic!("{name} {arguments}: {}", out.text));
+            assert_eq!(call.title, title, "{name} {arguments}");
+        }
+        let call = registry
+            .prepare("shell", json!({ "command": long }), &session)
+            .unwrap();
+        assert!(call.title.chars().count() < 120, "{}", call.title);
+        assert!(call.title.ends_with('…'), "{}", call.title);
+    }
 }

@@ -68,7 +68,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         None => agent_setup::create_session(&store, &setup, &resolved, &model, None)?,
     };
     let tools = agent_setup::tool_session(&setup, &id)?;
-    let renderer = Renderer::new(OutputMode::Human, Some(Arc::clone(&tools)));
+    let renderer = Renderer::new(OutputMode::Human);
     let input = Arc::new(Input::start());
     let approver = Arc::new(TerminalApprover::new(
         Arc::clone(&input),
