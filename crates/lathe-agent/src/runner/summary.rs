@@ -48,8 +48,8 @@ pub fn finished(
             }
             CommandState::Exited { exit_code } => format!("exit {exit_code}"),
             CommandState::Signaled { signal } => format!("killed by signal {signal}"),
-            CommandState::TimedOut => "timed out".to_owned(),
-            CommandState::Other { label } => label.clone(),
+            CommandState::TimedOut { .. } => "timed out".to_owned(),
+            CommandState::Killed { label } | CommandState::Other { label } => label.clone(),
         };
         return format!("{title} -> {how}, {}", seconds(elapsed));
     }
