@@ -292,7 +292,8 @@ fn same_everywhere(scenario: &Scenario) -> Vec<Answer> {
 
     // lathe tool and lathe mcp: the text, the error flag and the whole metadata (`--json`'s
     // `metadata` and `structuredContent` are both its JSON form).
-    let shown = |answers: &[Answer]| -> Vec<(String, bool, Option<Map<String, Value>>)> {
+    type Shown = (String, bool, Option<Map<String, Value>>);
+    let shown = |answers: &[Answer]| -> Vec<Shown> {
         answers
             .iter()
             .map(|a| (a.text.clone(), a.is_error, a.metadata.clone()))
