@@ -284,7 +284,9 @@ fn execute(input: &GlobInput, ctx: &ToolContext, stop: &search_walk::Stop) -> To
         any_case.sort_unstable_by(|a, b| search_walk::path_order(a, b));
         any_case.truncate(EXAMPLES);
         let text = nothing_found(input, &root, &walk, &patterns, &any_case, ctx, stop);
-        return with_notes(text, None, problems).with_meta("files", 0);
+        return with_notes(text, None, problems)
+            .with_meta("files", 0)
+            .with_found("0 files");
     }
     let limit = match input.limit {
         None => DEFAULT_LIMIT,
@@ -323,6 +325,7 @@ fn execute(input: &GlobInput, ctx: &ToolContext, stop: &search_walk::Stop) -> To
         )
     });
     with_notes(text, summary, problems)
+        .with_found(plural(total, "file", "files"))
         .with_meta("files", total)
         .with_meta("shown", shown)
 }

@@ -245,7 +245,8 @@ fn render(shown: &str, walk: &Walk, limit: usize) -> ToolOutput {
         return ToolOutput::ok(text)
             .with_path(shown)
             .with_meta("entries", 0)
-            .with_meta("total", 0);
+            .with_meta("total", 0)
+            .with_found("0 entries");
     }
     // Shallow entries first, so a cut keeps the overview; every kept entry's parent is kept too,
     // because it is shallower.
@@ -298,6 +299,7 @@ fn render(shown: &str, walk: &Walk, limit: usize) -> ToolOutput {
     }
     ToolOutput::ok(text)
         .with_path(shown)
+        .with_found(crate::tools::search_walk::plural(chosen.len(), "entry", "entries"))
         .with_meta("entries", chosen.len())
         .with_meta("total", total)
         .with_meta("truncated", left_out > 0)
