@@ -27,6 +27,11 @@ pub struct ApprovalRequest {
     /// What "always" would allow for the rest of the session, for humans:
     /// `shell(npm run test *)`, or `this call only` when it cannot be remembered.
     pub scope: String,
+    /// The permission rules "always" ([`ApprovalDecision::AllowSession`]) would remember;
+    /// empty when the call cannot be remembered (a critical command, a command outside the
+    /// sandbox). An approver that cannot remember anything offers "always" only when this is
+    /// not empty.
+    pub rules: Vec<String>,
     /// Why the call would fail if allowed (its plan could not be made: the text to replace is
     /// not in the file); the person can still allow it, and the model then reads why.
     pub would_fail: Option<String>,
@@ -152,6 +157,7 @@ mod tests {
             changes: vec![],
             diff: None,
             scope: "shell(make *)".into(),
+            rules: vec!["shell(make *)".into()],
             would_fail: None,
         };
         let deny = |message: &str| ApprovalDecision::Deny {

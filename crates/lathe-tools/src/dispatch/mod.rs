@@ -267,6 +267,7 @@ impl Dispatcher {
                 } else {
                     rules.join(", ")
                 },
+                rules: rules.clone(),
                 would_fail: failure
                     .as_ref()
                     .map(|f| crate::tools::text::one_line(&f.text, 300)),
