@@ -357,7 +357,19 @@ impl Registry {
         if let Some((_, &i)) = self.by_name.iter().find(|(n, _)| fold_name(n) == folded) {
             return Ok(&self.entries[i].definition().name);
         }
-        Err(closest(name, &self.names()))
+        // Aliases count as the tool's names here too: `bsh` is close to `bash`, so `shell`.
+        let candidates: Vec<&str> = self.by_name.keys().map(String::as_str).collect();
+        let mut close: Vec<&str> = Vec::new();
+        for candidate in closest(name, &candidates) {
+            let real = self.entries[self.by_name[candidate]]
+                .definition()
+                .name
+                .as_str();
+            if !close.contains(&real) {
+                close.push(real);
+            }
+        }
+        Err(close)
     }
 
     /// The message the model reads for a tool name that resolves to nothing.
@@ -373,6 +385,33 @@ impl Registry {
             shown_name(name),
             self.names().join(", ")
         ))
+    }
+
+    /// The title of a call as its tool gives it (`read_file src/main.rs`), without a session:
+    /// for showing calls made earlier. A call that does not prepare (an unknown tool, arguments
+    /// that do not fit) gets [`generic_title`].
+    pub fn title(&self, name: &str, arguments: &Value) -> String {
+        let fallback = || generic_title(name, arguments);
+        let Ok(resolved) = self.resolve_name(name) else {
+            return fallback();
+        };
+        let definition = self.entries[self.by_name[resolved]].definition();
+        let raw: Vec<&str> = definition.raw_strings.iter().map(String::as_str).collect();
+        let Ok(normalised) =
+            args::normalize_keeping(arguments.clone(), &definition.parameters, &raw)
+        else {
+            return fallback();
+        };
+        let entry = &self.entries[self.by_name[resolved]];
+        let title = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            entry.bind(&normalised).ok().map(|bound| bound.title())
+        }));
+        match title {
+            Ok(Some(title)) if title != resolved => {
+                crate::tools::text::one_line(&title, TITLE_CHARS)
+            }
+            _ => generic_title(resolved, &normalised),
+        }
     }
 
     /// Resolves the name, normalises and binds the arguments, and works out the call's effects

@@ -388,6 +388,32 @@ async fn names_other_agents_use_for_a_job_resolve_to_the_tool_for_it() {
     }
 }
 
+/// A misspelt alias suggests the tool it names, and a tool's title comes without a session.
+#[test]
+fn misspelt_aliases_suggest_their_tool_and_titles_need_no_session() {
+    let registry = Registry::builtin();
+    assert_eq!(registry.resolve_name("bsh"), Err(vec!["shell"]));
+    let text = registry.unknown_tool("bsh").text;
+    assert!(
+        text.starts_with("unknown tool `bsh`. Did you mean `shell`?"),
+        "{text}"
+    );
+    assert_eq!(
+        registry.title("read_file", &json!({"path": "src/main.rs", "offset": 40})),
+        "read_file src/main.rs (from line 40)"
+    );
+    // Aliases and folded names find the tool; what does not prepare is shown as written.
+    assert_eq!(
+        registry.title("cat", &json!({"file": "a.rs"})),
+        "read_file a.rs"
+    );
+    assert_eq!(registry.title("nope", &json!({"a": 1})), "nope a=1");
+    assert_eq!(
+        registry.title("read_file", &json!({"offset": "x"})),
+        "read_file offset=x"
+    );
+}
+
 /// What a result echoes of a huge argument (an unknown tool's name, the diff of a big write) is
 /// cut to a bound that the result names, instead of being copied whole.
 #[tokio::test]

@@ -176,6 +176,8 @@ pub fn transcript(
     mut calls: Calls,
     style: &Style,
 ) -> String {
+    // Calls stored without events (a session of an older Lathe) get their tool's title.
+    let registry = lathe_tools::Registry::builtin();
     // Results answer the calls in order; the call ids of the events pair them up.
     let mut answering: std::collections::VecDeque<Option<String>> = Default::default();
     let mut out = String::new();
@@ -220,9 +222,7 @@ pub fn transcript(
                     let title = id
                         .as_ref()
                         .and_then(|id| calls.titles.get(id).cloned())
-                        .unwrap_or_else(|| {
-                            lathe_tools::registry::generic_title(&call.name, &call.arguments)
-                        });
+                        .unwrap_or_else(|| registry.title(&call.name, &call.arguments));
                     out.push_str(&format!("{} {title}\n", style.cyan("→")));
                     answering.push_back(id);
                 }

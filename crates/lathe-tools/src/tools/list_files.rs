@@ -299,7 +299,11 @@ fn render(shown: &str, walk: &Walk, limit: usize) -> ToolOutput {
     }
     ToolOutput::ok(text)
         .with_path(shown)
-        .with_found(crate::tools::search_walk::plural(chosen.len(), "entry", "entries"))
+        .with_found(crate::tools::search_walk::plural(
+            chosen.len(),
+            "entry",
+            "entries",
+        ))
         .with_meta("entries", chosen.len())
         .with_meta("total", total)
         .with_meta("truncated", left_out > 0)

@@ -163,9 +163,11 @@ impl Report<'_> {
         });
         let mut output = self.finish(text, summary, search_walk::Problems::default());
         if counting {
-            output = output
-                .with_meta("matches", lines_total)
-                .with_found(plural(lines_total as usize, "match", "matches"));
+            output = output.with_meta("matches", lines_total).with_found(plural(
+                lines_total as usize,
+                "match",
+                "matches",
+            ));
         }
         output.with_meta("shown", end - offset)
     }
