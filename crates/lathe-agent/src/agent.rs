@@ -272,7 +272,7 @@ mod tests {
     use lathe_tools::{ToolConfig, Workspace};
 
     use super::*;
-    use crate::approval::NON_INTERACTIVE_DENIAL;
+    use crate::approval::NonInteractive;
     use crate::events::{RunStatus, ToolStatus};
     use crate::executor::DEFAULT_MAX_TURNS;
     use crate::provider::{ProviderConfig, ProviderKind, RetryPolicy, Think, connect};
@@ -428,7 +428,7 @@ mod tests {
                 _ => None,
             })
             .unwrap();
-        assert!(result.contains(NON_INTERACTIVE_DENIAL), "{result}");
+        assert!(result.contains(NonInteractive::MESSAGE), "{result}");
         // The run's events were all shown by the time it returned.
         let shown: Vec<Event> = rx.try_iter().collect();
         assert!(shown.iter().any(|e| matches!(
