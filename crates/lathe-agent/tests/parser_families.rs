@@ -9,8 +9,7 @@ use lathe_agent::parser::{
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-mod common;
-use common::changes;
+use crate::common::changes;
 
 const TOOLS: &[&str] = &[
     "read_file",

@@ -1,14 +1,13 @@
 //! The OpenAI-compatible provider end to end against the scripted server.
 
-mod common;
-
-use common::{dead_url, notices, provider, shown, tools, try_turn, turn};
 use lathe_agent::message::{Message, ToolCall};
 use lathe_agent::provider::{
     ChatRequest, OpenAiProvider, Provider, ProviderConfig, ProviderError, ProviderKind, RetryPolicy,
 };
 use lathe_testkit::{Reply, Script, ScriptedServer, openai};
 use serde_json::{Value, json};
+
+use crate::common::{self, dead_url, notices, provider, shown, tools, try_turn, turn};
 
 const MODEL: &str = "qwen2.5-coder";
 

@@ -1,11 +1,10 @@
 //! Finishing a command: the output pipe drained within a bound whatever leftovers hold it, and
 //! an artifact that cannot be written reported without losing the result.
 
-mod common;
-
-use common::{builder, marker, sleeps_with, supervisor, wait_until};
 use lathe_exec::{CommandSpec, CommandStatus, KillOutcome};
 use tokio_util::sync::CancellationToken;
+
+use crate::common::{self, builder, marker, sleeps_with, supervisor, wait_until};
 
 fn never() -> CancellationToken {
     CancellationToken::new()

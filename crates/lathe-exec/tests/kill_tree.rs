@@ -1,13 +1,12 @@
 //! Killing is total: no process of a command survives a hard timeout, cancellation, a kill, or
 //! the end of the session, however it forked. Checked by scanning `/proc` for markers.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{builder, marker, processes_with, sleeps_with, supervisor, wait_until};
 use lathe_exec::{CommandSpec, CommandStatus, KillOutcome, KillReason};
 use tokio_util::sync::CancellationToken;
+
+use crate::common::{builder, marker, processes_with, sleeps_with, supervisor, wait_until};
 
 /// Sleeps that escape in every common way, all carrying `m`, plus one in the foreground:
 /// a plain background job, a subshell's orphan (double fork), nohup, setsid (its own session),

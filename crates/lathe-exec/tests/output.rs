@@ -1,13 +1,12 @@
 //! The artifact holds the exact bytes a command printed; paging reproduces it byte for byte
 //! with correct line numbers; search agrees with `grep -n`.
 
-mod common;
-
 use std::path::Path;
 
-use common::{newlines, supervisor};
 use lathe_exec::{CommandReport, CommandSpec, Supervisor};
 use tokio_util::sync::CancellationToken;
+
+use crate::common::{newlines, supervisor};
 
 /// A deterministic pattern with every byte value, invalid UTF-8, lone `\r`, CRLF, long and
 /// empty lines, and the word "needle" in varying case on some lines.

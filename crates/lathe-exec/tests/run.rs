@@ -1,17 +1,16 @@
 //! Running commands: environment, output capture, previews, timeouts, background commands and
 //! limits, with real processes.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{builder, marker, sleeps_with, supervisor, wait_until};
 use lathe_exec::{
     CommandId, CommandSpec, CommandStatus, Detached, ExecError, KillOutcome, KillReason,
     OutputDelta, PreviewBudget,
 };
 use tokio_util::sync::CancellationToken;
+
+use crate::common::{builder, marker, sleeps_with, supervisor, wait_until};
 
 fn never() -> CancellationToken {
     CancellationToken::new()

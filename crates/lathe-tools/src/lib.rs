@@ -139,11 +139,6 @@
 //!
 //! Adding a tool, built-in or at run time: `CONTRIBUTING.md` at the repository root.
 #![deny(missing_docs)]
-#![allow(
-    clippy::result_large_err,
-    reason = "a ToolOutput is the result the model reads, returned by value from every step of \
-              a call; boxing it would put a Box in every tool's signature to save a move"
-)]
 
 pub mod args;
 pub mod budget;

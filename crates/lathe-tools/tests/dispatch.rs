@@ -1,11 +1,5 @@
 //! The call pipeline end to end: real files in a temporary workspace, the real built-in tools,
 //! the real gate; approvers and hooks that record what they were given.
-#![allow(
-    clippy::result_large_err,
-    reason = "Tool::plan returns Result<Plan, ToolOutput>, as in lathe-tools itself"
-)]
-
-mod dispatch_support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +7,7 @@ use std::time::Duration;
 use lathe_policy::ApprovalMode::{self, Ask, Auto, Full, ReadOnly};
 use serde_json::{Value, json};
 
-use dispatch_support::{Fixture, Fragile, Probe, Recording, Remote, Silent, exists};
+use crate::dispatch_support::{Fixture, Fragile, Probe, Recording, Remote, Silent, exists};
 use lathe_tools::dispatch::{STOPPED_BEFORE_RUNNING, denial_text};
 use lathe_tools::{
     ApprovalDecision, CallStatus, Effect, FixedAnswer, NonInteractive, Registry, RegistryError,

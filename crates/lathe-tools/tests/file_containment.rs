@@ -1,11 +1,10 @@
 //! Every way out of the workspace, tried through the file tools themselves.
 
-mod file_support;
-
 use std::os::unix::fs::symlink;
 
-use file_support::Ws;
 use serde_json::{Value, json};
+
+use crate::file_support::Ws;
 
 const SECRET: &str = "top secret\n";
 

@@ -1,9 +1,8 @@
 //! edit_file through the registry, on real temporary workspaces.
 
-mod file_support;
-
-use file_support::Ws;
 use serde_json::json;
+
+use crate::file_support::Ws;
 
 #[test]
 fn exact_edit_reports_strategy_diff_and_counts() {

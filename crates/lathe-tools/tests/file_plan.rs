@@ -2,9 +2,7 @@
 //! planning changes nothing, applying writes exactly the planned bytes (or nothing, when the
 //! file changed in between), and the diff a plan shows is the diff of what is written.
 
-mod file_support;
-
-use file_support::Ws;
+use crate::file_support::Ws;
 use lathe_tools::meta::MAX_CHANGE_DIFF_LINES;
 use lathe_tools::session::FileStamp;
 use lathe_tools::{FileChange, LineRange, Metadata};

@@ -9,11 +9,10 @@
 //!   backslash (the argument layer repairs double escapes, by design) and agree on ending with a
 //!   newline (at the end of a file edit_file keeps the final newline, or its absence).
 
-mod file_support;
-
-use file_support::{Ws, next_offset, numbered};
 use proptest::prelude::*;
 use serde_json::json;
+
+use crate::file_support::{Ws, next_offset, numbered};
 
 /// Text for one line: letters, digits, spaces, tabs, punctuation and some non-ASCII.
 fn line() -> impl Strategy<Value = String> {

@@ -1,9 +1,8 @@
 //! read_file, write_file and list_files through the registry, on real temporary workspaces.
 
-mod file_support;
-
-use file_support::{Ws, next_offset, numbered};
 use serde_json::json;
+
+use crate::file_support::{Ws, next_offset, numbered};
 
 // ---------------------------------------------------------------- read_file
 

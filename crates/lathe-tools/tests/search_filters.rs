@@ -1,10 +1,9 @@
 //! What `grep` and `glob` leave out: ignore files (nested, negated, with and without git),
 //! hidden files, version-control directories, binary files and symbolic links.
 
-mod search_support;
-
-use search_support::{Tree, entries};
 use serde_json::json;
+
+use crate::search_support::{Tree, entries};
 
 async fn grep_files(tree: &Tree, extra: serde_json::Value) -> Vec<String> {
     let mut args = json!({"pattern": "needle", "output_mode": "files_with_matches"});

@@ -1,11 +1,10 @@
 //! `glob` on real temporary trees: patterns, sorting, limits and messages.
 
-mod search_support;
-
 use std::time::{Duration, SystemTime};
 
-use search_support::{Tree, entries};
 use serde_json::json;
+
+use crate::search_support::{Tree, entries};
 
 fn set_mtime(path: &std::path::Path, seconds_ago: u64) {
     let file = std::fs::File::options().write(true).open(path).unwrap();

@@ -1,9 +1,8 @@
 //! `grep` on real temporary trees: each parameter, each output mode, each message.
 
-mod search_support;
-
-use search_support::{Tree, entries};
 use serde_json::json;
+
+use crate::search_support::{self, Tree, entries};
 
 #[tokio::test]
 async fn content_lines_are_sorted_by_path_then_line() {

@@ -1,8 +1,6 @@
 //! `lathe chat` in a real terminal: a pseudo-terminal whose other end the test types into, with
 //! the chat as the terminal's session leader so that Ctrl-C (`\x03`) is a real SIGINT.
 
-mod agent_harness;
-
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
@@ -12,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use agent_harness::*;
 use lathe_testkit::Script;
+
+use crate::agent_harness::*;
 
 /// Generous: the machine is slow and shared. Nothing here asserts a duration.
 const DEADLINE: Duration = Duration::from_secs(60);

@@ -4,8 +4,6 @@
 //! a denial by the read-only mode, a denial by a deny rule, a successful read; and, where
 //! changes are allowed, an edit and a new file, with the same diffs.
 
-mod agent_harness;
-
 use std::path::Path;
 use std::process::Stdio;
 
@@ -13,7 +11,7 @@ use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Map, Value, json};
 
-use agent_harness::*;
+use crate::agent_harness::*;
 use lathe_testkit::Script;
 
 /// Calls run in one approval mode with one configuration, in a fresh workspace per front end.

@@ -3,15 +3,14 @@
 //! exact file, a changed byte untrusts it, tightening settings always apply; and a command that
 //! plants git hooks, git configuration or `.lathe/` files is reported.
 
-mod agent_harness;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-use agent_harness::{Harness, assert_exit, json_lines, of_type, reply};
 use lathe_testkit::Script;
+
+use crate::agent_harness::{Harness, assert_exit, json_lines, of_type, reply};
 
 struct Fixture {
     _dir: tempfile::TempDir,

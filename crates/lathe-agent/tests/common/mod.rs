@@ -1,6 +1,5 @@
 //! Shared by the provider tests: tool definitions, a provider per server, and a helper that
 //! runs one request to its end.
-#![allow(dead_code)]
 
 use lathe_agent::events::Event;
 use lathe_agent::parser::ToolNames;

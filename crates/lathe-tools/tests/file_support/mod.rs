@@ -1,5 +1,4 @@
 //! A real temporary workspace for the file tools' tests, with calls through the real registry.
-#![allow(dead_code)]
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
