@@ -58,16 +58,19 @@
 
 mod agent;
 pub mod approval;
-pub mod context;
+mod context;
 pub mod events;
 pub mod executor;
 pub mod message;
 pub mod parser;
-pub mod prompt;
+mod prompt;
 pub mod provider;
 pub mod runner;
 pub mod sink;
 pub mod stream;
 pub mod text;
+
+pub use context::ContextWindow;
+pub use prompt::{PROJECT_INSTRUCTIONS_FILE, PromptInputs, system_prompt};
 
 pub use agent::{Agent, AgentBuilder, BuildError};

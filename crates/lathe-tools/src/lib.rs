@@ -140,28 +140,33 @@
 //! Adding a tool, built-in or at run time: `CONTRIBUTING.md` at the repository root.
 #![deny(missing_docs)]
 
+// The public surface is this list and the modules that are an API of their own (the argument
+// layer, the pipeline, the registry, the built-in tools and their configuration, the watch on
+// the workspace's hooks); the rest is reached through the re-exports below.
 pub mod args;
-pub mod budget;
+mod budget;
 pub mod dispatch;
-pub mod meta;
+mod meta;
 pub mod registry;
-pub mod schema;
-pub mod session;
-pub mod tool;
+mod schema;
+mod session;
+mod tool;
 pub mod tools;
 pub mod watch;
-pub mod workspace;
+mod workspace;
 
 pub use dispatch::{
     ApprovalDecision, ApprovalRequest, Approver, Authorized, CallInfo, CallStatus, Dispatcher,
     FixedAnswer, Gate, Hook, NonInteractive, Outcome, Refuse, Verdict,
 };
 pub use lathe_policy::{ApprovalMode, PermissionsConfig};
-pub use meta::{CommandMeta, CommandState, FileChange, LineRange, Metadata};
+pub use meta::{CommandMeta, CommandState, FileChange, LineRange, MAX_CHANGE_DIFF_LINES, Metadata};
 pub use registry::{BoundCall, DynTool, PreparedCall, Registry, RegistryError, ToolDefinition};
-pub use session::{Session, ToolConfig};
+pub use session::{DEFAULT_RESULT_BUDGET, FileStamp, Session, StampBuilder, ToolConfig};
 pub use tool::{
     Effect, Plan, PlannedWrite, ProgressSink, Tool, ToolContext, ToolHints, ToolKind, ToolOutput,
-    ToolProgress,
+    ToolProgress, current_stamp, hints_for, run_planned,
 };
-pub use workspace::{Access, PathError, ResolvedPath, Workspace};
+pub use workspace::{
+    Access, Beneath, PathError, ResolvedPath, Workspace, changed_under_walk, link_resolver,
+};

@@ -3,8 +3,8 @@
 //! file changed in between), and the diff a plan shows is the diff of what is written.
 
 use crate::file_support::Ws;
-use lathe_tools::meta::MAX_CHANGE_DIFF_LINES;
-use lathe_tools::session::FileStamp;
+use lathe_tools::FileStamp;
+use lathe_tools::MAX_CHANGE_DIFF_LINES;
 use lathe_tools::{FileChange, LineRange, Metadata};
 use serde_json::json;
 

@@ -13,14 +13,14 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use lathe_tools::Access;
 use lathe_tools::dispatch::CallInfo;
-use lathe_tools::tool::{current_stamp, run_planned};
-use lathe_tools::workspace::Access;
 use lathe_tools::{
     ApprovalDecision, ApprovalRequest, Approver, BoundCall, Dispatcher, DynTool, Effect,
     FileChange, Gate, Hook, Outcome, Plan, PlannedWrite, Registry, Session, Tool, ToolConfig,
-    ToolContext, ToolDefinition, ToolKind, ToolOutput, Workspace, tool::hints_for,
+    ToolContext, ToolDefinition, ToolKind, ToolOutput, Workspace, hints_for,
 };
+use lathe_tools::{current_stamp, run_planned};
 
 /// A workspace with a few files, and a session over it.
 pub struct Fixture {
