@@ -81,14 +81,8 @@ impl Tool for Put {
             &input.content,
         )
         .unwrap();
-        ToolOutput::ok(format!("wrote {}", input.path)).with_change(FileChange {
-            path: input.path,
-            created: false,
-            deleted: false,
-            added: 1,
-            removed: 0,
-            diff: String::new(),
-        })
+        ToolOutput::ok(format!("wrote {}", input.path))
+            .with_change(FileChange::counted(input.path, 1, 0))
     }
 }
 

@@ -81,14 +81,7 @@ impl Tool for Append {
         text.push_str(&input.line);
         text.push('\n');
         std::fs::write(&path, text).unwrap();
-        ToolOutput::ok("appended").with_change(FileChange {
-            path: input.path,
-            created: false,
-            deleted: false,
-            added: 1,
-            removed: 0,
-            diff: String::new(),
-        })
+        ToolOutput::ok("appended").with_change(FileChange::counted(input.path, 1, 0))
     }
 }
 

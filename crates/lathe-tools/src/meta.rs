@@ -34,6 +34,21 @@ pub struct FileChange {
     pub diff: String,
 }
 
+impl FileChange {
+    /// A change to an existing file known only by its line counts (no diff): for tools that
+    /// change files without planning.
+    pub fn counted(path: impl Into<String>, added: u64, removed: u64) -> Self {
+        FileChange {
+            path: path.into(),
+            created: false,
+            deleted: false,
+            added,
+            removed,
+            diff: String::new(),
+        }
+    }
+}
+
 /// Longest diff, in lines, a [`FileChange`] keeps: the approval prompt, the stored event and the
 /// terminal all show this same diff.
 pub const MAX_CHANGE_DIFF_LINES: usize = 2000;

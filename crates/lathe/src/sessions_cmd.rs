@@ -269,10 +269,10 @@ fn one_line(text: &str) -> String {
 mod tests {
     use super::*;
     use lathe_agent::message::{AssistantMessage, ToolCall};
-    use lathe_store::NewSession;
+    use lathe_store::{NewSession, SessionId};
 
-    #[test]
-    fn transcript_shows_prompts_text_calls_and_results() {
+    /// A store with one session, in `/w` with qwen3 in auto mode.
+    fn store_with_session(title: Option<&str>) -> (Store, SessionId) {
         let store = Store::open_in_memory().unwrap();
         let id = store
             .create_session(NewSession {
@@ -280,10 +280,16 @@ mod tests {
                 provider: "ollama".into(),
                 model: "qwen3".into(),
                 approval: "auto".into(),
-                title: Some("fix it".into()),
+                title: title.map(str::to_owned),
                 ..NewSession::default()
             })
             .unwrap();
+        (store, id)
+    }
+
+    #[test]
+    fn transcript_shows_prompts_text_calls_and_results() {
+        let (store, id) = store_with_session(Some("fix it"));
         let session = store.session(id.as_str()).unwrap();
         let call = ToolCall::new("read_file", json!({"path": "src/main.rs"}));
         let history = vec![
@@ -315,16 +321,7 @@ mod tests {
 
     #[test]
     fn transcript_replays_titles_and_diffs_from_the_events() {
-        let store = Store::open_in_memory().unwrap();
-        let id = store
-            .create_session(NewSession {
-                workspace: "/w".into(),
-                provider: "ollama".into(),
-                model: "qwen3".into(),
-                approval: "auto".into(),
-                ..NewSession::default()
-            })
-            .unwrap();
+        let (store, id) = store_with_session(None);
         let diff = "--- a/a.rs\n+++ b/a.rs\n@@ -1 +1 @@\n-old\n+new\n";
         let events = [
             Event::ToolCallStarted {
