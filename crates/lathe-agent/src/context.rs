@@ -39,20 +39,20 @@ pub struct ResultNote {
 }
 
 impl ResultNote {
-    /// A note from a call's summary and its result metadata.
-    pub fn new(summary: impl Into<String>, metadata: &serde_json::Map<String, Value>) -> Self {
+    /// A note from a call's summary and its result metadata: what it saved (a cut result's
+    /// file, a command's output artifact) and the command whose output can be read again.
+    pub fn new(summary: impl Into<String>, metadata: &lathe_tools::Metadata) -> Self {
         let mut artifacts = Vec::new();
-        let text = |key: &str| match metadata.get(key) {
-            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-            Some(Value::Number(n)) => Some(n.to_string()),
-            _ => None,
-        };
-        for key in ["artifact", "artifact_id", "full_result"] {
-            artifacts.extend(text(key));
+        // The shell names the artifact that keeps a command's whole output.
+        if let Some(Value::String(artifact)) = metadata.extra("artifact")
+            && !artifact.is_empty()
+        {
+            artifacts.push(artifact.clone());
         }
+        artifacts.extend(metadata.full_result.clone());
         // A command's id is how command_output reads its output again.
-        if let Some(id) = text("command_id").or_else(|| text("id")) {
-            artifacts.push(format!("command_output id={id}"));
+        if let Some(command) = &metadata.command {
+            artifacts.push(format!("command_output id={}", command.id));
         }
         ResultNote {
             summary: summary.into(),
@@ -389,11 +389,10 @@ mod tests {
 
     #[test]
     fn artifact_ids_survive_shortening() {
-        let metadata = json!({"artifact": "cmd-7", "command_id": 7, "exit_code": 0});
-        let note = ResultNote::new(
-            "shell cargo test -> exit 0, 3.2 s",
-            metadata.as_object().unwrap(),
-        );
+        let metadata = json!({"artifact": "cmd-7", "command_id": 7,
+            "status": {"state": "exited", "exit_code": 0}});
+        let metadata = lathe_tools::Metadata::from_json(metadata.as_object().unwrap().clone());
+        let note = ResultNote::new("shell cargo test -> exit 0, 3.2 s", &metadata);
         let text = shortened_result("shell", "lots of output", Some(&note));
         assert!(
             text.contains(

@@ -96,6 +96,10 @@ pub enum Event {
         /// Lines added and removed, for calls that changed files.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         stats: Option<DiffStats>,
+        /// The files the call changed, each with its diff (what the terminal shows, and what
+        /// `lathe sessions show` replays).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        changes: Vec<FileChange>,
         /// Wall time, in milliseconds.
         duration_ms: u64,
     },
@@ -151,21 +155,8 @@ pub enum Event {
     },
 }
 
-/// The answer to an approval request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "decision", rename_all = "snake_case")]
-pub enum ApprovalDecision {
-    /// Run this call.
-    AllowOnce,
-    /// Run this call and the same kind for the rest of the session.
-    AllowSession,
-    /// Do not run it; the model reads `message` when there is one.
-    Deny {
-        /// What to tell the model.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        message: Option<String>,
-    },
-}
+/// The answer to an approval request (stored as given).
+pub use lathe_tools::ApprovalDecision;
 
 /// Which output stream a delta came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -177,21 +168,11 @@ pub enum OutputStream {
     Stderr,
 }
 
-/// How a tool call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolStatus {
-    /// It ran and succeeded.
-    Ok,
-    /// It ran and reported an error the model can fix.
-    Error,
-    /// The user or the policy denied it.
-    Denied,
-    /// Lathe refused it before running (unknown tool, a truncated write, a repeated call).
-    Refused,
-    /// It was stopped by the user.
-    Cancelled,
-}
+/// How a tool call ended: the pipeline's status, stored as given.
+pub use lathe_tools::CallStatus as ToolStatus;
+
+/// A file a call changed, with its diff: the same bytes the approval prompt showed.
+pub use lathe_tools::FileChange;
 
 /// Lines added and removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -250,6 +231,14 @@ mod tests {
                     added: 3,
                     removed: 1,
                 }),
+                changes: vec![FileChange {
+                    path: "a.rs".into(),
+                    created: false,
+                    deleted: false,
+                    added: 3,
+                    removed: 1,
+                    diff: "--- a/a.rs\n+++ b/a.rs\n@@ -1 +1,3 @@\n-a\n+b\n+c\n+d\n".into(),
+                }],
                 duration_ms: 5,
             },
             Event::TurnFinished {

@@ -14,9 +14,6 @@ pub const PROJECT_INSTRUCTIONS_FILE: &str = "AGENTS.md";
 /// crowd out the work itself.
 pub const MAX_PROJECT_INSTRUCTIONS_BYTES: usize = 32 * 1024;
 
-/// The marker a model may write to say the task is done.
-pub use crate::stream::COMPLETION_MARKER;
-
 /// Everything the system prompt is built from.
 #[derive(Debug, Clone, Default)]
 pub struct PromptInputs {
@@ -123,6 +120,7 @@ user should know. You may end that answer with [TASK_COMPLETE].
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stream::COMPLETION_MARKER;
 
     #[test]
     fn prompt_names_the_workspace_platform_date_and_tools() {

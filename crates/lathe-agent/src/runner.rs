@@ -1,11 +1,13 @@
-//! The tool runner: one turn's calls as a batch.
+//! The tool runner: one turn's calls as a batch, on the shared call pipeline.
 //!
-//! Calls that only read run concurrently; calls that change things run one at a time, in the
-//! order the model gave them (a run of reads between two changes runs together, so a read after
-//! a write sees the write). Every call passes the [`Gate`]; where it asks, the [`Approver`]
-//! answers, one request at a time. Each call reports started, output as it arrives, and finished
-//! events, and every call gets a result the model reads, whether it ran, failed, was refused or
-//! was denied: a denial is never a failed turn.
+//! Each call goes through the [`Dispatcher`] (prepare, authorize, run: the same steps `lathe
+//! mcp` and `lathe tool` take), and the runner adds what only an agent needs: events, and
+//! batching. Calls that only read (as their tools say, for their input) run concurrently; calls
+//! that change things run one at a time, in the order the model gave them (a run of reads
+//! between two changes runs together, so a read after a write sees the write). Where the gate
+//! asks, the [`Approver`] answers, one request at a time. Each call reports started, output as
+//! it arrives, and finished events, and every call gets a result the model reads, whether it
+//! ran, failed, was refused or was denied: a denial is never a failed turn.
 
 pub mod summary;
 
@@ -14,28 +16,27 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use tokio_util::sync::CancellationToken;
 
+use lathe_tools::dispatch::{Authorized, Outcome};
 use lathe_tools::{
-    PreparedCall, Registry, Session, ToolContext, ToolKind, ToolOutput, ToolProgress,
+    Dispatcher, Effect, FileChange, PreparedCall, Registry, Session, ToolContext, ToolKind,
+    ToolOutput, ToolProgress,
 };
 
-use crate::approval::{
-    ApprovalDecision, ApprovalRequest, Approver, Gate, Verdict, denial_text, preview_edit,
-};
+use crate::approval::{ApprovalDecision, ApprovalRequest, Approver, Gate};
 use crate::events::{Event, OutputStream, ToolStatus};
-use crate::parser::{ParsedCall, refuse_truncated_write, unknown_tool_message};
+use crate::parser::{ParsedCall, refuse_truncated_write};
 use crate::sink::EventSink;
+
+pub use lathe_tools::dispatch::STOPPED_BEFORE_RUNNING;
 
 /// Most bytes of a call's live output turned into events (each event is stored).
 pub const LIVE_OUTPUT_CAP: usize = 256 * 1024;
 const LIVE_OUTPUT_STOPPED: &str =
     "\n[live output stops here; the call's result and its saved output have the rest]\n";
-
-/// What the model reads for a call that never started because the user stopped the turn.
-pub const STOPPED_BEFORE_RUNNING: &str =
-    "the user stopped this turn before this call ran; it did not run";
 
 /// One call as the executor hands it over.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,19 +65,19 @@ pub struct CallResult {
     pub output: ToolOutput,
     /// The one line shown for it.
     pub summary: String,
-    /// The file it changed, relative to the workspace root, for an edit that succeeded.
-    pub changed_path: Option<String>,
+    /// The files it changed, each with its diff.
+    pub changes: Vec<FileChange>,
 }
 
 enum Stage {
     Ready(PreparedCall),
-    Done(ToolStatus, ToolOutput),
+    Done(Outcome),
 }
 
 impl Stage {
     fn concurrent(&self) -> bool {
         match self {
-            Stage::Ready(call) => call.kind.is_read_only(),
+            Stage::Ready(call) => call.only_reads(),
             Stage::Done(..) => true,
         }
     }
@@ -84,17 +85,15 @@ impl Stage {
 
 /// Runs batches of calls for one session.
 pub struct ToolRunner {
-    registry: Arc<Registry>,
+    dispatcher: Arc<Dispatcher>,
     session: Arc<Session>,
-    gate: Arc<Gate>,
     approver: Arc<dyn Approver>,
 }
 
 impl std::fmt::Debug for ToolRunner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolRunner")
-            .field("registry", &self.registry)
-            .field("gate", &self.gate)
+            .field("dispatcher", &self.dispatcher)
             .finish_non_exhaustive()
     }
 }
@@ -107,17 +106,25 @@ impl ToolRunner {
         gate: Arc<Gate>,
         approver: Arc<dyn Approver>,
     ) -> Self {
+        ToolRunner::with_dispatcher(Arc::new(Dispatcher::new(registry, gate)), session, approver)
+    }
+
+    /// A runner on a dispatcher of the caller's (with its hooks), for `session`.
+    pub fn with_dispatcher(
+        dispatcher: Arc<Dispatcher>,
+        session: Arc<Session>,
+        approver: Arc<dyn Approver>,
+    ) -> Self {
         ToolRunner {
-            registry,
+            dispatcher,
             session,
-            gate,
             approver,
         }
     }
 
     /// The tools.
     pub fn registry(&self) -> &Registry {
-        &self.registry
+        self.dispatcher.registry()
     }
 
     /// The tool session.
@@ -127,7 +134,12 @@ impl ToolRunner {
 
     /// The gate (to switch modes).
     pub fn gate(&self) -> &Arc<Gate> {
-        &self.gate
+        self.dispatcher.gate()
+    }
+
+    /// The pipeline the calls go through.
+    pub fn dispatcher(&self) -> &Arc<Dispatcher> {
+        &self.dispatcher
     }
 
     /// Runs `calls` and returns one result per call, in the calls' order. When `cancel` fires,
@@ -162,47 +174,44 @@ impl ToolRunner {
                 let slot = &slots[i - index];
                 let decided = match stages[i].take() {
                     Some(Stage::Ready(call)) => {
-                        match self.decide(&calls[i], &call, sink, cancel).await {
-                            Ok(()) => Ok(call),
-                            Err(done) => Err(done),
-                        }
+                        let approver = Eventing {
+                            inner: self.approver.as_ref(),
+                            sink,
+                        };
+                        self.dispatcher
+                            .authorize(call, &calls[i].call_id, &approver, &self.session, cancel)
+                            .await
                     }
-                    Some(Stage::Done(status, output)) => Err((status, output)),
-                    None => Err((
+                    Some(Stage::Done(outcome)) => Err(outcome),
+                    None => Err(Outcome::ended(
                         ToolStatus::Refused,
-                        ToolOutput::error("internal error: the call was scheduled twice"),
+                        "internal error: the call was scheduled twice",
                     )),
                 };
                 match decided {
-                    Ok(call) => {
-                        let handle = self.spawn(call, &calls[i].call_id, sink, cancel);
+                    Ok(authorized) => {
+                        let handle = self.spawn(authorized, &calls[i].call_id, sink, cancel);
                         running.push(async move { (i, handle.await) });
                     }
-                    Err((status, output)) => results[i] = Some(finish(sink, slot, status, output)),
+                    Err(outcome) => results[i] = Some(finish(sink, slot, outcome)),
                 }
             }
             while let Some((i, joined)) = running.next().await {
-                let output = joined.unwrap_or_else(|err| {
-                    ToolOutput::error(format!(
-                        "internal error: the call's task failed ({err}); try another way"
-                    ))
+                let outcome = joined.unwrap_or_else(|err| {
+                    Outcome::ended(
+                        ToolStatus::Error,
+                        format!("internal error: the call's task failed ({err}); try another way"),
+                    )
                 });
-                let status = if cancel.is_cancelled() {
-                    ToolStatus::Cancelled
-                } else if output.is_error {
-                    ToolStatus::Error
-                } else {
-                    ToolStatus::Ok
-                };
-                results[i] = Some(finish(sink, &slots[i - index], status, output));
+                results[i] = Some(finish(sink, &slots[i - index], outcome));
             }
             index = end;
         }
         let results: Vec<CallResult> = results.into_iter().flatten().collect();
         let mut changed: Vec<String> = Vec::new();
-        for path in results.iter().filter_map(|r| r.changed_path.clone()) {
-            if !changed.contains(&path) {
-                changed.push(path);
+        for change in results.iter().flat_map(|r| &r.changes) {
+            if !changed.contains(&change.path) {
+                changed.push(change.path.clone());
             }
         }
         if !changed.is_empty() {
@@ -212,31 +221,38 @@ impl ToolRunner {
     }
 
     fn stage(&self, planned: &PlannedCall) -> Stage {
-        let refusal = planned
-            .refusal
-            .clone()
-            .or_else(|| refuse_truncated_write(&planned.call))
-            .or_else(|| unknown_tool_message(&planned.call));
-        if let Some(refusal) = refusal {
-            return Stage::Done(ToolStatus::Refused, ToolOutput::error(refusal));
+        if let Some(refusal) = planned.refusal.clone() {
+            return Stage::Done(Outcome::ended(ToolStatus::Refused, refusal));
         }
-        match self
-            .registry
-            .prepare(&planned.call.name, planned.call.arguments.clone())
-        {
-            Ok(prepared) => Stage::Ready(prepared),
-            Err(output) => Stage::Done(ToolStatus::Refused, output),
+        match self.dispatcher.prepare(
+            &planned.call.name,
+            planned.call.arguments.clone(),
+            &self.session,
+        ) {
+            // A call cut off by the output limit runs only when it changes nothing.
+            Ok(prepared) => match refuse_truncated_write(&planned.call, !prepared.only_reads()) {
+                Some(refusal) => Stage::Done(Outcome::ended(ToolStatus::Refused, refusal)),
+                None => Stage::Ready(prepared),
+            },
+            // Arguments cut off mid-way rarely fit the tool: say why they do not.
+            Err(outcome) if self.registry().resolve_name(&planned.call.name).is_ok() => {
+                match refuse_truncated_write(&planned.call, true) {
+                    Some(refusal) => Stage::Done(Outcome::ended(ToolStatus::Refused, refusal)),
+                    None => Stage::Done(outcome),
+                }
+            }
+            Err(outcome) => Stage::Done(outcome),
         }
     }
 
     /// Starts an allowed call on its own task, its output reported as events.
     fn spawn(
         &self,
-        call: PreparedCall,
+        call: Authorized,
         call_id: &str,
         sink: &EventSink,
         cancel: &CancellationToken,
-    ) -> tokio::task::JoinHandle<ToolOutput> {
+    ) -> tokio::task::JoinHandle<Outcome> {
         let mut ctx = ToolContext::new(Arc::clone(&self.session));
         ctx.cancel = cancel.child_token();
         ctx.call_id = Some(call_id.to_owned());
@@ -265,111 +281,33 @@ impl ToolRunner {
             // says what matters.
             ToolProgress::Status { message } => tracing::debug!(call = %id, "{message}"),
         }));
-        let registry = Arc::clone(&self.registry);
-        tokio::spawn(async move { registry.run_prepared(&call, ctx).await })
+        let dispatcher = Arc::clone(&self.dispatcher);
+        tokio::spawn(async move { dispatcher.run(call, ctx).await })
     }
+}
 
-    /// Checks a call against the gate, asking the approver where it says so. `Err` is how the
-    /// call ends without running.
-    async fn decide(
-        &self,
-        planned: &PlannedCall,
-        call: &PreparedCall,
-        sink: &EventSink,
-        cancel: &CancellationToken,
-    ) -> Result<(), (ToolStatus, ToolOutput)> {
-        let stopped = || {
-            (
-                ToolStatus::Cancelled,
-                ToolOutput::error(STOPPED_BEFORE_RUNNING),
-            )
-        };
-        if cancel.is_cancelled() {
-            return Err(stopped());
-        }
-        let Some(definition) = self.registry.definition(call.name) else {
-            return Err((
-                ToolStatus::Refused,
-                ToolOutput::error(format!("unknown tool `{}`", call.name)),
-            ));
-        };
-        let (reasons, rules) = match self.gate.check(call, definition, &self.session) {
-            Verdict::Allow => return Ok(()),
-            Verdict::Deny { reason } => {
-                return Err((
-                    ToolStatus::Denied,
-                    ToolOutput::error(denial_text(Some(&reason))),
-                ));
-            }
-            Verdict::Ask { reasons, rules } => (reasons, rules),
-        };
-        let scope = if rules.is_empty() {
-            "this call only".to_owned()
-        } else {
-            rules.join(", ")
-        };
-        let request = self.request(planned, call, reasons, scope);
-        sink.emit(Event::ApprovalRequested {
-            call_id: request.call_id.clone(),
-            tool: request.tool.clone(),
-            description: request.description.clone(),
-            diff: request.diff.clone(),
-        });
-        let decision = tokio::select! {
-            decision = self.approver.approve(&request) => decision,
-            () = cancel.cancelled() => return Err(stopped()),
-        };
-        sink.emit(Event::ApprovalResolved {
-            call_id: planned.call_id.clone(),
-            decision: decision.clone(),
-        });
-        match decision {
-            ApprovalDecision::AllowOnce => Ok(()),
-            ApprovalDecision::AllowSession => {
-                self.gate.allow_for_session(&rules);
-                Ok(())
-            }
-            ApprovalDecision::Deny { message } => Err((
-                ToolStatus::Denied,
-                ToolOutput::error(denial_text(message.as_deref())),
-            )),
-        }
-    }
+/// The runner's approver: the session's, with the request and the answer reported as events.
+struct Eventing<'a> {
+    inner: &'a dyn Approver,
+    sink: &'a EventSink,
+}
 
-    fn request(
-        &self,
-        planned: &PlannedCall,
-        call: &PreparedCall,
-        reasons: Vec<String>,
-        scope: String,
-    ) -> ApprovalRequest {
-        let preview = match call.kind {
-            ToolKind::Edit => preview_edit(call.name, &call.arguments, self.session.workspace()),
-            _ => None,
-        };
-        let description = match call.arguments.get("command").and_then(|c| c.as_str()) {
-            Some(command) if call.kind == ToolKind::Execute => {
-                format!("{} {}", call.name, command.trim())
-            }
-            _ => match &preview {
-                Some(p) => format!(
-                    "{} (+{} -{})",
-                    summary::started(call.name, &call.arguments),
-                    p.added,
-                    p.removed
-                ),
-                None => summary::started(call.name, &call.arguments),
-            },
-        };
-        ApprovalRequest {
-            call_id: planned.call_id.clone(),
-            tool: call.name.to_owned(),
-            arguments: call.arguments.clone(),
-            description,
-            reasons,
-            diff: preview.map(|p| p.diff),
-            scope,
-        }
+impl Approver for Eventing<'_> {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
+        Box::pin(async move {
+            self.sink.emit(Event::ApprovalRequested {
+                call_id: request.call_id.clone(),
+                tool: request.tool.clone(),
+                description: request.description.clone(),
+                diff: request.diff.clone(),
+            });
+            let decision = self.inner.approve(request).await;
+            self.sink.emit(Event::ApprovalResolved {
+                call_id: request.call_id.clone(),
+                decision: decision.clone(),
+            });
+            decision
+        })
     }
 }
 
@@ -377,69 +315,72 @@ impl ToolRunner {
 struct Slot {
     call_id: String,
     name: String,
-    arguments: serde_json::Value,
+    title: String,
     kind: Option<ToolKind>,
+    runs_command: bool,
     began: Instant,
 }
 
 /// Emits a call's started event.
 fn announce(planned: &PlannedCall, stage: Option<&Stage>, sink: &EventSink) -> Slot {
-    let (name, arguments, kind) = match stage {
+    let (name, arguments, title, kind, runs_command) = match stage {
         Some(Stage::Ready(call)) => (
-            call.name.to_owned(),
+            call.name.clone(),
             call.arguments.clone(),
+            call.title.clone(),
             Some(call.kind),
+            call.effects
+                .iter()
+                .any(|e| matches!(e, Effect::Command { .. })),
         ),
         _ => (
             planned.call.name.clone(),
             planned.call.arguments.clone(),
+            summary::unprepared(&planned.call.name, &planned.call.arguments),
             None,
+            false,
         ),
     };
     sink.emit(Event::ToolCallStarted {
         call_id: planned.call_id.clone(),
         name: name.clone(),
-        arguments: arguments.clone(),
-        summary: summary::started(&name, &arguments),
+        arguments,
+        summary: title.clone(),
     });
     Slot {
         call_id: planned.call_id.clone(),
         name,
-        arguments,
+        title,
         kind,
+        runs_command,
         began: Instant::now(),
     }
 }
 
 /// Emits a call's finished event and returns its result.
-fn finish(sink: &EventSink, slot: &Slot, status: ToolStatus, output: ToolOutput) -> CallResult {
+fn finish(sink: &EventSink, slot: &Slot, outcome: Outcome) -> CallResult {
+    let Outcome { status, output } = outcome;
     let elapsed = slot.began.elapsed();
-    let summary = summary::finished(&slot.name, &slot.arguments, status, &output, elapsed);
-    let stats = summary::stats(&output.metadata).filter(|_| status == ToolStatus::Ok);
-    let changed_path = (status == ToolStatus::Ok && slot.kind == Some(ToolKind::Edit))
-        .then(|| {
-            output
-                .metadata
-                .get("path")
-                .or_else(|| slot.arguments.get("path"))
-                .and_then(|p| p.as_str())
-                .map(str::to_owned)
-        })
-        .flatten();
+    let summary = summary::finished(&slot.title, slot.runs_command, status, &output, elapsed);
+    // What the call changed is reported whatever its status: a plan over several files that
+    // failed half-way still wrote the first ones.
+    let changes = output.metadata.changes.clone();
+    let stats = summary::stats(&output.metadata);
     sink.emit(Event::ToolCallFinished {
         call_id: slot.call_id.clone(),
         name: slot.name.clone(),
         status,
         summary: summary.clone(),
         stats,
+        changes: changes.clone(),
         duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
     });
-    let changes = lathe_tools::watch::changes_in(&output.metadata);
-    if !changes.is_empty() {
+    let watched = lathe_tools::watch::changes_in(&output.metadata);
+    if !watched.is_empty() {
         sink.emit(Event::WorkspaceChanged {
             call_id: slot.call_id.clone(),
-            message: lathe_tools::watch::summary(&changes),
-            changes,
+            message: lathe_tools::watch::summary(&watched),
+            changes: watched,
         });
     }
     CallResult {
@@ -449,6 +390,6 @@ fn finish(sink: &EventSink, slot: &Slot, status: ToolStatus, output: ToolOutput)
         status,
         output,
         summary,
-        changed_path,
+        changes,
     }
 }

@@ -17,7 +17,8 @@ use lathe_agent::sink::{EventSink, stored_history};
 use lathe_store::{NewSession, SessionStatus, Store};
 use lathe_testkit::{Script, ScriptedServer, ollama};
 use lathe_tools::{
-    Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace,
+    Effect, FileChange, Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput,
+    Workspace,
 };
 
 const MODEL: &str = "qwen3:8b";
@@ -36,6 +37,12 @@ impl Tool for Cat {
     type Input = CatInput;
     fn kind(&self) -> ToolKind {
         ToolKind::Read
+    }
+    fn effects(&self, input: &Self::Input, _session: &Session) -> Vec<Effect> {
+        let _ = input;
+        vec![Effect::Read {
+            path: input.path.clone(),
+        }]
     }
     async fn run(&self, input: CatInput, ctx: ToolContext) -> ToolOutput {
         match std::fs::read_to_string(ctx.session.workspace().root().join(&input.path)) {
@@ -62,6 +69,12 @@ impl Tool for Put {
     fn kind(&self) -> ToolKind {
         ToolKind::Edit
     }
+    fn effects(&self, input: &Self::Input, _session: &Session) -> Vec<Effect> {
+        let _ = input;
+        vec![Effect::Write {
+            path: input.path.clone(),
+        }]
+    }
     async fn run(&self, input: PutInput, ctx: ToolContext) -> ToolOutput {
         std::fs::write(
             ctx.session.workspace().root().join(&input.path),
@@ -69,8 +82,7 @@ impl Tool for Put {
         )
         .unwrap();
         ToolOutput::ok(format!("wrote {}", input.path))
-            .with_meta("path", input.path)
-            .with_meta("added", 1)
+            .with_change(FileChange::counted(input.path, 1, 0))
     }
 }
 

@@ -20,7 +20,8 @@ use lathe_agent::parser::{ToolNames, resolve_native};
 use lathe_agent::runner::{PlannedCall, ToolRunner};
 use lathe_agent::sink::EventSink;
 use lathe_tools::{
-    Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput, ToolProgress, Workspace,
+    Effect, FileChange, Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput,
+    ToolProgress, Workspace,
 };
 
 /// Waits until `parties` calls of it are running at once.
@@ -37,6 +38,10 @@ impl Tool for Meet {
     type Input = MeetInput;
     fn kind(&self) -> ToolKind {
         ToolKind::Read
+    }
+    fn effects(&self, input: &Self::Input, _session: &Session) -> Vec<Effect> {
+        let _ = input;
+        vec![Effect::OwnState { changes: false }]
     }
     async fn run(&self, input: MeetInput, _ctx: ToolContext) -> ToolOutput {
         // Sequential execution would wait here forever; the deadline turns that into a failure.
@@ -64,16 +69,19 @@ impl Tool for Append {
     fn kind(&self) -> ToolKind {
         ToolKind::Edit
     }
+    fn effects(&self, input: &Self::Input, _session: &Session) -> Vec<Effect> {
+        let _ = input;
+        vec![Effect::Edit {
+            path: input.path.clone(),
+        }]
+    }
     async fn run(&self, input: AppendInput, ctx: ToolContext) -> ToolOutput {
         let path = ctx.session.workspace().root().join(&input.path);
         let mut text = std::fs::read_to_string(&path).unwrap_or_default();
         text.push_str(&input.line);
         text.push('\n');
         std::fs::write(&path, text).unwrap();
-        ToolOutput::ok("appended")
-            .with_meta("path", input.path)
-            .with_meta("added", 1)
-            .with_meta("removed", 0)
+        ToolOutput::ok("appended").with_change(FileChange::counted(input.path, 1, 0))
     }
 }
 
@@ -88,6 +96,14 @@ impl Tool for Forever {
     type Input = ForeverInput;
     fn kind(&self) -> ToolKind {
         ToolKind::Execute
+    }
+    fn effects(&self, input: &Self::Input, _session: &Session) -> Vec<Effect> {
+        let _ = input;
+        vec![Effect::Command {
+            command: "forever".into(),
+            cwd: None,
+            outside_sandbox: false,
+        }]
     }
     async fn run(&self, _input: ForeverInput, ctx: ToolContext) -> ToolOutput {
         ctx.report(ToolProgress::Output {
@@ -109,6 +125,10 @@ impl Tool for Chatty {
     type Input = ChattyInput;
     fn kind(&self) -> ToolKind {
         ToolKind::Read
+    }
+    fn effects(&self, input: &Self::Input, _session: &Session) -> Vec<Effect> {
+        let _ = input;
+        vec![Effect::OwnState { changes: false }]
     }
     async fn run(&self, _input: ChattyInput, ctx: ToolContext) -> ToolOutput {
         for _ in 0..400 {
@@ -195,6 +215,8 @@ async fn reads_run_concurrently_and_changes_in_order() {
         std::fs::read_to_string(f.root.join("log.txt")).unwrap(),
         "one\ntwo\n"
     );
+    // Events are shown on the sink's writer thread.
+    f.sink.flush().await;
     let events = f.events.lock().unwrap();
     let finished: Vec<_> = events
         .iter()
@@ -243,6 +265,8 @@ async fn ask_mode_asks_and_a_denial_is_a_result() {
     assert!(results[0].output.is_error);
     assert_eq!(results[1].status, ToolStatus::Ok, "reads do not ask");
     assert!(!f.root.join("x.txt").exists());
+    // Events are shown on the sink's writer thread.
+    f.sink.flush().await;
     let events = f.events.lock().unwrap();
     assert!(
         events
@@ -300,7 +324,12 @@ async fn exec_without_a_terminal_denies_with_a_message() {
         .await;
     assert_eq!(results[0].status, ToolStatus::Denied);
     assert!(results[0].output.text.starts_with("the user denied this: "));
-    assert!(results[0].output.text.contains("--approval auto"));
+    // The runner does not know the binary's flags; `lathe exec` says how to allow (its tests).
+    assert!(
+        results[0].output.text.contains("nobody can be asked"),
+        "{}",
+        results[0].output.text
+    );
 }
 
 #[tokio::test]
@@ -339,7 +368,7 @@ async fn unknown_tools_and_refusals_are_results() {
         .await;
     assert_eq!(results[0].status, ToolStatus::Refused);
     assert!(
-        results[0].output.text.contains("closest tools are: meet"),
+        results[0].output.text.contains("Did you mean `meet`?"),
         "{}",
         results[0].output.text
     );
@@ -421,6 +450,8 @@ async fn live_output_events_are_capped_per_call() {
         )
         .await;
     assert_eq!(results[0].status, ToolStatus::Ok);
+    // Events are shown on the sink's writer thread.
+    f.sink.flush().await;
     let events = f.events.lock().unwrap();
     let deltas: Vec<&str> = events
         .iter()

@@ -4,10 +4,12 @@
 
 use lathe_agent::parser::{
     CallSource, Family, ParsedText, Repair, Resolution, Scanner, Scope, ToolNames, collect,
-    parse_text, refuse_truncated_write, unknown_tool_message,
+    parse_text, refuse_truncated_write,
 };
 use serde_json::{Value, json};
 use std::sync::Arc;
+
+use crate::common::changes;
 
 const TOOLS: &[&str] = &[
     "read_file",
@@ -346,7 +348,8 @@ fn cut_off_write_is_closed_but_refused() {
             .repairs
             .contains(&Repair::Truncated { in_string: true })
     );
-    let message = refuse_truncated_write(&p.calls[0]).expect("a cut-off write is refused");
+    let message = refuse_truncated_write(&p.calls[0], changes(&p.calls[0]))
+        .expect("a cut-off write is refused");
     assert!(
         message.contains("send the call again") || message.contains("Send the call again"),
         "{message}"
@@ -356,13 +359,13 @@ fn cut_off_write_is_closed_but_refused() {
         "```json\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"b\", \"content\": \"half",
     );
     assert!(p.calls[0].is_truncated());
-    assert!(refuse_truncated_write(&p.calls[0]).is_some());
+    assert!(refuse_truncated_write(&p.calls[0], changes(&p.calls[0])).is_some());
 
     let p = parse("{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.rs\"");
     assert_eq!(calls(&p), one("read_file", json!({"path": "a.rs"})));
     assert!(p.calls[0].is_truncated());
     assert!(
-        refuse_truncated_write(&p.calls[0]).is_none(),
+        refuse_truncated_write(&p.calls[0], changes(&p.calls[0])).is_none(),
         "reads are not writes"
     );
 }
@@ -415,7 +418,7 @@ fn function_equals_tags() {
         "<function=write_file>\n<parameter=path>\nx\n</parameter>\n<parameter=content>\nunfinished",
     );
     assert!(p.calls[0].is_truncated());
-    assert!(refuse_truncated_write(&p.calls[0]).is_some());
+    assert!(refuse_truncated_write(&p.calls[0], changes(&p.calls[0])).is_some());
 }
 
 #[test]
@@ -488,9 +491,12 @@ fn unknown_names_get_an_answer_with_the_closest_tools() {
     let p =
         parse("<tool_call>{\"name\": \"raed_file\", \"arguments\": {\"path\": \"a\"}}</tool_call>");
     assert!(p.calls[0].is_unknown());
-    let message = unknown_tool_message(&p.calls[0]).unwrap();
+    // The registry answers for unknown names, in every front end alike.
+    let message = lathe_tools::Registry::builtin()
+        .unknown_tool(&p.calls[0].name)
+        .text;
     assert!(
-        message.starts_with("unknown tool 'raed_file'. The closest tools are: read_file"),
+        message.starts_with("unknown tool `raed_file`. Did you mean `read_file`"),
         "{message}"
     );
     // A misspelt call outside a wrapper is still a call; a foreign name is data.

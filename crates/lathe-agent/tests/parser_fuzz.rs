@@ -1,7 +1,12 @@
 //! The parser never panics, never loops, and streams the same as it reads whole.
 //!
 //! The case count defaults to a CI-friendly number; run long with
-//! `PROPTEST_CASES=2000000 cargo test --release -p lathe-agent --test parser_fuzz -- --nocapture`,
+//!
+//! ```text
+//! PROPTEST_CASES=2000000 cargo test --release -p lathe-agent --test integration \
+//!     parser_fuzz:: -- --nocapture
+//! ```
+//!
 //! which prints how many inputs were checked. A watchdog aborts the run if one input takes more
 //! than `STUCK_AFTER` (a loop), printing that input.
 

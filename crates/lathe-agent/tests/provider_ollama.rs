@@ -1,14 +1,13 @@
 //! The Ollama provider end to end against the scripted server: what streams in, what is sent,
 //! and what goes back in the next request.
 
-mod common;
-
-use common::{dead_url, notices, provider, shown, tools, try_turn, turn};
 use lathe_agent::events::Event;
 use lathe_agent::message::Message;
 use lathe_agent::provider::{ChatRequest, ProviderError, ProviderKind, Think};
 use lathe_testkit::{Reply, Response, Script, ScriptedServer, ollama};
 use serde_json::json;
+
+use crate::common::{self, dead_url, notices, provider, shown, tools, try_turn, turn};
 
 const MODEL: &str = "qwen3:8b";
 

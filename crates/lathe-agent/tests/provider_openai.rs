@@ -1,14 +1,13 @@
 //! The OpenAI-compatible provider end to end against the scripted server.
 
-mod common;
-
-use common::{dead_url, notices, provider, shown, tools, try_turn, turn};
 use lathe_agent::message::{Message, ToolCall};
 use lathe_agent::provider::{
     ChatRequest, OpenAiProvider, Provider, ProviderConfig, ProviderError, ProviderKind, RetryPolicy,
 };
 use lathe_testkit::{Reply, Script, ScriptedServer, openai};
 use serde_json::{Value, json};
+
+use crate::common::{self, dead_url, notices, provider, shown, tools, try_turn, turn};
 
 const MODEL: &str = "qwen2.5-coder";
 
@@ -200,7 +199,13 @@ async fn truncated_native_arguments_are_repaired_and_marked() {
         json!({"path": "a.rs", "content": "fn ma"})
     );
     assert!(turn.calls[0].is_truncated());
-    assert!(lathe_agent::parser::refuse_truncated_write(&turn.calls[0]).is_some());
+    assert!(
+        lathe_agent::parser::refuse_truncated_write(
+            &turn.calls[0],
+            common::changes(&turn.calls[0])
+        )
+        .is_some()
+    );
 }
 
 #[tokio::test]

@@ -1,14 +1,13 @@
 //! Tool calls written in the text, through a real HTTP stream cut at awkward places: each
 //! family, several examples, and text that must stay text.
 
-mod common;
-
-use common::{provider, shown, tools, turn};
 use lathe_agent::message::Message;
 use lathe_agent::parser::refuse_truncated_write;
 use lathe_agent::provider::{ChatRequest, ProviderKind};
 use lathe_testkit::{Script, ScriptedServer, ollama, openai};
 use serde_json::{Value, json};
+
+use crate::common::{changes, provider, shown, tools, turn};
 
 /// Streams `text` from an Ollama server (cut every `size` bytes) and from an OpenAI-compatible
 /// one (cut every `size + 1` bytes); both must give the same turn.
@@ -47,7 +46,7 @@ async fn through_both(text: &str, size: usize) -> (String, Vec<(String, Value)>,
         let refused = turn
             .calls
             .iter()
-            .map(|c| refuse_truncated_write(c).is_some())
+            .map(|c| refuse_truncated_write(c, changes(c)).is_some())
             .collect::<Vec<_>>();
         results.push((turn.content, calls, refused));
     }

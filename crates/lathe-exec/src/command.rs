@@ -59,7 +59,7 @@ impl FromStr for CommandId {
 /// Why the supervisor killed a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KillReason {
-    /// `kill_command` (or [`Supervisor::kill`](crate::Supervisor::kill)) asked for it.
+    /// A caller asked for it ([`Supervisor::kill`](crate::Supervisor::kill)).
     Requested,
     /// The caller cancelled the foreground call: "aborted by user".
     Cancelled,
@@ -87,7 +87,8 @@ pub enum CommandStatus {
         /// Why.
         reason: KillReason,
     },
-    /// Killed because it ran past the configured hard limit (`command_timeout`).
+    /// Killed because it ran past the configured hard limit
+    /// ([`SupervisorBuilder::command_timeout`](crate::SupervisorBuilder::command_timeout)).
     TimedOut {
         /// The limit.
         limit: Duration,
@@ -119,8 +120,9 @@ impl CommandStatus {
 }
 
 impl fmt::Display for CommandStatus {
-    /// The status as a result header says it: `exit code 0`, `killed by signal 9 (SIGKILL)`,
-    /// `aborted by user`, ...
+    /// The status in neutral words: `exit code 0`, `killed by signal 9 (SIGKILL)`, `killed on
+    /// request`, `aborted by user`, ... (a caller that names its own ways of killing words the
+    /// status itself).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CommandStatus::Running => f.write_str("still running"),
@@ -130,7 +132,7 @@ impl fmt::Display for CommandStatus {
             }
             CommandStatus::Killed {
                 reason: KillReason::Requested,
-            } => f.write_str("killed by kill_command"),
+            } => f.write_str("killed on request"),
             CommandStatus::Killed {
                 reason: KillReason::Cancelled,
             } => f.write_str("aborted by user"),
@@ -139,7 +141,7 @@ impl fmt::Display for CommandStatus {
             } => f.write_str("killed at the end of the session"),
             CommandStatus::TimedOut { limit } => write!(
                 f,
-                "killed: ran past the hard limit of {} (command_timeout)",
+                "killed: ran past the hard limit of {}",
                 crate::report::format_duration(*limit)
             ),
         }
@@ -402,6 +404,20 @@ mod tests {
             }
             .to_string(),
             "aborted by user"
+        );
+        assert_eq!(
+            CommandStatus::Killed {
+                reason: KillReason::Requested
+            }
+            .to_string(),
+            "killed on request"
+        );
+        assert_eq!(
+            CommandStatus::TimedOut {
+                limit: Duration::from_secs(30)
+            }
+            .to_string(),
+            "killed: ran past the hard limit of 30.0 s"
         );
         assert_eq!(
             CommandStatus::TimedOut {

@@ -8,28 +8,26 @@ use crate::sandbox::SandboxError;
 
 /// What can go wrong when supervising commands.
 ///
-/// The variants a model can fix by calling differently ([`EmptyCommand`](Self::EmptyCommand),
+/// The variants a caller can fix by asking differently ([`EmptyCommand`](Self::EmptyCommand),
 /// [`TooManyRunning`](Self::TooManyRunning), [`UnknownCommand`](Self::UnknownCommand),
-/// [`Cwd`](Self::Cwd), [`ShutDown`](Self::ShutDown)) carry messages written for it; the others
-/// are faults of the machine.
+/// [`Cwd`](Self::Cwd), [`ShutDown`](Self::ShutDown)) carry the fields a caller needs to say
+/// what to do instead; their messages only say what happened. The others are faults of the
+/// machine.
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
     /// The command was empty or only whitespace.
-    #[error("the command is empty: give a shell command to run, for example \"ls -la\"")]
+    #[error("the command is empty")]
     EmptyCommand,
     /// The limit of commands running at once was reached.
-    #[error(
-        "{running} commands are already running, the most allowed at once: stop one with \
-         kill_command or wait for one to finish (list_commands shows them)"
-    )]
+    #[error("{running} commands are already running, the most allowed at once is {limit}")]
     TooManyRunning {
-        /// How many are running (the limit).
+        /// The most commands allowed to run at once.
+        limit: usize,
+        /// How many are running.
         running: usize,
     },
     /// No command with this id exists in this session.
-    #[error(
-        "there is no command '{id}' in this session: list_commands shows the commands and their ids"
-    )]
+    #[error("there is no command '{id}' in this session")]
     UnknownCommand {
         /// The id as given.
         id: String,

@@ -6,9 +6,9 @@
 //! stdout and stderr share one pipe, so they arrive interleaved exactly as written; a reader
 //! thread copies the raw bytes into an artifact file (`cmd-<id>` in the session's state
 //! directory, capped) and keeps only a bounded head and tail in memory, so memory stays bounded
-//! whatever the command prints. The result ([`CommandReport`]) carries a header (exit code or
-//! signal, wall time, bytes, lines) and a preview: head and tail within a budget, the exact
-//! omitted range between them, terminal escapes removed.
+//! whatever the command prints. The result ([`CommandReport`]) carries the status (exit code,
+//! signal or kill), wall time, bytes, lines and a preview: head and tail within a budget, the
+//! exact omitted range between them, terminal escapes removed.
 //!
 //! Commands can run in the background, be moved there by a soft timeout, be killed by a hard
 //! one, by cancellation, by [`Supervisor::kill`] or at the end of the session; killing takes
@@ -16,8 +16,13 @@
 //! (see the `tree` module for how). Output is read back by byte range or regex, running or
 //! finished, with line numbers ([`Supervisor::read_output`], [`Supervisor::search_output`]).
 //!
+//! The crate returns data and says nothing to a model: reports, pages, search results and
+//! errors carry fields (ids, offsets, omitted ranges, artifact sizes, limits), and the caller
+//! words them, naming its own tools. `Display` on statuses and errors says what happened in
+//! neutral words (`exit code 3`, `killed on request`).
+//!
 //! ```
-//! use lathe_exec::{CommandSpec, Supervisor};
+//! use lathe_exec::{CommandSpec, CommandStatus, Supervisor};
 //! use tokio_util::sync::CancellationToken;
 //!
 //! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -26,7 +31,8 @@
 //! let supervisor = Supervisor::builder(state.path()).build()?;
 //! let spec = CommandSpec::new("echo hello; echo oops >&2; exit 3", "/");
 //! let report = supervisor.run(spec, &CancellationToken::new()).await?;
-//! assert!(report.header().starts_with("exit code 3"));
+//! assert_eq!(report.status, CommandStatus::Exited { code: 3 });
+//! assert_eq!(report.status.to_string(), "exit code 3");
 //! assert_eq!(report.preview.head, "hello\noops\n");
 //! let page = supervisor.read_output(report.id, 0, None).await?;
 //! assert_eq!(page.bytes, b"hello\noops\n");
@@ -70,7 +76,7 @@ pub use output::{
 pub use preview::{Omission, Preview, clean};
 pub use report::{
     ArtifactInfo, CommandReport, CommandSummary, Detached, KillOutcome, format_duration,
-    format_size, render_list,
+    format_size,
 };
 pub use search::compile_pattern;
 pub use spec::{CommandSpec, Launch};

@@ -15,7 +15,7 @@
 //!    lies between the command's start and the reaping of its shell), usually exactly one, if
 //!    they are all of one supervisor;
 //! 4. else, if it started after every command ended and only one supervisor lives, that
-//!    supervisor's session as a whole: the session's end kills it, `kill_command` does not.
+//!    supervisor's session as a whole: the session's end kills it, `Supervisor::kill` does not.
 //!
 //! An orphan none of this attributes (commands of several supervisors ran when it started) is
 //! left to the end of the last supervisor, which kills every orphan of ours (see

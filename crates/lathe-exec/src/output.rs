@@ -7,7 +7,6 @@ use std::os::unix::fs::FileExt;
 
 use crate::capture::count_newlines;
 use crate::command::{CommandId, CommandStatus};
-use crate::report::plural;
 
 /// Bytes returned by a read when the caller gives no limit.
 pub const DEFAULT_READ_LIMIT: usize = 40 * 1024;
@@ -57,69 +56,6 @@ impl OutputPage {
             None => self.first_line,
         }
     }
-
-    /// The model-facing text: a header line, the bytes (invalid UTF-8 replaced), and what to do
-    /// next.
-    pub fn to_text(&self) -> String {
-        let id = self.id;
-        let status = status_phrase(self.status);
-        if self.bytes.is_empty() {
-            let mut out = if self.available == 0 {
-                format!("[command {id} ({status}): no output yet]")
-            } else if self.status.is_running() && self.offset >= self.available {
-                format!(
-                    "[command {id} ({status}): no output past byte {} yet]",
-                    self.available
-                )
-            } else {
-                format!(
-                    "[command {id} ({status}): offset {} is at or past the end of the output ({} bytes); \
-                     use an offset below {}]",
-                    self.offset, self.available, self.available
-                )
-            };
-            if self.status.is_running() {
-                out.push_str(&format!(
-                    "\n[command {id} is still running: read again later with command_output {{\"id\": {id}, \"offset\": {}}}]",
-                    self.available.min(self.offset)
-                ));
-            }
-            return out;
-        }
-        let mut out = format!(
-            "[command {id} ({status}): bytes {}-{} of {}, lines {}-{}]\n",
-            self.offset,
-            self.end(),
-            self.available,
-            self.first_line,
-            self.last_line()
-        );
-        out.push_str(&String::from_utf8_lossy(&self.bytes));
-        if !out.ends_with('\n') {
-            out.push('\n');
-        }
-        if self.more() {
-            out.push_str(&format!(
-                "[{} more bytes: command_output {{\"id\": {id}, \"offset\": {}}}]",
-                self.available - self.end(),
-                self.end()
-            ));
-        } else if self.status.is_running() || !self.complete {
-            out.push_str(&format!(
-                "[end of the output so far; command {id} is still writing: read what comes next with \
-                 command_output {{\"id\": {id}, \"offset\": {}}}]",
-                self.end()
-            ));
-        } else if self.total_bytes > self.available {
-            out.push_str(&format!(
-                "[end of the artifact: the other {} bytes passed the artifact cap and were not kept]",
-                self.total_bytes - self.available
-            ));
-        } else {
-            out.push_str("[end of output]");
-        }
-        out
-    }
 }
 
 /// One line matching a search.
@@ -156,86 +92,6 @@ pub struct SearchResult {
     pub next_offset: Option<u64>,
     /// The command's status when the search ran.
     pub status: CommandStatus,
-}
-
-impl SearchResult {
-    /// Drops matches from the end until [`to_text`](Self::to_text) is at most `max_chars`
-    /// characters (keeping at least one), and points `next_offset` at the first one dropped.
-    pub fn fit(&mut self, max_chars: usize) {
-        while self.matches.len() > 1 && self.to_text().chars().count() > max_chars {
-            if let Some(dropped) = self.matches.pop() {
-                self.next_offset = Some(dropped.offset);
-            }
-        }
-    }
-
-    /// The model-facing text: numbered matching lines (`N:text`, as `grep -n` prints them).
-    pub fn to_text(&self) -> String {
-        let id = self.id;
-        let mut out = format!(
-            "[command {id} ({}): {} matching /{}/ (case-insensitive) in bytes {}-{}",
-            status_phrase(self.status),
-            plural(self.total_matches, "line", "lines"),
-            self.pattern,
-            self.start,
-            self.end
-        );
-        if self.total_matches > self.matches.len() as u64 {
-            out.push_str(&format!(", showing the first {}", self.matches.len()));
-        }
-        out.push_str("]\n");
-        if let Some(reason) = &self.literal_because {
-            out.push_str(&format!(
-                "[the pattern is not a valid regex ({reason}); it was searched as literal text]\n"
-            ));
-        }
-        for m in &self.matches {
-            out.push_str(&format!("{}:{}\n", m.line, m.text));
-        }
-        if let Some(next) = self.next_offset {
-            out.push_str(&format!(
-                "[more matches: command_output {{\"id\": {id}, \"search\": {}, \"offset\": {next}}}]\n",
-                serde_json_string(&self.pattern)
-            ));
-        }
-        if self.status.is_running() {
-            out.push_str(&format!(
-                "[command {id} is still running: its output may grow; search again later]\n"
-            ));
-        } else if self.total_bytes > self.end {
-            out.push_str(&format!(
-                "[the other {} bytes passed the artifact cap and were not kept, so they were not \
-                 searched; the result's preview shows the output's last lines]\n",
-                self.total_bytes - self.end
-            ));
-        }
-        out.pop();
-        out
-    }
-}
-
-fn status_phrase(status: CommandStatus) -> String {
-    match status {
-        CommandStatus::Running => "running".to_owned(),
-        other => other.to_string(),
-    }
-}
-
-/// A JSON string literal, for the "how to continue" hints.
-fn serde_json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// Fills `buf` from `offset` as far as the file allows; returns the bytes read.
@@ -300,86 +156,6 @@ mod tests {
         let mut file = tempfile::tempfile().unwrap();
         file.write_all(bytes).unwrap();
         file
-    }
-
-    #[test]
-    fn ends_of_output_say_what_to_do() {
-        let page = |offset, status| OutputPage {
-            id: CommandId(4),
-            offset,
-            bytes: Vec::new(),
-            first_line: 1,
-            available: 42,
-            total_bytes: 42,
-            status,
-            complete: false,
-        };
-        // Running, read up to its end: nothing new yet, read on from there (not "use an offset
-        // below 42", which would contradict the hint).
-        let text = page(42, CommandStatus::Running).to_text();
-        assert!(
-            text.starts_with("[command 4 (running): no output past byte 42 yet]"),
-            "{text}"
-        );
-        assert!(text.contains("\"offset\": 42}"), "{text}");
-        assert!(!text.contains("below"), "{text}");
-        let text = page(50, CommandStatus::Exited { code: 0 }).to_text();
-        assert!(text.contains("use an offset below 42"), "{text}");
-        // A search that stopped at the artifact cap says the rest was not searched.
-        let search = SearchResult {
-            id: CommandId(4),
-            pattern: "final".into(),
-            literal_because: None,
-            start: 0,
-            end: 1000,
-            total_bytes: 1500,
-            matches: Vec::new(),
-            total_matches: 0,
-            next_offset: None,
-            status: CommandStatus::Exited { code: 0 },
-        };
-        let text = search.to_text();
-        assert!(
-            text.contains("the other 500 bytes passed the artifact cap")
-                && text.contains("not searched"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn search_results_fit_a_budget_and_point_at_the_rest() {
-        let mut result = SearchResult {
-            id: CommandId(1),
-            pattern: "x".into(),
-            literal_because: None,
-            start: 0,
-            end: 10_000,
-            total_bytes: 10_000,
-            matches: (0..50)
-                .map(|i| SearchMatch {
-                    line: i + 1,
-                    offset: i * 100,
-                    text: "x".repeat(90),
-                })
-                .collect(),
-            total_matches: 50,
-            next_offset: None,
-            status: CommandStatus::Exited { code: 0 },
-        };
-        let full = result.to_text().chars().count();
-        result.fit(full);
-        assert_eq!(result.matches.len(), 50);
-        assert_eq!(result.next_offset, None);
-        result.fit(1000);
-        assert!(result.to_text().chars().count() <= 1000);
-        let kept = result.matches.len() as u64;
-        assert!((1..50).contains(&kept));
-        assert_eq!(result.next_offset, Some(kept * 100));
-        assert!(
-            result
-                .to_text()
-                .contains(&format!("\"offset\": {}", kept * 100))
-        );
     }
 
     #[test]

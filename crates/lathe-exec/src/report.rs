@@ -1,4 +1,6 @@
-//! What a command's run tells its caller, and the text the model reads.
+//! What a command's run tells its caller, as data: statuses, sizes, the preview and its
+//! omitted range, the artifact. Wording it for a reader (which tool reads the rest, how to
+//! follow a command that keeps running) is the caller's part.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -71,118 +73,6 @@ impl CommandReport {
     pub fn is_cut(&self) -> bool {
         self.preview.omitted.is_some()
     }
-
-    /// The header line: status (exit code, signal, kill), wall time, size in bytes and lines,
-    /// the command's id and, when sandboxed, the sandbox.
-    pub fn header(&self) -> String {
-        let size = format!(
-            "{} bytes, {}",
-            self.total_bytes,
-            plural(self.total_lines, "line", "lines")
-        );
-        let mut parts = match self.detached {
-            Some(Detached::Background) => {
-                vec![format!("started in the background as command {}", self.id)]
-            }
-            Some(Detached::SoftTimeout { after }) => vec![
-                format!(
-                    "still running after the {} timeout, moved to the background as command {}",
-                    format_duration(after),
-                    self.id
-                ),
-                format!("{size} so far"),
-            ],
-            None => vec![
-                self.status.to_string(),
-                format_duration(self.wall_time),
-                size,
-                format!("command {}", self.id),
-            ],
-        };
-        if let Some(sandbox) = &self.sandbox {
-            parts.push(sandbox.clone());
-        }
-        parts.join(" | ")
-    }
-
-    /// The whole model-facing text: header, preview with the omission marker, and notes on the
-    /// artifact and on how to follow a command that keeps running.
-    pub fn to_text(&self) -> String {
-        let id = self.id;
-        let mut out = self.header();
-        out.push('\n');
-        if self.detached == Some(Detached::Background) && self.total_bytes == 0 {
-            out.push_str(&format!(
-                "[command_output {{\"id\": {id}}} reads its output, kill_command {{\"id\": {id}}} \
-                 stops it, list_commands shows it]"
-            ));
-            return out;
-        }
-        if self.total_bytes == 0 {
-            out.push_str("(no output)\n");
-        } else {
-            push_line(&mut out, &self.preview.head);
-            if let Some(omitted) = self.preview.omitted {
-                let lines = if omitted.first_line == omitted.last_line {
-                    format!("part of line {}", omitted.first_line)
-                } else {
-                    format!("lines {}-{}", omitted.first_line, omitted.last_line)
-                };
-                out.push_str(&format!(
-                    "[... {} bytes omitted ({lines}); command_output {{\"id\": {id}, \"offset\": {}}} reads them ...]\n",
-                    omitted.bytes(),
-                    omitted.start
-                ));
-                push_line(&mut out, &self.preview.tail);
-            }
-        }
-        let artifact = &self.artifact;
-        if let Some(error) = &artifact.error {
-            out.push_str(&format!(
-                "[the artifact {} could not be written ({error}): only its first {} bytes are kept]\n",
-                artifact.name, artifact.kept_bytes
-            ));
-        } else if self.total_bytes > artifact.kept_bytes && !self.status.is_running() {
-            out.push_str(&format!(
-                "[the output passed the artifact cap of {}: the first {} bytes are kept, the other {} were counted but not kept]\n",
-                format_size(artifact.cap),
-                artifact.kept_bytes,
-                self.total_bytes - artifact.kept_bytes
-            ));
-        }
-        if self.is_cut() {
-            out.push_str(&format!(
-                "[full output: {} bytes kept as artifact {}; read it with command_output {{\"id\": {id}, \"offset\": 0}} or search it with command_output {{\"id\": {id}, \"search\": \"REGEX\"}}]\n",
-                artifact.kept_bytes, artifact.name
-            ));
-        }
-        if self.detached.is_some() {
-            out.push_str(&format!(
-                "[command {id} keeps running: command_output {{\"id\": {id}}} reads its output, \
-                 kill_command {{\"id\": {id}}} stops it, list_commands shows it]\n"
-            ));
-        }
-        while out.ends_with('\n') {
-            out.pop();
-        }
-        out
-    }
-}
-
-fn push_line(out: &mut String, text: &str) {
-    out.push_str(text);
-    if !text.is_empty() && !text.ends_with('\n') {
-        out.push('\n');
-    }
-}
-
-/// `1 line`, `2 lines`.
-pub(crate) fn plural(n: u64, one: &str, many: &str) -> String {
-    if n == 1 {
-        format!("{n} {one}")
-    } else {
-        format!("{n} {many}")
-    }
 }
 
 /// A duration for people: `0.02 s`, `12.5 s`, `3 min 4 s`, `2 h 5 min`.
@@ -237,34 +127,6 @@ pub struct CommandSummary {
     pub background: bool,
 }
 
-/// The model-facing table of commands.
-pub fn render_list(commands: &[CommandSummary]) -> String {
-    if commands.is_empty() {
-        return "no commands have run in this session".to_owned();
-    }
-    let running = commands.iter().filter(|c| c.status.is_running()).count();
-    let mut out = format!(
-        "{} in this session, {running} running\nid | status | runtime | output | command\n",
-        plural(commands.len() as u64, "command", "commands")
-    );
-    for c in commands {
-        let mut command: String = c.command.split_whitespace().collect::<Vec<_>>().join(" ");
-        if command.chars().count() > 200 {
-            command = command.chars().take(200).collect::<String>() + "...";
-        }
-        out.push_str(&format!(
-            "{} | {} | {} | {} bytes, {} | {command}\n",
-            c.id,
-            c.status.label(),
-            format_duration(c.runtime),
-            c.output_bytes,
-            plural(c.output_lines, "line", "lines"),
-        ));
-    }
-    out.pop();
-    out
-}
-
 /// What [`Supervisor::kill`](crate::Supervisor::kill) did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KillOutcome {
@@ -289,40 +151,6 @@ pub enum KillOutcome {
     },
 }
 
-impl KillOutcome {
-    /// The model-facing sentence.
-    pub fn to_text(&self) -> String {
-        match self {
-            KillOutcome::Killed {
-                id,
-                status,
-                runtime,
-            } => match status {
-                CommandStatus::Killed { .. } => format!(
-                    "killed command {id} and all its processes after {}",
-                    format_duration(*runtime)
-                ),
-                other => {
-                    format!("command {id} finished by itself before it could be killed: {other}")
-                }
-            },
-            KillOutcome::AlreadyFinished {
-                id,
-                status,
-                leftovers_killed: 0,
-            } => format!("command {id} had already finished ({status}); nothing to kill"),
-            KillOutcome::AlreadyFinished {
-                id,
-                status,
-                leftovers_killed,
-            } => format!(
-                "command {id} had already finished ({status}); killed {} it had left running in the background",
-                plural(*leftovers_killed as u64, "process", "processes")
-            ),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,7 +162,5 @@ mod tests {
         assert_eq!(format_size(1536 * 1024), "1.5 MiB");
         assert_eq!(format_duration(Duration::from_millis(20)), "0.02 s");
         assert_eq!(format_duration(Duration::from_secs(185)), "3 min 5 s");
-        assert_eq!(plural(1, "line", "lines"), "1 line");
-        assert_eq!(plural(0, "line", "lines"), "0 lines");
     }
 }

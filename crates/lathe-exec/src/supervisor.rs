@@ -134,7 +134,10 @@ impl Supervisor {
         }
         let running = commands.values().filter(|e| e.is_running()).count();
         if running >= self.config.max_running {
-            return Err(ExecError::TooManyRunning { running });
+            return Err(ExecError::TooManyRunning {
+                limit: self.config.max_running,
+                running,
+            });
         }
         let id = CommandId(self.next_id.fetch_add(1, Ordering::SeqCst));
         let artifact_path = self.config.state_dir.join(id.artifact_name());

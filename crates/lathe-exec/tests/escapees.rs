@@ -1,18 +1,20 @@
 //! Processes that clear their environment (no tag), leave the command's session and lose their
-//! parent are re-parented to us, attributed to their command, and killed with it. One test in
-//! its own binary: with the commands of several supervisors running, an orphan is rightly
-//! attributed to none of them.
-
-mod common;
+//! parent are re-parented to us, attributed to their command, and killed with it. Run alone in
+//! a child process of the test binary (`alone!`): with the commands of several supervisors
+//! running, an orphan is rightly attributed to none of them.
 
 use std::time::Duration;
 
-use common::{marker, processes_with, sleeps_with, supervisor, wait_until};
 use lathe_exec::{CommandSpec, KillOutcome};
 use tokio_util::sync::CancellationToken;
 
+use crate::common::{marker, processes_with, sleeps_with, supervisor, wait_until};
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn escapees_without_environment_die_with_their_command() {
+    if !lathe_testkit::alone!().await {
+        return;
+    }
     let state = tempfile::tempdir().unwrap();
     let sup = supervisor(state.path());
     let cancel = CancellationToken::new();

@@ -1,13 +1,12 @@
 //! Killing is total: no process of a command survives a hard timeout, cancellation, a kill, or
 //! the end of the session, however it forked. Checked by scanning `/proc` for markers.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{builder, marker, processes_with, sleeps_with, supervisor, wait_until};
 use lathe_exec::{CommandSpec, CommandStatus, KillOutcome, KillReason};
 use tokio_util::sync::CancellationToken;
+
+use crate::common::{builder, marker, processes_with, sleeps_with, supervisor, wait_until};
 
 /// Sleeps that escape in every common way, all carrying `m`, plus one in the foreground:
 /// a plain background job, a subshell's orphan (double fork), nohup, setsid (its own session),
@@ -100,11 +99,15 @@ async fn kill_command_kills_the_whole_tree() {
         processes_with(&m)
     );
     let outcome = sup.kill(report.id).await.unwrap();
-    assert!(matches!(outcome, KillOutcome::Killed { .. }), "{outcome:?}");
     assert!(
-        outcome.to_text().starts_with("killed command"),
-        "{}",
-        outcome.to_text()
+        matches!(
+            outcome,
+            KillOutcome::Killed {
+                status: CommandStatus::Killed { .. },
+                ..
+            }
+        ),
+        "{outcome:?}"
     );
     assert_no_survivors(&m);
 }
@@ -134,11 +137,6 @@ async fn killing_a_finished_command_takes_its_leftovers() {
             status: CommandStatus::Exited { code: 0 },
             leftovers_killed: 3
         }
-    );
-    assert!(
-        outcome.to_text().contains("killed 3 processes"),
-        "{}",
-        outcome.to_text()
     );
     assert_no_survivors(&m);
 }

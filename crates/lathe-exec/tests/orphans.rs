@@ -1,13 +1,12 @@
 //! When the last supervisor of the process ends, even an orphan that cleared its environment
 //! and started its own session (no mark attributes it) is killed, and every orphan re-parented
-//! to us is reaped. Alone in its test binary: with other supervisors alive it is, rightly, left
-//! to them.
+//! to us is reaped. Run alone in a child process of the test binary (`alone!`): with other
+//! supervisors alive it is, rightly, left to them.
 
-mod common;
-
-use common::{marker, processes_with, sleeps_with, supervisor, wait_until};
 use lathe_exec::CommandSpec;
 use tokio_util::sync::CancellationToken;
+
+use crate::common::{marker, processes_with, sleeps_with, supervisor, wait_until};
 
 /// Zombie children of this process (orphans re-parented to us and not yet reaped).
 fn our_zombies() -> Vec<i32> {
@@ -35,6 +34,9 @@ fn our_zombies() -> Vec<i32> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn last_supervisor_kills_unmarked_orphans_and_reaps_them() {
+    if !lathe_testkit::alone!().await {
+        return;
+    }
     let state = tempfile::tempdir().unwrap();
     let sup = supervisor(state.path());
     let m = marker();

@@ -1,24 +1,23 @@
 //! Running commands: environment, output capture, previews, timeouts, background commands and
 //! limits, with real processes.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{builder, marker, sleeps_with, supervisor, wait_until};
 use lathe_exec::{
     CommandId, CommandSpec, CommandStatus, Detached, ExecError, KillOutcome, KillReason,
     OutputDelta, PreviewBudget,
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::common::{builder, marker, sleeps_with, supervisor, wait_until};
+
 fn never() -> CancellationToken {
     CancellationToken::new()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn exit_code_merged_order_and_header() {
+async fn exit_code_merged_order_and_sizes() {
     let state = tempfile::tempdir().unwrap();
     let sup = supervisor(state.path());
     let spec = CommandSpec::new("echo a; echo b >&2; printf c; exit 7", "/");
@@ -27,16 +26,12 @@ async fn exit_code_merged_order_and_header() {
     assert_eq!(report.preview.head, "a\nb\nc");
     assert_eq!(report.total_bytes, 5);
     assert_eq!(report.total_lines, 3);
-    let header = report.header();
-    assert!(header.starts_with("exit code 7 | "), "{header}");
-    assert!(header.contains("5 bytes, 3 lines"), "{header}");
-    assert!(!header.contains("sandboxed"), "{header}");
-    let text = report.to_text();
-    assert!(text.starts_with(&header), "{text}");
-    assert!(
-        !text.contains("artifact"),
-        "output fits: no artifact note\n{text}"
-    );
+    assert_eq!(report.status.to_string(), "exit code 7");
+    assert!(!report.is_sandboxed());
+    // The output fits: nothing is left out, and the artifact keeps all of it.
+    assert!(!report.is_cut());
+    assert_eq!(report.artifact.kept_bytes, report.total_bytes);
+    assert_eq!(report.artifact.error, None);
     // The artifact exists anyway and holds the bytes.
     assert_eq!(std::fs::read(&report.artifact.path).unwrap(), b"a\nb\nc");
     assert_eq!(report.artifact.name, format!("cmd-{}", report.id));
@@ -51,8 +46,9 @@ async fn signal_deaths_and_empty_output_are_reported() {
         .await
         .unwrap();
     assert_eq!(report.status, CommandStatus::Signaled { signal: 9 });
-    assert!(report.header().starts_with("killed by signal 9 (SIGKILL)"));
-    assert!(report.to_text().contains("(no output)"));
+    assert_eq!(report.status.to_string(), "killed by signal 9 (SIGKILL)");
+    assert_eq!(report.total_bytes, 0);
+    assert_eq!(report.preview.head, "");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -171,21 +167,9 @@ async fn preview_cuts_in_the_middle_and_names_the_artifact() {
     let shown = report.preview.head.len() + report.preview.tail.len();
     assert!(shown <= PreviewBudget::Medium.bytes());
     assert_eq!(omitted.bytes() + shown as u64, report.total_bytes);
-    let text = report.to_text();
-    let marker_line = format!(
-        "[... {} bytes omitted (lines {}-{}); command_output {{\"id\": {}, \"offset\": {}}} reads them ...]",
-        omitted.bytes(),
-        omitted.first_line,
-        omitted.last_line,
-        report.id,
-        omitted.start
-    );
-    assert!(text.contains(&marker_line), "{text}");
-    assert!(
-        text.contains(&format!("artifact cmd-{}", report.id)),
-        "{text}"
-    );
-    assert!(text.contains("command_output"), "{text}");
+    assert!(report.is_cut());
+    assert_eq!(report.artifact.name, format!("cmd-{}", report.id));
+    assert_eq!(report.artifact.kept_bytes, report.total_bytes);
     // The omitted range read back is exactly the missing lines.
     let page = sup
         .read_output(report.id, omitted.start, Some(omitted.bytes() as usize))
@@ -230,12 +214,13 @@ async fn artifact_cap_counts_but_does_not_keep() {
         report.preview.tail.ends_with("20000\n"),
         "the tail comes from memory"
     );
-    let text = report.to_text();
-    assert!(text.contains("artifact cap of 1000 bytes"), "{text}");
+    assert_eq!(report.artifact.cap, 1000);
     let page = sup.read_output(report.id, 900, Some(500)).await.unwrap();
     assert_eq!(page.bytes.len(), 100);
     assert!(!page.more());
-    assert!(page.to_text().contains("passed the artifact cap"));
+    assert!(page.complete);
+    assert_eq!(page.available, 1000);
+    assert_eq!(page.total_bytes, expected.len() as u64);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -252,12 +237,6 @@ async fn soft_timeout_moves_to_background_and_kill_still_works() {
         Some(Detached::SoftTimeout { .. })
     ));
     assert_eq!(report.preview.head, "begin\n");
-    let text = report.to_text();
-    assert!(
-        text.contains("moved to the background as command"),
-        "{text}"
-    );
-    assert!(text.contains("kill_command"), "{text}");
     let list = sup.list();
     assert_eq!(list.len(), 1);
     assert!(list[0].status.is_running() && list[0].background);
@@ -281,9 +260,14 @@ async fn soft_timeout_moves_to_background_and_kill_still_works() {
     // Killing it again says it had finished.
     let again = sup.kill(report.id).await.unwrap();
     assert!(
-        again.to_text().contains("already finished"),
-        "{}",
-        again.to_text()
+        matches!(
+            again,
+            KillOutcome::AlreadyFinished {
+                leftovers_killed: 0,
+                ..
+            }
+        ),
+        "{again:?}"
     );
 }
 
@@ -304,11 +288,7 @@ async fn background_commands_are_listed_read_while_running_and_limited() {
         .await
         .unwrap();
     assert_eq!(first.detached, Some(Detached::Background));
-    assert!(
-        first
-            .header()
-            .contains("started in the background as command")
-    );
+    assert!(first.status.is_running());
     let second = sup
         .run(
             CommandSpec::new(format!("sleep {m}"), "/").background(),
@@ -321,31 +301,34 @@ async fn background_commands_are_listed_read_while_running_and_limited() {
         .await
         .unwrap_err();
     assert!(
-        matches!(refused, ExecError::TooManyRunning { running: 2 }),
+        matches!(
+            refused,
+            ExecError::TooManyRunning {
+                limit: 2,
+                running: 2
+            }
+        ),
         "{refused}"
     );
-    assert!(refused.to_string().contains("kill_command"));
+    assert_eq!(
+        refused.to_string(),
+        "2 commands are already running, the most allowed at once is 2"
+    );
     let id = first.id;
     assert!(wait_until(|| sup.list()[0].output_bytes == 21).await);
     let page = sup.read_output(id, 0, None).await.unwrap();
     assert_eq!(page.bytes, b"tick 1\ntick 2\ntick 3\n");
     assert!(page.status.is_running());
-    let text = page.to_text();
-    assert!(
-        text.contains("still writing") || text.contains("still running"),
-        "{text}"
-    );
-    assert!(text.contains("\"offset\": 21"), "{text}");
+    assert!(!page.complete && !page.more());
+    assert_eq!(page.end(), 21);
     sup.kill(second.id).await.unwrap();
     let third = sup
         .run(CommandSpec::new("echo third", "/"), &never())
         .await
         .unwrap();
     assert_eq!(third.preview.head, "third\n");
-    let listing = lathe_exec::render_list(&sup.list());
-    assert!(listing.contains("running"), "{listing}");
-    assert!(listing.contains("exited (0)"), "{listing}");
-    assert!(listing.contains("killed"), "{listing}");
+    let labels: Vec<String> = sup.list().iter().map(|c| c.status.label()).collect();
+    assert_eq!(labels, ["running", "killed", "exited (0)"]);
     sup.shutdown().await;
     assert_eq!(sleeps_with(&m), 0);
     let err = sup
@@ -377,9 +360,9 @@ async fn hard_timeout_kills_unless_exempt() {
         report.status
     );
     assert!(
-        report.header().contains("hard limit"),
+        report.status.to_string().contains("hard limit"),
         "{}",
-        report.header()
+        report.status
     );
     assert_eq!(report.preview.head, "x\n");
     assert_eq!(sleeps_with(&m), 0);
@@ -420,11 +403,7 @@ async fn cancellation_returns_what_was_printed_as_aborted() {
             reason: KillReason::Cancelled
         }
     );
-    assert!(
-        report.header().starts_with("aborted by user"),
-        "{}",
-        report.header()
-    );
+    assert_eq!(report.status.to_string(), "aborted by user");
     assert_eq!(report.preview.head, "partial\n");
     assert_eq!(sleeps_with(&m), 0);
 }
@@ -463,4 +442,113 @@ async fn ids_continue_after_artifacts_of_an_earlier_run() {
         .unwrap();
     assert_eq!(report.id, CommandId(42));
     assert_eq!(std::fs::read(state.path().join("cmd-41")).unwrap(), b"old");
+}
+
+/// What lathe-exec hands its caller names none of the caller's tools or settings: the caller
+/// words it (issue 13).
+const CALLERS_WORDS: [&str; 4] = [
+    "command_output",
+    "kill_command",
+    "list_commands",
+    "command_timeout",
+];
+
+fn assert_names_no_tool(what: &str, rendered: &str) {
+    for word in CALLERS_WORDS {
+        assert!(!rendered.contains(word), "{what} names {word}: {rendered}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_13_reports_pages_searches_and_errors_name_no_tool() {
+    let state = tempfile::tempdir().unwrap();
+    let sup = builder(state.path())
+        .max_running(2)
+        .artifact_cap(100_000)
+        .command_timeout(Some(Duration::from_millis(300)))
+        .timeout_exempt(vec!["sleep".into()])
+        .build()
+        .unwrap();
+    let m = marker();
+    // Large output: cut preview, past the artifact cap.
+    let large = sup
+        .run(CommandSpec::new("seq 1 100000", "/"), &never())
+        .await
+        .unwrap();
+    assert!(large.is_cut() && large.total_bytes > large.artifact.kept_bytes);
+    assert_names_no_tool("a cut report", &format!("{large:?}"));
+    let page = sup.read_output(large.id, 10, Some(100)).await.unwrap();
+    assert!(page.more());
+    assert_names_no_tool("a page", &format!("{page:?}"));
+    let past = sup.read_output(large.id, 1 << 40, None).await.unwrap();
+    assert_names_no_tool("a page past the end", &format!("{past:?}"));
+    let search = sup.search_output(large.id, "^9", 0, Some(3)).await.unwrap();
+    assert!(search.next_offset.is_some());
+    assert_names_no_tool("a search", &format!("{search:?}"));
+    let literal = sup.search_output(large.id, "(", 0, None).await.unwrap();
+    assert!(literal.literal_because.is_some());
+    assert_names_no_tool("a literal search", &format!("{literal:?}"));
+    // Background, and moved to the background by a soft timeout (both exempt from the hard
+    // limit, as they start with `sleep`).
+    let background = sup
+        .run(
+            CommandSpec::new(format!("sleep {m}"), "/").background(),
+            &never(),
+        )
+        .await
+        .unwrap();
+    assert_names_no_tool("a background report", &format!("{background:?}"));
+    let moved = sup
+        .run(
+            CommandSpec::new(format!("sleep {m}"), "/").soft_timeout(Duration::from_millis(200)),
+            &never(),
+        )
+        .await
+        .unwrap();
+    assert!(moved.detached.is_some());
+    assert_names_no_tool("a moved report", &format!("{moved:?}"));
+    let running = sup.read_output(moved.id, 0, None).await.unwrap();
+    assert!(running.status.is_running());
+    assert_names_no_tool("a page of a running command", &format!("{running:?}"));
+    // Errors: too many running, unknown id, empty command.
+    let refused = sup
+        .run(CommandSpec::new("true", "/"), &never())
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, ExecError::TooManyRunning { .. }));
+    let unknown = sup.read_output(CommandId(999), 0, None).await.unwrap_err();
+    let empty = sup
+        .run(CommandSpec::new(" ", "/"), &never())
+        .await
+        .unwrap_err();
+    let unparsed = "cmd-x".parse::<CommandId>().unwrap_err();
+    for error in [&refused, &unknown, &empty, &unparsed] {
+        assert_names_no_tool("an error", &format!("{error} / {error:?}"));
+    }
+    // Kills, the list, and every status in words.
+    let killed = sup.kill(background.id).await.unwrap();
+    let again = sup.kill(background.id).await.unwrap();
+    sup.kill(moved.id).await.unwrap();
+    assert_names_no_tool("kill outcomes", &format!("{killed:?} {again:?}"));
+    let timed_out = sup
+        .run(
+            CommandSpec::new(format!("echo x; sleep {m}"), "/"),
+            &never(),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(timed_out.status, CommandStatus::TimedOut { .. }));
+    assert_names_no_tool("a timed-out report", &format!("{timed_out:?}"));
+    let list = sup.list();
+    assert_names_no_tool("the list", &format!("{list:?}"));
+    for summary in &list {
+        let status = summary.status;
+        assert_names_no_tool("a status", &format!("{status} / {}", status.label()));
+    }
+    assert_eq!(
+        sup.report(background.id).unwrap().status.to_string(),
+        "killed on request"
+    );
+    sup.shutdown().await;
+    assert_eq!(sleeps_with(&m), 0);
 }

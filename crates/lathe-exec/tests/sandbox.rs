@@ -4,13 +4,12 @@
 //! When Landlock is missing these tests print why and pass without checking anything; set
 //! `LATHE_REQUIRE_SANDBOX=1` to make them fail instead (for CI machines known to have it).
 
-mod common;
-
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 
-use common::sandbox::{bash_env, describe, fixture, prepare_or_skip};
 use lathe_exec::sandbox::{NetworkEnforcement, PreparedSandbox, probe};
+
+use crate::common::sandbox::{bash_env, describe, fixture, prepare_or_skip};
 
 const ORIGINAL: &str = "original\n";
 

@@ -7,18 +7,18 @@
 //! When Landlock is missing these tests print why and pass without checking anything; set
 //! `LATHE_REQUIRE_SANDBOX=1` to make them fail instead.
 
-mod common;
-
 use std::ffi::OsString;
 use std::net::{TcpListener, UdpSocket};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::Output;
 
-use common::sandbox::{bash, describe, fixture, is_root, prepare_or_skip};
 use lathe_exec::sandbox::{NetworkEnforcement, PreparedSandbox};
 use lathe_exec::{CommandSpec, Supervisor};
 use tokio_util::sync::CancellationToken;
+
+use crate::common;
+use crate::common::sandbox::{bash, describe, fixture, is_root, prepare_or_skip};
 
 /// Entries beneath `dir` that are device nodes or carry a setuid or setgid bit.
 fn privileged_entries(dir: &Path) -> Vec<String> {
@@ -545,11 +545,16 @@ async fn daemon_control_variables_are_removed_from_sandboxed_commands_unless_kep
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lathe_and_its_guard_are_out_of_a_sandboxed_commands_reach() {
+    // Hardening is for the whole process and lasts: alone in a child process, so the other tests
+    // keep a dumpable process and this one hardens before any guard is forked, as `lathe` does.
+    if !lathe_testkit::alone!().await {
+        return;
+    }
     let fx = fixture();
     let Some(sandbox) = prepare_or_skip(&fx.policy) else {
         return;
     };
-    // What `lathe` does first in main; this test binary stands in for it.
+    // What `lathe` does first in main; this child process stands in for it.
     lathe_exec::harden_process().unwrap();
     assert!(!lathe_exec::is_dumpable());
     let state = tempfile::tempdir().unwrap();

@@ -49,4 +49,21 @@ pub enum Action {
         /// Whether it only reads.
         read_only: bool,
     },
+    /// Reach a host over the network. Asked about in `ask` and `auto`, refused in `read-only`,
+    /// allowed in `full`; a `tool(NAME)` rule decides it like any of the tool's actions.
+    Network {
+        /// The tool that would reach it.
+        tool: String,
+        /// The host.
+        host: String,
+    },
+    /// Something a tool could not describe in the terms above (a tool from another MCP server,
+    /// a tool that did not say what it does). Judged as the network is: nothing unknown runs
+    /// unasked except in `full`.
+    Unknown {
+        /// The tool.
+        tool: String,
+        /// What is known of it, for the person asked.
+        what: String,
+    },
 }

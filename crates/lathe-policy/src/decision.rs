@@ -18,8 +18,14 @@ enum Kind {
     Command,
     Whole,
     Read,
-    Change { inside: bool },
+    Change {
+        inside: bool,
+    },
     Tool,
+    /// The network: never judged to only read.
+    Network,
+    /// An effect the tool could not describe: never judged to only read.
+    Opaque,
 }
 
 /// One part of an action, judged before the rules and mode apply.
@@ -37,7 +43,7 @@ impl Part<'_> {
         match self.kind {
             Kind::Read => true,
             Kind::Command | Kind::Whole | Kind::Tool => self.severity == Severity::Safe,
-            Kind::Change { .. } => false,
+            Kind::Change { .. } | Kind::Network | Kind::Opaque => false,
         }
     }
 }
@@ -54,7 +60,8 @@ impl Part<'_> {
 /// 5. a matching `allow` rule allows;
 /// 6. the mode decides: `read-only` allows reading and denies the rest, `ask` allows reading
 ///    and asks for the rest, `auto` allows file changes inside the workspace and safe or
-///    normal commands and asks for the rest, `full` allows everything.
+///    normal commands and asks for the rest (the network and effects a tool could not
+///    describe included), `full` allows everything.
 ///
 /// With `--dangerously-skip-approvals`, steps 2 to 4 do not ask and whatever the mode would
 /// ask is allowed; deny rules and the read-only mode still deny. Running a command outside
@@ -126,6 +133,7 @@ impl Policy {
         let tool = match action {
             Action::Shell { .. } => Some("shell"),
             Action::Tool { name, .. } => Some(name.as_str()),
+            Action::Network { tool, .. } | Action::Unknown { tool, .. } => Some(tool.as_str()),
             _ => None,
         };
         self.decide_inner(tool, action)
@@ -275,6 +283,22 @@ impl Policy {
                 command: None,
                 key: None,
             }],
+            Action::Network { tool, host } => vec![Part {
+                subject: tool.clone(),
+                kind: Kind::Network,
+                severity: Severity::Normal,
+                reasons: vec![format!("reaches {host} over the network")],
+                command: None,
+                key: None,
+            }],
+            Action::Unknown { tool, what } => vec![Part {
+                subject: tool.clone(),
+                kind: Kind::Opaque,
+                severity: Severity::Normal,
+                reasons: vec![format!("what it does is not known: {what}")],
+                command: None,
+                key: None,
+            }],
         }
     }
 
@@ -348,7 +372,9 @@ impl Policy {
                 }
                 (Kind::Read, _, Some(k)) => rule.matches_read(k),
                 (Kind::Change { .. }, _, Some(k)) => rule.matches_edit(k),
-                (Kind::Tool, _, _) => rule.matches_tool(&part.subject),
+                (Kind::Tool | Kind::Network | Kind::Opaque, _, _) => {
+                    rule.matches_tool(&part.subject)
+                }
                 _ => false,
             }
         })
@@ -439,7 +465,9 @@ impl Policy {
                     .or(k.absolute.clone())
                     .unwrap_or_default()
             ),
-            (Kind::Tool, _, _) => format!("`tool({})`", part.subject),
+            (Kind::Tool | Kind::Network | Kind::Opaque, _, _) => {
+                format!("`tool({})`", part.subject)
+            }
             _ => return None,
         })
     }
@@ -518,6 +546,8 @@ impl Policy {
                     match part.kind {
                         Kind::Change { .. } => "changes a file".to_string(),
                         Kind::Tool => "tool changes things".to_string(),
+                        Kind::Network => "tool reaches the network".to_string(),
+                        Kind::Opaque => "tool does what Lathe cannot judge".to_string(),
                         _ => format!("is {}", part.severity),
                     },
                     self.suggestion(part)
@@ -532,6 +562,14 @@ impl Policy {
             ),
             ApprovalMode::Auto => match part.kind {
                 Kind::Read | Kind::Tool => (Decision::Allow, "auto mode allows this".into()),
+                Kind::Network => (
+                    Decision::Ask,
+                    "auto mode asks before reaching the network".into(),
+                ),
+                Kind::Opaque => (
+                    Decision::Ask,
+                    "auto mode asks before what it cannot judge".into(),
+                ),
                 Kind::Change { inside: true } if part.severity <= Severity::Normal => (
                     Decision::Allow,
                     "auto mode allows changing files inside the workspace".into(),

@@ -17,6 +17,10 @@ enum Act {
     Edit(&'static str, bool),
     Tool(&'static str, bool),
     ToolWrite(&'static str, &'static str),
+    /// A tool reaching a host.
+    Net(&'static str, &'static str),
+    /// A tool that could not say what it does.
+    Unknown(&'static str),
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -184,6 +188,28 @@ const ROWS: &[Row] = &[
     (Full, ask(&["tool(spawn_*)"]), NO, Act::Tool("spawn_agent", false), Ask),
     (Full, deny(&["write_file"]), NO, Act::ToolWrite("write_file", "src/a.rs"), Deny),
     (AskMode, allow(&["write_file"]), NO, Act::ToolWrite("write_file", "src/a.rs"), Allow),
+    // the network and what a tool could not describe: asked in ask and auto, refused in
+    // read-only, allowed in full; `tool(NAME)` rules decide them like the tool's other actions
+    (ReadOnly, NONE, NO, Act::Net("web_fetch", "example.com"), Deny),
+    (AskMode, NONE, NO, Act::Net("web_fetch", "example.com"), Ask),
+    (Auto, NONE, NO, Act::Net("web_fetch", "example.com"), Ask),
+    (Full, NONE, NO, Act::Net("web_fetch", "example.com"), Allow),
+    (Auto, NONE, SKIP, Act::Net("web_fetch", "example.com"), Allow),
+    (ReadOnly, NONE, SKIP, Act::Net("web_fetch", "example.com"), Deny),
+    (Auto, allow(&["tool(web_fetch)"]), NO, Act::Net("web_fetch", "example.com"), Allow),
+    (ReadOnly, allow(&["tool(web_fetch)"]), NO, Act::Net("web_fetch", "example.com"), Allow),
+    (Auto, allow(&["tool(grep)"]), NO, Act::Net("web_fetch", "example.com"), Ask),
+    (Full, deny(&["web_fetch"]), NO, Act::Net("web_fetch", "example.com"), Deny),
+    (Full, ask(&["tool(web_*)"]), NO, Act::Net("web_fetch", "example.com"), Ask),
+    (ReadOnly, NONE, NO, Act::Unknown("mcp_search"), Deny),
+    (AskMode, NONE, NO, Act::Unknown("mcp_search"), Ask),
+    (Auto, NONE, NO, Act::Unknown("mcp_search"), Ask),
+    (Full, NONE, NO, Act::Unknown("mcp_search"), Allow),
+    (Auto, NONE, SKIP, Act::Unknown("mcp_search"), Allow),
+    (ReadOnly, NONE, SKIP, Act::Unknown("mcp_search"), Deny),
+    (AskMode, allow(&["tool(mcp_*)"]), NO, Act::Unknown("mcp_search"), Allow),
+    (Full, deny(&["tool(mcp_search)"]), NO, Act::Unknown("mcp_search"), Deny),
+    (Full, ask(&["mcp_search"]), NO, Act::Unknown("mcp_search"), Ask),
     // unsandboxed commands always need approval
     (Auto, NONE, NO, Act::ShUnsandboxed("ls"), Ask),
     (Full, NONE, NO, Act::ShUnsandboxed("cargo build"), Ask),
@@ -394,6 +420,14 @@ fn decide(mode: ApprovalMode, rules: Rules, skip: bool, act: Act) -> lathe_polic
                 inside_workspace: true,
             },
         ),
+        Act::Net(tool, host) => policy.decide(&Action::Network {
+            tool: tool.into(),
+            host: host.into(),
+        }),
+        Act::Unknown(tool) => policy.decide(&Action::Unknown {
+            tool: tool.into(),
+            what: "a tool from another MCP server".into(),
+        }),
     }
 }
 
@@ -429,6 +463,25 @@ fn denial_in_read_only_mode_says_how_to_allow() {
         text.contains("--approval") && text.contains("shell(npm run test *)"),
         "{text}"
     );
+}
+
+#[test]
+fn network_and_unknown_say_what_they_are_and_how_to_allow() {
+    let report = decide(ReadOnly, NONE, NO, Act::Net("web_fetch", "example.com"));
+    let text = report.reasons.join("\n");
+    assert!(
+        text.contains("reaches example.com over the network"),
+        "{text}"
+    );
+    assert!(text.contains("reaches the network"), "{text}");
+    assert!(text.contains("`tool(web_fetch)`"), "{text}");
+    let report = decide(Auto, NONE, NO, Act::Unknown("mcp_search"));
+    let text = report.reasons.join("\n");
+    assert!(
+        text.contains("what it does is not known: a tool from another MCP server"),
+        "{text}"
+    );
+    assert!(text.contains("cannot judge"), "{text}");
 }
 
 #[test]

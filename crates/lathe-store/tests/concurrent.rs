@@ -1,7 +1,7 @@
 //! Several real OS processes writing to one database at once.
 //!
-//! This harness spawns copies of its own executable as writers: with `WRITER_ENV` set, `main`
-//! runs one writer and exits; otherwise it runs the scenarios, which fail by panicking.
+//! The writers are copies of this test binary running only the ignored `writer` test, which
+//! with `WRITER_ENV` set runs one writer.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -17,31 +17,23 @@ const WRITER_ENV: &str = "LATHE_STORE_TEST_WRITER_DB";
 /// Generous: two cores, a noisy machine, and every process taking turns at the write lock.
 const DEADLINE: Duration = Duration::from_secs(180);
 
-fn main() {
-    if let Ok(db) = std::env::var(WRITER_ENV) {
-        if let Err(err) = writer(Path::new(&db)) {
-            eprintln!("writer failed: {err}");
-            std::process::exit(1);
-        }
-        return;
+/// One writer process, started by the tests below (in an ordinary run it has no database and
+/// does nothing).
+#[test]
+#[ignore = "a writer process of the tests in this file, which start it"]
+fn writer() {
+    if let Ok(db) = std::env::var(WRITER_ENV)
+        && let Err(err) = write(Path::new(&db))
+    {
+        panic!("writer failed: {err}");
     }
-    run("writers_share_sessions", writers_share_sessions);
-    run(
-        "writers_race_to_create_the_database",
-        writers_race_to_create_the_database,
-    );
-}
-
-fn run(name: &str, scenario: fn()) {
-    println!("test {name} ...");
-    scenario();
-    println!("test {name} ... ok");
 }
 
 /// One writer: opens the database, waits for the start signal (so all writers contend), then
 /// appends `COUNT` events tagged with its number to each session in `SESSIONS`, and messages to
-/// the first; with `SESSIONS=own` it creates its own session first and prints its id.
-fn writer(db: &Path) -> Result<(), Box<dyn std::error::Error>> {
+/// the first; with `SESSIONS=own` it creates its own session first and prints
+/// `session <id>`.
+fn write(db: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let var = |name: &str| std::env::var(name).map_err(|e| format!("{name}: {e}"));
     let number: u64 = var("WRITER")?.parse()?;
     let count: u64 = var("COUNT")?.parse()?;
@@ -65,7 +57,7 @@ fn writer(db: &Path) -> Result<(), Box<dyn std::error::Error>> {
                 approval: "full".into(),
                 ..NewSession::default()
             })?;
-            println!("{id}");
+            println!("session {id}");
             vec![id]
         }
         list => list.split(',').map(SessionId::from).collect(),
@@ -82,6 +74,13 @@ fn writer(db: &Path) -> Result<(), Box<dyn std::error::Error>> {
 fn spawn_writer(db: &Path, start: &Path, number: usize, sessions: &str, count: u64) -> Child {
     let exe = std::env::current_exe().expect("test executable path");
     Command::new(exe)
+        .args([
+            "concurrent::writer",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--quiet",
+        ])
         .env(WRITER_ENV, db)
         .env("WRITER", number.to_string())
         .env("COUNT", count.to_string())
@@ -124,7 +123,10 @@ fn run_writers(db: &Path, writers: usize, sessions: &str, count: u64) -> Vec<Str
             .stderr
             .take()
             .map(|mut s| s.read_to_string(&mut stderr));
-        assert!(status.success(), "writer {n} failed ({status}): {stderr}");
+        assert!(
+            status.success(),
+            "writer {n} failed ({status}): {stderr}\n{stdout}"
+        );
         outputs.push(stdout);
     }
     std::fs::remove_file(&start).expect("remove start signal");
@@ -175,6 +177,7 @@ fn check_messages(store: &Store, id: &SessionId, writers: usize, count: u64) {
     assert_complete(&format!("messages of {id}"), &items, writers, count);
 }
 
+#[test]
 fn writers_share_sessions() {
     const WRITERS: usize = 4;
     const COUNT: u64 = 150;
@@ -200,6 +203,7 @@ fn writers_share_sessions() {
     assert!(store.messages(&b).expect("messages of b").is_empty());
 }
 
+#[test]
 fn writers_race_to_create_the_database() {
     const WRITERS: usize = 8;
     const COUNT: u64 = 25;
@@ -212,7 +216,10 @@ fn writers_race_to_create_the_database() {
     let store = Store::open(&db).expect("open");
     let ids: Vec<SessionId> = outputs
         .iter()
-        .map(|out| SessionId::from(out.trim()))
+        .map(|out| {
+            let id = out.lines().find_map(|line| line.strip_prefix("session "));
+            SessionId::from(id.unwrap_or_else(|| panic!("no session id printed: {out}")))
+        })
         .collect();
     let listed = store
         .list_sessions(&SessionFilter::default())

@@ -22,8 +22,13 @@
 //!
 //! The same scripts run out of process: `scripted-model-server SCRIPT.json` prints its port
 //! and serves until stdin closes; `GET /__scripted/requests` returns what it recorded.
+//!
+//! Each crate's integration tests are one binary (`tests/tests.rs`); [`alone!`] runs a test that
+//! is about the whole process (its memory, its orphans, a `prctl` on itself) alone in a child
+//! process of that binary.
 #![deny(missing_docs)]
 
+pub mod alone;
 mod http;
 pub mod ollama;
 pub mod openai;

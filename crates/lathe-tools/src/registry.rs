@@ -9,20 +9,31 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+mod names;
+
+pub use names::{MAX_TOOL_NAME_BYTES, closest, names_are_unique, shown_name};
+
 use crate::args::{self, fold_name};
 use crate::budget;
+use crate::dispatch::{CallStatus, Outcome};
+use crate::meta::Metadata;
 use crate::schema::tool_schema;
-use crate::tool::{Tool, ToolContext, ToolHints, ToolKind, ToolOutput};
+use crate::session::Session;
+use crate::tool::{Effect, Plan, Tool, ToolContext, ToolHints, ToolKind, ToolOutput};
+use names::quote_list;
 
 /// A tool's definition as sent to models and MCP clients.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolDefinition {
     /// The model-facing name.
-    pub name: &'static str,
+    pub name: String,
     /// The description (the input type's doc comment).
     pub description: String,
     /// The JSON Schema of the parameters.
     pub parameters: Value,
+    /// Other names the tool answers to ([`Tool::ALIASES`]).
+    #[serde(skip)]
+    pub aliases: Vec<String>,
     /// What the tool does to the world.
     #[serde(skip)]
     pub kind: ToolKind,
@@ -32,10 +43,24 @@ pub struct ToolDefinition {
     /// String parameters passed through without the double-escape repair
     /// ([`Tool::RAW_STRINGS`]).
     #[serde(skip)]
-    pub raw_strings: &'static [&'static str],
+    pub raw_strings: Vec<String>,
 }
 
 impl ToolDefinition {
+    /// The definition of a typed tool.
+    pub fn of<T: Tool>(tool: &T) -> Self {
+        let (description, parameters) = tool_schema::<T::Input>();
+        ToolDefinition {
+            name: T::NAME.to_owned(),
+            description,
+            parameters,
+            aliases: T::ALIASES.iter().map(|a| (*a).to_owned()).collect(),
+            kind: tool.kind(),
+            hints: tool.hints(),
+            raw_strings: T::RAW_STRINGS.iter().map(|r| (*r).to_owned()).collect(),
+        }
+    }
+
     /// The function-calling shape OpenAI and Ollama accept.
     pub fn to_function(&self) -> Value {
         json!({
@@ -49,61 +74,166 @@ impl ToolDefinition {
     }
 }
 
-/// A call whose tool name was resolved and whose arguments were normalised and validated.
-#[derive(Debug, Clone, PartialEq)]
+/// A tool behind a trait object, as the registry holds it.
+///
+/// Typed tools get this from [`Registry::register`]. Tools known only at run time (from another
+/// MCP server, an embedder's own) implement it directly and are added with
+/// [`Registry::add`]; their calls answer the same questions as a typed tool's ([`BoundCall`]).
+pub trait DynTool: Send + Sync {
+    /// The definition: name, schema, kind, hints.
+    fn definition(&self) -> &ToolDefinition;
+
+    /// Binds normalised arguments to the tool's input, or says why they do not fit (the
+    /// registry turns that into a message naming the parameter to fix).
+    fn bind(&self, arguments: &Value) -> Result<Box<dyn BoundCall>, String>;
+}
+
+/// One call with its input bound (typed, for a typed tool): what callers ask of a call before
+/// and while it runs.
+///
+/// The defaults are the safe ones, as for [`Tool`]: a call that does not say what it does is
+/// [`Effect::Unknown`] (asked about, refused in `read-only`), and it makes no plan.
+pub trait BoundCall: Send {
+    /// What the call would do, for the policy ([`Tool::effects`]). By default, one
+    /// [`Effect::Unknown`].
+    fn effects(&self, session: &Session) -> Vec<Effect> {
+        let _ = session;
+        vec![Effect::Unknown {
+            what: "a tool added at run time that did not say what it does".to_owned(),
+        }]
+    }
+
+    /// One line for people ([`Tool::title`]).
+    fn title(&self) -> String;
+
+    /// What the call would change, when the tool plans ([`Tool::plan`]). Blocking. By default,
+    /// `None`: the call is run with [`BoundCall::run`].
+    fn plan(&self, session: &Session) -> Option<Result<Plan, ToolOutput>> {
+        let _ = session;
+        None
+    }
+
+    /// Runs the call (for tools that do not plan, or when no plan was made).
+    fn run(self: Box<Self>, ctx: ToolContext) -> BoxFuture<'static, ToolOutput>;
+}
+
+struct Typed<T: Tool> {
+    tool: Arc<T>,
+    definition: ToolDefinition,
+}
+
+impl<T: Tool> DynTool for Typed<T> {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn bind(&self, arguments: &Value) -> Result<Box<dyn BoundCall>, String> {
+        let input = T::Input::deserialize(arguments).map_err(|err| err.to_string())?;
+        Ok(Box::new(Bound {
+            tool: Arc::clone(&self.tool),
+            input,
+        }))
+    }
+}
+
+struct Bound<T: Tool> {
+    tool: Arc<T>,
+    input: T::Input,
+}
+
+impl<T: Tool> BoundCall for Bound<T> {
+    fn effects(&self, session: &Session) -> Vec<Effect> {
+        self.tool.effects(&self.input, session)
+    }
+
+    fn title(&self) -> String {
+        self.tool.title(&self.input)
+    }
+
+    fn plan(&self, session: &Session) -> Option<Result<Plan, ToolOutput>> {
+        self.tool.plan(&self.input, session)
+    }
+
+    fn run(self: Box<Self>, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        let Bound { tool, input } = *self;
+        Box::pin(async move { tool.run(input, ctx).await })
+    }
+}
+
+/// A call whose tool name was resolved, whose arguments were normalised and bound to the
+/// tool's input, and whose effects were worked out.
 pub struct PreparedCall {
     /// The registered name the call resolved to.
-    pub name: &'static str,
+    pub name: String,
     /// The normalised arguments.
     pub arguments: Value,
-    /// What the tool does to the world.
+    /// What the tool does to the world, in general.
     pub kind: ToolKind,
+    /// What this call would do, for the policy.
+    pub effects: Vec<Effect>,
+    /// One line for people.
+    pub title: String,
+    bound: Box<dyn BoundCall>,
 }
 
-trait ErasedTool: Send + Sync {
-    fn call(&self, args: Value, ctx: ToolContext)
-    -> BoxFuture<'static, Result<ToolOutput, String>>;
-
-    /// Why `args` do not deserialize into the tool's input, or `None` when they do.
-    fn reject(&self, args: &Value) -> Option<String>;
-}
-
-struct Erased<T: Tool>(Arc<T>);
-
-impl<T: Tool> ErasedTool for Erased<T> {
-    fn call(
-        &self,
-        args: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, String>> {
-        let tool = Arc::clone(&self.0);
-        Box::pin(async move {
-            let input: T::Input = serde_json::from_value(args).map_err(|err| err.to_string())?;
-            Ok(tool.run(input, ctx).await)
-        })
-    }
-
-    fn reject(&self, args: &Value) -> Option<String> {
-        T::Input::deserialize(args).err().map(|err| err.to_string())
+impl std::fmt::Debug for PreparedCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedCall")
+            .field("name", &self.name)
+            .field("arguments", &self.arguments)
+            .field("kind", &self.kind)
+            .field("effects", &self.effects)
+            .field("title", &self.title)
+            .finish_non_exhaustive()
     }
 }
 
-struct Entry {
-    definition: ToolDefinition,
-    tool: Box<dyn ErasedTool>,
+impl PreparedCall {
+    /// True when every effect of the call only reads: such calls run concurrently.
+    pub fn only_reads(&self) -> bool {
+        !self.effects.is_empty() && self.effects.iter().all(Effect::only_reads)
+    }
+
+    /// Works out what the call would change (blocking; see [`Tool::plan`]).
+    pub fn plan(&self, session: &Session) -> Option<Result<Plan, ToolOutput>> {
+        self.bound.plan(session)
+    }
 }
 
-/// All the tools one session can call.
+/// Why a tool could not be added to a registry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    /// The name, or one of its aliases, is already taken by another tool's name or alias, as
+    /// given or after folding case, `_`, `-`, `.` and spaces (the way [`Registry::resolve_name`]
+    /// matches what a model wrote): `Read-File` is taken by `read_file`.
+    #[error("tool name `{name}` is already taken by `{taken_by}`")]
+    NameTaken {
+        /// The name that collides.
+        name: String,
+        /// The tool that has it.
+        taken_by: String,
+    },
+    /// The name (or an alias) is empty, has nothing but `_`, `-`, `.` and spaces, or is longer
+    /// than [`MAX_TOOL_NAME_BYTES`].
+    #[error(
+        "tool name `{0}` is empty, has no letter or digit, or is longer than \
+         {MAX_TOOL_NAME_BYTES} bytes"
+    )]
+    BadName(String),
+}
+
+/// All the tools one session can call: the built-ins and any added at run time.
 #[derive(Default)]
 pub struct Registry {
-    entries: Vec<Entry>,
-    by_name: HashMap<&'static str, usize>,
+    entries: Vec<Arc<dyn DynTool>>,
+    /// Names and aliases, each to its entry.
+    by_name: HashMap<String, usize>,
 }
 
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
-            .entries(self.entries.iter().map(|e| e.definition.name))
+            .entries(self.entries.iter().map(|e| &e.definition().name))
             .finish()
     }
 }
@@ -121,46 +251,76 @@ impl Registry {
         registry
     }
 
-    /// Adds a tool.
+    /// Adds a typed tool.
     ///
     /// # Panics
-    /// When a tool of the same name is already registered: that is a programming error.
+    /// When its name or an alias is already taken: for typed tools that is a programming
+    /// error (the built-in list is checked when it compiles).
     pub fn register<T: Tool>(&mut self, tool: T) {
-        assert!(
-            !self.by_name.contains_key(T::NAME),
-            "tool `{}` registered twice",
-            T::NAME
-        );
-        let (description, parameters) = tool_schema::<T::Input>();
-        let definition = ToolDefinition {
-            name: T::NAME,
-            description,
-            parameters,
-            kind: tool.kind(),
-            hints: tool.hints(),
-            raw_strings: T::RAW_STRINGS,
-        };
-        self.by_name.insert(T::NAME, self.entries.len());
-        self.entries.push(Entry {
+        let definition = ToolDefinition::of(&tool);
+        if let Err(err) = self.add(Arc::new(Typed {
+            tool: Arc::new(tool),
             definition,
-            tool: Box::new(Erased(Arc::new(tool))),
-        });
+        })) {
+            panic!(
+                "`{}` registered twice, or under a name taken: {err}",
+                T::NAME
+            );
+        }
+    }
+
+    /// Adds a tool at run time (a tool from another MCP server, an embedder's own). Fails when
+    /// its name or an alias is taken, as given or after folding (see
+    /// [`RegistryError::NameTaken`]), so a remote tool can never shadow a built-in, nor catch
+    /// the calls a model meant for one.
+    pub fn add(&mut self, tool: Arc<dyn DynTool>) -> Result<(), RegistryError> {
+        let definition = tool.definition();
+        let names: Vec<&String> = std::iter::once(&definition.name)
+            .chain(&definition.aliases)
+            .collect();
+        for name in &names {
+            if name.len() > MAX_TOOL_NAME_BYTES || fold_name(name).is_empty() {
+                return Err(RegistryError::BadName(shown_name(name)));
+            }
+        }
+        for name in &names {
+            let folded = fold_name(name);
+            let taken = self.by_name.get(name.as_str()).copied().or_else(|| {
+                self.by_name
+                    .iter()
+                    .find(|(taken, _)| fold_name(taken) == folded)
+                    .map(|(_, &i)| i)
+            });
+            if let Some(i) = taken {
+                return Err(RegistryError::NameTaken {
+                    name: (*name).clone(),
+                    taken_by: self.entries[i].definition().name.clone(),
+                });
+            }
+        }
+        let index = self.entries.len();
+        for name in names {
+            self.by_name.insert(name.clone(), index);
+        }
+        self.entries.push(tool);
+        Ok(())
     }
 
     /// Keeps only the tools `keep` accepts (for sub-agents and read-only sessions).
     pub fn retain(&mut self, mut keep: impl FnMut(&ToolDefinition) -> bool) {
-        self.entries.retain(|e| keep(&e.definition));
-        self.by_name = self
-            .entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (e.definition.name, i))
-            .collect();
+        self.entries.retain(|e| keep(e.definition()));
+        self.by_name.clear();
+        for (i, entry) in self.entries.iter().enumerate() {
+            let definition = entry.definition();
+            for name in std::iter::once(&definition.name).chain(&definition.aliases) {
+                self.by_name.insert(name.clone(), i);
+            }
+        }
     }
 
     /// The definitions, in registration order.
     pub fn definitions(&self) -> impl Iterator<Item = &ToolDefinition> {
-        self.entries.iter().map(|e| &e.definition)
+        self.entries.iter().map(|e| e.definition())
     }
 
     /// The definitions in the function-calling shape, as one JSON array.
@@ -172,110 +332,265 @@ impl Registry {
         )
     }
 
-    /// The definition of `name` (exact).
+    /// The definition of `name` (exact, or an exact alias).
     pub fn definition(&self, name: &str) -> Option<&ToolDefinition> {
-        self.by_name.get(name).map(|&i| &self.entries[i].definition)
+        self.by_name
+            .get(name)
+            .map(|&i| self.entries[i].definition())
     }
 
     /// The registered names.
-    pub fn names(&self) -> Vec<&'static str> {
-        self.definitions().map(|d| d.name).collect()
+    pub fn names(&self) -> Vec<&str> {
+        self.definitions().map(|d| d.name.as_str()).collect()
     }
 
-    /// Resolves a tool name as a model wrote it: exactly, then after folding case, `_`, `-` and
-    /// `.`. On failure, the closest real names (at most three).
-    pub fn resolve_name(&self, name: &str) -> Result<&'static str, Vec<&'static str>> {
+    /// Resolves a tool name as a model wrote it: exactly, as an alias, then either after
+    /// folding case, `_`, `-` and `.`. On failure, the closest real names (at most three).
+    pub fn resolve_name(&self, name: &str) -> Result<&str, Vec<&str>> {
         if name.len() > MAX_TOOL_NAME_BYTES {
             return Err(Vec::new());
         }
         if let Some(&i) = self.by_name.get(name) {
-            return Ok(self.entries[i].definition.name);
+            return Ok(&self.entries[i].definition().name);
         }
         let folded = fold_name(name);
-        if let Some(def) = self.definitions().find(|d| fold_name(d.name) == folded) {
-            return Ok(def.name);
+        if let Some((_, &i)) = self.by_name.iter().find(|(n, _)| fold_name(n) == folded) {
+            return Ok(&self.entries[i].definition().name);
         }
-        Err(closest(name, &self.names()))
+        // Aliases count as the tool's names here too: `bsh` is close to `bash`, so `shell`.
+        let candidates: Vec<&str> = self.by_name.keys().map(String::as_str).collect();
+        let mut close: Vec<&str> = Vec::new();
+        for candidate in closest(name, &candidates) {
+            let real = self.entries[self.by_name[candidate]]
+                .definition()
+                .name
+                .as_str();
+            if !close.contains(&real) {
+                close.push(real);
+            }
+        }
+        Err(close)
     }
 
-    /// Resolves the name and normalises the arguments, or returns the result the model should
-    /// read (unknown tool, bad arguments).
-    pub fn prepare(&self, name: &str, arguments: Value) -> Result<PreparedCall, ToolOutput> {
-        let name = self.resolve_name(name).map_err(|close| {
-            let hint = if close.is_empty() {
-                String::new()
+    /// The message the model reads for a tool name that resolves to nothing.
+    pub fn unknown_tool(&self, name: &str) -> ToolOutput {
+        let close = self.resolve_name(name).err().unwrap_or_default();
+        let hint = if close.is_empty() {
+            String::new()
+        } else {
+            format!(" Did you mean {}?", quote_list(&close))
+        };
+        ToolOutput::error(format!(
+            "unknown tool `{}`.{hint} The tools are: {}.",
+            shown_name(name),
+            self.names().join(", ")
+        ))
+    }
+
+    /// The title of a call as its tool gives it (`read_file src/main.rs`), without a session:
+    /// for showing calls made earlier. A call that does not prepare (an unknown tool, arguments
+    /// that do not fit) gets [`generic_title`].
+    pub fn title(&self, name: &str, arguments: &Value) -> String {
+        let fallback = || generic_title(name, arguments);
+        let Ok(resolved) = self.resolve_name(name) else {
+            return fallback();
+        };
+        let definition = self.entries[self.by_name[resolved]].definition();
+        let raw: Vec<&str> = definition.raw_strings.iter().map(String::as_str).collect();
+        let Ok(normalised) =
+            args::normalize_keeping(arguments.clone(), &definition.parameters, &raw)
+        else {
+            return fallback();
+        };
+        let entry = &self.entries[self.by_name[resolved]];
+        let title = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            entry.bind(&normalised).ok().map(|bound| bound.title())
+        }));
+        match title {
+            Ok(Some(title)) if title != resolved => {
+                crate::tools::text::one_line(&title, TITLE_CHARS)
+            }
+            _ => generic_title(resolved, &normalised),
+        }
+    }
+
+    /// Resolves the name, normalises and binds the arguments, and works out the call's effects
+    /// in `session`; or returns the result the model should read (unknown tool, bad
+    /// arguments).
+    pub fn prepare(
+        &self,
+        name: &str,
+        arguments: Value,
+        session: &Session,
+    ) -> Result<PreparedCall, ToolOutput> {
+        let Ok(name) = self.resolve_name(name) else {
+            return Err(self.unknown_tool(name));
+        };
+        let index = self.by_name[name];
+        let entry = &self.entries[index];
+        let definition = entry.definition();
+        let raw: Vec<&str> = definition.raw_strings.iter().map(String::as_str).collect();
+        let arguments = args::normalize_keeping(arguments, &definition.parameters, &raw)
+            .map_err(|err| ToolOutput::error(format!("invalid arguments for `{name}`: {err}")))?;
+        // The tool's own code answers from here on (a run-time tool's above all): a panic in
+        // it is a result the model reads, not the end of the session.
+        let answered = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            let bound = entry.bind(&arguments).map_err(|serde_message| {
+                ToolOutput::error(format!(
+                    "invalid arguments for `{name}`: {}",
+                    self.explain_rejection(index, &arguments, &serde_message)
+                ))
+            })?;
+            let effects = bound.effects(session);
+            let title = bound.title();
+            // A tool that gives no title of its own is shown with its arguments.
+            let title = if title == name {
+                generic_title(name, &arguments)
             } else {
-                format!(" Did you mean {}?", quote_list(&close))
+                crate::tools::text::one_line(&title, TITLE_CHARS)
             };
-            ToolOutput::error(format!(
-                "unknown tool `{}`.{hint} The tools are: {}.",
-                shown_name(name),
-                self.names().join(", ")
-            ))
-        })?;
-        let definition = self
-            .definition(name)
-            .expect("resolved names are registered");
-        let arguments =
-            args::normalize_keeping(arguments, &definition.parameters, definition.raw_strings)
-                .map_err(|err| {
-                    ToolOutput::error(format!("invalid arguments for `{name}`: {err}"))
-                })?;
+            Ok((bound, effects, title))
+        }));
+        let (bound, effects, title) = match answered {
+            Ok(answered) => answered?,
+            Err(panic) => return Err(internal_error(name, &*panic)),
+        };
         Ok(PreparedCall {
-            name,
+            name: name.to_owned(),
             arguments,
             kind: definition.kind,
+            effects,
+            title,
+            bound,
         })
     }
 
-    /// Runs a call: resolves, normalises, runs, and fits the result to the budget.
+    /// Runs a call without asking anybody: resolves, binds, plans or runs, and fits the result
+    /// to the budget. For callers that have authorized the call themselves (tests, embedders);
+    /// the agent, `lathe mcp` and `lathe tool` go through the [`Dispatcher`](crate::Dispatcher).
     pub async fn call(&self, name: &str, arguments: Value, ctx: ToolContext) -> ToolOutput {
-        match self.prepare(name, arguments) {
-            Ok(call) => self.run_prepared(&call, ctx).await,
-            Err(output) => output,
+        let call = match self.prepare(name, arguments, &ctx.session) {
+            Ok(call) => call,
+            Err(output) => return output,
+        };
+        match plan_off_thread(call, Arc::clone(&ctx.session)).await {
+            Ok((_, Some(Err(output)))) => output,
+            Ok((call, plan)) => {
+                self.run_prepared(call, plan.and_then(Result::ok), ctx)
+                    .await
+            }
+            Err(outcome) => outcome.output,
         }
     }
 
-    /// Runs a call that [`Registry::prepare`] accepted.
-    pub async fn run_prepared(&self, call: &PreparedCall, ctx: ToolContext) -> ToolOutput {
-        let Some(&index) = self.by_name.get(call.name) else {
-            return ToolOutput::error(format!("unknown tool `{}`", call.name));
-        };
+    /// Runs a prepared call: applies `plan` when one was made, runs the tool otherwise; then
+    /// fits the result to the budget and reports what changed in the workspace's hooks and
+    /// configuration.
+    pub async fn run_prepared(
+        &self,
+        call: PreparedCall,
+        plan: Option<Plan>,
+        ctx: ToolContext,
+    ) -> ToolOutput {
         let session = Arc::clone(&ctx.session);
-        crate::watch::before_call(&session, self.entries[index].definition.kind);
-        let future = self.entries[index].tool.call(call.arguments.clone(), ctx);
-        let mut output = match AssertUnwindSafe(future).catch_unwind().await {
-            Ok(Ok(output)) => output,
-            Ok(Err(serde_message)) => ToolOutput::error(format!(
-                "invalid arguments for `{}`: {}",
-                call.name,
-                self.explain_rejection(index, &call.arguments, &serde_message)
-            )),
-            Err(panic) => {
-                let what = panic
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| panic.downcast_ref::<&str>().copied())
-                    .unwrap_or("unknown panic");
-                ToolOutput::error(format!(
-                    "internal error in `{}`: {what}. This is a bug in Lathe, not in the call; try another way",
-                    call.name
-                ))
+        let name = call.name.clone();
+        crate::watch::before_call(&session, call.kind);
+        let future: BoxFuture<'static, ToolOutput> = match plan {
+            Some(plan) => {
+                let session = Arc::clone(&session);
+                Box::pin(async move {
+                    tokio::task::spawn_blocking(move || plan.apply(&session))
+                        .await
+                        .unwrap_or_else(|err| {
+                            ToolOutput::error(format!("writing stopped unexpectedly: {err}"))
+                        })
+                })
             }
+            None => call.bound.run(ctx),
+        };
+        let mut output = match AssertUnwindSafe(future).catch_unwind().await {
+            Ok(output) => output,
+            Err(panic) => internal_error(&name, &*panic),
         };
         bound_metadata(&mut output.metadata);
         let budget_chars = session.config().result_budget;
         let (text, saved) = budget::fit(std::mem::take(&mut output.text), budget_chars, &session);
         output.text = text;
         if let Some(saved) = saved {
-            output.metadata.insert(
-                "full_result".into(),
-                Value::String(saved.display().to_string()),
-            );
+            output.metadata.full_result = Some(saved.display().to_string());
         }
         // After the budget: what changed in git's hooks or `.lathe/` is never cut from view.
         crate::watch::after_call(&session, &mut output);
         output
+    }
+}
+
+/// Plans `call` on a blocking thread (plans read files), handing the call back with the plan.
+///
+/// A plan that panics is a failed plan (`Some(Err)`, the result the model reads), like a run
+/// that panics. `Err` is the end of a call whose planning thread never ran (the runtime is
+/// shutting down): the call is lost with it, and nothing ran.
+pub async fn plan_off_thread(
+    call: PreparedCall,
+    session: Arc<Session>,
+) -> Result<(PreparedCall, Option<Result<Plan, ToolOutput>>), Outcome> {
+    let name = call.name.clone();
+    tokio::task::spawn_blocking(move || {
+        let plan = std::panic::catch_unwind(AssertUnwindSafe(|| call.plan(&session)))
+            .unwrap_or_else(|panic| Some(Err(internal_error(&call.name, &*panic))));
+        (call, plan)
+    })
+    .await
+    .map_err(|err| {
+        Outcome::ended(
+            CallStatus::Cancelled,
+            format!("planning `{name}` stopped before it began ({err}); nothing ran"),
+        )
+    })
+}
+
+/// The result the model reads for a tool that panicked.
+fn internal_error(name: &str, panic: &(dyn std::any::Any + Send)) -> ToolOutput {
+    let what = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("unknown panic");
+    ToolOutput::error(format!(
+        "internal error in `{name}`: {what}. This is a bug in Lathe, not in the call; try \
+         another way"
+    ))
+}
+
+/// Longest title, in characters.
+const TITLE_CHARS: usize = 160;
+
+/// Longest rendering of the arguments in a generic title, in characters.
+const ARGUMENT_CHARS: usize = 100;
+
+/// The title of a call whose tool gives none, or that could not be prepared (an unknown tool):
+/// the name as written and its arguments, `name key=value ...`, on one line.
+pub fn generic_title(name: &str, arguments: &Value) -> String {
+    use crate::tools::text::one_line;
+    let scalar = |value: &Value| match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let rendered = match arguments.as_object() {
+        Some(map) => map
+            .iter()
+            .map(|(key, value)| format!("{key}={}", one_line(&scalar(value), ARGUMENT_CHARS)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        None if arguments.is_null() => String::new(),
+        None => one_line(&arguments.to_string(), ARGUMENT_CHARS),
+    };
+    let name = one_line(&shown_name(name), ARGUMENT_CHARS);
+    let rendered = one_line(&rendered, ARGUMENT_CHARS);
+    if rendered.is_empty() {
+        name
+    } else {
+        format!("{name} {rendered}")
     }
 }
 
@@ -284,6 +599,7 @@ impl Registry {
     /// turn: the model must learn which parameter to fix, not the name of a Rust type.
     fn explain_rejection(&self, index: usize, arguments: &Value, serde_message: &str) -> String {
         let entry = &self.entries[index];
+        let definition = entry.definition();
         let Some(map) = arguments.as_object() else {
             return serde_message.to_owned();
         };
@@ -291,15 +607,14 @@ impl Registry {
             let mut without = map.clone();
             without.remove(*key);
             let without = Value::Object(without);
-            match entry.tool.reject(&without) {
-                None => true,
-                Some(message) => message.contains(&format!("missing field `{key}`")),
+            match entry.bind(&without) {
+                Ok(_) => true,
+                Err(message) => message.contains(&format!("missing field `{key}`")),
             }
         });
         match culprit {
             Some(key) => {
-                let schema = entry
-                    .definition
+                let schema = definition
                     .parameters
                     .get("properties")
                     .and_then(|p| p.get(key))
@@ -312,164 +627,46 @@ impl Registry {
     }
 }
 
-/// Tool names longer than this are not looked up (none is near it): an unknown name is echoed
-/// in the error only as its start and its length.
-pub const MAX_TOOL_NAME_BYTES: usize = 128;
-
 /// The longest string kept in a result's metadata. Metadata echoes what a call was given (a
 /// path, a diff of the content written); a longer string is cut, saying so and naming this
 /// limit, so a huge argument is not copied into every result that mentions it.
 pub const MAX_METADATA_STRING_BYTES: usize = 256 * 1024;
 
-/// `name` as an error message may quote it: whole when short, else its start and its length.
-pub fn shown_name(name: &str) -> String {
-    if name.len() <= MAX_TOOL_NAME_BYTES {
-        return name.to_owned();
+/// Cuts every string in `metadata` (nested ones too) to [`MAX_METADATA_STRING_BYTES`].
+pub fn bound_metadata(metadata: &mut Metadata) {
+    for value in metadata.extra.values_mut() {
+        bound_value(value);
     }
-    let mut end = 40;
-    while !name.is_char_boundary(end) {
-        end -= 1;
+    // A path echoes the call's argument too (a 1 MiB path names no file, but is quoted).
+    if let Some(path) = &mut metadata.path {
+        bound_string(path);
     }
-    format!(
-        "{}...` ({} bytes; tool names are at most {MAX_TOOL_NAME_BYTES} bytes)`",
-        &name[..end],
-        name.len()
-    )
+    for change in &mut metadata.changes {
+        bound_string(&mut change.path);
+        bound_string(&mut change.diff);
+    }
 }
 
-/// Cuts every string in `metadata` (nested ones too) to [`MAX_METADATA_STRING_BYTES`].
-pub fn bound_metadata(metadata: &mut serde_json::Map<String, Value>) {
-    for value in metadata.values_mut() {
-        bound_value(value);
+fn bound_string(text: &mut String) {
+    if text.len() > MAX_METADATA_STRING_BYTES {
+        let total = text.len();
+        let mut end = MAX_METADATA_STRING_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.shrink_to_fit();
+        text.push_str(&format!(
+            "\n[cut: {total} bytes; metadata values are at most {MAX_METADATA_STRING_BYTES} bytes]"
+        ));
     }
 }
 
 fn bound_value(value: &mut Value) {
     match value {
-        Value::String(text) if text.len() > MAX_METADATA_STRING_BYTES => {
-            let total = text.len();
-            let mut end = MAX_METADATA_STRING_BYTES;
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            text.truncate(end);
-            text.shrink_to_fit();
-            text.push_str(&format!(
-                "\n[cut: {total} bytes; metadata values are at most {MAX_METADATA_STRING_BYTES} bytes]"
-            ));
-        }
+        Value::String(text) => bound_string(text),
         Value::Array(items) => items.iter_mut().for_each(bound_value),
         Value::Object(map) => map.values_mut().for_each(bound_value),
         _ => {}
     }
 }
-
-fn quote_list(names: &[&str]) -> String {
-    names
-        .iter()
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// The names most like `name`: by edit distance after folding, and names sharing a word.
-pub fn closest(name: &str, names: &[&'static str]) -> Vec<&'static str> {
-    let folded = fold_name(name);
-    let mut scored: Vec<(f64, &'static str)> = names
-        .iter()
-        .map(|candidate| {
-            let other = fold_name(candidate);
-            let mut score = strsim::jaro_winkler(&folded, &other);
-            if !folded.is_empty() && (other.contains(&folded) || folded.contains(&other)) {
-                score += 0.2;
-            }
-            let words = |s: &str| {
-                s.split(|c: char| !c.is_alphanumeric())
-                    .filter(|w| w.len() > 2)
-                    .map(str::to_lowercase)
-                    .collect::<Vec<_>>()
-            };
-            let shared = words(name).iter().any(|w| words(candidate).contains(w));
-            if shared {
-                score += 0.15;
-            }
-            (score, *candidate)
-        })
-        .filter(|(score, _)| *score >= 0.7)
-        .collect();
-    // Names other agents and shells use for the same job count as the closest of all.
-    for (synonyms, tool) in SYNONYMS {
-        if synonyms.contains(&folded.as_str())
-            && let Some(real) = names.iter().find(|n| *n == tool)
-        {
-            scored.retain(|(_, n)| n != real);
-            scored.insert(0, (f64::MAX, real));
-        }
-    }
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
-    scored.into_iter().take(3).map(|(_, n)| n).collect()
-}
-
-/// Tool names models learned elsewhere (folded), and the built-in tool that does that job.
-const SYNONYMS: &[(&[&str], &str)] = &[
-    (
-        &[
-            "bash",
-            "sh",
-            "run",
-            "exec",
-            "execute",
-            "executecommand",
-            "runcommand",
-            "terminal",
-            "command",
-            "cmd",
-            "runshellcommand",
-            "shellcommand",
-        ],
-        "shell",
-    ),
-    (
-        &[
-            "cat",
-            "read",
-            "view",
-            "open",
-            "openfile",
-            "viewfile",
-            "readfiles",
-        ],
-        "read_file",
-    ),
-    (
-        &[
-            "search",
-            "rg",
-            "ripgrep",
-            "grepsearch",
-            "searchfiles",
-            "findinfiles",
-            "codesearch",
-        ],
-        "grep",
-    ),
-    (&["find", "findfiles", "filesearch", "globfiles"], "glob"),
-    (
-        &["ls", "listdir", "listdirectory", "tree", "dir"],
-        "list_files",
-    ),
-    (&["write", "createfile", "create", "savefile"], "write_file"),
-    (
-        &[
-            "edit",
-            "strreplace",
-            "strreplaceeditor",
-            "replace",
-            "replaceinfile",
-            "patch",
-            "applypatch",
-            "multiedit",
-        ],
-        "edit_file",
-    ),
-];

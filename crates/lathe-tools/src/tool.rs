@@ -10,10 +10,12 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::session::Session;
+pub use crate::meta::{CommandMeta, CommandState, FileChange, LineRange, Metadata};
+use crate::session::{FileStamp, Session, StampBuilder};
+use crate::workspace::ResolvedPath;
 
 /// What a tool does to the world, as the approval policy, the tool runner and MCP annotations
 /// need to know it.
@@ -57,8 +59,9 @@ pub struct ToolOutput {
     pub text: String,
     /// True when the call failed in a way the model should read and fix.
     pub is_error: bool,
-    /// Structured data for user interfaces: paths touched, lines shown, diff stats, artifact ids.
-    pub metadata: Map<String, Value>,
+    /// What the call did, for user interfaces and programs: files changed, lines shown, the
+    /// command it ran, where a cut result was saved, and the tool's own fields.
+    pub metadata: Metadata,
 }
 
 impl ToolOutput {
@@ -67,7 +70,7 @@ impl ToolOutput {
         ToolOutput {
             text: text.into(),
             is_error: false,
-            metadata: Map::new(),
+            metadata: Metadata::default(),
         }
     }
 
@@ -76,15 +79,245 @@ impl ToolOutput {
         ToolOutput {
             text: text.into(),
             is_error: true,
-            metadata: Map::new(),
+            metadata: Metadata::default(),
         }
     }
 
-    /// Adds one metadata entry.
+    /// Adds one of the tool's own metadata entries ([`Metadata::extra`]). The typed fields
+    /// have their own setters: [`ToolOutput::with_path`], [`ToolOutput::with_change`],
+    /// [`ToolOutput::with_lines`], [`ToolOutput::with_command`].
     pub fn with_meta(mut self, key: &str, value: impl Into<Value>) -> Self {
-        self.metadata.insert(key.to_owned(), value.into());
+        debug_assert!(
+            !Metadata::is_typed_key(key),
+            "`{key}` is a typed metadata field; use its setter"
+        );
+        self.metadata.extra.insert(key.to_owned(), value.into());
         self
     }
+
+    /// Names the file or directory the call worked on.
+    pub fn with_path(mut self, path: impl Into<String>) -> Self {
+        self.metadata.path = Some(path.into());
+        self
+    }
+
+    /// Records a file the call changed.
+    pub fn with_change(mut self, change: FileChange) -> Self {
+        self.metadata.changes.push(change);
+        self
+    }
+
+    /// Records the lines of a file the call showed.
+    pub fn with_lines(mut self, lines: LineRange) -> Self {
+        self.metadata.lines = Some(lines);
+        self
+    }
+
+    /// Says what a search or listing found, for people (`12 matches`).
+    pub fn with_found(mut self, found: impl Into<String>) -> Self {
+        self.metadata.found = Some(found.into());
+        self
+    }
+
+    /// Records the command the call ran or touched.
+    pub fn with_command(mut self, command: CommandMeta) -> Self {
+        self.metadata.command = Some(command);
+        self
+    }
+}
+
+/// One thing a call would do, as the approval policy judges it. A tool lists these for each
+/// input ([`Tool::effects`]); the policy decides on all of them together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Reads a file or a directory tree (the path as the call gave it: relative to the
+    /// workspace root, or absolute).
+    Read {
+        /// The path as given.
+        path: String,
+    },
+    /// Creates a file or replaces all of its content.
+    Write {
+        /// The path as given.
+        path: String,
+    },
+    /// Changes part of a file.
+    Edit {
+        /// The path as given.
+        path: String,
+    },
+    /// Runs a shell command line.
+    Command {
+        /// The command line.
+        command: String,
+        /// The directory it runs in, as given (`None`: the workspace root).
+        cwd: Option<String>,
+        /// True when it would run outside the sandbox without the configuration having chosen
+        /// that: such a call always asks.
+        outside_sandbox: bool,
+    },
+    /// Reaches a host over the network.
+    Network {
+        /// The host name (or address).
+        host: String,
+    },
+    /// Reads or changes only the session's own state (its background commands, its plan,
+    /// pending previews): nothing outside the session, no files, no programs.
+    OwnState {
+        /// True when it changes that state (for people; the policy allows both).
+        changes: bool,
+    },
+    /// Something the tool cannot describe in the terms above (a tool from another MCP server,
+    /// an embedder's tool that did not say). Asked about in `ask` and `auto`, refused in
+    /// `read-only`.
+    Unknown {
+        /// What is known of it, for the person asked.
+        what: String,
+    },
+}
+
+impl Effect {
+    /// True when the effect only reads.
+    pub fn only_reads(&self) -> bool {
+        matches!(
+            self,
+            Effect::Read { .. } | Effect::OwnState { changes: false }
+        )
+    }
+}
+
+/// What a call would change, worked out without changing anything ([`Tool::plan`]).
+///
+/// The plan is computed once, before the call is authorized: the approval prompt shows its
+/// diffs, and applying it writes exactly the content it holds, after checking that each file
+/// is still what the plan was computed against. The diff shown, the diff stored with the
+/// call's events and the change made are therefore the same.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The files to write, in order.
+    pub writes: Vec<PlannedWrite>,
+    /// The result once the plan is applied (without the changes: applying adds them).
+    pub output: ToolOutput,
+}
+
+/// One file a plan writes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedWrite {
+    /// Where, after containment.
+    pub target: ResolvedPath,
+    /// The file's stamp when the plan was made; `None` when it did not exist.
+    pub before: Option<FileStamp>,
+    /// The complete new content.
+    pub content: Vec<u8>,
+    /// Permission bits for a file the write creates (an existing file keeps its own).
+    pub new_mode: u32,
+    /// What the write changes, with its diff.
+    pub change: FileChange,
+}
+
+impl Plan {
+    /// A plan that writes nothing and returns `output`.
+    pub fn nothing(output: ToolOutput) -> Self {
+        Plan {
+            writes: Vec::new(),
+            output,
+        }
+    }
+
+    /// The changes the plan would make.
+    pub fn changes(&self) -> impl Iterator<Item = &FileChange> {
+        self.writes.iter().map(|w| &w.change)
+    }
+
+    /// Applies the plan: checks that every file is still as planned, then writes each one
+    /// atomically, and returns the planned result with the changes recorded. A file that
+    /// changed since the plan was made stops everything before anything is written; the model
+    /// reads why.
+    pub fn apply(self, session: &Session) -> ToolOutput {
+        let workspace = session.workspace();
+        for write in &self.writes {
+            match current_stamp(workspace, &write.target) {
+                Ok(now) if now == write.before => {}
+                Ok(_) => {
+                    return ToolOutput::error(format!(
+                        "{} changed on disk after this change was worked out (and shown for \
+                         approval), so nothing was written; read it again and redo the change",
+                        write.change.path
+                    ))
+                    .with_path(write.change.path.clone());
+                }
+                Err(err) => {
+                    return ToolOutput::error(format!(
+                        "cannot write {}: reading what it holds now failed: {err}",
+                        write.change.path
+                    ))
+                    .with_path(write.change.path.clone());
+                }
+            }
+        }
+        let mut output = self.output;
+        for write in self.writes {
+            if let Err(err) = workspace.write_atomic(&write.target, &write.content, write.new_mode)
+            {
+                let reason = match err.raw_os_error() {
+                    Some(libc::ENOTDIR) => {
+                        "a part of its directory path is a file, not a directory".to_owned()
+                    }
+                    _ => err.to_string(),
+                };
+                let mut failed =
+                    ToolOutput::error(format!("cannot write {}: {reason}", write.change.path))
+                        .with_path(write.change.path.clone());
+                // What was written before the failure is still reported.
+                failed.metadata.changes = std::mem::take(&mut output.metadata.changes);
+                return failed;
+            }
+            session.record_file(write.target.abs(), &write.content);
+            output.metadata.changes.push(write.change);
+        }
+        output
+    }
+}
+
+/// The stamp of the file at `target` now; `None` when it does not exist.
+pub fn current_stamp(
+    workspace: &crate::Workspace,
+    target: &ResolvedPath,
+) -> std::io::Result<Option<FileStamp>> {
+    use std::io::Read;
+    // O_NONBLOCK: if a FIFO took the file's place since the plan, opening it must not wait for
+    // a writer; regular files ignore the flag.
+    let flags = nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_NONBLOCK;
+    let mut file = match workspace.open(target, flags, 0) {
+        Ok(file) => file,
+        Err(err)
+            if err.kind() == std::io::ErrorKind::NotFound
+                || err.raw_os_error() == Some(libc::ENOTDIR) =>
+        {
+            return Ok(None);
+        }
+        Err(err) => return Err(err),
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("it is no longer a regular file"));
+    }
+    let len = meta.len();
+    let mut stamp = StampBuilder::new(len);
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+        };
+        stamp.update(&buf[..n]);
+    }
+    stamp
+        .finish()
+        .map(Some)
+        .ok_or_else(|| std::io::Error::other("the file is changing on disk right now"))
 }
 
 /// Progress reported by a running tool (command output as it arrives, status lines).
@@ -139,9 +372,17 @@ impl ToolContext {
 }
 
 /// A typed tool. Implement this; the registry does the rest.
+///
+/// Everything a caller needs to know about a call is answered by the tool from its typed input,
+/// deserialised once: what the policy judges ([`Tool::effects`]), the line people see
+/// ([`Tool::title`]), what it would change ([`Tool::plan`]). Adding a tool is one file and one
+/// line in the built-in list (`tools/mod.rs`); see the crate docs.
 pub trait Tool: Send + Sync + 'static {
     /// The model-facing name (snake_case, unique in a registry).
     const NAME: &'static str;
+    /// Other names a model may call the tool by (`bash` for `shell`): resolved to this tool.
+    /// Unique across a registry, like names.
+    const ALIASES: &'static [&'static str] = &[];
     /// The input: its doc comment is the tool's description, its fields' doc comments describe
     /// the parameters.
     type Input: DeserializeOwned + JsonSchema + Send + 'static;
@@ -151,7 +392,7 @@ pub trait Tool: Send + Sync + 'static {
     /// matches `old_string` literally first, so a `\n` the file really holds is found).
     const RAW_STRINGS: &'static [&'static str] = &[];
 
-    /// What the tool does to the world.
+    /// What the tool does to the world, in general (scheduling: reads run concurrently).
     fn kind(&self) -> ToolKind;
 
     /// Hints for MCP clients; derived from [`Tool::kind`] unless a tool knows better.
@@ -159,8 +400,53 @@ pub trait Tool: Send + Sync + 'static {
         hints_for(self.kind())
     }
 
+    /// What a call with `input` would do, as the approval policy judges it. The default is
+    /// [`Effect::Unknown`], which asks (and is refused in `read-only`): a tool is judged to only
+    /// read when it says so for this input.
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        let _ = (input, session);
+        vec![Effect::Unknown {
+            what: format!("`{}` did not say what it does", Self::NAME),
+        }]
+    }
+
+    /// One line for people: the tool and what it works on (`read_file src/main.rs`).
+    fn title(&self, input: &Self::Input) -> String {
+        let _ = input;
+        Self::NAME.to_owned()
+    }
+
+    /// For tools that change files: works out what the call would change, without changing
+    /// anything. `None` (the default) for tools that do not plan; `Some(Err)` is the result the
+    /// model reads when the call cannot be done (the text to replace is not in the file).
+    ///
+    /// Called on a blocking thread. A tool that plans gets its [`Plan`] applied by the caller
+    /// instead of [`Tool::run`]; its `run` should plan and apply too ([`run_planned`]), for
+    /// callers that run tools directly.
+    fn plan(&self, input: &Self::Input, session: &Session) -> Option<Result<Plan, ToolOutput>> {
+        let _ = (input, session);
+        None
+    }
+
     /// Runs one call. Mistakes the model can fix are returned as [`ToolOutput::error`].
     fn run(&self, input: Self::Input, ctx: ToolContext) -> impl Future<Output = ToolOutput> + Send;
+}
+
+/// [`Tool::run`] for a tool that plans: plans on a blocking thread and applies the plan.
+pub async fn run_planned<T: Tool + Clone>(
+    tool: &T,
+    input: T::Input,
+    ctx: ToolContext,
+) -> ToolOutput {
+    let tool = tool.clone();
+    let session = Arc::clone(&ctx.session);
+    tokio::task::spawn_blocking(move || match tool.plan(&input, &session) {
+        Some(Ok(plan)) => plan.apply(&session),
+        Some(Err(output)) => output,
+        None => ToolOutput::error(format!("internal error: `{}` made no plan", T::NAME)),
+    })
+    .await
+    .unwrap_or_else(|err| ToolOutput::error(format!("{} stopped unexpectedly: {err}", T::NAME)))
 }
 
 /// Default hints for a kind of tool.

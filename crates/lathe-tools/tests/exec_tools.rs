@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use lathe_tools::tools::shell::{ShellConfig, configure};
 use lathe_tools::{
-    Registry, Session, ToolConfig, ToolContext, ToolOutput, ToolProgress, Workspace,
+    CommandState, Metadata, Registry, Session, ToolConfig, ToolContext, ToolOutput, ToolProgress,
+    Workspace,
 };
 use serde_json::{Value, json};
 
@@ -50,7 +51,9 @@ impl Fixture {
 }
 
 fn id_of(output: &ToolOutput) -> u64 {
-    output.metadata["command_id"].as_u64().expect("command_id")
+    output.metadata.to_json()["command_id"]
+        .as_u64()
+        .expect("command_id")
 }
 
 fn marker() -> String {
@@ -114,10 +117,10 @@ async fn shell_runs_in_the_workspace_and_reports_a_header() {
     assert!(header.contains("bytes, 2 lines"), "{header}");
     let root = fx.session.workspace().root().display().to_string();
     assert!(out.text.contains(&format!("{root}\nerr")), "{}", out.text);
-    assert_eq!(out.metadata["status"]["exit_code"], 3);
+    assert_eq!(out.metadata.to_json()["status"]["exit_code"], 3);
     // The sandbox is on by default wherever Landlock works.
     assert_eq!(
-        out.metadata["sandboxed"],
+        out.metadata.to_json()["sandboxed"],
         lathe_exec::sandbox::probe().is_available()
     );
     let sub = fx
@@ -197,7 +200,7 @@ async fn long_output_is_cut_and_paging_reproduces_the_artifact() {
         .await;
     assert!(out.text.contains("bytes omitted (lines "), "{}", out.text);
     assert!(out.text.contains("command_output"), "{}", out.text);
-    assert_eq!(out.metadata["truncated"], true);
+    assert_eq!(out.metadata.to_json()["truncated"], true);
     let id = id_of(&out);
     let artifact = fx.artifact(id);
     assert!(artifact.ends_with(b"200000\ntail without newline"));
@@ -212,8 +215,8 @@ async fn long_output_is_cut_and_paging_reproduces_the_artifact() {
             let page = fx.call("command_output", args).await;
             assert!(!page.is_error, "{}", page.text);
             let (start, end) = (
-                page.metadata["offset"].as_u64().unwrap(),
-                page.metadata["end"].as_u64().unwrap(),
+                page.metadata.to_json()["offset"].as_u64().unwrap(),
+                page.metadata.to_json()["end"].as_u64().unwrap(),
             );
             assert_eq!(start, offset);
             let header_end = page.text.find('\n').unwrap();
@@ -233,11 +236,11 @@ async fn long_output_is_cut_and_paging_reproduces_the_artifact() {
             let body = &page.text.as_bytes()[header_end + 1..];
             rebuilt.extend_from_slice(&body[..(end - start) as usize]);
             offset = end;
-            if page.metadata["more"] == false {
+            if page.metadata.to_json()["more"] == false {
                 assert!(page.text.ends_with("[end of output]"), "{}", page.text);
                 break;
             }
-            assert_eq!(page.metadata["next_offset"], end);
+            assert_eq!(page.metadata.to_json()["next_offset"], end);
             assert!(page.text.contains(&format!("\"offset\": {end}")));
         }
         assert!(rebuilt == artifact, "paging did not reproduce the artifact");
@@ -274,7 +277,10 @@ async fn search_numbers_lines_like_grep_n() {
         .lines()
         .filter(|l| l.contains(":ERROR at"))
         .collect();
-    assert_eq!(result.metadata["total_matches"], expected_lines.len());
+    assert_eq!(
+        result.metadata.to_json()["total_matches"],
+        expected_lines.len()
+    );
     assert!(!shown.is_empty());
     assert_eq!(
         shown,
@@ -282,7 +288,7 @@ async fn search_numbers_lines_like_grep_n() {
         "numbered like grep -n"
     );
     if shown.len() < expected_lines.len() {
-        let next = result.metadata["next_offset"]
+        let next = result.metadata.to_json()["next_offset"]
             .as_u64()
             .expect("next offset");
         let more = fx
@@ -405,6 +411,51 @@ async fn soft_timeout_backgrounds_then_list_read_and_kill() {
     );
     let again = fx.call("kill_command", json!({"id": id})).await;
     assert!(again.text.contains("already finished"), "{}", again.text);
+}
+
+/// The command a result is about is typed (Metadata.command), says the same in the JSON the
+/// first cut wrote, and reads back from it, for each state the command tools report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn command_metadata_is_typed_and_round_trips_through_json() {
+    let fx = Fixture::new();
+    let m = marker();
+    let exited = fx.call("shell", json!({"command": "exit 3"})).await;
+    let running = fx
+        .call(
+            "shell",
+            json!({"command": format!("sleep {m}"), "background": true}),
+        )
+        .await;
+    let id = id_of(&running);
+    let read = fx.call("command_output", json!({"id": id})).await;
+    let killed = fx.call("kill_command", json!({"id": id})).await;
+    let cases = [
+        (
+            &exited,
+            CommandState::Exited { exit_code: 3 },
+            json!({"state": "exited", "exit_code": 3}),
+        ),
+        (&running, CommandState::Running, json!({"state": "running"})),
+        (&read, CommandState::Running, json!({"state": "running"})),
+        (
+            &killed,
+            CommandState::Killed {
+                label: "killed".into(),
+            },
+            json!({"state": "killed", "label": "killed"}),
+        ),
+    ];
+    for (out, state, shape) in cases {
+        assert!(!out.is_error, "{}", out.text);
+        let command = out.metadata.command.as_ref().expect("a command");
+        assert_eq!(command.status, state, "{}", out.text);
+        let json = out.metadata.to_json();
+        assert_eq!(json["command_id"], command.id);
+        assert_eq!(json["status"], shape);
+        assert_eq!(Metadata::from_json(json), out.metadata);
+    }
+    assert_eq!(running.metadata.command.as_ref().unwrap().id, id);
+    assert_eq!(sleeps_with(&m), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -543,7 +594,7 @@ async fn sandboxed_commands_say_so_and_cannot_write_outside() {
         "{}",
         out.text
     );
-    assert_eq!(out.metadata["sandboxed"], true);
+    assert_eq!(out.metadata.to_json()["sandboxed"], true);
     assert!(fx.session.workspace().root().join("inside.txt").exists());
     assert!(!target.exists(), "the sandbox let a write outside through");
     assert!(out.text.contains("done"), "{}", out.text);
@@ -575,6 +626,6 @@ async fn sandbox_false_runs_outside_the_sandbox_and_the_header_says_so() {
         header.ends_with("| not sandboxed (sandbox: false)"),
         "{header}"
     );
-    assert_eq!(free.metadata["sandboxed"], false);
+    assert_eq!(free.metadata.to_json()["sandboxed"], false);
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "out\n");
 }

@@ -1,11 +1,10 @@
 //! Every way out of the workspace, tried through the file tools themselves.
 
-mod file_support;
-
 use std::os::unix::fs::symlink;
 
-use file_support::Ws;
 use serde_json::{Value, json};
+
+use crate::file_support::Ws;
 
 const SECRET: &str = "top secret\n";
 
@@ -160,7 +159,7 @@ fn links_that_stay_inside_are_followed() {
     symlink(ws.path("real/target.txt"), ws.path("inner_link")).unwrap();
     symlink("real", ws.path("inner_dir")).unwrap();
     let out = ws.ok("read_file", json!({"path": "inner_link"}));
-    assert_eq!(out.metadata["path"], "real/target.txt");
+    assert_eq!(out.metadata.to_json()["path"], "real/target.txt");
     ws.ok(
         "edit_file",
         json!({"path": "inner_dir/target.txt", "old_string": "real", "new_string": "edited"}),

@@ -1,9 +1,8 @@
 //! edit_file through the registry, on real temporary workspaces.
 
-mod file_support;
-
-use file_support::Ws;
 use serde_json::json;
+
+use crate::file_support::Ws;
 
 #[test]
 fn exact_edit_reports_strategy_diff_and_counts() {
@@ -33,10 +32,10 @@ fn exact_edit_reports_strategy_diff_and_counts() {
         "{}",
         out.text
     );
-    assert_eq!(out.metadata["path"], "src/lib.rs");
-    assert_eq!(out.metadata["added"], 2);
-    assert_eq!(out.metadata["removed"], 1);
-    assert_eq!(out.metadata["strategies"], json!(["exact"]));
+    assert_eq!(out.metadata.to_json()["path"], "src/lib.rs");
+    assert_eq!(out.metadata.to_json()["added"], 2);
+    assert_eq!(out.metadata.to_json()["removed"], 1);
+    assert_eq!(out.metadata.to_json()["strategies"], json!(["exact"]));
 }
 
 #[test]
@@ -135,7 +134,10 @@ fn tolerant_strategies_are_named() {
         json!({"path": "t.rs", "old_string": "fn f(&self) {\n    go(1);\n}", "new_string": "fn f(&self) {\n    go(2);\n}"}),
     );
     assert!(out.text.contains("strategy trimmed_lines"), "{}", out.text);
-    assert_eq!(out.metadata["strategies"], json!(["trimmed_lines"]));
+    assert_eq!(
+        out.metadata.to_json()["strategies"],
+        json!(["trimmed_lines"])
+    );
     assert_eq!(
         ws.text("t.rs"),
         "impl A {\n    fn f(&self) {\n        go(2);\n    }\n}\n"
@@ -320,7 +322,7 @@ fn empty_old_string_creates_a_missing_file() {
         "Created new/dir/n.txt (+2 -0)."
     );
     assert_eq!(ws.text("new/dir/n.txt"), "hi\nthere\n");
-    assert_eq!(out.metadata["created"], true);
+    assert_eq!(out.metadata.to_json()["created"], true);
 }
 
 #[test]

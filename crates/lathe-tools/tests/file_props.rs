@@ -9,11 +9,10 @@
 //!   backslash (the argument layer repairs double escapes, by design) and agree on ending with a
 //!   newline (at the end of a file edit_file keeps the final newline, or its absence).
 
-mod file_support;
-
-use file_support::{Ws, next_offset, numbered};
 use proptest::prelude::*;
 use serde_json::json;
+
+use crate::file_support::{Ws, next_offset, numbered};
 
 /// Text for one line: letters, digits, spaces, tabs, punctuation and some non-ASCII.
 fn line() -> impl Strategy<Value = String> {
@@ -182,7 +181,7 @@ proptest! {
         let original = case.bytes();
         ws.write("f.txt", &original);
         let forward = ws.ok("edit_file", json!({"path": "f.txt", "old_string": old, "new_string": case.new}));
-        prop_assert_eq!(&forward.metadata["strategies"], &json!(["exact"]));
+        prop_assert_eq!(&forward.metadata.to_json()["strategies"], &json!(["exact"]));
         let after = ws.read("f.txt");
         prop_assert_eq!(after.starts_with("\u{FEFF}".as_bytes()), case.bom);
         let after_text = String::from_utf8(after.clone()).unwrap();

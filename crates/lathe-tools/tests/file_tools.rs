@@ -1,9 +1,8 @@
 //! read_file, write_file and list_files through the registry, on real temporary workspaces.
 
-mod file_support;
-
-use file_support::{Ws, next_offset, numbered};
 use serde_json::json;
+
+use crate::file_support::{Ws, next_offset, numbered};
 
 // ---------------------------------------------------------------- read_file
 
@@ -13,8 +12,8 @@ fn read_numbers_lines_like_cat_n() {
     ws.write("a.txt", "alpha\n\tbeta\n");
     let out = ws.ok("read_file", json!({"path": "a.txt"}));
     assert_eq!(out.text, "     1\talpha\n     2\t\tbeta\n");
-    assert_eq!(out.metadata["total_lines"], 2);
-    assert_eq!(out.metadata["complete"], true);
+    assert_eq!(out.metadata.to_json()["total_lines"], 2);
+    assert_eq!(out.metadata.to_json()["complete"], true);
 }
 
 #[test]
@@ -110,7 +109,7 @@ fn read_a_single_line_of_megabytes() {
     let ws = Ws::new();
     ws.write("one.txt", "y".repeat(5 << 20));
     let out = ws.ok("read_file", json!({"path": "one.txt"}));
-    assert_eq!(out.metadata["total_lines"], 1);
+    assert_eq!(out.metadata.to_json()["total_lines"], 1);
     assert!(
         out.text.contains("showing 2000 of 5,242,880 characters"),
         "{}",
@@ -174,7 +173,7 @@ fn read_binary_gives_the_size_instead_of_bytes() {
         "{}",
         out.text
     );
-    assert_eq!(out.metadata["binary"], true);
+    assert_eq!(out.metadata.to_json()["binary"], true);
 }
 
 #[test]
@@ -210,7 +209,7 @@ fn read_missing_suggests_similar_names() {
     assert!(out.text.contains("`docs/guide.md`"), "{}", out.text);
     let out = ws.err("read_file", json!({"path": "nothing/like/it.zzz"}));
     assert!(!out.text.contains("Did you mean"), "{}", out.text);
-    let suggestions = out.metadata["suggestions"].as_array().unwrap();
+    let suggestions = out.metadata.extra["suggestions"].as_array().unwrap();
     assert!(suggestions.len() <= 3);
 }
 
@@ -293,7 +292,7 @@ fn read_through_absolute_path_inside_the_workspace() {
     let ws = Ws::new();
     ws.write("in.txt", "x\n");
     let out = ws.ok("read_file", json!({"path": ws.path("in.txt")}));
-    assert_eq!(out.metadata["path"], "in.txt");
+    assert_eq!(out.metadata.to_json()["path"], "in.txt");
 }
 
 // ---------------------------------------------------------------- write_file
@@ -307,8 +306,8 @@ fn write_creates_parents_and_counts_lines() {
     );
     assert_eq!(out.text, "Created a/b/c.txt (+2 -0).");
     assert_eq!(ws.text("a/b/c.txt"), "one\ntwo\n");
-    assert_eq!(out.metadata["created"], true);
-    assert_eq!(out.metadata["added"], 2);
+    assert_eq!(out.metadata.to_json()["created"], true);
+    assert_eq!(out.metadata.to_json()["added"], 2);
 }
 
 #[test]
@@ -325,8 +324,8 @@ fn write_overwrites_with_counts_and_keeps_permissions() {
     assert_eq!(ws.text("run.sh"), "#!/bin/sh\necho b\necho c\n");
     assert_eq!(
         (
-            out.metadata["added"].clone(),
-            out.metadata["removed"].clone()
+            out.metadata.to_json()["added"].clone(),
+            out.metadata.to_json()["removed"].clone()
         ),
         (json!(2), json!(1))
     );
@@ -421,7 +420,7 @@ fn list_shows_a_sorted_tree_two_levels_deep_respecting_ignores() {
         out.text,
         "./\n  README.md\n  empty/\n  src/\n    main.rs\n    util/\n"
     );
-    assert_eq!(out.metadata["total"], 5);
+    assert_eq!(out.metadata.to_json()["total"], 5);
 }
 
 #[test]
@@ -460,7 +459,7 @@ fn list_caps_entries_and_counts_the_rest() {
         "{}",
         out.text
     );
-    assert_eq!(out.metadata["truncated"], true);
+    assert_eq!(out.metadata.to_json()["truncated"], true);
     let all = ws.ok("list_files", json!({"depth": 2}));
     assert!(all.text.contains("f29.txt") && !all.text.contains("more not shown"));
 }
@@ -472,7 +471,7 @@ fn list_default_cap_is_200() {
         ws.write(&format!("f{i:03}"), "");
     }
     let out = ws.ok("list_files", json!({"path": "."}));
-    assert_eq!(out.metadata["entries"], 200);
+    assert_eq!(out.metadata.to_json()["entries"], 200);
     assert!(
         out.text
             .contains("(showing 200 of 250 entries; 50 more not shown"),

@@ -185,7 +185,7 @@ async fn results_over_budget_keep_head_tail_and_are_saved() {
     assert!(out.text.starts_with("abcdefghij\n"));
     assert!(out.text.ends_with("abcdefghij"));
     assert!(out.text.contains("characters cut"), "{}", out.text);
-    let saved = out.metadata["full_result"].as_str().unwrap();
+    let saved = out.metadata.full_result.as_deref().unwrap();
     let full = std::fs::read_to_string(saved).unwrap();
     assert_eq!(full.lines().count(), 400);
     // The saved result is readable through the workspace (a read-only root).
@@ -218,7 +218,7 @@ async fn a_panicking_tool_becomes_an_error_result() {
 }
 
 #[test]
-#[should_panic(expected = "registered twice")]
+#[should_panic(expected = "is already taken by `echo_path`")]
 fn duplicate_names_are_rejected() {
     let mut registry = Registry::new();
     registry.register(Echo);
@@ -356,10 +356,10 @@ async fn the_budget_holds_with_a_long_state_directory() {
     assert!(out.text.contains("characters cut"), "{}", out.text);
 }
 
-/// Names other agents use for the same job point at the built-in tool, though they share no
-/// letters with it.
+/// Names other agents use for the same job reach the built-in tool, though they share no
+/// letters with it: they are its aliases (the first cut only suggested the tool).
 #[tokio::test]
-async fn unknown_tools_with_a_known_job_name_the_tool_for_it() {
+async fn names_other_agents_use_for_a_job_resolve_to_the_tool_for_it() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("ws")).unwrap();
     let ws = Workspace::new(dir.path().join("ws")).unwrap();
@@ -372,14 +372,46 @@ async fn unknown_tools_with_a_known_job_name_the_tool_for_it() {
         ("search", "grep"),
         ("ls", "list_files"),
     ] {
-        let out = call(&registry, &session, written, json!({})).await;
-        assert!(out.is_error);
-        assert!(
-            out.text.contains(&format!("Did you mean `{real}`")),
-            "{written}: {}",
-            out.text
-        );
+        assert_eq!(registry.resolve_name(written), Ok(real));
+        let call = registry
+            .prepare(written, json!({}), &session)
+            .map(|call| call.name)
+            .map_err(|out| out.text);
+        match call {
+            Ok(name) => assert_eq!(name, real),
+            // The tool was found; only its arguments are missing.
+            Err(text) => assert!(
+                text.starts_with(&format!("invalid arguments for `{real}`")),
+                "{written}: {text}"
+            ),
+        }
     }
+}
+
+/// A misspelt alias suggests the tool it names, and a tool's title comes without a session.
+#[test]
+fn misspelt_aliases_suggest_their_tool_and_titles_need_no_session() {
+    let registry = Registry::builtin();
+    assert_eq!(registry.resolve_name("bsh"), Err(vec!["shell"]));
+    let text = registry.unknown_tool("bsh").text;
+    assert!(
+        text.starts_with("unknown tool `bsh`. Did you mean `shell`?"),
+        "{text}"
+    );
+    assert_eq!(
+        registry.title("read_file", &json!({"path": "src/main.rs", "offset": 40})),
+        "read_file src/main.rs (from line 40)"
+    );
+    // Aliases and folded names find the tool; what does not prepare is shown as written.
+    assert_eq!(
+        registry.title("cat", &json!({"file": "a.rs"})),
+        "read_file a.rs"
+    );
+    assert_eq!(registry.title("nope", &json!({"a": 1})), "nope a=1");
+    assert_eq!(
+        registry.title("read_file", &json!({"offset": "x"})),
+        "read_file offset=x"
+    );
 }
 
 /// What a result echoes of a huge argument (an unknown tool's name, the diff of a big write) is
@@ -448,7 +480,7 @@ fn builtin_schemas_use_one_type_per_value() {
     let registry = Registry::builtin();
     let mut found = Vec::new();
     for definition in registry.definitions() {
-        check(&definition.parameters, definition.name, &mut found);
+        check(&definition.parameters, &definition.name, &mut found);
     }
     assert!(found.is_empty(), "type arrays: {found:?}");
 }

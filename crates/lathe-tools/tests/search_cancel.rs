@@ -1,13 +1,12 @@
 //! Cancellation: a long search stops promptly once its call is cancelled, and says so.
 
-mod search_support;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use lathe_tools::ToolProgress;
-use search_support::Tree;
 use serde_json::json;
+
+use crate::search_support::Tree;
 
 const FILES: usize = 6_000;
 
@@ -65,7 +64,7 @@ async fn grep_stops_soon_after_cancel() {
         "searched {n} of {FILES} files: {}",
         out.text
     );
-    assert_eq!(out.metadata["cancelled"], true);
+    assert_eq!(out.metadata.to_json()["cancelled"], true);
     assert_eq!(
         reports.load(Ordering::SeqCst),
         1,

@@ -3,13 +3,12 @@
 //! plus a naive line-by-line regex scan finds; `count` agrees line for line; and `glob` agrees
 //! with the walker plus a name match.
 
-mod search_support;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use search_support::{Lcg, Tree, entries};
 use serde_json::json;
+
+use crate::search_support::{Lcg, Tree, entries};
 
 const WORDS: &[&str] = &[
     "alpha", "beta", "Gamma", "delta", "fn", "main", "struct", "impl", "TODO", "FIXME", "x1",

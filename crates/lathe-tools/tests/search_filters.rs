@@ -1,10 +1,9 @@
 //! What `grep` and `glob` leave out: ignore files (nested, negated, with and without git),
 //! hidden files, version-control directories, binary files and symbolic links.
 
-mod search_support;
-
-use search_support::{Tree, entries};
 use serde_json::json;
+
+use crate::search_support::{Tree, entries};
 
 async fn grep_files(tree: &Tree, extra: serde_json::Value) -> Vec<String> {
     let mut args = json!({"pattern": "needle", "output_mode": "files_with_matches"});
@@ -168,7 +167,7 @@ async fn binary_files_are_skipped_and_counted() {
         out.text,
         "text.txt:1: needle\n\nskipped 3 binary files (not searched): blob.bin, img.png, late.dat\n"
     );
-    assert_eq!(out.metadata["binary_skipped"], 3);
+    assert_eq!(out.metadata.to_json()["binary_skipped"], 3);
     let out = tree
         .grep(json!({"pattern": "needle", "output_mode": "count"}))
         .await;

@@ -1,11 +1,10 @@
 //! `glob` on real temporary trees: patterns, sorting, limits and messages.
 
-mod search_support;
-
 use std::time::{Duration, SystemTime};
 
-use search_support::{Tree, entries};
 use serde_json::json;
+
+use crate::search_support::{Tree, entries};
 
 fn set_mtime(path: &std::path::Path, seconds_ago: u64) {
     let file = std::fs::File::options().write(true).open(path).unwrap();
@@ -131,7 +130,7 @@ async fn capped_listing_gives_the_exact_total_and_what_was_left_out() {
         "{}",
         out.text
     );
-    assert_eq!(out.metadata["files"], 1234);
+    assert_eq!(out.metadata.to_json()["files"], 1234);
     let out = tree.glob(json!({"pattern": "**/*.txt", "limit": 5})).await;
     assert!(
         out.text

@@ -1,9 +1,8 @@
 //! `grep` on real temporary trees: each parameter, each output mode, each message.
 
-mod search_support;
-
-use search_support::{Tree, entries};
 use serde_json::json;
+
+use crate::search_support::{self, Tree, entries};
 
 #[tokio::test]
 async fn content_lines_are_sorted_by_path_then_line() {
@@ -277,7 +276,7 @@ async fn capped_output_has_exact_totals_and_the_next_offset() {
         "{}",
         out.text
     );
-    assert_eq!(out.metadata["matches"], 450);
+    assert_eq!(out.metadata.to_json()["matches"], 450);
     let out = tree.grep(json!({"pattern": "match", "offset": 400})).await;
     assert_eq!(entries(&out.text).len(), 50);
     assert!(

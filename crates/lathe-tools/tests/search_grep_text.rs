@@ -1,10 +1,9 @@
 //! `grep` on awkward text: CRLF line ends, huge single lines, invalid UTF-8 in names and
 //! content, UTF-16 with a byte-order mark; and progress while searching.
 
-mod search_support;
-
-use search_support::Tree;
 use serde_json::json;
+
+use crate::search_support::Tree;
 
 #[tokio::test]
 async fn crlf_files_show_no_carriage_returns() {

@@ -2,14 +2,13 @@
 //! and `list_files` walk must never show what the outside tree holds, neither its content nor
 //! its names.
 
-mod search_support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
-use search_support::Tree;
 use serde_json::json;
+
+use crate::search_support::Tree;
 
 /// In the outside tree only: in its files' content and in their names.
 const MARKER: &str = "OUTSIDEMARK";

@@ -1,5 +1,6 @@
 //! What `lathe exec` and `lathe chat` share: the `[model]` and `[agent]` configuration, the
-//! flags that override it, and wiring a session (store, tools, runner, executor) together.
+//! flags that override it, and what a session needs before [`Agent::builder`] puts it together
+//! (the provider, the model, the stored session, the tool session).
 //!
 //! Precedence: flags over environment (`OLLAMA_HOST`, `OPENAI_BASE_URL`, `LATHE_MODEL`,
 //! `OPENAI_API_KEY`) over configuration files over defaults.
@@ -10,16 +11,15 @@ use std::sync::Arc;
 use clap::Args;
 use serde::Deserialize;
 
-use lathe_agent::approval::{ApprovalMode, Approver, Gate};
-use lathe_agent::executor::{DEFAULT_MAX_TURNS, Executor, ExecutorConfig};
+use lathe_agent::approval::ApprovalMode;
+use lathe_agent::executor::DEFAULT_MAX_TURNS;
 use lathe_agent::provider::{
     ChatOptions, DEFAULT_NUM_CTX, OllamaProvider, Provider, ProviderConfig, ProviderKind, Think,
     ToolProtocol, connect,
 };
-use lathe_agent::runner::ToolRunner;
-use lathe_agent::sink::{EventHandler, EventSink};
+use lathe_agent::{Agent, AgentBuilder, BuildError};
 use lathe_store::{NewSession, SessionId, Store};
-use lathe_tools::{Registry, Session};
+use lathe_tools::Session;
 
 use crate::setup::Setup;
 
@@ -250,53 +250,25 @@ pub fn tool_session(setup: &Setup, id: &SessionId) -> anyhow::Result<Arc<Session
     setup.session(session_state_dir(id))
 }
 
-/// The parts of one agent session.
-pub struct Agent {
-    /// The loop.
-    pub executor: Executor,
-    /// The approval gate (to switch modes).
-    pub gate: Arc<Gate>,
+impl Resolved {
+    /// `builder` with what was resolved here: the approval mode (and
+    /// `--dangerously-skip-approvals`), the turn limit, the request options and the tool
+    /// protocol.
+    pub fn configure(&self, builder: AgentBuilder) -> AgentBuilder {
+        builder
+            .approval(self.approval)
+            .dangerously_skip_approvals(self.skip_approvals)
+            .max_turns(self.max_turns)
+            .options(self.options.clone())
+            .tool_protocol(self.tool_protocol)
+    }
 }
 
-/// Wires the runner and executor of a session whose events go to `ui`.
-#[allow(clippy::too_many_arguments)]
-pub fn agent(
-    resolved: &Resolved,
-    permissions: &lathe_policy::PermissionsConfig,
-    provider: Arc<dyn Provider>,
-    model: String,
-    store: Store,
-    id: SessionId,
-    tools: Arc<Session>,
-    approver: Arc<dyn Approver>,
-    ui: EventHandler,
-) -> anyhow::Result<Agent> {
-    let gate = Arc::new(
-        Gate::with_permissions(
-            permissions,
-            resolved.approval,
-            tools.workspace().root(),
-            resolved.skip_approvals,
-        )
-        .map_err(crate::config::invalid_permissions)?,
-    );
-    let runner = Arc::new(ToolRunner::new(
-        Arc::new(Registry::builtin()),
-        tools,
-        Arc::clone(&gate),
-        approver,
-    ));
-    let sink = EventSink::new(store, id, ui);
-    let config = ExecutorConfig {
-        model,
-        max_turns: resolved.max_turns,
-        options: resolved.options.clone(),
-        tool_protocol: resolved.tool_protocol,
-        context_window: Some(u64::from(resolved.options.num_ctx)),
-    };
-    Ok(Agent {
-        executor: Executor::new(provider, runner, sink, config),
-        gate,
+/// Builds the agent, reporting a configuration it cannot be built from.
+pub fn build(builder: AgentBuilder) -> anyhow::Result<Agent> {
+    builder.build().map_err(|err| match err {
+        BuildError::Permissions(err) => crate::config::invalid_permissions(err),
+        other => anyhow::Error::new(other),
     })
 }
 
@@ -375,6 +347,57 @@ mod tests {
         let err = toml::from_str::<crate::config::Config>("[model]\nnmae = \"x\"\n").unwrap_err();
         assert!(err.to_string().contains("nmae"), "{err}");
         assert!(toml::from_str::<crate::config::Config>("[agent]\napproval = \"yolo\"\n").is_err());
+    }
+
+    /// An agent built the way `exec` and `chat` build it, from `toml_text`.
+    fn agent_from(toml_text: &str) -> anyhow::Result<Agent> {
+        let setup = setup(toml_text);
+        let resolved = resolve(&setup, &ModelArgs::default(), |_| None).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let tools = Session::new(
+            lathe_tools::Workspace::new(dir.path()).unwrap(),
+            lathe_tools::ToolConfig::default(),
+            dir.path().join("state"),
+        )
+        .unwrap();
+        // Building never talks to the server.
+        build(
+            resolved
+                .configure(Agent::builder(provider(&resolved)?, "m", tools))
+                .permissions(setup.config.permissions.clone()),
+        )
+    }
+
+    #[test]
+    fn the_resolved_settings_reach_the_agent() {
+        let agent = agent_from(
+            "[model]\ncontext_window = 8192\ntool_protocol = \"text\"\n[agent]\napproval = \"auto\"\nmax_turns = 7\n",
+        )
+        .unwrap();
+        assert_eq!(agent.gate().mode(), ApprovalMode::Auto);
+        let config = agent.executor().config();
+        assert_eq!(
+            (
+                config.max_turns,
+                config.options.num_ctx,
+                config.tool_protocol
+            ),
+            (7, 8192, ToolProtocol::Text)
+        );
+        let agent = agent_from("").unwrap();
+        assert_eq!(agent.gate().mode(), ApprovalMode::Ask);
+        assert_eq!(agent.executor().config().max_turns, DEFAULT_MAX_TURNS);
+    }
+
+    #[test]
+    fn an_invalid_permission_rule_is_a_configuration_error() {
+        let err = agent_from("[permissions]\nallow = [\"shell(ls\"]\n").unwrap_err();
+        let err = err.to_string();
+        assert!(
+            err.starts_with("invalid [permissions] in the configuration: ")
+                && err.contains("shell(ls"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -63,7 +63,7 @@ pub struct ToolsArgs {
 /// `lathe tool`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  lathe tool read_file '{\"path\": \"src/main.rs\", \"offset\": 10}'\n  echo '{\"pattern\": \"TODO\"}' | lathe tool grep -\n  lathe tool --batch < calls.jsonl"
+    after_help = "Examples:\n  lathe tool read_file '{\"path\": \"src/main.rs\", \"offset\": 10}'\n  echo '{\"pattern\": \"TODO\"}' | lathe tool grep -\n  lathe tool --batch < calls.jsonl\n  lathe tool --batch --approval auto < model-calls.jsonl"
 )]
 pub struct ToolArgs {
     /// The tool's name (see `lathe tools`).
@@ -72,11 +72,16 @@ pub struct ToolArgs {
     /// The arguments as a JSON object, or `-` to read them from stdin (default: `{}`).
     #[arg(value_name = "ARGS_JSON")]
     pub arguments: Option<String>,
-    /// Print `{"text", "is_error", "metadata"}` as JSON instead of the text.
+    /// Print `{"text", "is_error", "status", "metadata"}` as JSON instead of the text.
     #[arg(long)]
     pub json: bool,
     /// Read JSON lines `{"name": ..., "arguments": {...}}` from stdin and run them in order in
     /// one session, writing one JSON result per line.
     #[arg(long)]
     pub batch: bool,
+    /// Decide every call as the agent would in MODE (read-only, ask, auto or full), refusing
+    /// what would ask: for programs that relay a model's calls. Without it, a call you run is
+    /// its own approval, and only deny rules refuse.
+    #[arg(long, value_name = "MODE")]
+    pub approval: Option<lathe_policy::ApprovalMode>,
 }

@@ -9,8 +9,17 @@ use anyhow::Context;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
-use lathe_agent::approval::{Approver, NonInteractive};
+use lathe_agent::Agent;
+use lathe_agent::approval::{Approver, Refuse};
+
+/// What the model reads when a call was denied because nobody could be asked: `lathe exec`
+/// without a terminal. It says how the user can allow such calls.
+pub const NON_INTERACTIVE_DENIAL: &str = "this call needs the user's approval, and this run has \
+no terminal to ask on, so it was not run. Do not retry it; carry on without it if you can, or \
+finish and say what the user should do (they can rerun with --approval auto, or allow it with a \
+[permissions] rule in .lathe/config.toml)";
 use lathe_agent::events::RunStatus;
+use lathe_agent::sink::EventSink;
 
 use crate::EXIT_FAILURE;
 use crate::agent_setup::{self, ModelArgs};
@@ -70,7 +79,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     } else {
         OutputMode::Human
     };
-    let renderer = Renderer::new(mode, Some(Arc::clone(&tools)));
+    let renderer = Renderer::new(mode);
     if mode == OutputMode::Human {
         let style = renderer.style();
         let mut err = std::io::stderr().lock();
@@ -88,33 +97,26 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
         && !args.json
         && std::io::stdin().is_terminal()
         && std::io::stdout().is_terminal();
+    let sink = EventSink::new(store, id, renderer.handler());
     let approver: Arc<dyn Approver> = if interactive {
         Arc::new(TerminalApprover::new(
             Arc::new(Input::start()),
             Arc::clone(&renderer),
+            sink.clone(),
         ))
     } else {
-        Arc::new(NonInteractive)
+        Arc::new(Refuse(NON_INTERACTIVE_DENIAL.to_owned()))
     };
-    let mut agent = agent_setup::agent(
-        &resolved,
-        &setup.config.permissions,
-        provider,
-        model,
-        store.clone(),
-        id.clone(),
-        Arc::clone(&tools),
-        approver,
-        renderer.handler(),
+    let mut agent = agent_setup::build(
+        resolved
+            .configure(Agent::builder(provider, model, Arc::clone(&tools)))
+            .permissions(setup.config.permissions.clone())
+            .approver(approver)
+            .sink(sink.clone()),
     )?;
     let cancel = CancellationToken::new();
     let mut interrupts = Interrupts::listen();
-    let terminating = end_on_termination(
-        Arc::clone(&tools),
-        store.clone(),
-        id.clone(),
-        cancel.clone(),
-    );
+    let terminating = end_on_termination(Arc::clone(&tools), sink.clone(), cancel.clone());
     let watcher = {
         let cancel = cancel.clone();
         let tools = Arc::clone(&tools);
@@ -122,10 +124,10 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
             interrupts.next().await;
             cancel.cancel();
             interrupts.next().await;
-            exit_now(&tools, &store, &id);
+            exit_now(&tools, &sink);
         })
     };
-    let outcome = agent.executor.run(&task, &cancel).await;
+    let outcome = agent.run(&task, &cancel).await;
     watcher.abort();
     terminating.abort();
     tools.shutdown();

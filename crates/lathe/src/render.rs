@@ -5,15 +5,12 @@
 mod spinner;
 mod style;
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use lathe_agent::approval::{EditPreview, preview_edit};
 use lathe_agent::events::{ApprovalDecision, Event, RunStatus, ToolStatus};
 use lathe_agent::sink::EventHandler;
-use lathe_tools::Session;
 
 pub use spinner::Spinner;
 pub use style::Style;
@@ -33,8 +30,6 @@ pub enum OutputMode {
 struct State {
     /// Whether the last thing written to stdout ended a line.
     at_line_start: bool,
-    /// Edit previews worked out when a call started, shown when it succeeds.
-    previews: HashMap<String, EditPreview>,
     /// Files changed in this run and their stats.
     files: Vec<String>,
     added: u64,
@@ -47,13 +42,13 @@ pub struct Renderer {
     mode: OutputMode,
     style: Style,
     spinner: Option<Spinner>,
-    session: Option<Arc<Session>>,
     state: Mutex<State>,
 }
 
 impl Renderer {
-    /// A renderer in `mode`. With a tool session, edits are shown as diffs.
-    pub fn new(mode: OutputMode, session: Option<Arc<Session>>) -> Arc<Self> {
+    /// A renderer in `mode`. Everything it shows comes from the events (the diff of an edit is
+    /// the one its finished event carries, the same the approval prompt showed).
+    pub fn new(mode: OutputMode) -> Arc<Self> {
         let style = Style::for_stdout();
         let spinner =
             (mode == OutputMode::Human && style.is_terminal() && Style::stderr_is_terminal())
@@ -62,10 +57,8 @@ impl Renderer {
             mode,
             style,
             spinner,
-            session,
             state: Mutex::new(State {
                 at_line_start: true,
-                previews: HashMap::new(),
                 files: Vec::new(),
                 added: 0,
                 removed: 0,
@@ -105,7 +98,6 @@ impl Renderer {
         state.files.clear();
         state.added = 0;
         state.removed = 0;
-        state.previews.clear();
         state.began = Instant::now();
     }
 
@@ -148,19 +140,7 @@ impl Renderer {
                 line(&mut state, &s.dim(&format!("Thought for {secs}s")));
             }
             Event::ToolCallSeen { .. } | Event::FilesChanged { .. } => {}
-            Event::ToolCallStarted {
-                call_id,
-                name,
-                arguments,
-                summary,
-            } => {
-                if let Some(session) = &self.session
-                    && let Some(preview) = preview_edit(name, arguments, session.workspace())
-                {
-                    state.previews.insert(call_id.clone(), preview);
-                }
-                spin(summary);
-            }
+            Event::ToolCallStarted { summary, .. } => spin(summary),
             Event::ApprovalRequested {
                 tool: _,
                 description,
@@ -189,10 +169,9 @@ impl Renderer {
                 }
             }
             Event::ToolCallFinished {
-                call_id,
                 status,
                 summary,
-                stats,
+                changes,
                 ..
             } => {
                 stop();
@@ -203,17 +182,16 @@ impl Renderer {
                     ToolStatus::Cancelled => s.yellow("■"),
                 };
                 line(&mut state, &format!("{mark} {summary}"));
-                let preview = state.previews.remove(call_id);
-                if *status == ToolStatus::Ok {
-                    if let Some(stats) = stats {
-                        state.added += stats.added;
-                        state.removed += stats.removed;
+                // What the call changed, whatever its status (a call that failed half-way
+                // may have written some files).
+                for change in changes {
+                    state.added += change.added;
+                    state.removed += change.removed;
+                    if !state.files.contains(&change.path) {
+                        state.files.push(change.path.clone());
                     }
-                    if let Some(preview) = preview {
-                        if !state.files.contains(&preview.path) {
-                            state.files.push(preview.path.clone());
-                        }
-                        write_diff(&mut state, s, &preview.diff);
+                    if !change.diff.is_empty() {
+                        write_diff(&mut state, s, &change.diff);
                     }
                 }
             }
@@ -313,28 +291,39 @@ fn line(state: &mut State, text: &str) {
 }
 
 fn write_diff(state: &mut State, style: &Style, diff: &str) {
+    for shown in diff_lines(style, diff) {
+        line(state, &shown);
+    }
+}
+
+/// A change's diff as the terminal shows it, indented and coloured: its first
+/// [`MAX_DIFF_LINES`] lines, then how many more there are. The diff is the one the call's
+/// events carry (and the approval prompt showed); `lathe sessions show` replays it the same way.
+pub fn diff_lines(style: &Style, diff: &str) -> Vec<String> {
     let lines: Vec<&str> = diff.lines().collect();
-    for text in lines.iter().take(MAX_DIFF_LINES) {
-        let shown = if text.starts_with("+++") || text.starts_with("---") {
-            style.bold(text)
-        } else if text.starts_with('+') {
-            style.green(text)
-        } else if text.starts_with('-') {
-            style.red(text)
-        } else if text.starts_with("@@") {
-            style.cyan(text)
-        } else {
-            style.dim(text)
-        };
-        line(state, &format!("    {shown}"));
-    }
+    let mut out: Vec<String> = lines
+        .iter()
+        .take(MAX_DIFF_LINES)
+        .map(|text| {
+            let shown = if text.starts_with("+++") || text.starts_with("---") {
+                style.bold(text)
+            } else if text.starts_with('+') {
+                style.green(text)
+            } else if text.starts_with('-') {
+                style.red(text)
+            } else if text.starts_with("@@") {
+                style.cyan(text)
+            } else {
+                style.dim(text)
+            };
+            format!("    {shown}")
+        })
+        .collect();
     if lines.len() > MAX_DIFF_LINES {
-        line(
-            state,
-            &style.dim(&format!(
-                "    … {} more diff lines",
-                lines.len() - MAX_DIFF_LINES
-            )),
-        );
+        out.push(style.dim(&format!(
+            "    … {} more diff lines",
+            lines.len() - MAX_DIFF_LINES
+        )));
     }
+    out
 }

@@ -7,8 +7,8 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
+use lathe_agent::events::{Event, FileChange};
 use lathe_agent::message::Message;
-use lathe_agent::runner::summary;
 use lathe_agent::sink::stored_history;
 use lathe_agent::text::{cut, first_line};
 use lathe_store::{Session, SessionFilter, Store};
@@ -99,10 +99,11 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
                 writeln!(out)?;
             } else {
                 let history = stored_history(&store, &session.id)?;
+                let calls = Calls::from_events(&store.events(&session.id)?);
                 write!(
                     out,
                     "{}",
-                    transcript(&session, &history, &Style::for_stdout())
+                    transcript(&session, &history, calls, &Style::for_stdout())
                 )?;
             }
         }
@@ -129,8 +130,56 @@ fn short_id(session: &Session) -> String {
     session.id.as_str().to_owned()
 }
 
-/// The transcript of a session, as text.
-pub fn transcript(session: &Session, history: &[Message], style: &Style) -> String {
+/// The tool calls of a session as its events recorded them, in order: the line shown for each
+/// and the files it changed, with their diffs (the bytes the terminal showed).
+#[derive(Debug, Default)]
+pub struct Calls {
+    /// Call ids, in the order the calls started.
+    order: std::collections::VecDeque<String>,
+    titles: std::collections::HashMap<String, String>,
+    finished: std::collections::HashMap<String, (String, Vec<FileChange>)>,
+}
+
+impl Calls {
+    /// Reads the calls from stored events (events that do not read back are skipped: a newer
+    /// Lathe may have written them).
+    pub fn from_events(events: &[lathe_store::Event]) -> Self {
+        let mut calls = Calls::default();
+        for stored in events {
+            match serde_json::from_value::<Event>(stored.payload.clone()) {
+                Ok(Event::ToolCallStarted {
+                    call_id, summary, ..
+                }) => {
+                    calls.order.push_back(call_id.clone());
+                    calls.titles.insert(call_id, summary);
+                }
+                Ok(Event::ToolCallFinished {
+                    call_id,
+                    summary,
+                    changes,
+                    ..
+                }) => {
+                    calls.finished.insert(call_id, (summary, changes));
+                }
+                _ => {}
+            }
+        }
+        calls
+    }
+}
+
+/// The transcript of a session, as text: its messages, with each call's line and the diffs
+/// of what it changed replayed from its events.
+pub fn transcript(
+    session: &Session,
+    history: &[Message],
+    mut calls: Calls,
+    style: &Style,
+) -> String {
+    // Calls stored without events (a session of an older Lathe) get their tool's title.
+    let registry = lathe_tools::Registry::builtin();
+    // Results answer the calls in order; the call ids of the events pair them up.
+    let mut answering: std::collections::VecDeque<Option<String>> = Default::default();
     let mut out = String::new();
     out.push_str(&format!(
         "{} {}\n",
@@ -169,11 +218,13 @@ pub fn transcript(session: &Session, history: &[Message], style: &Style) -> Stri
                     out.push('\n');
                 }
                 for call in &turn.tool_calls {
-                    out.push_str(&format!(
-                        "{} {}\n",
-                        style.cyan("→"),
-                        summary::started(&call.name, &call.arguments)
-                    ));
+                    let id = calls.order.pop_front();
+                    let title = id
+                        .as_ref()
+                        .and_then(|id| calls.titles.get(id).cloned())
+                        .unwrap_or_else(|| registry.title(&call.name, &call.arguments));
+                    out.push_str(&format!("{} {title}\n", style.cyan("→")));
+                    answering.push_back(id);
                 }
             }
             Message::Tool(result) => {
@@ -190,6 +241,20 @@ pub fn transcript(session: &Session, history: &[Message], style: &Style) -> Stri
                     cut(first, 100)
                 )));
                 out.push('\n');
+                let finished = answering
+                    .pop_front()
+                    .flatten()
+                    .and_then(|id| calls.finished.remove(&id));
+                if let Some((summary, changes)) = finished {
+                    out.push_str(&style.dim(&format!("  {summary}")));
+                    out.push('\n');
+                    for change in &changes {
+                        for line in crate::render::diff_lines(style, &change.diff) {
+                            out.push_str(&line);
+                            out.push('\n');
+                        }
+                    }
+                }
             }
         }
     }
@@ -204,10 +269,10 @@ fn one_line(text: &str) -> String {
 mod tests {
     use super::*;
     use lathe_agent::message::{AssistantMessage, ToolCall};
-    use lathe_store::NewSession;
+    use lathe_store::{NewSession, SessionId};
 
-    #[test]
-    fn transcript_shows_prompts_text_calls_and_results() {
+    /// A store with one session, in `/w` with qwen3 in auto mode.
+    fn store_with_session(title: Option<&str>) -> (Store, SessionId) {
         let store = Store::open_in_memory().unwrap();
         let id = store
             .create_session(NewSession {
@@ -215,10 +280,16 @@ mod tests {
                 provider: "ollama".into(),
                 model: "qwen3".into(),
                 approval: "auto".into(),
-                title: Some("fix it".into()),
+                title: title.map(str::to_owned),
                 ..NewSession::default()
             })
             .unwrap();
+        (store, id)
+    }
+
+    #[test]
+    fn transcript_shows_prompts_text_calls_and_results() {
+        let (store, id) = store_with_session(Some("fix it"));
         let session = store.session(id.as_str()).unwrap();
         let call = ToolCall::new("read_file", json!({"path": "src/main.rs"}));
         let history = vec![
@@ -232,7 +303,7 @@ mod tests {
             Message::tool_result(&call, "1\tfn main() {}\n2\t"),
             Message::assistant("Fixed."),
         ];
-        let text = transcript(&session, &history, &Style::plain());
+        let text = transcript(&session, &history, Calls::default(), &Style::plain());
         assert!(text.contains("> fix it\n"), "{text}");
         assert!(text.contains("(thought: hmm let me see)"), "{text}");
         assert!(text.contains("→ read_file src/main.rs\n"), "{text}");
@@ -246,5 +317,58 @@ mod tests {
             text.contains("running · ollama qwen3 · approval auto · /w"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn transcript_replays_titles_and_diffs_from_the_events() {
+        let (store, id) = store_with_session(None);
+        let diff = "--- a/a.rs\n+++ b/a.rs\n@@ -1 +1 @@\n-old\n+new\n";
+        let events = [
+            Event::ToolCallStarted {
+                call_id: "c1".into(),
+                name: "edit_file".into(),
+                arguments: json!({"path": "a.rs"}),
+                summary: "edit_file a.rs".into(),
+            },
+            Event::ToolCallFinished {
+                call_id: "c1".into(),
+                name: "edit_file".into(),
+                status: lathe_agent::events::ToolStatus::Ok,
+                summary: "edit_file a.rs (+1 -1)".into(),
+                stats: None,
+                changes: vec![FileChange {
+                    path: "a.rs".into(),
+                    created: false,
+                    deleted: false,
+                    added: 1,
+                    removed: 1,
+                    diff: diff.into(),
+                }],
+                duration_ms: 3,
+            },
+        ];
+        for event in &events {
+            let payload = serde_json::to_value(event).unwrap();
+            let kind = payload["type"].as_str().unwrap().to_owned();
+            store.append_event(&id, &kind, &payload).unwrap();
+        }
+        // A call without an id (as Ollama sends them): paired with its events by order.
+        let call = ToolCall::new("edit_file", json!({"path": "a.rs", "old_string": "old"}));
+        let history = vec![
+            Message::user("fix it"),
+            Message::Assistant(AssistantMessage {
+                content: String::new(),
+                thinking: None,
+                tool_calls: vec![call.clone()],
+            }),
+            Message::tool_result(&call, "Edited a.rs (+1 -1)."),
+        ];
+        let session = store.session(id.as_str()).unwrap();
+        let calls = Calls::from_events(&store.events(&id).unwrap());
+        let text = transcript(&session, &history, calls, &Style::plain());
+        assert!(text.contains("→ edit_file a.rs\n"), "{text}");
+        assert!(text.contains("  edit_file a.rs (+1 -1)\n"), "{text}");
+        let replayed: String = diff.lines().map(|l| format!("    {l}\n")).collect();
+        assert!(text.contains(&replayed), "{text}");
     }
 }

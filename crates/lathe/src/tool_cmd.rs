@@ -1,15 +1,24 @@
 //! `lathe tools` and `lathe tool`: the tool runtime with no model.
+//!
+//! Calls go through the same dispatcher as the agent's and `lathe mcp`'s (name resolution,
+//! arguments, the gate, the plan, the budget), so a call gives the same answer here. What
+//! differs is who approves: see [`approver`].
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use serde::Deserialize;
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use lathe_tools::{Registry, Session, ToolContext, ToolOutput};
+use lathe_policy::ApprovalMode;
+use lathe_tools::dispatch::{
+    ApprovalDecision, ApprovalRequest, Approver, CallStatus, Dispatcher, FixedAnswer, Gate, Outcome,
+};
+use lathe_tools::{Metadata, Registry, ToolContext, ToolOutput};
 
 use crate::cli::{CommonArgs, ToolArgs, ToolsArgs};
 use crate::setup::Setup;
@@ -80,6 +89,13 @@ pub const MAX_INPUT_BYTES: usize = 64 * 1024 * 1024;
 /// `lathe tool NAME [ARGS]` and `lathe tool --batch`.
 pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode> {
     let setup = Setup::load(common)?;
+    let gate = Gate::with_permissions(
+        &setup.config.permissions,
+        args.approval.unwrap_or(ApprovalMode::Full),
+        &setup.root,
+        false,
+    )
+    .map_err(crate::config::invalid_permissions)?;
     // Earlier runs' saved results and artifacts stay readable: a result cut to the budget says
     // "read the rest with read_file", and with one-shot calls that read is a later process.
     let runs = crate::state::runs_dir();
@@ -87,13 +103,19 @@ pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode
         .with_context(|| format!("cannot create the directory of runs {}", runs.display()))?;
     let run_dir = crate::state::new_run_dir();
     let session = setup.session_reading(run_dir.clone(), &[runs])?;
-    let registry = Registry::builtin();
+    let dispatcher = Dispatcher::new(Arc::new(Registry::builtin()), Arc::new(gate));
+    let approver = approver(args.approval);
+    let calls = Calls {
+        dispatcher: &dispatcher,
+        approver: approver.as_ref(),
+        session: &session,
+    };
     let terminating = {
         let session = Arc::clone(&session);
         crate::signals::exit_on_termination(move || session.shutdown())
     };
     let code = if args.batch {
-        batch(&registry, &session).await?
+        batch(&calls).await?
     } else {
         let name = args.name.as_deref().unwrap_or_default();
         let arguments = match read_arguments(args.arguments.as_deref()) {
@@ -103,19 +125,24 @@ pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode
                 return Ok(ExitCode::from(EXIT_USAGE));
             }
         };
-        let output = call_cancellable(&registry, &session, name, arguments).await;
+        let outcome = calls.call(name, arguments).await;
         let mut out = std::io::stdout().lock();
         if args.json {
-            serde_json::to_writer(&mut out, &output)?;
+            serde_json::to_writer(&mut out, &Answer::of(&outcome))?;
             writeln!(out)?;
         } else {
-            out.write_all(output.text.as_bytes())?;
-            if !output.text.ends_with('\n') {
+            let text = &outcome.output.text;
+            out.write_all(text.as_bytes())?;
+            if !text.ends_with('\n') {
                 writeln!(out)?;
             }
         }
         out.flush()?;
-        if output.is_error { EXIT_FAILURE } else { 0 }
+        if outcome.output.is_error {
+            EXIT_FAILURE
+        } else {
+            0
+        }
     };
     terminating.abort();
     session.shutdown();
@@ -148,24 +175,102 @@ fn read_arguments(given: Option<&str>) -> Result<Value, String> {
     })
 }
 
-/// Runs one call; Ctrl-C cancels it (the tool kills what it started and says so).
-async fn call_cancellable(
-    registry: &Registry,
-    session: &Arc<Session>,
-    name: &str,
-    arguments: Value,
-) -> ToolOutput {
-    let mut ctx = ToolContext::new(Arc::clone(session));
-    let cancel: CancellationToken = ctx.cancel.clone();
-    let watcher = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            cancel.cancel();
+/// Who approves a call the gate asks about.
+///
+/// Without `--approval`, the person who ran `lathe tool` did: a call typed by hand (or written
+/// into a `--batch` file) is its own approval, as a command typed into a shell is. The gate
+/// still judges it in `full` mode, so a deny rule of `[permissions]` refuses it as it would
+/// the agent's; what would ask (a critical command, a sensitive path, `sandbox: false`, an
+/// `ask` rule) runs.
+///
+/// With `--approval MODE`, the calls come from somewhere else (a program relaying a model's
+/// calls): the gate decides in that mode, and what would ask is refused, because nobody is
+/// there to answer.
+fn approver(mode: Option<ApprovalMode>) -> Box<dyn Approver> {
+    match mode {
+        None => Box::new(FixedAnswer(ApprovalDecision::AllowOnce)),
+        Some(mode) => Box::new(Unattended(mode)),
+    }
+}
+
+/// Refuses every request: `lathe tool --approval MODE` has nobody to ask.
+struct Unattended(ApprovalMode);
+
+impl Approver for Unattended {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
+        let message = format!(
+            "this call needs the user's approval ({}), and `lathe tool --approval {}` asks \
+             nobody, so it was not run. Do not retry it; carry on without it if you can, or say \
+             what the user should allow (an allow rule under [permissions] in \
+             .lathe/config.toml, or another --approval mode)",
+            request.reasons.join("; "),
+            self.0
+        );
+        Box::pin(async move {
+            ApprovalDecision::Deny {
+                message: Some(message),
+            }
+        })
+    }
+}
+
+/// What the calls of one `lathe tool` run share.
+struct Calls<'a> {
+    dispatcher: &'a Dispatcher,
+    approver: &'a dyn Approver,
+    session: &'a Arc<lathe_tools::Session>,
+}
+
+impl Calls<'_> {
+    /// Runs one call through the dispatcher; Ctrl-C cancels it (the tool kills what it
+    /// started and says so).
+    async fn call(&self, name: &str, arguments: Value) -> Outcome {
+        let ctx = ToolContext::new(Arc::clone(self.session));
+        let cancel: CancellationToken = ctx.cancel.clone();
+        let watcher = tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        });
+        let outcome = self
+            .dispatcher
+            .call(name, arguments, self.approver, ctx)
+            .await;
+        watcher.abort();
+        outcome
+    }
+}
+
+/// One result as `--json` and `--batch` print it.
+#[derive(Serialize)]
+struct Answer<'a> {
+    /// What the model would read.
+    text: &'a str,
+    is_error: bool,
+    /// How the call ended: `ok`, `error`, `denied`, `refused` or `cancelled`.
+    status: CallStatus,
+    metadata: &'a Metadata,
+}
+
+impl<'a> Answer<'a> {
+    fn of(outcome: &'a Outcome) -> Self {
+        Answer {
+            text: &outcome.output.text,
+            is_error: outcome.output.is_error,
+            status: outcome.status,
+            metadata: &outcome.output.metadata,
         }
-    });
-    ctx.call_id = None;
-    let output = registry.call(name, arguments, ctx).await;
-    watcher.abort();
-    output
+    }
+
+    /// A line that was not a call: refused before anything ran.
+    fn unread(output: &'a ToolOutput) -> Self {
+        Answer {
+            text: &output.text,
+            is_error: true,
+            status: CallStatus::Refused,
+            metadata: &output.metadata,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -178,7 +283,7 @@ struct BatchLine {
 
 /// Runs JSON lines from stdin in order in one session, answering each line before reading the
 /// next so that a driving program can use one result in its next call.
-async fn batch(registry: &Registry, session: &Arc<Session>) -> anyhow::Result<u8> {
+async fn batch(calls: &Calls<'_>) -> anyhow::Result<u8> {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<std::io::Result<Line>>(1);
     // stdin is read on its own thread: a blocking read must not hold an async worker. Lines are
     // read as bytes so that one line that is not UTF-8 is answered as unreadable, not the end of
@@ -208,7 +313,7 @@ async fn batch(registry: &Registry, session: &Arc<Session>) -> anyhow::Result<u8
                      write part of a file, then append with edit_file)",
                     too_long("the line", size)
                 ));
-                write_result(&output)?;
+                write_result(&Answer::unread(&output))?;
                 continue;
             }
         };
@@ -217,29 +322,29 @@ async fn batch(registry: &Registry, session: &Arc<Session>) -> anyhow::Result<u8
             Ok(text) => serde_json::from_str::<BatchLine>(text).map_err(|err| err.to_string()),
             Err(err) => Err(format!("the line is not valid UTF-8: {err}")),
         };
-        let output = match parsed {
+        match parsed {
             Ok(call) => {
-                let output = call_cancellable(registry, session, &call.name, call.arguments).await;
-                if output.is_error && code == 0 {
+                let outcome = calls.call(&call.name, call.arguments).await;
+                if outcome.output.is_error && code == 0 {
                     code = EXIT_FAILURE;
                 }
-                output
+                write_result(&Answer::of(&outcome))?;
             }
             Err(err) => {
                 code = EXIT_USAGE;
-                ToolOutput::error(format!(
+                let output = ToolOutput::error(format!(
                     "unreadable line ({err}); each line must be {{\"name\": \"tool\", \"arguments\": {{...}}}}"
-                ))
+                ));
+                write_result(&Answer::unread(&output))?;
             }
-        };
-        write_result(&output)?;
+        }
     }
     Ok(code)
 }
 
-fn write_result(output: &ToolOutput) -> anyhow::Result<()> {
+fn write_result(answer: &Answer<'_>) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer(&mut out, output)?;
+    serde_json::to_writer(&mut out, answer)?;
     writeln!(out)?;
     out.flush()?;
     Ok(())

@@ -1,8 +1,6 @@
 //! `lathe chat` in a real terminal: a pseudo-terminal whose other end the test types into, with
 //! the chat as the terminal's session leader so that Ctrl-C (`\x03`) is a real SIGINT.
 
-mod agent_harness;
-
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
@@ -12,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use agent_harness::*;
 use lathe_testkit::Script;
+
+use crate::agent_harness::*;
 
 /// Generous: the machine is slow and shared. Nothing here asserts a duration.
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -184,6 +183,10 @@ fn an_approval_prompt_turn_allowed_then_denied_with_a_reason() {
     term.type_line("create made.txt");
     term.wait_for("? shell echo hi > made.txt");
     term.wait_for("Allow? [y]es / [n]o / [a]lways");
+    // The question waits until the events before it (the call being asked about) are shown.
+    let screen = term.screen();
+    let call = screen.find("? shell echo hi > made.txt").unwrap();
+    assert!(call < screen.find("Allow?").unwrap(), "{screen}");
     term.type_line("y");
     term.wait_for("Made it.");
     assert_eq!(h.read("made.txt"), "hi\n");

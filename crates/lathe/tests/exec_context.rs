@@ -1,12 +1,11 @@
 //! `lathe exec` on a long session: the conversation is kept inside the model's window by
 //! shortening old tool results first, each to a one-line summary that keeps its artifact id.
 
-mod agent_harness;
-
 use serde_json::json;
 
-use agent_harness::*;
 use lathe_testkit::Script;
+
+use crate::agent_harness::*;
 
 const READS: usize = 8;
 

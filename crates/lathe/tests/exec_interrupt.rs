@@ -1,15 +1,14 @@
 //! `lathe exec` stopped by the user: the first Ctrl-C (SIGINT) stops the run and kills its
 //! running command, and the run ends as stopped with exit 1.
 
-mod agent_harness;
-
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use agent_harness::*;
 use lathe_testkit::Script;
+
+use crate::agent_harness::*;
 
 const DEADLINE: Duration = Duration::from_secs(60);
 

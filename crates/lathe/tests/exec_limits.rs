@@ -1,12 +1,11 @@
 //! `lathe exec` where the run does not simply finish: denials, the turn limit, the repeat guard,
 //! the nudge.
 
-mod agent_harness;
-
 use serde_json::json;
 
-use agent_harness::*;
 use lathe_testkit::Script;
+
+use crate::agent_harness::*;
 
 #[test]
 fn without_a_terminal_a_call_that_would_ask_is_denied_and_the_model_told() {

@@ -1,11 +1,10 @@
 //! `lathe exec` with several calls in one turn, and sessions afterwards.
 
-mod agent_harness;
-
 use serde_json::json;
 
-use agent_harness::*;
 use lathe_testkit::Script;
+
+use crate::agent_harness::*;
 
 #[test]
 fn read_only_calls_of_one_turn_run_together_and_results_keep_call_order() {

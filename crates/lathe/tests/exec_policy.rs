@@ -1,11 +1,10 @@
 //! `lathe exec` with the safety policy: modes, command analysis and `[permissions]` rules.
 
-mod agent_harness;
-
 use serde_json::json;
 
-use agent_harness::*;
 use lathe_testkit::Script;
+
+use crate::agent_harness::*;
 
 fn shell(command: &str) -> lathe_testkit::Response {
     reply()

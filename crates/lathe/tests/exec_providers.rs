@@ -1,13 +1,12 @@
 //! `lathe exec` against an OpenAI-compatible server, and configured through the environment.
 
-mod agent_harness;
-
 use std::process::Stdio;
 
 use serde_json::json;
 
-use agent_harness::*;
 use lathe_testkit::{Script, openai};
+
+use crate::agent_harness::*;
 
 #[test]
 fn an_openai_compatible_server_with_streamed_tool_calls() {

@@ -1,12 +1,11 @@
 //! `lathe exec` and the sandbox: a call that asks for `sandbox: false` always needs approval, and
 //! so does every command where Landlock is missing unless the configuration says `run`.
 
-mod agent_harness;
-
 use serde_json::{Value, json};
 
-use agent_harness::*;
 use lathe_testkit::Script;
+
+use crate::agent_harness::*;
 
 fn shell(args: Value) -> lathe_testkit::Response {
     reply().tool_call("shell", args).done()

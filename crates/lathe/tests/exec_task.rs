@@ -1,12 +1,11 @@
 //! `lathe exec` end to end: the real binary, the scripted model server over real HTTP, a
 //! temporary workspace and data directory.
 
-mod agent_harness;
-
 use serde_json::{Value, json};
 
-use agent_harness::*;
 use lathe_testkit::Script;
+
+use crate::agent_harness::*;
 
 fn read_edit_run_script() -> Script {
     Script::new()

@@ -7,15 +7,14 @@
 //! pass; each other one says why it does not apply. A scenario in neither (a newer suite) fails
 //! the test, so it gets looked at.
 
-mod mcp_support;
-
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use mcp_support::Fixture;
 use serde_json::Value;
+
+use crate::mcp_support::Fixture;
 
 /// Scenarios that apply, and must pass.
 const APPLY: &[&str] = &[

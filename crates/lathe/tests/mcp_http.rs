@@ -1,12 +1,11 @@
 //! `lathe mcp --listen`: the address checks and the HTTP endpoint, with real processes on
 //! loopback. (The Python SDK scenario `streamable_http` drives MCP itself over HTTP.)
 
-mod mcp_support;
-
-use mcp_support::Fixture;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::mcp_support::Fixture;
 
 const DEADLINE: Duration = Duration::from_secs(30);
 

@@ -3,9 +3,6 @@
 //! A proxy sits between the client and the server, so raw bytes can be written to the server's
 //! stdin and every line it writes can be inspected.
 
-mod mcp_support;
-
-use mcp_support::Fixture;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,6 +16,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::{Mutex, mpsc};
+
+use crate::mcp_support::Fixture;
 
 const DEADLINE: Duration = Duration::from_secs(30);
 

@@ -1,17 +1,14 @@
 //! `lathe mcp --listen` over raw HTTP, as curl would drive it: when sessions end, what a
 //! closed stream means, the protocol's edges, and where a remembered approval applies.
 
-mod mcp_support;
-#[path = "mcp_support/http.rs"]
-mod raw;
-
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mcp_support::Fixture;
-use raw::{open_session, post, request, tool_call};
 use serde_json::{Value, json};
+
+use crate::mcp_support::Fixture;
+use crate::mcp_support::http::{self as raw, open_session, post, request, tool_call};
 
 /// Longest wait for anything that should happen.
 const DEADLINE: Duration = Duration::from_secs(30);

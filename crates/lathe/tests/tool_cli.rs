@@ -112,6 +112,107 @@ fn tool_prints_text_or_json_with_exit_codes() {
     assert!(out.contains("`read_file`"), "{out}");
 }
 
+/// Who approves a call of `lathe tool`: by default the person who ran it (what would ask runs;
+/// deny rules still refuse), with `--approval MODE` nobody (what would ask is refused), as
+/// the agent in that mode decides. One row per case: (flags, tool, arguments, status, a part
+/// of the text).
+#[test]
+fn the_call_you_run_is_its_own_approval_and_deny_rules_still_refuse() {
+    let f = fixture();
+    std::fs::write(f.ws.join(".env"), "TOKEN=1\n").unwrap();
+    std::fs::write(f.ws.join("locked.txt"), "keep\n").unwrap();
+    let config = f.data.join("rules.toml");
+    std::fs::create_dir_all(&f.data).unwrap();
+    std::fs::write(&config, "[permissions]\ndeny = [\"edit(locked.txt)\"]\n").unwrap();
+    let config = config.display().to_string();
+    let write = |path: &str| json!({"path": path, "content": "changed\n"}).to_string();
+    let env = json!({"path": ".env"}).to_string();
+    let rows: [(&[&str], &str, String, &str, &str); 7] = [
+        // a sensitive path would ask: you asked
+        (&[], "read_file", env.clone(), "ok", "TOKEN=1"),
+        (
+            &[],
+            "shell",
+            json!({"command": "cat .env"}).to_string(),
+            "ok",
+            "TOKEN=1",
+        ),
+        // a deny rule refuses whoever calls
+        (
+            &[],
+            "write_file",
+            write("locked.txt"),
+            "denied",
+            "edit(locked.txt)",
+        ),
+        (
+            &["--approval", "full"],
+            "write_file",
+            write("locked.txt"),
+            "denied",
+            "edit(locked.txt)",
+        ),
+        // a mode decides as the agent would, refusing what would ask
+        (
+            &["--approval", "auto"],
+            "read_file",
+            env,
+            "denied",
+            "lathe tool --approval auto",
+        ),
+        (
+            &["--approval", "read-only"],
+            "write_file",
+            write("new.txt"),
+            "denied",
+            "read-only",
+        ),
+        (
+            &["--approval", "auto"],
+            "write_file",
+            write("made.txt"),
+            "ok",
+            "made.txt",
+        ),
+    ];
+    for (flags, tool, arguments, status, says) in rows {
+        let mut args = vec!["--config", &config, "tool", "--json"];
+        args.extend_from_slice(flags);
+        args.extend([tool, &arguments]);
+        let (code, out, err) = run(&f, &args);
+        let what = format!("{flags:?} {tool} {arguments}");
+        let result: Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{what}: {e}: {out}{err}"));
+        assert_eq!(result["status"], status, "{what}: {result}");
+        assert_eq!(code, if status == "ok" { 0 } else { 1 }, "{what}: {result}");
+        let text = result["text"].as_str().unwrap();
+        assert!(text.contains(says), "{what}: {text}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("locked.txt")).unwrap(),
+        "keep\n"
+    );
+    assert!(!f.ws.join("new.txt").exists());
+    assert!(f.ws.join("made.txt").exists());
+
+    // A rule that does not parse is a configuration error, before anything runs.
+    let bad = f.data.join("bad.toml");
+    std::fs::write(&bad, "[permissions]\nallow = [\"shell(\"]\n").unwrap();
+    let bad = bad.display().to_string();
+    let (code, _, err) = run(
+        &f,
+        &[
+            "--config",
+            &bad,
+            "tool",
+            "read_file",
+            r#"{"path": "hello.txt"}"#,
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("[permissions]"), "{err}");
+}
+
 #[test]
 fn tool_reads_arguments_from_stdin() {
     let f = fixture();

@@ -3,15 +3,14 @@
 //! exact file, a changed byte untrusts it, tightening settings always apply; and a command that
 //! plants git hooks, git configuration or `.lathe/` files is reported.
 
-mod agent_harness;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-use agent_harness::{Harness, assert_exit, json_lines, of_type, reply};
 use lathe_testkit::Script;
+
+use crate::agent_harness::{Harness, assert_exit, json_lines, of_type, reply};
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -343,7 +342,9 @@ fn a_background_command_that_plants_a_hook_is_reported_by_a_later_call() {
     git(&f.ws, &["init", "-q", "."]);
     let calls = [
         json!({"name": "shell", "arguments": {"command": "echo x > .git/hooks/post-merge", "background": true}}),
-        json!({"name": "shell", "arguments": {"command": "while [ ! -e .git/hooks/post-merge ]; do sleep 0.02; done"}}),
+        // Until the hook has its content: `>` creates the file before `echo` writes, and a
+        // call that saw it empty would rightly report it created and the next one changed.
+        json!({"name": "shell", "arguments": {"command": "while [ ! -s .git/hooks/post-merge ]; do sleep 0.02; done"}}),
         json!({"name": "list_commands", "arguments": {}}),
     ];
     let mut child = f

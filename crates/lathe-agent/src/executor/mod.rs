@@ -118,7 +118,14 @@ impl Executor {
         let mut executor = Executor {
             provider,
             // Parameter names too, so positional Python-style calls can be mapped.
-            names: Arc::new(ToolNames::from_definitions(&tools)),
+            // and the tools' aliases (`bash` for `shell`), resolved as the registry does.
+            names: Arc::new(ToolNames::from_definitions(&tools).with_aliases(
+                registry.definitions().flat_map(|d| {
+                    d.aliases
+                        .iter()
+                        .map(move |alias| (alias.as_str(), d.name.as_str()))
+                }),
+            )),
             tools,
             history: Vec::new(),
             context: ContextWindow::new(window),
@@ -174,6 +181,16 @@ impl Executor {
         self.config.model = model.into();
     }
 
+    /// How it runs.
+    pub fn config(&self) -> &ExecutorConfig {
+        &self.config
+    }
+
+    /// Where its events go.
+    pub fn sink(&self) -> &EventSink {
+        &self.sink
+    }
+
     /// The tool runner (its gate switches approval modes).
     pub fn runner(&self) -> &Arc<ToolRunner> {
         &self.runner
@@ -185,6 +202,7 @@ impl Executor {
     }
 
     /// Runs `task` until the model is done, a limit is hit, an error ends it, or `cancel` fires.
+    /// When it returns, every event of the run has been stored and shown.
     pub async fn run(&mut self, task: &str, cancel: &CancellationToken) -> RunOutcome {
         self.set_status(SessionStatus::Running);
         self.push(Message::user(task));
@@ -269,6 +287,8 @@ impl Executor {
             RunStatus::Failed => SessionStatus::Failed,
             RunStatus::Stopped => SessionStatus::Interrupted,
         });
+        // Whoever reads the store or writes to the terminal after a run sees all of it.
+        self.sink.flush().await;
         RunOutcome {
             status,
             turns,
@@ -421,10 +441,6 @@ impl Executor {
     }
 
     fn set_status(&self, status: SessionStatus) {
-        if let (Some(store), Some(id)) = (self.sink.store(), self.sink.session())
-            && let Err(err) = store.update_session_status(&id, status)
-        {
-            tracing::warn!("cannot update the status of session {id}: {err}");
-        }
+        self.sink.update_status(status);
     }
 }

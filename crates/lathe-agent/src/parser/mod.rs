@@ -110,11 +110,8 @@ pub enum Resolution {
         /// As the model wrote it.
         written: String,
     },
-    /// No such tool; the closest real ones, best first.
-    Unknown {
-        /// The closest real tool names.
-        suggestions: Vec<String>,
-    },
+    /// No such tool (the registry's answer names the closest).
+    Unknown,
 }
 
 /// One call, native or recovered.
@@ -153,7 +150,7 @@ impl ParsedCall {
 
     /// Whether the name is not a real tool.
     pub fn is_unknown(&self) -> bool {
-        matches!(self.resolution, Resolution::Unknown { .. })
+        matches!(self.resolution, Resolution::Unknown)
     }
 }
 
@@ -243,54 +240,19 @@ pub(crate) fn resolve_name(written: &str, names: &ToolNames) -> (String, Resolut
                 written: written.to_string(),
             },
         ),
-        NameMatch::Unknown(suggestions) => (
-            written.trim().to_string(),
-            Resolution::Unknown { suggestions },
-        ),
+        NameMatch::Unknown => (written.trim().to_string(), Resolution::Unknown),
     }
 }
 
-/// Tools whose calls carry file content that must not be written half.
-const WRITING_TOOLS: &[&str] = &["write_file", "edit_file", "ast_edit"];
-/// Argument names that carry file content.
-const CONTENT_KEYS: &[&str] = &["content", "new_string", "edits", "rewrite", "patch", "text"];
-
-/// The answer for a call that writes content and was cut off: it must not run. `None` for
-/// every other call.
-pub fn refuse_truncated_write(call: &ParsedCall) -> Option<String> {
-    if !call.is_truncated() {
-        return None;
-    }
-    let writes = WRITING_TOOLS.contains(&call.name.as_str())
-        || call
-            .arguments
-            .as_object()
-            .is_some_and(|a| a.keys().any(|k| CONTENT_KEYS.contains(&k.as_str())));
-    writes.then(|| {
+/// The answer for a call that was cut off and would change something (as its tool says for
+/// its input: `changes`): it must not run. `None` for every other call.
+pub fn refuse_truncated_write(call: &ParsedCall, changes: bool) -> Option<String> {
+    (call.is_truncated() && changes).then(|| {
         format!(
-            "your {} call was cut off before it ended (the reply hit the output limit), so nothing was written. \
+            "your {} call was cut off before it ended (the reply hit the output limit), so it did not run. \
              Send the call again in full; for a long file, write a first part with write_file and add the rest \
              with edit_file in further calls.",
             call.name
-        )
-    })
-}
-
-/// The answer for a call to a tool that does not exist, naming the closest real ones.
-pub fn unknown_tool_message(call: &ParsedCall) -> Option<String> {
-    let Resolution::Unknown { suggestions } = &call.resolution else {
-        return None;
-    };
-    Some(if suggestions.is_empty() {
-        format!(
-            "unknown tool '{}': there are no tools in this session",
-            call.name
-        )
-    } else {
-        format!(
-            "unknown tool '{}'. The closest tools are: {}. Call one of them.",
-            call.name,
-            suggestions.join(", ")
         )
     })
 }
@@ -323,36 +285,27 @@ mod tests {
     #[test]
     fn truncated_writes_are_refused_other_calls_are_not() {
         let cut = vec![Repair::Truncated { in_string: true }];
-        let msg = refuse_truncated_write(&call(
-            "write_file",
-            json!({"path": "a", "content": "x"}),
-            cut.clone(),
-        ));
+        let msg = refuse_truncated_write(
+            &call(
+                "write_file",
+                json!({"path": "a", "content": "x"}),
+                cut.clone(),
+            ),
+            true,
+        );
         assert!(msg.unwrap().contains("cut off"));
         assert!(
-            refuse_truncated_write(&call("deploy", json!({"content": "x"}), cut.clone())).is_some()
-        );
-        assert!(
-            refuse_truncated_write(&call("read_file", json!({"path": "a"}), cut.clone())).is_none()
-        );
-        assert!(
-            refuse_truncated_write(&call("write_file", json!({}), vec![Repair::Unbalanced]))
+            refuse_truncated_write(&call("read_file", json!({"path": "a"}), cut.clone()), false)
                 .is_none()
         );
-        assert!(refuse_truncated_write(&call("write_file", json!({}), vec![])).is_none());
-    }
-
-    #[test]
-    fn unknown_tools_name_the_closest() {
-        let mut c = call("raed_file", json!({}), vec![]);
-        assert!(unknown_tool_message(&c).is_none());
-        c.resolution = Resolution::Unknown {
-            suggestions: vec!["read_file".into(), "grep".into()],
-        };
-        assert_eq!(
-            unknown_tool_message(&c).unwrap(),
-            "unknown tool 'raed_file'. The closest tools are: read_file, grep. Call one of them."
+        assert!(
+            refuse_truncated_write(
+                &call("write_file", json!({}), vec![Repair::Unbalanced]),
+                true
+            )
+            .is_none()
         );
+        assert!(refuse_truncated_write(&call("write_file", json!({}), vec![]), true).is_none());
     }
 
     #[test]
@@ -372,7 +325,7 @@ mod tests {
         );
         assert_eq!(c.arguments, json!({"path": "a", "content": "ab"}));
         assert!(c.is_truncated());
-        assert!(refuse_truncated_write(&c).is_some());
+        assert!(refuse_truncated_write(&c, true).is_some());
         let c = resolve_native(ToolCall::new("nope", Value::Null), &names);
         assert!(c.is_unknown());
         assert_eq!(c.arguments, json!({}));

@@ -17,9 +17,6 @@ const NAMESPACES: &[&str] = &[
     "api.",
 ];
 
-/// How many close names an unknown-tool answer lists.
-const SUGGESTIONS: usize = 3;
-
 /// The names (and parameter names) of the tools the model may call.
 #[derive(Debug, Clone, Default)]
 pub struct ToolNames {
@@ -36,8 +33,8 @@ pub enum NameMatch {
     Exact(String),
     /// A real name after normalising case, `_`, `-`, `.` and namespaces.
     Normalised(String),
-    /// No tool by that name; the closest real names, best first.
-    Unknown(Vec<String>),
+    /// No tool by that name (the registry answers the model, naming the closest).
+    Unknown,
 }
 
 impl ToolNames {
@@ -96,6 +93,24 @@ impl ToolNames {
         self.params.push(params);
     }
 
+    /// Adds other names for the tools (`bash` for `shell`: the registry's aliases), as
+    /// `(alias, tool)` pairs; an alias resolves like a normalised name. Names win over aliases.
+    pub fn with_aliases<I, A, T>(mut self, aliases: I) -> Self
+    where
+        I: IntoIterator<Item = (A, T)>,
+        A: AsRef<str>,
+        T: AsRef<str>,
+    {
+        for (alias, tool) in aliases {
+            if let Some(index) = self.names.iter().position(|n| n == tool.as_ref()) {
+                self.normalised
+                    .entry(fold_name(alias.as_ref()))
+                    .or_insert(index);
+            }
+        }
+        self
+    }
+
     /// Whether there are no tools.
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
@@ -121,7 +136,7 @@ impl ToolNames {
         match self.lookup(written) {
             Some((name, true)) => NameMatch::Exact(name),
             Some((name, false)) => NameMatch::Normalised(name),
-            None => NameMatch::Unknown(self.closest(written)),
+            None => NameMatch::Unknown,
         }
     }
 
@@ -151,22 +166,6 @@ impl ToolNames {
         self.normalised
             .get(&fold_name(written))
             .map(|&i| self.names[i].clone())
-    }
-
-    /// The real names closest to `written`, best first.
-    pub fn closest(&self, written: &str) -> Vec<String> {
-        let target = fold_name(written);
-        let mut scored: Vec<(f64, &String)> = self
-            .names
-            .iter()
-            .map(|n| (strsim::jaro_winkler(&target, &fold_name(n)), n))
-            .collect();
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
-        scored
-            .into_iter()
-            .take(SUGGESTIONS)
-            .map(|(_, n)| n.clone())
-            .collect()
     }
 
     /// How alike `written` is to the closest real name, from 0 to 1.
@@ -219,22 +218,24 @@ mod tests {
     }
 
     #[test]
-    fn unknown_names_get_the_closest_real_ones() {
+    fn unknown_names_stay_unknown_and_aliases_resolve() {
         let n = names();
-        match n.resolve("raed_file") {
-            NameMatch::Unknown(s) => assert_eq!(s[0], "read_file"),
-            other => panic!("{other:?}"),
-        }
-        match n.resolve("run_shell_command") {
-            NameMatch::Unknown(s) => assert!(s.contains(&"shell".to_string()), "{s:?}"),
-            other => panic!("{other:?}"),
-        }
+        assert_eq!(n.resolve("raed_file"), NameMatch::Unknown);
+        assert_eq!(n.resolve("run_shell_command"), NameMatch::Unknown);
+        let n = n.with_aliases([("run_shell_command", "shell"), ("cat", "nope")]);
+        assert_eq!(
+            n.resolve("run_shell_command"),
+            NameMatch::Normalised("shell".into())
+        );
+        assert_eq!(
+            n.resolve("RunShellCommand"),
+            NameMatch::Normalised("shell".into())
+        );
+        // An alias of a tool this session does not have is no name.
+        assert_eq!(n.resolve("cat"), NameMatch::Unknown);
         assert!(n.similarity("raed_file") > 0.7);
         assert!(n.similarity("my-app") < 0.5);
-        assert_eq!(
-            ToolNames::default().resolve("x"),
-            NameMatch::Unknown(vec![])
-        );
+        assert_eq!(ToolNames::default().resolve("x"), NameMatch::Unknown);
     }
 
     #[test]

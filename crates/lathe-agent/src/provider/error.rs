@@ -83,7 +83,7 @@ fn unknown_model_message(model: &str, url: &str, available: &[String]) -> String
         )
     } else {
         format!(
-            "model '{model}' is not on the model server at {url}; it has: {} (pass one with --model, or pull it)",
+            "model '{model}' is not on the model server at {url}; it has: {} (use one of these, or pull it)",
             available.join(", ")
         )
     }

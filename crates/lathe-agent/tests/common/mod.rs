@@ -1,6 +1,5 @@
 //! Shared by the provider tests: tool definitions, a provider per server, and a helper that
 //! runs one request to its end.
-#![allow(dead_code)]
 
 use lathe_agent::events::Event;
 use lathe_agent::parser::ToolNames;
@@ -130,4 +129,18 @@ pub fn dead_url() -> String {
     let port = listener.local_addr().expect("addr").port();
     drop(listener);
     format!("http://127.0.0.1:{port}")
+}
+
+/// Whether the call would change something, as its tool says for its input (the runner asks the
+/// same of the registry before refusing a cut-off call).
+pub fn changes(call: &lathe_agent::parser::ParsedCall) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = lathe_tools::Workspace::new(dir.path()).unwrap();
+    let session =
+        lathe_tools::Session::new(workspace, Default::default(), dir.path().join(".state"))
+            .unwrap();
+    lathe_tools::Registry::builtin()
+        .prepare(&call.name, call.arguments.clone(), &session)
+        .map(|prepared| !prepared.only_reads())
+        .unwrap_or(true)
 }

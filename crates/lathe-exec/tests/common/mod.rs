@@ -1,6 +1,5 @@
 //! Helpers shared by the integration tests: supervisors in temporary directories, unique
 //! markers for the processes a test starts, and a `/proc` scan that finds them.
-#![allow(dead_code)]
 
 pub mod sandbox;
 

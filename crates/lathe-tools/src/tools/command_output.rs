@@ -4,8 +4,10 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
-use crate::tools::shell::{IdArg, commands, exec_error, parse_id, status_meta};
+use crate::session::Session;
+use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tools::shell::{IdArg, command_meta, commands, exec_error, parse_id, text};
+use crate::tools::text::title;
 
 /// Characters of a result kept for the header and the notes around the bytes of a page.
 const PAGE_MARGIN: usize = 600;
@@ -49,6 +51,15 @@ impl Tool for CommandOutputTool {
         ToolKind::Read
     }
 
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        let _ = (input, session);
+        vec![Effect::OwnState { changes: false }]
+    }
+
+    fn title(&self, input: &Self::Input) -> String {
+        title(Self::NAME, &input.id.as_written())
+    }
+
     async fn run(&self, input: CommandOutputInput, ctx: ToolContext) -> ToolOutput {
         let id = match parse_id(&input.id) {
             Ok(id) => id,
@@ -84,11 +95,10 @@ impl Tool for CommandOutputTool {
                 Ok(result) => result,
                 Err(error) => return exec_error(error),
             };
-            result.fit(budget.saturating_sub(100).max(MIN_PAGE));
+            text::fit_search(&mut result, budget.saturating_sub(100).max(MIN_PAGE));
             let lines: Vec<u64> = result.matches.iter().map(|m| m.line).collect();
-            let mut output = ToolOutput::ok(result.to_text())
-                .with_meta("command_id", id.0)
-                .with_meta("status", status_meta(result.status))
+            let mut output = ToolOutput::ok(text::search(&result))
+                .with_command(command_meta(id, result.status))
                 .with_meta("total_matches", result.total_matches)
                 .with_meta("lines", lines);
             if let Some(next) = result.next_offset {
@@ -105,15 +115,12 @@ impl Tool for CommandOutputTool {
             Ok(page) => page,
             Err(error) => return exec_error(error),
         };
-        let mut text = page.to_text();
+        let mut shown = text::page(&page);
         if wanted > fits && page.more() {
-            text.push_str(&format!(
-                "\n[the page was limited to {fits} bytes to fit the result budget]"
-            ));
+            shown.push_str(&text::page_limited(fits));
         }
-        let mut output = ToolOutput::ok(text)
-            .with_meta("command_id", id.0)
-            .with_meta("status", status_meta(page.status))
+        let mut output = ToolOutput::ok(shown)
+            .with_command(command_meta(id, page.status))
             .with_meta("offset", page.offset)
             .with_meta("end", page.end())
             .with_meta("available", page.available)

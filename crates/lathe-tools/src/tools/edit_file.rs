@@ -1,5 +1,10 @@
 //! `edit_file`: replace text in one file, exactly or by a named tolerant strategy, all edits or
 //! none, keeping line endings, BOM, final newline and permissions.
+//!
+//! The tool plans ([`Tool::plan`]): matching and encoding happen before the call is approved,
+//! and [`Plan::apply`] writes the bytes that were matched, after checking that the file is still
+//! what was read. The approval prompt, the result and the recorded change therefore show the
+//! diff of what is written, even after a tolerant match.
 
 mod apply;
 mod closest;
@@ -9,15 +14,17 @@ mod indent;
 mod matching;
 
 use std::io::{self, Read};
-use std::sync::Arc;
 
 use nix::fcntl::OFlag;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::session::Session;
-use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use crate::meta::MAX_CHANGE_DIFF_LINES;
+use crate::session::{FileStamp, Session};
+use crate::tool::{
+    Effect, FileChange, Plan, PlannedWrite, Tool, ToolContext, ToolKind, ToolOutput, run_planned,
+};
 use crate::tools::suggest;
 use crate::tools::text::{self, binary_kind, human_size};
 use crate::workspace::Access;
@@ -27,7 +34,8 @@ pub use matching::Strategy;
 
 /// Files larger than this are not loaded for editing.
 pub const MAX_EDIT_BYTES: u64 = 32 * 1024 * 1024;
-/// The diff in the result is cut after this many lines.
+/// The diff in the model's result is cut after this many lines (the recorded change keeps
+/// [`MAX_CHANGE_DIFF_LINES`]).
 const MAX_DIFF_LINES: usize = 80;
 
 /// Replace text in a file: `old_string` becomes `new_string`.
@@ -69,6 +77,16 @@ pub struct EditFileTool;
 
 impl Tool for EditFileTool {
     const NAME: &'static str = "edit_file";
+    const ALIASES: &'static [&'static str] = &[
+        "edit",
+        "str_replace",
+        "str_replace_editor",
+        "replace",
+        "replace_in_file",
+        "multi_edit",
+        "file_edit",
+        "edit_files",
+    ];
     // Matched literally first, then unescaped (see `matching::find`): the repair the argument
     // layer would make is one of the strategies here, tried only when the text as given fails.
     const RAW_STRINGS: &'static [&'static str] = &["old_string", "new_string"];
@@ -78,26 +96,36 @@ impl Tool for EditFileTool {
         ToolKind::Edit
     }
 
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        let _ = session;
+        vec![Effect::Edit {
+            path: input.path.clone(),
+        }]
+    }
+
+    fn title(&self, input: &Self::Input) -> String {
+        text::title(Self::NAME, &input.path)
+    }
+
+    fn plan(&self, input: &Self::Input, session: &Session) -> Option<Result<Plan, ToolOutput>> {
+        Some(plan_edit(session, input))
+    }
+
     async fn run(&self, input: EditFileInput, ctx: ToolContext) -> ToolOutput {
-        let session = Arc::clone(&ctx.session);
-        tokio::task::spawn_blocking(move || edit(&session, input))
-            .await
-            .unwrap_or_else(|err| {
-                ToolOutput::error(format!("edit_file stopped unexpectedly: {err}"))
-            })
+        run_planned(self, input, ctx).await
     }
 }
 
 /// The edits a call asks for, or the model-facing reason the call is malformed.
-fn collect_edits(input: EditFileInput) -> Result<Vec<EditInput>, String> {
-    match (input.old_string, input.new_string, input.edits) {
+fn collect_edits(input: &EditFileInput) -> Result<Vec<EditInput>, String> {
+    match (&input.old_string, &input.new_string, &input.edits) {
         (Some(_), _, Some(edits)) | (_, Some(_), Some(edits)) if !edits.is_empty() => Err(
             "give either old_string/new_string or edits, not both; put every change in edits"
                 .to_owned(),
         ),
         (Some(old_string), Some(new_string), _) => Ok(vec![EditInput {
-            old_string,
-            new_string,
+            old_string: old_string.clone(),
+            new_string: new_string.clone(),
             replace_all: input.replace_all,
         }]),
         (Some(_), None, _) => Err(
@@ -108,65 +136,53 @@ fn collect_edits(input: EditFileInput) -> Result<Vec<EditInput>, String> {
             "old_string is missing: give the exact text to replace (copy it from read_file)"
                 .to_owned(),
         ),
-        (None, None, Some(edits)) if !edits.is_empty() => Ok(edits),
+        (None, None, Some(edits)) if !edits.is_empty() => Ok(edits.clone()),
         (None, None, _) => Err(
             "nothing to edit: give old_string and new_string, or a non-empty edits list".to_owned(),
         ),
     }
 }
 
-fn edit(session: &Session, input: EditFileInput) -> ToolOutput {
-    let path = input.path.clone();
-    let edits = match collect_edits(input) {
-        Ok(edits) => edits,
-        Err(message) => return ToolOutput::error(message),
-    };
-    if let Some(message) = text::names_a_directory(&path) {
-        return ToolOutput::error(message);
+/// Everything `edit_file` does up to the write: resolve, read, check for staleness, match,
+/// encode, diff. The plan writes the file only when the edits change its bytes.
+fn plan_edit(session: &Session, input: &EditFileInput) -> Result<Plan, ToolOutput> {
+    let edits = collect_edits(input).map_err(ToolOutput::error)?;
+    if let Some(message) = text::names_a_directory(&input.path) {
+        return Err(ToolOutput::error(message));
     }
     let workspace = session.workspace();
-    let resolved = match workspace.resolve(&path, Access::Write) {
-        Ok(resolved) => resolved,
-        Err(err) => return ToolOutput::error(err.to_string()),
-    };
+    let resolved = workspace
+        .resolve(&input.path, Access::Write)
+        .map_err(|err| ToolOutput::error(err.to_string()))?;
     let shown = resolved.shown().to_owned();
+    let refuse = |message: String| ToolOutput::error(message).with_path(shown.clone());
     let existing = match workspace.open(&resolved, OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0) {
-        Ok(mut file) => match read_editable(&mut file, &shown) {
-            Ok(bytes) => Some(bytes),
-            Err(message) => return ToolOutput::error(message).with_meta("path", shown),
-        },
+        Ok(mut file) => Some(read_editable(&mut file, &shown).map_err(refuse)?),
         Err(err)
             if err.kind() == io::ErrorKind::NotFound
                 || err.raw_os_error() == Some(libc::ENOTDIR) =>
         {
             if !edits[0].old_string.is_empty() {
                 let similar = suggest::similar_paths(workspace, resolved.abs(), 3);
-                return ToolOutput::error(format!(
+                return Err(refuse(format!(
                     "{shown} does not exist.{} To create a file, use write_file (or edit_file with an empty old_string).",
                     suggest::did_you_mean(&similar)
                 ))
-                .with_meta("path", shown)
-                .with_meta("suggestions", similar);
+                .with_meta("suggestions", similar));
             }
             None
         }
-        Err(err) => {
-            return ToolOutput::error(format!("cannot read {shown}: {err}"))
-                .with_meta("path", shown);
-        }
+        Err(err) => return Err(refuse(format!("cannot read {shown}: {err}"))),
     };
     let (document, before) = match &existing {
         Some(bytes) => {
-            if let Err(message) = session.check_unchanged(resolved.abs(), bytes, &shown) {
-                return ToolOutput::error(message).with_meta("path", shown);
-            }
-            match document::Document::decode(bytes) {
-                Ok(doc) => {
-                    let text = doc.text.clone();
-                    (doc, Some(text))
-                }
-                Err(reason) => return ToolOutput::error(format!("cannot edit {shown}: {reason}")),
-            }
+            session
+                .check_unchanged(resolved.abs(), bytes, &shown)
+                .map_err(refuse)?;
+            let doc = document::Document::decode(bytes)
+                .map_err(|reason| refuse(format!("cannot edit {shown}: {reason}")))?;
+            let text = doc.text.clone();
+            (doc, Some(text))
         }
         None => (
             document::Document {
@@ -177,28 +193,24 @@ fn edit(session: &Session, input: EditFileInput) -> ToolOutput {
             None,
         ),
     };
-    let outcome = match apply_edits(before.as_deref(), &edits) {
-        Ok(outcome) => outcome,
-        Err(err) => {
-            return ToolOutput::error(err.message(&shown, edits.len())).with_meta("path", shown);
-        }
-    };
+    let outcome = apply_edits(before.as_deref(), &edits)
+        .map_err(|err| refuse(err.message(&shown, edits.len())))?;
     let bytes = document.encode(&outcome.text);
     if existing.as_deref() == Some(bytes.as_slice()) {
-        return ToolOutput::ok(format!(
-            "{shown} is unchanged: the edits cancel each other out, so nothing was written."
-        ))
-        .with_meta("path", shown)
-        .with_meta("added", 0)
-        .with_meta("removed", 0);
+        // Nothing to write, so nothing changes: the result names the file and records no
+        // change (a change of +0 -0 would claim a write that did not happen).
+        return Ok(Plan::nothing(
+            ToolOutput::ok(format!(
+                "{shown} is unchanged: the edits cancel each other out, so nothing was written."
+            ))
+            .with_path(shown),
+        ));
     }
-    if let Err(err) = workspace.write_atomic(&resolved, &bytes, 0o666) {
-        return ToolOutput::error(format!("cannot write {shown}: {err}")).with_meta("path", shown);
-    }
-    session.record_file(resolved.abs(), &bytes);
+    // Diffed as the matcher sees the text (`\r\n` as `\n`, no BOM), so the diff reads the same
+    // whatever the file's line endings; the bytes written keep them.
     let old_view = document::View::of(before.as_deref().unwrap_or("")).text;
     let new_view = document::View::of(&outcome.text).text;
-    let diff = text::diff(&old_view, &new_view, &shown, 3, MAX_DIFF_LINES);
+    let diff = text::UnifiedDiff::new(&old_view, &new_view, &shown, 3);
     let mut message = match &before {
         None => format!("Created {shown} (+{} -{}).", diff.added, diff.removed),
         Some(_) => format!(
@@ -208,26 +220,40 @@ fn edit(session: &Session, input: EditFileInput) -> ToolOutput {
             outcome.summary()
         ),
     };
-    if !diff.unified.is_empty() {
+    let shown_diff = diff.cut(MAX_DIFF_LINES);
+    if !shown_diff.is_empty() {
         message.push('\n');
-        message.push_str(&diff.unified);
+        message.push_str(&shown_diff);
     }
     let strategies: Vec<&str> = outcome
         .reports
         .iter()
         .filter_map(|r| r.strategy.map(Strategy::name))
         .collect();
-    ToolOutput::ok(message)
-        .with_meta("path", shown)
-        .with_meta("created", before.is_none())
-        .with_meta("added", diff.added)
-        .with_meta("removed", diff.removed)
+    let output = ToolOutput::ok(message)
         .with_meta(
             "replacements",
             outcome.reports.iter().map(|r| r.count).sum::<usize>(),
         )
-        .with_meta("strategies", json!(strategies))
-        .with_meta("diff", diff.unified)
+        .with_meta("strategies", json!(strategies));
+    let change = FileChange {
+        path: shown,
+        created: before.is_none(),
+        deleted: false,
+        added: diff.added as u64,
+        removed: diff.removed as u64,
+        diff: diff.cut(MAX_CHANGE_DIFF_LINES),
+    };
+    Ok(Plan {
+        writes: vec![PlannedWrite {
+            target: resolved,
+            before: existing.as_deref().map(FileStamp::of),
+            content: bytes,
+            new_mode: 0o666,
+            change,
+        }],
+        output,
+    })
 }
 
 /// Reads a file that is about to be edited, or says why it cannot be edited.

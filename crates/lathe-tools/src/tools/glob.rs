@@ -16,8 +16,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::budget::group;
-use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use crate::session::Session;
+use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::search_walk::{self, Problems, SearchRoot, WalkSpec, plural};
+use crate::tools::text::{self, in_path};
 use crate::workspace::changed_under_walk;
 
 /// Paths listed unless `limit` says otherwise.
@@ -71,10 +73,23 @@ pub enum GlobSort {
 
 impl Tool for GlobTool {
     const NAME: &'static str = "glob";
+    const ALIASES: &'static [&'static str] =
+        &["find_files", "file_search", "glob_files", "glob_search"];
     type Input = GlobInput;
 
     fn kind(&self) -> ToolKind {
         ToolKind::Read
+    }
+
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        let _ = session;
+        vec![Effect::Read {
+            path: input.path.clone().unwrap_or_else(|| ".".to_owned()),
+        }]
+    }
+
+    fn title(&self, input: &Self::Input) -> String {
+        text::title(Self::NAME, &in_path(&input.pattern, &input.path))
     }
 
     async fn run(&self, input: GlobInput, ctx: ToolContext) -> ToolOutput {
@@ -269,7 +284,9 @@ fn execute(input: &GlobInput, ctx: &ToolContext, stop: &search_walk::Stop) -> To
         any_case.sort_unstable_by(|a, b| search_walk::path_order(a, b));
         any_case.truncate(EXAMPLES);
         let text = nothing_found(input, &root, &walk, &patterns, &any_case, ctx, stop);
-        return with_notes(text, None, problems).with_meta("files", 0);
+        return with_notes(text, None, problems)
+            .with_meta("files", 0)
+            .with_found("0 files");
     }
     let limit = match input.limit {
         None => DEFAULT_LIMIT,
@@ -308,6 +325,7 @@ fn execute(input: &GlobInput, ctx: &ToolContext, stop: &search_walk::Stop) -> To
         )
     });
     with_notes(text, summary, problems)
+        .with_found(plural(total, "file", "files"))
         .with_meta("files", total)
         .with_meta("shown", shown)
 }

@@ -16,8 +16,10 @@ mod search;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use crate::session::Session;
+use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::search_walk::{self, WalkSpec, plural};
+use crate::tools::text::{self, in_path};
 
 use pattern::PatternFlags;
 use report::Report;
@@ -138,10 +140,35 @@ impl JsonSchema for StringList {
 
 impl Tool for GrepTool {
     const NAME: &'static str = "grep";
+    const ALIASES: &'static [&'static str] = &[
+        "search",
+        "rg",
+        "ripgrep",
+        "grep_search",
+        "search_files",
+        "find_in_files",
+        "code_search",
+        "search_code",
+    ];
     type Input = GrepInput;
 
     fn kind(&self) -> ToolKind {
         ToolKind::Read
+    }
+
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        let _ = session;
+        vec![Effect::Read {
+            path: input.path.clone().unwrap_or_else(|| ".".to_owned()),
+        }]
+    }
+
+    fn title(&self, input: &Self::Input) -> String {
+        // Quoted: a pattern's spaces and escapes are part of it, and a newline stays on the line.
+        text::title(
+            Self::NAME,
+            &in_path(&format!("{:?}", input.pattern), &input.path),
+        )
     }
 
     async fn run(&self, input: GrepInput, ctx: ToolContext) -> ToolOutput {

@@ -5,8 +5,10 @@ use serde::Deserialize;
 
 use lathe_exec::KillOutcome;
 
-use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
-use crate::tools::shell::{IdArg, commands, exec_error, parse_id, status_meta};
+use crate::session::Session;
+use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tools::shell::{IdArg, command_meta, commands, exec_error, parse_id, text};
+use crate::tools::text::title;
 
 /// The `kill_command` tool.
 #[derive(Debug, Default, Clone, Copy)]
@@ -29,6 +31,16 @@ impl Tool for KillCommandTool {
         ToolKind::Session
     }
 
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        let _ = (input, session);
+        // Stops one of the session's own background commands, nothing else.
+        vec![Effect::OwnState { changes: true }]
+    }
+
+    fn title(&self, input: &Self::Input) -> String {
+        title(Self::NAME, &input.id.as_written())
+    }
+
     async fn run(&self, input: KillCommandInput, ctx: ToolContext) -> ToolOutput {
         let id = match parse_id(&input.id) {
             Ok(id) => id,
@@ -45,9 +57,8 @@ impl Tool for KillCommandTool {
                     KillOutcome::Killed { status, .. } => (*status, true),
                     KillOutcome::AlreadyFinished { status, .. } => (*status, false),
                 };
-                ToolOutput::ok(outcome.to_text())
-                    .with_meta("command_id", id.0)
-                    .with_meta("status", status_meta(status))
+                ToolOutput::ok(text::kill(&outcome))
+                    .with_command(command_meta(id, status))
                     .with_meta("was_running", was_running)
             }
             Err(error) => exec_error(error),

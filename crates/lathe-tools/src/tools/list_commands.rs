@@ -4,8 +4,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
-use crate::tools::shell::{commands, status_meta};
+use crate::session::Session;
+use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tools::shell::{command_state, commands, text};
 
 /// The `list_commands` tool.
 #[derive(Debug, Default, Clone, Copy)]
@@ -25,6 +26,11 @@ impl Tool for ListCommandsTool {
         ToolKind::Read
     }
 
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        let _ = (input, session);
+        vec![Effect::OwnState { changes: false }]
+    }
+
     async fn run(&self, _input: ListCommandsInput, ctx: ToolContext) -> ToolOutput {
         let commands = commands(&ctx.session);
         let supervisor = match commands.supervisor() {
@@ -38,7 +44,7 @@ impl Tool for ListCommandsTool {
                 json!({
                     "id": c.id.0,
                     "command": c.command,
-                    "status": status_meta(c.status),
+                    "status": command_state(c.status),
                     "runtime_ms": c.runtime.as_millis() as u64,
                     "bytes": c.output_bytes,
                     "lines": c.output_lines,
@@ -46,6 +52,6 @@ impl Tool for ListCommandsTool {
                 })
             })
             .collect();
-        ToolOutput::ok(lathe_exec::render_list(&list)).with_meta("commands", rows)
+        ToolOutput::ok(text::list(&list)).with_meta("commands", rows)
     }
 }

@@ -10,9 +10,9 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::session::Session;
-use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::suggest;
-use crate::tools::text::group;
+use crate::tools::text::{self, group};
 use crate::workspace::{Access, Beneath};
 
 /// Levels listed when the call gives no `depth`.
@@ -43,10 +43,23 @@ pub struct ListFilesTool;
 
 impl Tool for ListFilesTool {
     const NAME: &'static str = "list_files";
+    const ALIASES: &'static [&'static str] =
+        &["ls", "list_dir", "list_directory", "tree", "dir", "list"];
     type Input = ListFilesInput;
 
     fn kind(&self) -> ToolKind {
         ToolKind::Read
+    }
+
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        let _ = session;
+        vec![Effect::Read {
+            path: input.path.clone().unwrap_or_else(|| ".".to_owned()),
+        }]
+    }
+
+    fn title(&self, input: &Self::Input) -> String {
+        text::title(Self::NAME, input.path.as_deref().unwrap_or(""))
     }
 
     async fn run(&self, input: ListFilesInput, ctx: ToolContext) -> ToolOutput {
@@ -116,7 +129,7 @@ fn list(session: &Session, input: &ListFilesInput, cancel: &CancellationToken) -
             return ToolOutput::error(format!(
                 "{shown} is a file, not a directory; use read_file with path=\"{shown}\" to read it"
             ))
-            .with_meta("path", shown);
+            .with_path(shown);
         }
         Err(err)
             if err.kind() == io::ErrorKind::NotFound
@@ -127,12 +140,11 @@ fn list(session: &Session, input: &ListFilesInput, cancel: &CancellationToken) -
                 "{shown} does not exist.{} Use list_files on a parent directory to see what is there.",
                 suggest::did_you_mean(&similar)
             ))
-            .with_meta("path", shown)
+            .with_path(shown)
             .with_meta("suggestions", similar);
         }
         Err(err) => {
-            return ToolOutput::error(format!("cannot list {shown}: {err}"))
-                .with_meta("path", shown);
+            return ToolOutput::error(format!("cannot list {shown}: {err}")).with_path(shown);
         }
     }
     let walk = match walk(resolved.abs(), &workspace.beneath(), depth, cancel) {
@@ -231,9 +243,10 @@ fn render(shown: &str, walk: &Walk, limit: usize) -> ToolOutput {
             text.push_str(&format!(" {} entries could not be read.", walk.unreadable));
         }
         return ToolOutput::ok(text)
-            .with_meta("path", shown)
+            .with_path(shown)
             .with_meta("entries", 0)
-            .with_meta("total", 0);
+            .with_meta("total", 0)
+            .with_found("0 entries");
     }
     // Shallow entries first, so a cut keeps the overview; every kept entry's parent is kept too,
     // because it is shallower.
@@ -285,7 +298,12 @@ fn render(shown: &str, walk: &Walk, limit: usize) -> ToolOutput {
         ));
     }
     ToolOutput::ok(text)
-        .with_meta("path", shown)
+        .with_path(shown)
+        .with_found(crate::tools::search_walk::plural(
+            chosen.len(),
+            "entry",
+            "entries",
+        ))
         .with_meta("entries", chosen.len())
         .with_meta("total", total)
         .with_meta("truncated", left_out > 0)

@@ -13,9 +13,9 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::session::Session;
-use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tool::{Effect, LineRange, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::tools::suggest;
-use crate::tools::text::{binary_kind, group, human_size, shell_quote};
+use crate::tools::text::{self, binary_kind, group, human_size, shell_quote};
 use crate::workspace::{Access, ResolvedPath};
 
 /// Lines shown when the call gives no `limit`.
@@ -49,10 +49,35 @@ pub struct ReadFileTool;
 
 impl Tool for ReadFileTool {
     const NAME: &'static str = "read_file";
+    const ALIASES: &'static [&'static str] = &[
+        "cat",
+        "read",
+        "view",
+        "open_file",
+        "view_file",
+        "read_files",
+        "file_read",
+    ];
     type Input = ReadFileInput;
 
     fn kind(&self) -> ToolKind {
         ToolKind::Read
+    }
+
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        let _ = session;
+        vec![Effect::Read {
+            path: input.path.clone(),
+        }]
+    }
+
+    fn title(&self, input: &Self::Input) -> String {
+        match input.offset {
+            Some(offset) if offset > 1 => {
+                text::title(Self::NAME, &format!("{} (from line {offset})", input.path))
+            }
+            _ => text::title(Self::NAME, &input.path),
+        }
     }
 
     async fn run(&self, input: ReadFileInput, ctx: ToolContext) -> ToolOutput {
@@ -104,13 +129,13 @@ fn read(session: &Session, input: &ReadFileInput, cancel: &CancellationToken) ->
         return ToolOutput::error(format!(
             "{shown} is a directory, not a file; use list_files with path=\"{shown}\" to see what it holds"
         ))
-        .with_meta("path", shown);
+        .with_path(shown);
     }
     if !meta.is_file() {
         return ToolOutput::error(format!(
             "{shown} is not a regular file (a device, FIFO or socket); read_file reads regular files only"
         ))
-        .with_meta("path", shown);
+        .with_path(shown);
     }
     let prefix = match read_prefix(&mut file, SNIFF_BYTES) {
         Ok(prefix) => prefix,
@@ -122,7 +147,7 @@ fn read(session: &Session, input: &ReadFileInput, cancel: &CancellationToken) ->
              Use the shell (e.g. `file` or `xxd | head`) to inspect it.",
             human_size(meta.len())
         ))
-        .with_meta("path", shown)
+        .with_path(shown)
         .with_meta("binary", true)
         .with_meta("bytes", meta.len());
     }
@@ -157,10 +182,10 @@ fn open_error(session: &Session, resolved: &ResolvedPath, err: &io::Error) -> To
             "{shown} does not exist.{} Use list_files to see which files there are.",
             suggest::did_you_mean(&similar)
         ))
-        .with_meta("path", shown)
+        .with_path(shown)
         .with_meta("suggestions", similar);
     }
-    ToolOutput::error(format!("cannot read {shown}: {err}")).with_meta("path", shown)
+    ToolOutput::error(format!("cannot read {shown}: {err}")).with_path(shown)
 }
 
 /// Reads up to `max` bytes (fewer only at end of file).
@@ -174,7 +199,7 @@ fn render(shown: &str, offset: u64, scan: &scan::Scan) -> ToolOutput {
     let total = scan.total_lines;
     if total == 0 {
         return ToolOutput::ok(format!("{shown} is empty ({}).", human_size(scan.bytes)))
-            .with_meta("path", shown)
+            .with_path(shown)
             .with_meta("total_lines", 0)
             .with_meta("bytes", scan.bytes);
     }
@@ -184,7 +209,7 @@ fn render(shown: &str, offset: u64, scan: &scan::Scan) -> ToolOutput {
              use an offset from 1 to {total}",
             if total == 1 { "" } else { "s" }
         ))
-        .with_meta("path", shown)
+        .with_path(shown)
         .with_meta("total_lines", total);
     };
     let mut text = String::with_capacity(scan.lines.iter().map(|l| l.text.len() + 10).sum());
@@ -253,7 +278,12 @@ fn render(shown: &str, offset: u64, scan: &scan::Scan) -> ToolOutput {
         }
     }
     ToolOutput::ok(text)
-        .with_meta("path", shown)
+        .with_path(shown)
+        .with_lines(LineRange {
+            first: a,
+            last: b,
+            total: Some(total),
+        })
         .with_meta("offset", a)
         .with_meta("end", b)
         .with_meta("total_lines", total)

@@ -1,8 +1,9 @@
 //! `shell`: run a command with `bash -c` in its own process group, with a head/tail preview of
 //! its output, the full output kept as an artifact, a soft timeout that moves it to the
 //! background, and a whole-tree kill on cancellation. The process supervision itself is
-//! `lathe-exec`; this file is the model-facing side and the session's command state, which
-//! `command_output`, `list_commands` and `kill_command` share.
+//! `lathe-exec`, which returns data; this file is the tool and the session's command state,
+//! which `command_output`, `list_commands` and `kill_command` share, and the `text` module
+//! words what all four tell the model.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,13 +16,17 @@ use lathe_exec::{
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::session::Session;
-use crate::tool::{ProgressSink, Tool, ToolContext, ToolKind, ToolOutput, ToolProgress};
+use crate::tool::{
+    CommandMeta, CommandState, Effect, ProgressSink, Tool, ToolContext, ToolKind, ToolOutput,
+    ToolProgress,
+};
+use crate::tools::text::title;
 use crate::workspace::Access;
 
 mod sandbox;
+pub(crate) mod text;
 
 pub use sandbox::{
     FORCE_UNAVAILABLE_ENV, SandboxStatus, UnavailableMode, runs_outside_sandbox_unchosen,
@@ -186,23 +191,19 @@ pub(crate) fn parse_id(id: &IdArg) -> Result<CommandId, String> {
     match id {
         IdArg::Number(n) => Ok(CommandId(*n)),
         // The schema says string, so a negative number arrives as text.
-        IdArg::Text(text) if text.trim().starts_with('-') => Err(format!(
-            "parameter `id` cannot be {}: command ids are positive numbers such as 3, as \
-             `shell` or `list_commands` gave them",
-            text.trim()
-        )),
+        IdArg::Text(given) if given.trim().starts_with('-') => Err(text::negative_id(given.trim())),
         // A whole float (`1.0`) as text: the id it names.
-        IdArg::Text(text)
-            if text
+        IdArg::Text(given)
+            if given
                 .trim()
                 .parse::<f64>()
                 .is_ok_and(|f| f.fract() == 0.0 && (0.0..9.0e15).contains(&f)) =>
         {
             Ok(CommandId(
-                text.trim().parse::<f64>().unwrap_or_default() as u64
+                given.trim().parse::<f64>().unwrap_or_default() as u64
             ))
         }
-        IdArg::Text(text) => text.parse::<CommandId>().map_err(|e| e.to_string()),
+        IdArg::Text(given) => given.parse::<CommandId>().map_err(|e| text::error(&e)),
     }
 }
 
@@ -231,23 +232,41 @@ impl JsonSchema for IdArg {
     }
 }
 
-/// Metadata shared by the command tools' results.
-pub(crate) fn status_meta(status: CommandStatus) -> Value {
-    match status {
-        CommandStatus::Running => json!({"state": "running"}),
-        CommandStatus::Exited { code } => json!({"state": "exited", "exit_code": code}),
-        CommandStatus::Signaled { signal } => json!({"state": "signaled", "signal": signal}),
-        CommandStatus::Killed { .. } => json!({"state": "killed", "label": status.label()}),
-        CommandStatus::TimedOut { limit } => {
-            json!({"state": "timed_out", "limit_seconds": limit.as_secs_f64()})
+impl IdArg {
+    /// The id as the call wrote it, for a title.
+    pub(crate) fn as_written(&self) -> String {
+        match self {
+            IdArg::Number(n) => n.to_string(),
+            IdArg::Text(text) => text.clone(),
         }
     }
 }
 
-/// An `ExecError` as a tool result: the model-facing ones say what to do; the others are
+/// A command's status as the command tools' results report it.
+pub(crate) fn command_state(status: CommandStatus) -> CommandState {
+    match status {
+        CommandStatus::Running => CommandState::Running,
+        CommandStatus::Exited { code } => CommandState::Exited { exit_code: code },
+        CommandStatus::Signaled { signal } => CommandState::Signaled { signal },
+        CommandStatus::Killed { .. } => CommandState::Killed {
+            label: status.label(),
+        },
+        CommandStatus::TimedOut { limit } => CommandState::TimedOut { limit },
+    }
+}
+
+/// The command a result is about, for its metadata.
+pub(crate) fn command_meta(id: CommandId, status: CommandStatus) -> CommandMeta {
+    CommandMeta {
+        id: id.0,
+        status: command_state(status),
+    }
+}
+
+/// An `ExecError` as a tool result: the ones the model can fix say what to do; the others are
 /// faults, reported as errors too (the model cannot fix them but must know the call failed).
 pub(crate) fn exec_error(error: ExecError) -> ToolOutput {
-    ToolOutput::error(error.to_string())
+    ToolOutput::error(text::error(&error))
 }
 
 /// The `shell` tool.
@@ -300,10 +319,38 @@ fn default_true() -> bool {
 
 impl Tool for ShellTool {
     const NAME: &'static str = "shell";
+    const ALIASES: &'static [&'static str] = &[
+        "bash",
+        "sh",
+        "run",
+        "exec",
+        "execute",
+        "execute_command",
+        "run_command",
+        "terminal",
+        "command",
+        "cmd",
+        "run_shell_command",
+        "shell_command",
+        "run_terminal_cmd",
+        "execute_bash",
+    ];
     type Input = ShellInput;
 
     fn kind(&self) -> ToolKind {
         ToolKind::Execute
+    }
+
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        vec![Effect::Command {
+            command: input.command.clone(),
+            cwd: input.cwd.clone(),
+            outside_sandbox: sandbox::outside_sandbox_unchosen(session, input.sandbox),
+        }]
+    }
+
+    fn title(&self, input: &Self::Input) -> String {
+        title(Self::NAME, &input.command)
     }
 
     async fn run(&self, input: ShellInput, ctx: ToolContext) -> ToolOutput {
@@ -385,13 +432,9 @@ impl Tool for ShellTool {
             }));
         }
         let mut output = match supervisor.run(spec, &ctx.cancel).await {
-            Ok(report) => report_output(&report),
+            Ok(report) => report_output(&report, unsandboxed),
             Err(error) => return exec_error(error),
         };
-        if let Some(label) = unsandboxed {
-            let end = output.text.find('\n').unwrap_or(output.text.len());
-            output.text.insert_str(end, &format!(" | {label}"));
-        }
         if let Some(notice) = sandbox.take_notice() {
             if !output.text.ends_with('\n') {
                 output.text.push('\n');
@@ -402,11 +445,11 @@ impl Tool for ShellTool {
     }
 }
 
-/// The tool result for a report: its text, and metadata for interfaces.
-pub(crate) fn report_output(report: &CommandReport) -> ToolOutput {
-    let mut output = ToolOutput::ok(report.to_text())
-        .with_meta("command_id", report.id.0)
-        .with_meta("status", status_meta(report.status))
+/// The tool result for a report: its text (with why it ran unsandboxed, if it did), and
+/// metadata for interfaces.
+fn report_output(report: &CommandReport, unsandboxed: Option<&str>) -> ToolOutput {
+    let mut output = ToolOutput::ok(text::report(report, unsandboxed))
+        .with_command(command_meta(report.id, report.status))
         .with_meta("wall_ms", report.wall_time.as_millis() as u64)
         .with_meta("bytes", report.total_bytes)
         .with_meta("lines", report.total_lines)
@@ -456,10 +499,7 @@ impl LiveOutput {
             if state.window_start.elapsed() >= LIVE_WINDOW {
                 if state.skipped > 0 {
                     events.push(ToolProgress::Status {
-                        message: format!(
-                            "{} bytes of output not shown live (the result and command_output have them)",
-                            state.skipped
-                        ),
+                        message: text::not_shown_live(state.skipped),
                     });
                 }
                 state.window_start = Instant::now();
@@ -494,6 +534,7 @@ impl LiveOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn live_output_keeps_characters_whole_and_caps_the_flow() {

@@ -118,20 +118,100 @@ pub fn names_a_directory(path: &str) -> Option<String> {
     })
 }
 
-/// Line counts of a change, and its unified diff.
+/// The most characters of an argument (a path, a command line, a pattern) a tool's title shows.
+pub const TITLE_ARG_CHARS: usize = 100;
+
+/// A tool's title: its name and what the call works on (`read_file src/main.rs`), on one line
+/// (see [`one_line`]) with the subject cut at [`TITLE_ARG_CHARS`]; only the name when the
+/// subject is blank.
+pub fn title(name: &str, subject: &str) -> String {
+    let subject = one_line(subject, TITLE_ARG_CHARS);
+    if subject.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{name} {subject}")
+    }
+}
+
+/// A title's subject for a search: `what in path`, or only `what` when the path is the
+/// workspace root (not given, blank or `.`).
+pub fn in_path(what: &str, path: &Option<String>) -> String {
+    match path.as_deref().map(str::trim) {
+        Some(path) if !path.is_empty() && path != "." => format!("{what} in {path}"),
+        _ => what.to_owned(),
+    }
+}
+
+/// `text` as one line for a title: its first non-blank line (with ` …` when more follow), cut
+/// to `max_chars` characters (with `…`).
+pub fn one_line(text: &str, max_chars: usize) -> String {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("");
+    let mut line = match first.char_indices().nth(max_chars) {
+        Some((i, _)) => format!("{}…", &first[..i]),
+        None => first.to_owned(),
+    };
+    if lines.next().is_some() {
+        line.push_str(" …");
+    }
+    line
+}
+
+/// A change's unified diff and its line counts, computed once and cut to as many lines as each
+/// reader keeps: the model's result shows a short cut, the recorded
+/// [`FileChange`](crate::FileChange) a long one, and both come from the same diff.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct DiffSummary {
+pub struct UnifiedDiff {
     /// Lines added.
     pub added: usize,
     /// Lines removed.
     pub removed: usize,
-    /// The unified diff, cut to the requested number of lines (with a note saying so).
-    pub unified: String,
+    /// The whole diff.
+    full: String,
+}
+
+impl UnifiedDiff {
+    /// The diff of `old` -> `new` labelled `a/{shown}` and `b/{shown}`, with `context` lines
+    /// around each change; empty when they are equal.
+    pub fn new(old: &str, new: &str, shown: &str, context: usize) -> UnifiedDiff {
+        let text_diff = line_diff(old, new);
+        let (added, removed) = count_changes(&text_diff);
+        let full = text_diff
+            .unified_diff()
+            .context_radius(context)
+            .header(&format!("a/{shown}"), &format!("b/{shown}"))
+            .to_string();
+        UnifiedDiff {
+            added,
+            removed,
+            full,
+        }
+    }
+
+    /// The diff cut after `max_lines` lines, with a last line saying how many more there were.
+    pub fn cut(&self, max_lines: usize) -> String {
+        let total_lines = self.full.lines().count();
+        if total_lines <= max_lines {
+            return self.full.clone();
+        }
+        let mut cut: String = self.full.split_inclusive('\n').take(max_lines).collect();
+        if !cut.ends_with('\n') {
+            cut.push('\n');
+        }
+        cut.push_str(&format!(
+            "... (diff cut: {} more lines; read the file to see the rest)\n",
+            total_lines - max_lines
+        ));
+        cut
+    }
 }
 
 /// Counts added and removed lines between `old` and `new`.
 pub fn diff_counts(old: &str, new: &str) -> (usize, usize) {
-    let diff = line_diff(old, new);
+    count_changes(&line_diff(old, new))
+}
+
+fn count_changes(diff: &TextDiff<'_, '_, str>) -> (usize, usize) {
     let mut added = 0;
     let mut removed = 0;
     for change in diff.iter_all_changes() {
@@ -142,37 +222,6 @@ pub fn diff_counts(old: &str, new: &str) -> (usize, usize) {
         }
     }
     (added, removed)
-}
-
-/// The unified diff of `old` -> `new` labelled with `shown`, with `context` lines around each
-/// change, cut after `max_lines` lines, and its counts.
-pub fn diff(old: &str, new: &str, shown: &str, context: usize, max_lines: usize) -> DiffSummary {
-    let text_diff = line_diff(old, new);
-    let (added, removed) = diff_counts(old, new);
-    let full = text_diff
-        .unified_diff()
-        .context_radius(context)
-        .header(&format!("a/{shown}"), &format!("b/{shown}"))
-        .to_string();
-    let total_lines = full.lines().count();
-    let unified = if total_lines > max_lines {
-        let mut cut: String = full.split_inclusive('\n').take(max_lines).collect();
-        if !cut.ends_with('\n') {
-            cut.push('\n');
-        }
-        cut.push_str(&format!(
-            "... (diff cut: {} more lines; read the file to see the rest)\n",
-            total_lines - max_lines
-        ));
-        cut
-    } else {
-        full
-    };
-    DiffSummary {
-        added,
-        removed,
-        unified,
-    }
 }
 
 fn line_diff<'a>(old: &'a str, new: &'a str) -> TextDiff<'a, 'a, str> {
@@ -252,19 +301,32 @@ mod tests {
     }
 
     #[test]
+    fn titles_are_one_line_with_the_subject_cut() {
+        assert_eq!(title("shell", "cargo test"), "shell cargo test");
+        assert_eq!(title("shell", "\n  make\nmake install\n"), "shell make …");
+        assert_eq!(title("list_files", "  "), "list_files");
+        let long = title("shell", &"x".repeat(300));
+        assert_eq!(long.chars().count(), "shell ".len() + TITLE_ARG_CHARS + 1);
+        assert!(long.ends_with('…'));
+        assert_eq!(in_path("*.rs", &Some("src".into())), "*.rs in src");
+        assert_eq!(in_path("*.rs", &Some(".".into())), "*.rs");
+        assert_eq!(in_path("*.rs", &None), "*.rs");
+    }
+
+    #[test]
     fn diff_counts_and_cuts() {
         let old = "a\nb\nc\n";
         let new = "a\nB\nc\nd\n";
-        let summary = diff(old, new, "f.txt", 3, 100);
-        assert_eq!((summary.added, summary.removed), (2, 1));
-        assert!(
-            summary.unified.starts_with("--- a/f.txt\n+++ b/f.txt\n@@"),
-            "{}",
-            summary.unified
-        );
-        assert!(summary.unified.contains("-b\n+B\n"), "{}", summary.unified);
-        let cut = diff(old, new, "f.txt", 3, 3);
-        assert!(cut.unified.contains("diff cut: "), "{}", cut.unified);
-        assert_eq!(cut.unified.lines().count(), 4);
+        let diff = UnifiedDiff::new(old, new, "f.txt", 3);
+        assert_eq!((diff.added, diff.removed), (2, 1));
+        assert_eq!(diff_counts(old, new), (2, 1));
+        let whole = diff.cut(100);
+        assert!(whole.starts_with("--- a/f.txt\n+++ b/f.txt\n@@"), "{whole}");
+        assert!(whole.contains("-b\n+B\n"), "{whole}");
+        let cut = diff.cut(3);
+        assert!(cut.contains("diff cut: "), "{cut}");
+        assert_eq!(cut.lines().count(), 4);
+        assert!(whole.starts_with(cut.lines().next().unwrap()));
+        assert_eq!(UnifiedDiff::new(old, old, "f.txt", 3).cut(10), "");
     }
 }

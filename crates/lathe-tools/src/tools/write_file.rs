@@ -1,21 +1,30 @@
 //! `write_file`: create a file or replace all of its content, atomically.
+//!
+//! The tool plans ([`Tool::plan`]): what is there is read (streamed past 32 MiB), checked for
+//! staleness, counted and diffed before the call is approved; [`Plan::apply`] writes the content
+//! after checking the file is still what was read.
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::sync::Arc;
 
 use nix::fcntl::OFlag;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::session::{Session, StampBuilder};
-use crate::tool::{Tool, ToolContext, ToolKind, ToolOutput};
-use crate::tools::text::{self, count_newlines, line_count};
+use crate::meta::MAX_CHANGE_DIFF_LINES;
+use crate::session::{FileStamp, Session, StampBuilder};
+use crate::tool::{
+    Effect, FileChange, Plan, PlannedWrite, Tool, ToolContext, ToolKind, ToolOutput, run_planned,
+};
+use crate::tools::text::{self, UnifiedDiff, binary_kind, count_newlines, line_count};
 use crate::workspace::Access;
 
-/// An existing file up to this size is loaded to count the changed lines exactly; a larger one
-/// is streamed (its lines all count as removed).
-const MAX_DIFF_BYTES: u64 = 32 * 1024 * 1024;
+/// An existing file up to this size is loaded to count the changed lines exactly and diff them;
+/// a larger one is streamed (its lines all count as removed). New content larger than this is
+/// counted but not diffed.
+pub const MAX_DIFF_BYTES: u64 = 32 * 1024 * 1024;
+/// How much of the start of some content decides whether it is binary (no diff is shown).
+const SNIFF_BYTES: usize = 8192;
 
 /// Write a whole file: create it, or replace all of its content.
 ///
@@ -36,19 +45,36 @@ pub struct WriteFileTool;
 
 impl Tool for WriteFileTool {
     const NAME: &'static str = "write_file";
+    const ALIASES: &'static [&'static str] = &[
+        "write",
+        "create_file",
+        "save_file",
+        "file_write",
+        "write_to_file",
+    ];
     type Input = WriteFileInput;
 
     fn kind(&self) -> ToolKind {
         ToolKind::Edit
     }
 
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        let _ = session;
+        vec![Effect::Write {
+            path: input.path.clone(),
+        }]
+    }
+
+    fn title(&self, input: &Self::Input) -> String {
+        text::title(Self::NAME, &input.path)
+    }
+
+    fn plan(&self, input: &Self::Input, session: &Session) -> Option<Result<Plan, ToolOutput>> {
+        Some(plan_write(session, input))
+    }
+
     async fn run(&self, input: WriteFileInput, ctx: ToolContext) -> ToolOutput {
-        let session = Arc::clone(&ctx.session);
-        tokio::task::spawn_blocking(move || write(&session, &input))
-            .await
-            .unwrap_or_else(|err| {
-                ToolOutput::error(format!("write_file stopped unexpectedly: {err}"))
-            })
+        run_planned(self, input, ctx).await
     }
 }
 
@@ -56,88 +82,126 @@ impl Tool for WriteFileTool {
 enum Previous {
     /// Nothing: the file is new.
     None,
-    /// The old text (lossy), for exact line counts.
-    Text(String),
+    /// The old text (lossy), for exact line counts and the diff; `binary` when it is not text
+    /// (no diff is shown for it).
+    Text {
+        /// The text.
+        text: String,
+        /// It looks binary.
+        binary: bool,
+    },
     /// Too large to load: only its line count.
     Lines(u64),
 }
 
-fn write(session: &Session, input: &WriteFileInput) -> ToolOutput {
+/// Everything `write_file` does up to the write: resolve, read what is there (streamed when it
+/// is large), check for staleness, count and diff.
+fn plan_write(session: &Session, input: &WriteFileInput) -> Result<Plan, ToolOutput> {
     if let Some(message) = text::names_a_directory(&input.path) {
-        return ToolOutput::error(message);
+        return Err(ToolOutput::error(message));
     }
     let workspace = session.workspace();
-    let resolved = match workspace.resolve(&input.path, Access::Write) {
-        Ok(resolved) => resolved,
-        Err(err) => return ToolOutput::error(err.to_string()),
-    };
+    let resolved = workspace
+        .resolve(&input.path, Access::Write)
+        .map_err(|err| ToolOutput::error(err.to_string()))?;
     let shown = resolved.shown().to_owned();
-    let previous = match workspace.open(&resolved, OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0) {
-        Ok(mut file) => match read_previous(&mut file, session, &resolved, &shown) {
-            Ok(previous) => previous,
-            Err(message) => return ToolOutput::error(message).with_meta("path", shown),
-        },
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Previous::None,
+    let refuse = |message: String| ToolOutput::error(message).with_path(shown.clone());
+    let (previous, before) = match workspace.open(&resolved, OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0)
+    {
+        Ok(mut file) => {
+            let (previous, stamp) =
+                read_previous(&mut file, session, &resolved, &shown).map_err(refuse)?;
+            (previous, Some(stamp))
+        }
+        Err(err) if err.kind() == io::ErrorKind::NotFound => (Previous::None, None),
         Err(err) if err.raw_os_error() == Some(libc::ENOTDIR) => {
-            return ToolOutput::error(format!(
+            return Err(refuse(format!(
                 "cannot create {shown}: a part of its directory path is a file, not a directory"
-            ))
-            .with_meta("path", shown);
+            )));
         }
         Err(err) if err.raw_os_error() == Some(libc::ENAMETOOLONG) => {
-            return ToolOutput::error(format!(
+            return Err(refuse(format!(
                 "cannot write {shown}: a file or directory name may be at most 255 bytes, and a \
                  path at most 4096; use a shorter name"
-            ))
-            .with_meta("path", shown);
+            )));
         }
         Err(err) => {
-            return ToolOutput::error(format!(
+            return Err(refuse(format!(
                 "cannot write {shown}: reading what it holds now failed: {err}"
-            ))
-            .with_meta("path", shown);
+            )));
         }
     };
-    let bytes = input.content.as_bytes();
-    if let Err(err) = workspace.write_atomic(&resolved, bytes, 0o666) {
-        let reason = match err.raw_os_error() {
-            Some(libc::ENOTDIR) => {
-                "a part of its directory path is a file, not a directory".to_owned()
-            }
-            _ => err.to_string(),
-        };
-        return ToolOutput::error(format!("cannot write {shown}: {reason}"))
-            .with_meta("path", shown);
-    }
-    session.record_file(resolved.abs(), bytes);
-    let (verb, added, removed, note) = match &previous {
-        Previous::None => ("Created", line_count(&input.content), 0, ""),
-        Previous::Text(old) => {
-            let (added, removed) = text::diff_counts(old, &input.content);
+    let content = &input.content;
+    let bytes = content.as_bytes();
+    // The diff is of text people can read: not of binary data, not past the size a diff is
+    // worked out for (the counts are exact all the same).
+    let diffable = bytes.len() as u64 <= MAX_DIFF_BYTES
+        && binary_kind(&bytes[..bytes.len().min(SNIFF_BYTES)]).is_none();
+    let (verb, added, removed, diff, note) = match &previous {
+        Previous::None if diffable => {
+            let diff = UnifiedDiff::new("", content, &shown, 3);
+            (
+                "Created",
+                line_count(content),
+                0,
+                diff.cut(MAX_CHANGE_DIFF_LINES),
+                "",
+            )
+        }
+        Previous::None => ("Created", line_count(content), 0, String::new(), ""),
+        Previous::Text { text: old, binary } => {
             let note = if old.as_bytes() == bytes {
                 ": the content was already the same"
             } else {
                 ""
             };
-            ("Overwrote", added, removed, note)
+            if diffable && !binary {
+                let diff = UnifiedDiff::new(old, content, &shown, 3);
+                let cut = diff.cut(MAX_CHANGE_DIFF_LINES);
+                ("Overwrote", diff.added, diff.removed, cut, note)
+            } else {
+                let (added, removed) = text::diff_counts(old, content);
+                ("Overwrote", added, removed, String::new(), note)
+            }
         }
-        Previous::Lines(lines) => ("Overwrote", line_count(&input.content), *lines as usize, ""),
+        Previous::Lines(lines) => (
+            "Overwrote",
+            line_count(content),
+            *lines as usize,
+            String::new(),
+            "",
+        ),
     };
-    ToolOutput::ok(format!("{verb} {shown} (+{added} -{removed}{note})."))
-        .with_meta("path", shown)
-        .with_meta("created", matches!(previous, Previous::None))
-        .with_meta("added", added)
-        .with_meta("removed", removed)
-        .with_meta("bytes", bytes.len())
+    let output = ToolOutput::ok(format!("{verb} {shown} (+{added} -{removed}{note})."))
+        .with_meta("bytes", bytes.len());
+    let change = FileChange {
+        created: matches!(previous, Previous::None),
+        path: shown,
+        deleted: false,
+        added: added as u64,
+        removed: removed as u64,
+        diff,
+    };
+    Ok(Plan {
+        writes: vec![PlannedWrite {
+            target: resolved,
+            before,
+            content: bytes.to_vec(),
+            new_mode: 0o666,
+            change,
+        }],
+        output,
+    })
 }
 
-/// Reads the file about to be overwritten and applies the staleness check.
+/// Reads the file about to be overwritten and applies the staleness check; returns what it
+/// holds and its stamp (which the write checks again just before replacing it).
 fn read_previous(
     file: &mut File,
     session: &Session,
     resolved: &crate::workspace::ResolvedPath,
     shown: &str,
-) -> Result<Previous, String> {
+) -> Result<(Previous, FileStamp), String> {
     let meta = file
         .metadata()
         .map_err(|err| format!("cannot read {shown}: {err}"))?;
@@ -156,7 +220,11 @@ fn read_previous(
         file.read_to_end(&mut bytes)
             .map_err(|err| format!("cannot read {shown}: {err}"))?;
         session.check_unchanged(resolved.abs(), &bytes, shown)?;
-        return Ok(Previous::Text(String::from_utf8_lossy(&bytes).into_owned()));
+        let previous = Previous::Text {
+            binary: binary_kind(&bytes[..bytes.len().min(SNIFF_BYTES)]).is_some(),
+            text: String::from_utf8_lossy(&bytes).into_owned(),
+        };
+        return Ok((previous, FileStamp::of(&bytes)));
     }
     let mut stamp = StampBuilder::new(meta.len());
     let mut newlines = 0u64;
@@ -174,13 +242,11 @@ fn read_previous(
         last = Some(buf[n - 1]);
     }
     let lines = newlines + u64::from(last.is_some_and(|b| b != b'\n'));
-    match stamp.finish() {
-        Some(current) => session.check_unchanged_stamp(resolved.abs(), current, shown)?,
-        None => {
-            return Err(format!(
-                "{shown} is changing on disk right now; read it again with read_file, then retry"
-            ));
-        }
-    }
-    Ok(Previous::Lines(lines))
+    let Some(current) = stamp.finish() else {
+        return Err(format!(
+            "{shown} is changing on disk right now; read it again with read_file, then retry"
+        ));
+    };
+    session.check_unchanged_stamp(resolved.abs(), current, shown)?;
+    Ok((Previous::Lines(lines), current))
 }

@@ -180,7 +180,7 @@ pub fn after_call(session: &Session, output: &mut ToolOutput) {
         return;
     }
     output.text.push_str(&describe(&changes));
-    output.metadata.insert(
+    output.metadata.extra.insert(
         META_KEY.into(),
         serde_json::to_value(&changes).unwrap_or(Value::Null),
     );

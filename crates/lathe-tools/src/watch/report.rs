@@ -2,7 +2,6 @@
 //! it for the model and for the user.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
 use super::META_KEY;
 
@@ -61,8 +60,9 @@ pub struct Change {
 }
 
 /// The changes a call's result carries in its metadata (none when it has none).
-pub fn changes_in(metadata: &Map<String, Value>) -> Vec<Change> {
+pub fn changes_in(metadata: &crate::Metadata) -> Vec<Change> {
     metadata
+        .extra
         .get(META_KEY)
         .and_then(|value| Vec::<Change>::deserialize(value).ok())
         .unwrap_or_default()

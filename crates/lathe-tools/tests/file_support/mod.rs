@@ -1,11 +1,10 @@
 //! A real temporary workspace for the file tools' tests, with calls through the real registry.
-#![allow(dead_code)]
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lathe_tools::{Registry, Session, ToolConfig, ToolContext, ToolOutput, Workspace};
+use lathe_tools::{Plan, Registry, Session, ToolConfig, ToolContext, ToolOutput, Workspace};
 use serde_json::Value;
 
 /// A workspace in a temporary directory; the session's state and an "outside" directory live
@@ -123,6 +122,25 @@ impl Ws {
             out.text
         );
         out
+    }
+
+    /// Plans a call through the registry, as the dispatcher does before asking for approval;
+    /// `None` when the tool does not plan. Nothing is written.
+    pub fn plan(&self, name: &str, args: Value) -> Option<Result<Plan, ToolOutput>> {
+        let call = self
+            .registry
+            .prepare(name, args.clone(), &self.session)
+            .unwrap_or_else(|out| panic!("{name} {args}: {}", out.text));
+        call.plan(&self.session)
+    }
+
+    /// Plans a call that must plan successfully.
+    pub fn planned(&self, name: &str, args: Value) -> Plan {
+        match self.plan(name, args.clone()) {
+            Some(Ok(plan)) => plan,
+            Some(Err(out)) => panic!("{name} {args} refused: {}", out.text),
+            None => panic!("{name} made no plan"),
+        }
     }
 
     /// Names in a directory (for "no temporary file left behind").

@@ -1,5 +1,4 @@
 //! A real temporary workspace for the search tools' tests, and calls through the real registry.
-#![allow(dead_code)]
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -91,12 +90,6 @@ impl Tree {
     pub async fn grep_ok(&self, args: Value) -> String {
         let out = self.grep(args.clone()).await;
         assert!(!out.is_error, "grep {args} failed: {}", out.text);
-        out.text
-    }
-
-    pub async fn glob_ok(&self, args: Value) -> String {
-        let out = self.glob(args.clone()).await;
-        assert!(!out.is_error, "glob {args} failed: {}", out.text);
         out.text
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use lathe_agent::approval::{ApprovalDecision, ApprovalRequest, Approver};
+use lathe_agent::sink::EventSink;
 
 use super::input::Input;
 use crate::render::Renderer;
@@ -15,12 +16,19 @@ use crate::render::Renderer;
 pub struct TerminalApprover {
     input: Arc<Input>,
     renderer: Arc<Renderer>,
+    sink: EventSink,
 }
 
 impl TerminalApprover {
-    /// An approver reading answers from `input`, pausing `renderer` while it asks.
-    pub fn new(input: Arc<Input>, renderer: Arc<Renderer>) -> Self {
-        TerminalApprover { input, renderer }
+    /// An approver reading answers from `input`, pausing `renderer` while it asks. `sink` is
+    /// the one `renderer` shows the events of: the question waits until the events before it
+    /// (the call, its diff) are on the screen.
+    pub fn new(input: Arc<Input>, renderer: Arc<Renderer>, sink: EventSink) -> Self {
+        TerminalApprover {
+            input,
+            renderer,
+            sink,
+        }
     }
 }
 
@@ -37,6 +45,7 @@ pub fn parse_answer(answer: &str) -> Option<char> {
 impl Approver for TerminalApprover {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
         Box::pin(async move {
+            self.sink.flush().await;
             self.renderer.pause();
             self.input.discard_typed_ahead().await;
             let style = *self.renderer.style();

@@ -2,10 +2,10 @@
 
 use std::io::Write;
 
+use lathe_agent::Agent;
 use lathe_agent::approval::ApprovalMode;
 use lathe_store::{SessionFilter, Store};
 
-use crate::agent_setup::Agent;
 use crate::render::Style;
 use crate::setup::Setup;
 
@@ -81,18 +81,18 @@ pub async fn apply(
             let _ = writeln!(out, "{HELP}");
         }
         Command::Model(None) => {
-            let _ = writeln!(out, "model: {}", agent.executor.model());
+            let _ = writeln!(out, "model: {}", agent.model());
         }
         Command::Model(Some(name)) => {
-            agent.executor.set_model(name.clone());
+            agent.set_model(name.clone());
             let _ = writeln!(out, "{}", style.dim(&format!("model is now {name}")));
         }
         Command::Approval(None) => {
-            let _ = writeln!(out, "approval: {}", agent.gate.mode());
+            let _ = writeln!(out, "approval: {}", agent.gate().mode());
         }
         Command::Approval(Some(mode)) => match mode.parse::<ApprovalMode>() {
             Ok(mode) => {
-                agent.gate.set_mode(mode);
+                agent.gate().set_mode(mode);
                 let _ = writeln!(out, "{}", style.dim(&format!("approval is now {mode}")));
             }
             Err(err) => {

@@ -2,12 +2,15 @@
 //! killed through cancellation), the second exits.
 
 use std::io::Write;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 
-use lathe_store::{SessionId, SessionStatus, Store};
+use lathe_agent::sink::EventSink;
+use lathe_store::SessionStatus;
 use lathe_tools::Session;
 
 /// Exit code after an interrupt, as shells report SIGINT.
@@ -40,18 +43,33 @@ impl Interrupts {
     }
 }
 
+/// How long ending the session waits for the events queued before it to be saved: a second
+/// Ctrl-C means now, and a terminal that stopped reading must not hold the exit up.
+const EXIT_DRAIN: Duration = Duration::from_secs(2);
+
 /// Kills the session's commands (the tool session's shutdown) and marks the stored session
-/// interrupted, so that nothing is left behind and `lathe sessions` tells the truth.
-fn end_interrupted(tools: &Session, store: &Store, id: &SessionId) {
+/// interrupted, after the events emitted so far, so that nothing is left behind and
+/// `lathe sessions` tells the truth.
+fn end_interrupted(tools: &Session, sink: &EventSink) {
     tools.shutdown();
-    if let Err(err) = store.update_session_status(id, SessionStatus::Interrupted) {
+    sink.update_status(SessionStatus::Interrupted);
+    // On the way out a panic of the terminal renderer (raised again by the flush) must not
+    // stop the exit.
+    let saved = catch_unwind(AssertUnwindSafe(|| sink.flush_within(EXIT_DRAIN))).unwrap_or(false);
+    if saved {
+        return;
+    }
+    // The writer is stuck (on a terminal that stopped reading): mark the session directly.
+    if let (Some(store), Some(id)) = (sink.store(), sink.session())
+        && let Err(err) = store.update_session_status(&id, SessionStatus::Interrupted)
+    {
         tracing::warn!("cannot mark session {id} interrupted: {err}");
     }
 }
 
 /// Ends the process at once after a second Ctrl-C, ending the session first.
-pub fn exit_now(tools: &Arc<Session>, store: &Store, id: &SessionId) -> ! {
-    end_interrupted(tools, store, id);
+pub fn exit_now(tools: &Arc<Session>, sink: &EventSink) -> ! {
+    end_interrupted(tools, sink);
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err);
     let _ = err.flush();
@@ -62,12 +80,11 @@ pub fn exit_now(tools: &Arc<Session>, store: &Store, id: &SessionId) -> ! {
 /// `run` is cancelled first, so that the agent asks the model nothing more meanwhile.
 pub fn end_on_termination(
     tools: Arc<Session>,
-    store: Store,
-    id: SessionId,
+    sink: EventSink,
     run: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
     crate::signals::exit_on_termination(move || {
         run.cancel();
-        end_interrupted(&tools, &store, &id);
+        end_interrupted(&tools, &sink);
     })
 }

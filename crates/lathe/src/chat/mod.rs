@@ -15,7 +15,8 @@ use std::sync::Arc;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
-use lathe_agent::sink::stored_history;
+use lathe_agent::Agent;
+use lathe_agent::sink::{EventSink, stored_history};
 use lathe_store::SessionStatus;
 
 use crate::agent_setup::{self, ModelArgs};
@@ -68,22 +69,24 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         None => agent_setup::create_session(&store, &setup, &resolved, &model, None)?,
     };
     let tools = agent_setup::tool_session(&setup, &id)?;
-    let renderer = Renderer::new(OutputMode::Human, Some(Arc::clone(&tools)));
+    let renderer = Renderer::new(OutputMode::Human);
     let input = Arc::new(Input::start());
+    let sink = EventSink::new(store.clone(), id.clone(), renderer.handler());
     let approver = Arc::new(TerminalApprover::new(
         Arc::clone(&input),
         Arc::clone(&renderer),
+        sink.clone(),
     ));
-    let mut agent = agent_setup::agent(
-        &resolved,
-        &setup.config.permissions,
-        Arc::clone(&provider),
-        model.clone(),
-        store.clone(),
-        id.clone(),
-        Arc::clone(&tools),
-        approver,
-        renderer.handler(),
+    let mut agent = agent_setup::build(
+        resolved
+            .configure(Agent::builder(
+                Arc::clone(&provider),
+                model.clone(),
+                Arc::clone(&tools),
+            ))
+            .permissions(setup.config.permissions.clone())
+            .approver(approver)
+            .sink(sink.clone()),
     )?;
     let style = *renderer.style();
     let mut titled = resumed.as_ref().is_some_and(|s| s.title.is_some());
@@ -93,7 +96,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
             .iter()
             .filter(|m| matches!(m, lathe_agent::message::Message::User { .. }))
             .count();
-        agent.executor.resume(history);
+        agent.resume(history);
         say(&style.dim(&format!(
             "resumed session {} ({turns} earlier messages from you)",
             session.id
@@ -101,18 +104,13 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     }
     say(&style.dim(&format!(
         "lathe chat · {model} · approval {} · session {id}\nType a task, /help for commands, Ctrl-C to stop a turn, twice to exit.",
-        agent.gate.mode()
+        agent.gate().mode()
     )));
 
     let mut interrupts = Interrupts::listen();
     // Each turn's cancellation is a child of this one, which a termination signal cancels.
     let terminate = CancellationToken::new();
-    let terminating = end_on_termination(
-        Arc::clone(&tools),
-        store.clone(),
-        id.clone(),
-        terminate.clone(),
-    );
+    let terminating = end_on_termination(Arc::clone(&tools), sink.clone(), terminate.clone());
     let prompt = style.bold("> ");
     // Set by a Ctrl-C (one that stopped a turn, or one at the prompt): the next Ctrl-C, with
     // nothing typed in between, exits. Two presses exit however quickly the turn stopped.
@@ -123,7 +121,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
                 line = input.line(&prompt) => break line,
                 () = interrupts.next() => {
                     if armed {
-                        exit_now(&tools, &store, &id);
+                        exit_now(&tools, &sink);
                     }
                     armed = true;
                     say(&style.dim("\n(press Ctrl-C again to exit, or type /exit)"));
@@ -152,7 +150,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         }
         renderer.reset();
         let cancel = terminate.child_token();
-        let run = agent.executor.run(line, &cancel);
+        let run = agent.run(line, &cancel);
         tokio::pin!(run);
         let mut stopping = false;
         loop {
@@ -160,7 +158,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
                 _ = &mut run => break,
                 () = interrupts.next() => {
                     if stopping {
-                        exit_now(&tools, &store, &id);
+                        exit_now(&tools, &sink);
                     }
                     stopping = true;
                     renderer.pause();

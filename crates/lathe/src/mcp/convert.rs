@@ -18,14 +18,14 @@ pub fn tool(definition: &ToolDefinition) -> Tool {
         _ => Map::from_iter([("type".to_owned(), Value::String("object".to_owned()))]),
     };
     let hints = definition.hints;
-    let title = title(definition.name);
+    let title = title(&definition.name);
     let annotations = ToolAnnotations::with_title(title.clone())
         .read_only(hints.read_only)
         .destructive(!hints.read_only && hints.destructive)
         .idempotent(hints.idempotent)
         .open_world(hints.open_world);
     Tool::new(
-        definition.name,
+        definition.name.clone(),
         definition.description.clone(),
         Arc::new(schema),
     )
@@ -44,7 +44,8 @@ pub fn title(name: &str) -> String {
 }
 
 /// The MCP result for a tool's output: its text as text content, `isError` as the tool said,
-/// and the metadata as `structuredContent` when there is any.
+/// and the metadata's JSON form ([`lathe_tools::Metadata::to_json`]) as `structuredContent`
+/// when there is any.
 pub fn result(output: ToolOutput) -> CallToolResult {
     let content = vec![ContentBlock::text(output.text)];
     let mut result = if output.is_error {
@@ -53,7 +54,7 @@ pub fn result(output: ToolOutput) -> CallToolResult {
         CallToolResult::success(content)
     };
     if !output.metadata.is_empty() {
-        result.structured_content = Some(Value::Object(output.metadata));
+        result.structured_content = Some(Value::Object(output.metadata.to_json()));
     }
     result
 }
@@ -61,17 +62,18 @@ pub fn result(output: ToolOutput) -> CallToolResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lathe_tools::{ToolHints, ToolKind};
+    use lathe_tools::{CommandMeta, CommandState, FileChange, ToolHints, ToolKind};
     use serde_json::json;
 
     fn definition(hints: ToolHints) -> ToolDefinition {
         ToolDefinition {
-            name: "edit_file",
+            name: "edit_file".into(),
             description: "Edits a file.".into(),
             parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            aliases: Vec::new(),
             kind: ToolKind::Edit,
             hints,
-            raw_strings: &[],
+            raw_strings: Vec::new(),
         }
     }
 
@@ -116,9 +118,44 @@ mod tests {
         assert_eq!(plain["isError"], false);
         assert!(plain.get("structuredContent").is_none());
 
-        let failed = ToolOutput::error("no such file").with_meta("path", "a.txt");
+        let failed = ToolOutput::error("no such file").with_path("a.txt");
         let failed = serde_json::to_value(result(failed)).unwrap();
         assert_eq!(failed["isError"], true);
         assert_eq!(failed["structuredContent"], json!({"path": "a.txt"}));
+    }
+
+    /// The typed metadata reaches clients as the flat object of the first cut: a single
+    /// change's path, counts and diff at the top, every change under `changes`, the command's
+    /// id and status; and it reads back as the same metadata.
+    #[test]
+    fn typed_metadata_round_trips_through_structured_content() {
+        let change = FileChange {
+            path: "src/a.rs".into(),
+            created: false,
+            deleted: false,
+            added: 1,
+            removed: 1,
+            diff: "--- a/src/a.rs\n+++ b/src/a.rs\n-one\n+two\n".into(),
+        };
+        let output = ToolOutput::ok("edited")
+            .with_change(change)
+            .with_command(CommandMeta {
+                id: 4,
+                status: CommandState::Running,
+            })
+            .with_meta("replacements", 1);
+        let sent = serde_json::to_value(result(output.clone())).unwrap();
+        let structured = &sent["structuredContent"];
+        assert_eq!(structured["path"], "src/a.rs");
+        assert_eq!(structured["added"], 1);
+        assert_eq!(structured["removed"], 1);
+        assert_eq!(structured["created"], false);
+        assert_eq!(structured["diff"], output.metadata.changes[0].diff);
+        assert_eq!(structured["changes"][0]["path"], "src/a.rs");
+        assert_eq!(structured["command_id"], 4);
+        assert_eq!(structured["status"], json!({"state": "running"}));
+        assert_eq!(structured["replacements"], 1);
+        let back: lathe_tools::Metadata = serde_json::from_value(structured.clone()).unwrap();
+        assert_eq!(back, output.metadata);
     }
 }

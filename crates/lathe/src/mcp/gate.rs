@@ -1,4 +1,4 @@
-//! The safety layer of the MCP server: the agent's own approval gate (`lathe_agent::approval`,
+//! The safety layer of the MCP server: the dispatcher's gate (`lathe_tools::dispatch::Gate`,
 //! deciding with `lathe_policy` from the mode, the `[permissions]` rules, sensitive paths and
 //! command analysis), one per session, so an "allow for the rest of this session" answer
 //! stays with the connection that gave it.
@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lathe_agent::approval::{Gate, Verdict};
 use lathe_policy::{ApprovalMode, PermissionsConfig};
-use lathe_tools::{PreparedCall, Session, ToolDefinition};
+use lathe_tools::dispatch::{Gate, Verdict};
+use lathe_tools::{PreparedCall, Session};
 
 use super::approve::Advice;
 
@@ -70,16 +70,10 @@ impl GateConfig {
 impl GateConfig {
     /// What would let `call` run without asking: adding `rules` to the allow rules, or a
     /// less careful mode (`auto`, then `full`), each tried on its own.
-    pub fn advice(
-        &self,
-        call: &PreparedCall,
-        definition: &ToolDefinition,
-        session: &Session,
-        rules: &[String],
-    ) -> Advice {
+    pub fn advice(&self, call: &PreparedCall, session: &Session, rules: &[String]) -> Advice {
         let allows = |permissions: &PermissionsConfig, mode: ApprovalMode| {
             Gate::with_permissions(permissions, mode, &self.root, self.skip_approvals)
-                .is_ok_and(|gate| gate.check(call, definition, session) == Verdict::Allow)
+                .is_ok_and(|gate| gate.check(call, session) == Verdict::Allow)
         };
         let with_rules = !rules.is_empty() && {
             let mut permissions = self.permissions.clone();
@@ -112,9 +106,8 @@ pub fn of(session: &Session) -> Option<Arc<Gate>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lathe_tools::ToolKind;
-    use lathe_tools::tool::hints_for;
-    use serde_json::json;
+    use lathe_tools::Registry;
+    use serde_json::{Value, json};
 
     fn session(dir: &Path) -> Arc<Session> {
         let root = dir.join("ws");
@@ -123,23 +116,14 @@ mod tests {
         Session::new(workspace, Default::default(), dir.join("state")).unwrap()
     }
 
-    fn shell(command: &str) -> (PreparedCall, ToolDefinition) {
-        let kind = ToolKind::Execute;
-        (
-            PreparedCall {
-                name: "shell",
-                arguments: json!({"command": command}),
-                kind,
-            },
-            ToolDefinition {
-                name: "shell",
-                description: String::new(),
-                parameters: json!({}),
-                kind,
-                hints: hints_for(kind),
-                raw_strings: &[],
-            },
-        )
+    fn call(session: &Session, name: &str, arguments: Value) -> PreparedCall {
+        Registry::builtin()
+            .prepare(name, arguments, session)
+            .unwrap_or_else(|out| panic!("{name}: {}", out.text))
+    }
+
+    fn shell(session: &Session, command: &str) -> PreparedCall {
+        call(session, "shell", json!({"command": command}))
     }
 
     #[test]
@@ -156,17 +140,23 @@ mod tests {
         .unwrap();
         config.install(&one).unwrap();
         config.install(&two).unwrap();
-        let (call, definition) = shell("cargo test -p x");
-        let Verdict::Ask { rules, .. } = of(&one).unwrap().check(&call, &definition, &one) else {
+        let Verdict::Ask { rules, .. } = of(&one)
+            .unwrap()
+            .check(&shell(&one, "cargo test -p x"), &one)
+        else {
             panic!("ask mode asks before a command");
         };
         of(&one).unwrap().allow_for_session(&rules);
         assert_eq!(
-            of(&one).unwrap().check(&call, &definition, &one),
+            of(&one)
+                .unwrap()
+                .check(&shell(&one, "cargo test -p x"), &one),
             Verdict::Allow
         );
         assert!(matches!(
-            of(&two).unwrap().check(&call, &definition, &two),
+            of(&two)
+                .unwrap()
+                .check(&shell(&two, "cargo test -p x"), &two),
             Verdict::Ask { .. }
         ));
     }
@@ -182,9 +172,10 @@ mod tests {
         let config =
             GateConfig::new(permissions, ApprovalMode::Full, s.workspace().root(), false).unwrap();
         config.install(&s).unwrap();
-        let (call, definition) = shell("ls && curl https://example.invalid");
         assert!(matches!(
-            of(&s).unwrap().check(&call, &definition, &s),
+            of(&s)
+                .unwrap()
+                .check(&shell(&s, "ls && curl https://example.invalid"), &s),
             Verdict::Deny { .. }
         ));
         let broken = PermissionsConfig {
@@ -206,12 +197,12 @@ mod tests {
         )
         .unwrap();
         let advise = |command: &str| {
-            let (call, definition) = shell(command);
-            let rules = match of_config(&config, &s).check(&call, &definition, &s) {
+            let call = shell(&s, command);
+            let rules = match of_config(&config, &s).check(&call, &s) {
                 Verdict::Ask { rules, .. } => rules,
                 other => panic!("{command} should ask, got {other:?}"),
             };
-            config.advice(&call, &definition, &s, &rules)
+            config.advice(&call, &s, &rules)
         };
         let push = advise("git push --force origin main");
         assert!(push.rules, "{push:?}");
@@ -243,30 +234,17 @@ mod tests {
         )
         .unwrap();
         let gate = of_config(&config, &s);
-        let file_call = |name: &'static str, kind: ToolKind, path: &str| {
-            (
-                PreparedCall {
-                    name,
-                    arguments: json!({"path": path}),
-                    kind,
-                },
-                ToolDefinition {
-                    name,
-                    description: String::new(),
-                    parameters: json!({}),
-                    kind,
-                    hints: hints_for(kind),
-                    raw_strings: &[],
-                },
-            )
-        };
-        for (call, definition) in [
-            file_call("write_file", ToolKind::Edit, "cfg/config.toml"),
-            file_call("read_file", ToolKind::Read, "notenv"),
-            shell("cat notenv"),
+        for call in [
+            call(
+                &s,
+                "write_file",
+                json!({"path": "cfg/config.toml", "content": "x"}),
+            ),
+            call(&s, "read_file", json!({"path": "notenv"})),
+            shell(&s, "cat notenv"),
         ] {
             assert!(
-                matches!(gate.check(&call, &definition, &s), Verdict::Ask { .. }),
+                matches!(gate.check(&call, &s), Verdict::Ask { .. }),
                 "{} {}",
                 call.name,
                 call.arguments

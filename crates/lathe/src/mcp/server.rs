@@ -1,9 +1,11 @@
-//! The MCP server handler: the registry's tools, one session per connection, the gate and
-//! approvals in front of every call, progress and cancellation.
+//! The MCP server handler: the registry's tools, one session per connection, every call
+//! through the dispatcher (the session's gate, the client asked by elicitation), progress and
+//! cancellation.
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use lathe_tools::{Registry, Session, ToolContext, ToolOutput};
+use lathe_tools::dispatch::{CallStatus, Dispatcher, Outcome};
+use lathe_tools::{Registry, Session, ToolContext};
 #[allow(
     deprecated,
     reason = "MCP logging is deprecated by SEP-2577 but still part of the revisions clients speak"
@@ -21,16 +23,15 @@ use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::approve::{self, Approval, Question};
+use super::approve::ElicitationApprover;
 use super::convert;
 use super::gate::{self, GateConfig};
 use super::progress::Forwarder;
 use super::sessions::Links;
-use lathe_agent::approval::Verdict;
 
 /// What every connection of one server shares.
 pub struct Shared {
-    registry: Registry,
+    registry: Arc<Registry>,
     tools: Vec<Tool>,
     gates: GateConfig,
     instructions: String,
@@ -56,7 +57,7 @@ impl Shared {
             gates.mode()
         );
         Arc::new(Shared {
-            registry,
+            registry: Arc::new(registry),
             tools,
             gates,
             instructions,
@@ -233,89 +234,54 @@ impl LatheServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let registry = &self.shared.registry;
-        if let Err(close) = registry.resolve_name(&request.name) {
-            let hint = if close.is_empty() {
-                String::new()
-            } else {
-                format!(" Did you mean {}?", close.join(", "))
-            };
+        // MCP answers a tool it does not have with a protocol error; the text is the one the
+        // agent's model reads for the same call.
+        if registry.resolve_name(&request.name).is_err() {
             return Err(McpError::invalid_params(
-                format!(
-                    "unknown tool `{}`.{hint} The tools are: {}.",
-                    lathe_tools::registry::shown_name(&request.name),
-                    registry.names().join(", ")
-                ),
+                registry.unknown_tool(&request.name).text,
                 None,
             ));
         }
-        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
-        let call = match registry.prepare(&request.name, arguments) {
-            Ok(call) => call,
-            Err(output) => return Ok(convert::result(output).into()),
-        };
         let session = self.session(&context)?;
-        let cancel = self.closed.child_token();
-        let _link = Link::new(&context.ct, &cancel);
-
-        let Some(definition) = registry.definition(call.name) else {
-            return Err(McpError::internal_error(
-                format!("tool `{}` has no definition", call.name),
-                None,
-            ));
-        };
         let Some(gate) = gate::of(&session) else {
             return Err(McpError::internal_error(
                 "the session has no approval gate",
                 None,
             ));
         };
-        match gate.check(&call, definition, &session) {
-            Verdict::Allow => {}
-            Verdict::Deny { reason } => {
-                tracing::info!(tool = call.name, %reason, "call denied");
-                self.log(
-                    &context.peer,
-                    "warning",
-                    serde_json::json!({"event": "call denied", "tool": call.name, "reason": reason}),
-                )
-                .await;
-                let text = format!("denied by Lathe's policy: {reason}");
-                return Ok(convert::result(ToolOutput::error(text)).into());
-            }
-            Verdict::Ask { reasons, rules } => {
-                let reason = reasons.join("; ");
-                let detail = approve::describe(&call, &session).await;
-                let question = Question {
-                    call: &call,
-                    reason: &reason,
-                    scopes: &rules,
-                    remember: self.remembers(),
-                    advice: self
-                        .shared
-                        .gates
-                        .advice(&call, definition, &session, &rules),
-                    detail: &detail,
-                };
-                match approve::ask(&context, &request, &session, question, &cancel).await {
-                    Approval::Approved { remember } => {
-                        if remember {
-                            gate.allow_for_session(&rules);
-                        }
-                    }
-                    Approval::Refused(text) => {
-                        tracing::info!(tool = call.name, "call refused: {text}");
-                        self.log(
-                            &context.peer,
-                            "notice",
-                            serde_json::json!({"event": "call refused", "tool": call.name, "reason": text}),
-                        )
-                        .await;
-                        return Ok(convert::result(ToolOutput::error(text)).into());
-                    }
-                    Approval::NeedsInput(input) => return Ok((*input).into()),
+        // A dispatcher is two `Arc`s: one per call, over the session's own gate.
+        let dispatcher = Dispatcher::new(Arc::clone(registry), gate);
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        let call = match dispatcher.prepare(&request.name, arguments, &session) {
+            Ok(call) => call,
+            Err(outcome) => return Ok(convert::result(outcome.output).into()),
+        };
+        let name = call.name.clone();
+        let cancel = self.closed.child_token();
+        let _link = Link::new(&context.ct, &cancel);
+        let call_id = context.id.to_string();
+        let approver = ElicitationApprover::new(
+            &context,
+            &request,
+            &session,
+            registry,
+            &self.shared.gates,
+            self.remembers(),
+        );
+        let authorized = match dispatcher
+            .authorize(call, &call_id, &approver, &session, &cancel)
+            .await
+        {
+            Ok(authorized) => authorized,
+            Err(outcome) => {
+                if let Some(input) = approver.take_input_required() {
+                    return Ok((*input).into());
                 }
+                self.log_unrun(&context.peer, &name, &outcome, approver.asked())
+                    .await;
+                return Ok(convert::result(outcome.output).into());
             }
-        }
+        };
 
         let forwarder = context
             .meta
@@ -325,28 +291,34 @@ impl LatheServer {
             session,
             cancel,
             progress: forwarder.as_ref().map(|(_, sink)| Arc::clone(sink)),
-            call_id: Some(context.id.to_string()),
+            call_id: Some(call_id.clone()),
         };
-        tracing::info!(tool = call.name, id = %context.id, "call started");
+        tracing::info!(tool = name, id = call_id, "call started");
         self.log(
             &context.peer,
             "debug",
-            serde_json::json!({"event": "call started", "tool": call.name, "id": context.id.to_string()}),
+            serde_json::json!({"event": "call started", "tool": name, "id": call_id}),
         )
         .await;
-        let output = registry.run_prepared(&call, ctx).await;
+        let outcome = dispatcher.run(authorized, ctx).await;
         if let Some((forwarder, _)) = forwarder {
             forwarder.finish().await;
         }
-        tracing::info!(tool = call.name, id = %context.id, is_error = output.is_error, "call finished");
+        let output = outcome.output;
+        tracing::info!(
+            tool = name,
+            id = call_id,
+            is_error = output.is_error,
+            "call finished"
+        );
         let mut finished = serde_json::json!({
             "event": "call finished",
-            "tool": call.name,
-            "id": context.id.to_string(),
+            "tool": name,
+            "id": call_id,
             "is_error": output.is_error,
         });
-        if let Some(command) = output.metadata.get("command_id") {
-            finished["command_id"] = command.clone();
+        if let Some(command) = &output.metadata.command {
+            finished["command_id"] = command.id.into();
         }
         self.log(
             &context.peer,
@@ -355,6 +327,27 @@ impl LatheServer {
         )
         .await;
         Ok(convert::result(output).into())
+    }
+
+    /// Logs a call that ended before it ran: denied by the policy, refused by the person
+    /// asked, or stopped.
+    async fn log_unrun(&self, peer: &Peer<RoleServer>, tool: &str, outcome: &Outcome, asked: bool) {
+        let reason = &outcome.output.text;
+        let (event, level) = match outcome.status {
+            CallStatus::Denied if !asked => ("call denied", "warning"),
+            CallStatus::Denied => ("call refused", "notice"),
+            CallStatus::Cancelled => ("call cancelled", "info"),
+            // Its plan failed (the text to replace is not in the file): the tool's own error.
+            CallStatus::Error | CallStatus::Ok => ("call finished", "error"),
+            CallStatus::Refused => ("call refused", "notice"),
+        };
+        tracing::info!(tool, %reason, "{event}");
+        self.log(
+            peer,
+            level,
+            serde_json::json!({"event": event, "tool": tool, "reason": reason}),
+        )
+        .await;
     }
 }
 

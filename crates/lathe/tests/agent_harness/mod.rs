@@ -1,8 +1,7 @@
 //! What the `exec_*` and `chat_*` tests share: a temporary workspace and data directory, the
 //! scripted model server, and the real `lathe` binary pointed at both.
-#![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
@@ -173,9 +172,4 @@ pub fn assert_exit(output: &Output, code: i32) {
         stdout(output),
         stderr(output)
     );
-}
-
-/// Whether `path` exists.
-pub fn exists(path: &Path) -> bool {
-    path.exists()
 }

@@ -1,4 +1,7 @@
-//! What the `lathe mcp` tests share: a workspace with one file, and the command that serves it.
+//! What the `lathe mcp` tests share: a workspace with one file, and the command that serves it;
+//! `http` is a raw HTTP client for `lathe mcp --listen`.
+
+pub mod http;
 
 use std::process::Command;
 
@@ -26,7 +29,6 @@ impl Fixture {
     }
 
     /// Lathe's data directory (`LATHE_DATA_DIR`) in the tests.
-    #[allow(dead_code, reason = "not every test binary looks at it")]
     pub fn data_dir(&self) -> std::path::PathBuf {
         self.dir.path().join("data")
     }

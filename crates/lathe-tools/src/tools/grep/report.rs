@@ -115,6 +115,7 @@ impl Report<'_> {
         self.finish(text, summary, problems)
             .with_meta("matches", lines_total)
             .with_meta("shown", shown)
+            .with_found(plural(lines_total as usize, "match", "matches"))
     }
 
     pub fn files(self) -> ToolOutput {
@@ -162,7 +163,11 @@ impl Report<'_> {
         });
         let mut output = self.finish(text, summary, search_walk::Problems::default());
         if counting {
-            output = output.with_meta("matches", lines_total);
+            output = output.with_meta("matches", lines_total).with_found(plural(
+                lines_total as usize,
+                "match",
+                "matches",
+            ));
         }
         output.with_meta("shown", end - offset)
     }
@@ -187,6 +192,7 @@ impl Report<'_> {
             }
         }
         ToolOutput::ok(text)
+            .with_found(plural(self.census.files.len(), "file", "files"))
             .with_meta("files", self.census.files.len())
             .with_meta("files_searched", self.census.searched)
             .with_meta("binary_skipped", self.census.binary.len())
@@ -265,7 +271,7 @@ impl Report<'_> {
         }
         let mut output = self.finish(text, None, search_walk::Problems::default());
         output.text = output.text.trim_end().to_owned();
-        output.with_meta("matches", 0)
+        output.with_meta("matches", 0).with_found("0 matches")
     }
 
     /// When nothing matched: whether hidden or ignored files exist that were not searched.

@@ -180,6 +180,13 @@ pub fn sandbox_active(session: &Session) -> bool {
 /// unavailable, is the user's choice and needs nothing more.
 pub fn runs_outside_sandbox_unchosen(session: &Session, arguments: &Value) -> bool {
     let opted_out = arguments.get("sandbox").and_then(Value::as_bool) == Some(false);
+    outside_sandbox_unchosen(session, !opted_out)
+}
+
+/// [`runs_outside_sandbox_unchosen`] for a call that asked for the sandbox (`sandbox: true`,
+/// the default) or not.
+pub fn outside_sandbox_unchosen(session: &Session, sandbox_requested: bool) -> bool {
+    let opted_out = !sandbox_requested;
     match &session_sandbox(session).status {
         SandboxStatus::Active(_) | SandboxStatus::Failed(_) => opted_out,
         SandboxStatus::Off => false,

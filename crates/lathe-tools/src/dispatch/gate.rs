@@ -1,17 +1,20 @@
 //! The gate: for each call, run it, refuse it, or ask — decided by `lathe_policy` from the
 //! approval mode, the `[permissions]` rules, sensitive paths and command analysis, plus what the
-//! user allowed for the rest of the session.
+//! user allowed for the rest of the session. The gate judges the effects the tool itself named
+//! for this input ([`Tool::effects`](crate::Tool::effects)); it knows no tool by name.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use serde_json::Value;
-
 use lathe_policy::{
-    Action, AnalysisContext, ApprovalMode, Decision, FileTarget, PermissionsConfig, Policy,
-    PolicyError, Sandbox, Severity, remember_rule,
+    Action, AnalysisContext, ApprovalMode, Decision, DecisionReport, FileTarget, PermissionsConfig,
+    Policy, PolicyError, Sandbox, Severity, remember_rule,
 };
-use lathe_tools::{Access, PreparedCall, Session, ToolDefinition, ToolKind};
+
+use crate::registry::PreparedCall;
+use crate::session::Session;
+use crate::tool::Effect;
+use crate::workspace::Access;
 
 /// What the gate says about one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,7 +101,7 @@ impl Gate {
         let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
         // Paths commands name are judged where they lead as well as by their text.
         let ctx = AnalysisContext::new(root, analysis_home())
-            .with_resolver(lathe_tools::workspace::link_resolver());
+            .with_resolver(crate::workspace::link_resolver());
         let policy =
             Policy::new(permissions, mode, ctx.clone())?.dangerously_skip_approvals(skip_approvals);
         Ok(Gate {
@@ -148,42 +151,85 @@ impl Gate {
         }
     }
 
-    /// The verdict on `call` (whose tool `definition` describes) in `session`.
-    pub fn check(
-        &self,
-        call: &PreparedCall,
-        definition: &ToolDefinition,
-        session: &Session,
-    ) -> Verdict {
+    /// The verdict on `call` in `session`: every effect is judged; any denial denies, else
+    /// any question asks (with the rules "always" would remember for all of them), else the
+    /// call runs. A call that names no effect is judged as unknown.
+    ///
+    /// "Always" is offered only when the rules it would remember cover no more than what was
+    /// asked: never for a critical effect or a command outside the sandbox, and not for a
+    /// `tool(NAME)` rule (the network, an unknown effect) of a call that also reads, writes or
+    /// runs something, since that rule would allow all of the tool's reads, writes and commands
+    /// from then on, sensitive paths included.
+    pub fn check(&self, call: &PreparedCall, session: &Session) -> Verdict {
         let state = self.lock();
-        let action = action(call, definition, session, &state.ctx);
-        let report = state.policy.decide_for_tool(call.name, &action);
-        let reasons = |wanted: Decision| -> Vec<String> {
-            let lines: Vec<String> = report
-                .parts
-                .iter()
-                .filter(|p| p.decision == wanted)
-                .flat_map(|p| p.reasons.iter().map(move |r| format!("{}: {r}", p.subject)))
-                .collect();
-            if lines.is_empty() {
-                report.reasons.clone()
-            } else {
-                lines
-            }
+        let unknown = [Effect::Unknown {
+            what: format!("`{}` named no effect", call.name),
+        }];
+        let effects = if call.effects.is_empty() {
+            &unknown[..]
+        } else {
+            &call.effects[..]
         };
-        match report.decision {
-            Decision::Allow => Verdict::Allow,
-            Decision::Deny => Verdict::Deny {
-                reason: reasons(Decision::Deny).join("; "),
-            },
-            Decision::Ask => Verdict::Ask {
-                reasons: reasons(Decision::Ask),
-                rules: if report.severity == Severity::Critical {
-                    Vec::new()
-                } else {
-                    session_rules(call, &action, &state.ctx)
-                },
-            },
+        let concrete = effects.iter().any(|e| {
+            matches!(
+                e,
+                Effect::Read { .. }
+                    | Effect::Write { .. }
+                    | Effect::Edit { .. }
+                    | Effect::Command { .. }
+            )
+        });
+        let mut asks: Vec<String> = Vec::new();
+        let mut rules: Vec<String> = Vec::new();
+        let mut rememberable = true;
+        for effect in effects {
+            let action = action(&call.name, effect, session, &state.ctx);
+            let report = state.policy.decide_for_tool(&call.name, &action);
+            match report.decision {
+                Decision::Allow => {}
+                Decision::Deny => {
+                    return Verdict::Deny {
+                        reason: reasons(&report, Decision::Deny).join("; "),
+                    };
+                }
+                Decision::Ask => {
+                    for reason in reasons(&report, Decision::Ask) {
+                        if !asks.contains(&reason) {
+                            asks.push(reason);
+                        }
+                    }
+                    if report.severity == Severity::Critical {
+                        rememberable = false;
+                    }
+                    for rule in session_rules(&call.name, &action, &state.ctx) {
+                        if !rules.contains(&rule) {
+                            rules.push(rule);
+                        }
+                    }
+                    match action {
+                        // A command outside the sandbox is never remembered.
+                        Action::Shell {
+                            sandbox: Sandbox::Disabled,
+                            ..
+                        } => rememberable = false,
+                        // `tool(NAME)` would also allow the concrete effects it was not asked
+                        // about.
+                        Action::Tool { .. } | Action::Network { .. } | Action::Unknown { .. }
+                            if concrete =>
+                        {
+                            rememberable = false;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        if asks.is_empty() {
+            return Verdict::Allow;
+        }
+        Verdict::Ask {
+            reasons: asks,
+            rules: if rememberable { rules } else { Vec::new() },
         }
     }
 
@@ -194,72 +240,87 @@ impl Gate {
     }
 }
 
-/// What `call` does, as the policy judges it.
-fn action(
-    call: &PreparedCall,
-    definition: &ToolDefinition,
-    session: &Session,
-    ctx: &AnalysisContext,
-) -> Action {
-    let args = &call.arguments;
-    let text = |key: &str| args.get(key).and_then(Value::as_str);
-    match call.kind {
-        ToolKind::Execute if text("command").is_some() => {
+/// The reasons of a report's parts that came to `wanted` (or the report's own reasons).
+fn reasons(report: &DecisionReport, wanted: Decision) -> Vec<String> {
+    let lines: Vec<String> = report
+        .parts
+        .iter()
+        .filter(|p| p.decision == wanted)
+        .flat_map(|p| p.reasons.iter().map(move |r| format!("{}: {r}", p.subject)))
+        .collect();
+    if lines.is_empty() {
+        report.reasons.clone()
+    } else {
+        lines
+    }
+}
+
+/// One effect of a call by `tool`, as the policy judges it.
+fn action(tool: &str, effect: &Effect, session: &Session, ctx: &AnalysisContext) -> Action {
+    // File paths reach the policy only through the workspace's resolution: judged as given
+    // and as they resolve through symlinks (`cfg/config.toml` with `cfg -> .lathe`).
+    let change = |path: &str| {
+        (
+            session.workspace().target(path),
+            session.workspace().resolve(path, Access::Write).is_ok(),
+        )
+    };
+    match effect {
+        Effect::Read { path } => Action::Read {
+            path: session.workspace().target(path),
+        },
+        Effect::Write { path } => {
+            let (path, inside_workspace) = change(path);
+            Action::Write {
+                path,
+                inside_workspace,
+            }
+        }
+        Effect::Edit { path } => {
+            let (path, inside_workspace) = change(path);
+            Action::Edit {
+                path,
+                inside_workspace,
+            }
+        }
+        Effect::Command {
+            command,
+            cwd,
+            outside_sandbox,
+        } => {
             let mut ctx = ctx.clone().with_writable_root(session.state_dir());
-            if let Some(cwd) = text("cwd").filter(|c| !c.trim().is_empty()) {
+            if let Some(cwd) = cwd.as_deref().filter(|c| !c.trim().is_empty()) {
                 ctx = ctx.with_cwd(cwd);
             }
-            // Outside the sandbox without the configuration having chosen it (`sandbox: false`,
-            // or Landlock missing with `sandbox_unavailable = "ask"`): always asks.
-            let sandbox = if lathe_tools::tools::shell::runs_outside_sandbox_unchosen(session, args)
-            {
-                Sandbox::Disabled
-            } else {
-                Sandbox::Enabled
-            };
+            // Outside the sandbox without the configuration having chosen it: always asks.
             Action::Shell {
-                analysis: lathe_policy::analyze(text("command").unwrap_or_default(), &ctx),
-                sandbox,
+                analysis: lathe_policy::analyze(command, &ctx),
+                sandbox: if *outside_sandbox {
+                    Sandbox::Disabled
+                } else {
+                    Sandbox::Enabled
+                },
             }
         }
-        // File paths reach the policy only through the workspace's resolution: judged as given
-        // and as they resolve through symlinks (`cfg/config.toml` with `cfg -> .lathe`).
-        ToolKind::Edit if text("path").is_some() => {
-            let given = text("path").unwrap_or_default();
-            let inside_workspace = session.workspace().resolve(given, Access::Write).is_ok();
-            let path = session.workspace().target(given);
-            if call.name == "write_file" {
-                Action::Write {
-                    path,
-                    inside_workspace,
-                }
-            } else {
-                Action::Edit {
-                    path,
-                    inside_workspace,
-                }
-            }
-        }
-        ToolKind::Read => Action::Read {
-            path: session.workspace().target(text("path").unwrap_or(".")),
+        Effect::Network { host } => Action::Network {
+            tool: tool.to_owned(),
+            host: host.clone(),
         },
-        // Session tools that destroy nothing (reading or listing the session's own commands)
-        // are judged as reading.
-        ToolKind::Session => Action::Tool {
-            name: call.name.to_owned(),
-            read_only: definition.hints.read_only || !definition.hints.destructive,
+        // The session's own state (its commands, its plan): the tool said so for this input.
+        Effect::OwnState { .. } => Action::Tool {
+            name: tool.to_owned(),
+            read_only: true,
         },
-        _ => Action::Tool {
-            name: call.name.to_owned(),
-            read_only: definition.hints.read_only,
+        Effect::Unknown { what } => Action::Unknown {
+            tool: tool.to_owned(),
+            what: what.clone(),
         },
     }
 }
 
 /// The rules "always" remembers: program and subcommand of each command of a command line, the
-/// file of a read or change (and the file a symlink leads to), the tool otherwise. Nothing for a
-/// command outside the sandbox.
-fn session_rules(call: &PreparedCall, action: &Action, ctx: &AnalysisContext) -> Vec<String> {
+/// file of a read or change (and the file a symlink leads to), the tool otherwise.
+fn session_rules(tool: &str, action: &Action, ctx: &AnalysisContext) -> Vec<String> {
     let file = |verb: &str, target: &FileTarget| -> Vec<String> {
         std::iter::once(target.given().to_owned())
             .chain(target.redirected(ctx))
@@ -267,10 +328,6 @@ fn session_rules(call: &PreparedCall, action: &Action, ctx: &AnalysisContext) ->
             .collect()
     };
     match action {
-        Action::Shell {
-            sandbox: Sandbox::Disabled,
-            ..
-        } => Vec::new(),
         Action::Shell { analysis, .. } => {
             let mut rules: Vec<String> = Vec::new();
             for rule in analysis.commands.iter().map(remember_rule) {
@@ -282,16 +339,18 @@ fn session_rules(call: &PreparedCall, action: &Action, ctx: &AnalysisContext) ->
         }
         Action::Read { path } => file("read", path),
         Action::Write { path, .. } | Action::Edit { path, .. } => file("edit", path),
-        Action::Tool { .. } => vec![format!("tool({})", call.name)],
+        Action::Tool { .. } | Action::Network { .. } | Action::Unknown { .. } => {
+            vec![format!("tool({tool})")]
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lathe_tools::tool::hints_for;
-    use lathe_tools::tools::shell::{self, ShellConfig, UnavailableMode};
-    use serde_json::json;
+    use crate::ToolKind;
+    use crate::tools::shell::{self, ShellConfig, UnavailableMode};
+    use serde_json::{Value, json};
 
     struct Fixture {
         _dir: tempfile::TempDir,
@@ -302,7 +361,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("ws");
         std::fs::create_dir_all(&root).unwrap();
-        let workspace = lathe_tools::Workspace::new(&root).unwrap();
+        let workspace = crate::Workspace::new(&root).unwrap();
         let session =
             Session::new(workspace, Default::default(), dir.path().join("state")).unwrap();
         // The sandbox as by default, but a machine without Landlock runs commands instead of
@@ -328,8 +387,8 @@ mod tests {
         let args = json!({"command": "ls -la", "sandbox": false});
         for mode in [ApprovalMode::Ask, ApprovalMode::Auto, ApprovalMode::Full] {
             let gate = Gate::new(mode, &root);
-            let (one, def) = call("shell", ToolKind::Execute, args.clone());
-            let Verdict::Ask { reasons, rules } = gate.check(&one, &def, &f.session) else {
+            let one = call(&f.session, "shell", args.clone());
+            let Verdict::Ask { reasons, rules } = gate.check(&one, &f.session) else {
                 panic!("{mode}: sandbox: false must ask");
             };
             assert!(rules.is_empty(), "{mode}: {rules:?}");
@@ -362,7 +421,7 @@ mod tests {
         // Turned off in the configuration: the call changes nothing and asks nothing more.
         let off = fixture();
         let off_session = Session::new(
-            lathe_tools::Workspace::new(off.session.workspace().root()).unwrap(),
+            crate::Workspace::new(off.session.workspace().root()).unwrap(),
             Default::default(),
             off._dir.path().join("state-off"),
         )
@@ -375,42 +434,20 @@ mod tests {
             },
         );
         let gate = Gate::new(ApprovalMode::Full, &root);
-        let (call, def) = call("shell", ToolKind::Execute, args);
-        assert_eq!(gate.check(&call, &def, &off_session), Verdict::Allow);
+        // The tool names its effects when the call is prepared, in the session it runs in.
+        let call = call(&off_session, "shell", args);
+        assert_eq!(gate.check(&call, &off_session), Verdict::Allow);
     }
 
-    fn call(
-        name: &'static str,
-        kind: ToolKind,
-        arguments: Value,
-    ) -> (PreparedCall, ToolDefinition) {
-        let definition = ToolDefinition {
-            name,
-            description: String::new(),
-            parameters: json!({}),
-            kind,
-            hints: hints_for(kind),
-            raw_strings: &[],
-        };
-        (
-            PreparedCall {
-                name,
-                arguments,
-                kind,
-            },
-            definition,
-        )
+    fn call(session: &Session, name: &str, arguments: Value) -> PreparedCall {
+        crate::Registry::builtin()
+            .prepare(name, arguments, session)
+            .unwrap_or_else(|out| panic!("{name}: {}", out.text))
     }
 
-    fn verdict(
-        gate: &Gate,
-        f: &Fixture,
-        name: &'static str,
-        kind: ToolKind,
-        arguments: Value,
-    ) -> char {
-        let (call, def) = call(name, kind, arguments);
-        match gate.check(&call, &def, &f.session) {
+    fn verdict(gate: &Gate, f: &Fixture, name: &str, _kind: ToolKind, arguments: Value) -> char {
+        let call = call(&f.session, name, arguments);
+        match gate.check(&call, &f.session) {
             Verdict::Allow => 'a',
             Verdict::Ask { .. } => 'q',
             Verdict::Deny { .. } => 'd',
@@ -467,24 +504,20 @@ mod tests {
     fn always_remembers_program_and_subcommand() {
         let f = fixture();
         let gate = Gate::new(ApprovalMode::Ask, f.session.workspace().root());
-        let (test, def) = call(
+        let test = call(
+            &f.session,
             "shell",
-            ToolKind::Execute,
             json!({"command": "npm run test -- --watch"}),
         );
-        let Verdict::Ask { rules, .. } = gate.check(&test, &def, &f.session) else {
+        let Verdict::Ask { rules, .. } = gate.check(&test, &f.session) else {
             panic!()
         };
         assert_eq!(rules, ["shell(npm run test *)"]);
         gate.allow_for_session(&rules);
-        assert_eq!(gate.check(&test, &def, &f.session), Verdict::Allow);
-        let (other, def) = call(
-            "shell",
-            ToolKind::Execute,
-            json!({"command": "npm publish"}),
-        );
+        assert_eq!(gate.check(&test, &f.session), Verdict::Allow);
+        let other = call(&f.session, "shell", json!({"command": "npm publish"}));
         assert!(matches!(
-            gate.check(&other, &def, &f.session),
+            gate.check(&other, &f.session),
             Verdict::Ask { .. }
         ));
     }
@@ -493,12 +526,8 @@ mod tests {
     fn critical_commands_cannot_be_remembered_and_sensitive_files_ask() {
         let f = fixture();
         let gate = Gate::new(ApprovalMode::Full, f.session.workspace().root());
-        let (critical, def) = call(
-            "shell",
-            ToolKind::Execute,
-            json!({"command": "cat ~/.ssh/id_rsa"}),
-        );
-        let Verdict::Ask { rules, .. } = gate.check(&critical, &def, &f.session) else {
+        let critical = call(&f.session, "shell", json!({"command": "cat ~/.ssh/id_rsa"}));
+        let Verdict::Ask { rules, .. } = gate.check(&critical, &f.session) else {
             panic!()
         };
         assert!(rules.is_empty());
@@ -519,14 +548,18 @@ mod tests {
     fn read_only_refusal_says_how_to_switch_and_modes_switch() {
         let f = fixture();
         let gate = Gate::new(ApprovalMode::ReadOnly, f.session.workspace().root());
-        let (edit, def) = call("write_file", ToolKind::Edit, json!({"path": "a"}));
-        let Verdict::Deny { reason } = gate.check(&edit, &def, &f.session) else {
+        let edit = call(
+            &f.session,
+            "write_file",
+            json!({"path": "a", "content": ""}),
+        );
+        let Verdict::Deny { reason } = gate.check(&edit, &f.session) else {
             panic!()
         };
         assert!(reason.contains("read-only"), "{reason}");
         gate.set_mode(ApprovalMode::Auto);
         assert_eq!(gate.mode(), ApprovalMode::Auto);
-        assert_eq!(gate.check(&edit, &def, &f.session), Verdict::Allow);
+        assert_eq!(gate.check(&edit, &f.session), Verdict::Allow);
     }
 
     #[test]
@@ -600,7 +633,7 @@ mod tests {
             (
                 "write_file",
                 ToolKind::Edit,
-                json!({"path": "cfg/config.toml"}),
+                json!({"path": "cfg/config.toml", "content": "x"}),
                 'q',
             ),
             (
@@ -612,7 +645,7 @@ mod tests {
             (
                 "write_file",
                 ToolKind::Edit,
-                json!({"path": "repo/hooks/pre-commit"}),
+                json!({"path": "repo/hooks/pre-commit", "content": "x"}),
                 'q',
             ),
             ("list_files", ToolKind::Read, json!({"path": "repo"}), 'q'),
@@ -650,7 +683,7 @@ mod tests {
             (
                 "write_file",
                 ToolKind::Edit,
-                json!({"path": "code/b.rs"}),
+                json!({"path": "code/b.rs", "content": "x"}),
                 'a',
             ),
             (
@@ -669,12 +702,12 @@ mod tests {
         }
         // "Always" remembers the file the link leads to as well, so the same call is allowed
         // next time; the alias alone would not have been enough.
-        let (write, def) = call(
+        let write = call(
+            &f.session,
             "write_file",
-            ToolKind::Edit,
-            json!({"path": "cfg/config.toml"}),
+            json!({"path": "cfg/config.toml", "content": "x"}),
         );
-        let Verdict::Ask { rules, reasons } = gate.check(&write, &def, &f.session) else {
+        let Verdict::Ask { rules, reasons } = gate.check(&write, &f.session) else {
             panic!("writing through cfg -> .lathe must ask")
         };
         assert_eq!(rules, ["edit(cfg/config.toml)", "edit(.lathe/config.toml)"]);
@@ -685,6 +718,6 @@ mod tests {
             "{reasons:?}"
         );
         gate.allow_for_session(&rules);
-        assert_eq!(gate.check(&write, &def, &f.session), Verdict::Allow);
+        assert_eq!(gate.check(&write, &f.session), Verdict::Allow);
     }
 }

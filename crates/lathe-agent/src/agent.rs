@@ -1,0 +1,443 @@
+//! [`Agent`]: one session's executor with its runner, gate, approver and event sink, put
+//! together by [`AgentBuilder`] from the parts that have no sensible default (a provider, a
+//! model, the tool session) and setters for the rest.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use lathe_policy::{PermissionsConfig, PolicyError};
+use lathe_tools::{Registry, Session};
+
+use crate::approval::{ApprovalMode, Approver, Gate, NonInteractive};
+use crate::events::Event;
+use crate::executor::{Executor, ExecutorConfig, RunOutcome};
+use crate::message::Message;
+use crate::provider::{ChatOptions, Provider, ToolProtocol};
+use crate::runner::ToolRunner;
+use crate::sink::EventSink;
+
+/// Why an [`AgentBuilder`] could not build.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A permission rule or sensitive-path pattern does not parse.
+    #[error("invalid permissions: {0}")]
+    Permissions(#[source] PolicyError),
+}
+
+/// An agent session: runs tasks one after another, keeping the history across them.
+pub struct Agent {
+    executor: Executor,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("model", &self.model())
+            .field("runner", self.executor.runner())
+            .field("sink", self.executor.sink())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// A builder for an agent that asks `provider` for `model` and runs tools in `tools` (the
+    /// workspace, its state directory and the tools' configuration).
+    pub fn builder(
+        provider: Arc<dyn Provider>,
+        model: impl Into<String>,
+        tools: Arc<Session>,
+    ) -> AgentBuilder {
+        AgentBuilder {
+            provider,
+            tools,
+            config: ExecutorConfig::new(model),
+            registry: None,
+            gate: GateConfig::default(),
+            approver: None,
+            sink: None,
+        }
+    }
+
+    /// Runs `task` until the model is done, a limit is hit, an error ends it, or `cancel`
+    /// fires. When it returns, every event of the run has been stored and shown.
+    pub async fn run(&mut self, task: &str, cancel: &CancellationToken) -> RunOutcome {
+        self.executor.run(task, cancel).await
+    }
+
+    /// Continues a stored conversation (see [`Executor::resume`]).
+    pub fn resume(&mut self, history: Vec<Message>) {
+        self.executor.resume(history);
+    }
+
+    /// The model in use.
+    pub fn model(&self) -> &str {
+        self.executor.model()
+    }
+
+    /// Switches the model for the next turns.
+    pub fn set_model(&mut self, model: impl Into<String>) {
+        self.executor.set_model(model);
+    }
+
+    /// The approval gate (to switch modes, or see the current one).
+    pub fn gate(&self) -> &Arc<Gate> {
+        self.executor.runner().gate()
+    }
+
+    /// Where events go (to flush it, or hand it to code that must wait for it).
+    pub fn sink(&self) -> &EventSink {
+        self.executor.sink()
+    }
+
+    /// The executor underneath.
+    pub fn executor(&self) -> &Executor {
+        &self.executor
+    }
+
+    /// The executor underneath, to change.
+    pub fn executor_mut(&mut self) -> &mut Executor {
+        &mut self.executor
+    }
+}
+
+/// The gate's settings, when the builder makes the gate.
+#[derive(Default)]
+struct GateConfig {
+    given: Option<Arc<Gate>>,
+    mode: ApprovalMode,
+    permissions: PermissionsConfig,
+    skip_approvals: bool,
+}
+
+/// Builds an [`Agent`]; from [`Agent::builder`].
+#[must_use = "an agent builder does nothing until `build` is called"]
+pub struct AgentBuilder {
+    provider: Arc<dyn Provider>,
+    tools: Arc<Session>,
+    config: ExecutorConfig,
+    registry: Option<Arc<Registry>>,
+    gate: GateConfig,
+    approver: Option<Arc<dyn Approver>>,
+    sink: Option<EventSink>,
+}
+
+impl AgentBuilder {
+    /// The tools the model may call.
+    ///
+    /// By default, the built-in tools ([`Registry::builtin`]).
+    pub fn registry(mut self, registry: Arc<Registry>) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// How much runs without asking.
+    ///
+    /// By default, [`ApprovalMode::Ask`]. Ignored when a [`gate`](AgentBuilder::gate) is given.
+    pub fn approval(mut self, mode: ApprovalMode) -> Self {
+        self.gate.mode = mode;
+        self
+    }
+
+    /// Permission rules (`[permissions]` of the configuration: allow, ask and deny rules,
+    /// sensitive paths), checked when [`build`](AgentBuilder::build) makes the gate.
+    ///
+    /// By default, none beyond the built-in sensitive paths. Ignored when a
+    /// [`gate`](AgentBuilder::gate) is given.
+    pub fn permissions(mut self, permissions: PermissionsConfig) -> Self {
+        self.gate.permissions = permissions;
+        self
+    }
+
+    /// Never ask, not even for critical commands; deny rules and read-only still refuse
+    /// (`--dangerously-skip-approvals`).
+    ///
+    /// By default, this is disabled. Ignored when a [`gate`](AgentBuilder::gate) is given.
+    pub fn dangerously_skip_approvals(mut self, yes: bool) -> Self {
+        self.gate.skip_approvals = yes;
+        self
+    }
+
+    /// A gate made elsewhere (shared with another front end, say), instead of the one the
+    /// builder makes from [`approval`](AgentBuilder::approval),
+    /// [`permissions`](AgentBuilder::permissions) and
+    /// [`dangerously_skip_approvals`](AgentBuilder::dangerously_skip_approvals).
+    ///
+    /// By default, the builder makes the gate, for the tool session's workspace.
+    pub fn gate(mut self, gate: Arc<Gate>) -> Self {
+        self.gate.given = Some(gate);
+        self
+    }
+
+    /// Who answers when the gate asks.
+    ///
+    /// By default, [`NonInteractive`]: every call that would ask is denied, with a message
+    /// that tells the model why.
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// Where events, history messages and the session's status go.
+    ///
+    /// By default, nowhere: a [detached](EventSink::detached) sink whose handler does nothing,
+    /// so nothing is stored or shown.
+    pub fn sink(mut self, sink: EventSink) -> Self {
+        self.sink = Some(sink);
+        self
+    }
+
+    /// The most model turns in one run.
+    ///
+    /// By default, [`DEFAULT_MAX_TURNS`](crate::executor::DEFAULT_MAX_TURNS) (50).
+    pub fn max_turns(mut self, turns: u32) -> Self {
+        self.config.max_turns = turns;
+        self
+    }
+
+    /// Options sent with each request (context window, thinking, temperature, output cap).
+    ///
+    /// By default, [`ChatOptions::default`]: a window of
+    /// [`DEFAULT_NUM_CTX`](crate::provider::DEFAULT_NUM_CTX) tokens, thinking left to the model.
+    pub fn options(mut self, options: ChatOptions) -> Self {
+        self.config.options = options;
+        self
+    }
+
+    /// How tools reach the model: natively, described in the prompt, or whichever the model
+    /// supports.
+    ///
+    /// By default, [`ToolProtocol::Auto`].
+    pub fn tool_protocol(mut self, protocol: ToolProtocol) -> Self {
+        self.config.tool_protocol = protocol;
+        self
+    }
+
+    /// The window, in tokens, that the conversation is kept within (older results shortened,
+    /// then compacted).
+    ///
+    /// By default, the context window of the [`options`](AgentBuilder::options)
+    /// (`num_ctx`).
+    pub fn context_window(mut self, tokens: u64) -> Self {
+        self.config.context_window = Some(tokens);
+        self
+    }
+
+    /// The agent, with a fresh system prompt for the workspace (with its `AGENTS.md`).
+    ///
+    /// Fails when the gate cannot be made: a permission rule that does not parse.
+    pub fn build(self) -> Result<Agent, BuildError> {
+        let gate = match self.gate.given {
+            Some(gate) => gate,
+            None => Arc::new(
+                Gate::with_permissions(
+                    &self.gate.permissions,
+                    self.gate.mode,
+                    self.tools.workspace().root(),
+                    self.gate.skip_approvals,
+                )
+                .map_err(BuildError::Permissions)?,
+            ),
+        };
+        let registry = self
+            .registry
+            .unwrap_or_else(|| Arc::new(Registry::builtin()));
+        let approver = self.approver.unwrap_or_else(|| Arc::new(NonInteractive));
+        let runner = Arc::new(ToolRunner::new(registry, self.tools, gate, approver));
+        let sink = self
+            .sink
+            .unwrap_or_else(|| EventSink::detached(Arc::new(|_: &Event| {})));
+        Ok(Agent {
+            executor: Executor::new(self.provider, runner, sink, self.config),
+        })
+    }
+}
+
+impl std::fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentBuilder")
+            .field("config", &self.config)
+            .field("mode", &self.gate.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use lathe_store::{NewSession, Store};
+    use lathe_testkit::{Script, ScriptedServer, ollama};
+    use lathe_tools::{ToolConfig, Workspace};
+
+    use super::*;
+    use crate::approval::NonInteractive;
+    use crate::events::{RunStatus, ToolStatus};
+    use crate::executor::DEFAULT_MAX_TURNS;
+    use crate::provider::{ProviderConfig, ProviderKind, RetryPolicy, Think, connect};
+
+    const MODEL: &str = "qwen3:8b";
+
+    struct Parts {
+        dir: tempfile::TempDir,
+        tools: Arc<Session>,
+    }
+
+    fn parts() -> Parts {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir(&root).unwrap();
+        let tools = Session::new(
+            Workspace::new(&root).unwrap(),
+            ToolConfig::default(),
+            dir.path().join("state"),
+        )
+        .unwrap();
+        Parts { dir, tools }
+    }
+
+    /// A provider for `url`, failing at once rather than retrying.
+    fn provider(url: &str) -> Arc<dyn Provider> {
+        connect(
+            ProviderKind::Ollama,
+            ProviderConfig::new(url).retry(RetryPolicy::none()),
+        )
+        .unwrap()
+    }
+
+    /// Nothing listens there: building never talks to the server.
+    const NOWHERE: &str = "http://127.0.0.1:9";
+
+    #[test]
+    fn the_defaults_are_the_documented_ones() {
+        let p = parts();
+        let agent = Agent::builder(provider(NOWHERE), MODEL, Arc::clone(&p.tools))
+            .build()
+            .unwrap();
+        assert_eq!(agent.model(), MODEL);
+        assert_eq!(agent.gate().mode(), ApprovalMode::Ask);
+        let config = agent.executor().config();
+        assert_eq!(config.max_turns, DEFAULT_MAX_TURNS);
+        assert_eq!(config.max_turns, 50);
+        assert_eq!(config.options, ChatOptions::default());
+        assert_eq!(config.tool_protocol, ToolProtocol::Auto);
+        assert_eq!(config.context_window, None);
+        let runner = agent.executor().runner();
+        assert_eq!(runner.registry().names(), Registry::builtin().names());
+        assert!(Arc::ptr_eq(runner.session(), &p.tools));
+        assert_eq!(agent.sink().session(), None, "nothing is stored");
+    }
+
+    #[test]
+    fn each_setter_reaches_its_part() {
+        let p = parts();
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("sessions.sqlite3")).unwrap();
+        let id = store.create_session(NewSession::default()).unwrap();
+        let mut registry = Registry::builtin();
+        registry.retain(|d| d.name == "read_file");
+        let options = ChatOptions {
+            num_ctx: 8192,
+            think: Think::Off,
+            ..ChatOptions::default()
+        };
+        let agent = Agent::builder(provider(NOWHERE), MODEL, Arc::clone(&p.tools))
+            .registry(Arc::new(registry))
+            .approval(ApprovalMode::ReadOnly)
+            .max_turns(7)
+            .options(options.clone())
+            .tool_protocol(ToolProtocol::Text)
+            .context_window(4000)
+            .sink(EventSink::new(store, id.clone(), Arc::new(|_: &Event| {})))
+            .build()
+            .unwrap();
+        assert_eq!(agent.gate().mode(), ApprovalMode::ReadOnly);
+        let config = agent.executor().config();
+        assert_eq!(
+            (
+                config.max_turns,
+                config.tool_protocol,
+                config.context_window
+            ),
+            (7, ToolProtocol::Text, Some(4000))
+        );
+        assert_eq!(config.options, options);
+        assert_eq!(agent.executor().runner().registry().names(), ["read_file"]);
+        assert_eq!(agent.sink().session(), Some(id));
+    }
+
+    #[test]
+    fn a_given_gate_is_used_as_it_is() {
+        let p = parts();
+        let gate = Arc::new(Gate::new(ApprovalMode::Auto, p.tools.workspace().root()));
+        let agent = Agent::builder(provider(NOWHERE), MODEL, Arc::clone(&p.tools))
+            .approval(ApprovalMode::Full)
+            .gate(Arc::clone(&gate))
+            .build()
+            .unwrap();
+        assert!(Arc::ptr_eq(agent.gate(), &gate));
+        assert_eq!(agent.gate().mode(), ApprovalMode::Auto);
+    }
+
+    #[test]
+    fn a_permission_rule_that_does_not_parse_fails_the_build() {
+        let p = parts();
+        let permissions = PermissionsConfig {
+            allow: vec!["shell(ls".into()],
+            ..PermissionsConfig::default()
+        };
+        let err = Agent::builder(provider(NOWHERE), MODEL, Arc::clone(&p.tools))
+            .permissions(permissions)
+            .build()
+            .unwrap_err();
+        assert!(matches!(err, BuildError::Permissions(_)), "{err:?}");
+        assert!(err.to_string().contains("shell(ls"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn by_default_a_call_that_would_ask_is_denied_and_not_run() {
+        let script = Script::new()
+            .chat(
+                ollama::turn(MODEL)
+                    .tool_call("write_file", json!({"path": "a.txt", "content": "x\n"}))
+                    .done(),
+            )
+            .chat(ollama::turn(MODEL).text("I could not write it.").done());
+        let server =
+            ScriptedServer::start(script.ollama_models(&[MODEL], &["completion", "tools"]))
+                .unwrap();
+        let p = parts();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sink = EventSink::detached(Arc::new(move |e: &Event| {
+            let _ = tx.send(e.clone());
+        }));
+        let mut agent = Agent::builder(provider(&server.url()), MODEL, Arc::clone(&p.tools))
+            .sink(sink)
+            .build()
+            .unwrap();
+        let outcome = agent.run("say hello", &CancellationToken::new()).await;
+        assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
+        assert!(!p.dir.path().join("ws/a.txt").exists());
+        let result = agent
+            .executor()
+            .history()
+            .iter()
+            .find_map(|m| match m {
+                Message::Tool(result) => Some(result.content.clone()),
+                _ => None,
+            })
+            .unwrap();
+        assert!(result.contains(NonInteractive::MESSAGE), "{result}");
+        // The run's events were all shown by the time it returned.
+        let shown: Vec<Event> = rx.try_iter().collect();
+        assert!(shown.iter().any(|e| matches!(
+            e,
+            Event::ToolCallFinished {
+                status: ToolStatus::Denied,
+                ..
+            }
+        )));
+        assert!(matches!(shown.last(), Some(Event::RunFinished { .. })));
+    }
+}

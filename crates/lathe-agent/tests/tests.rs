@@ -1,0 +1,17 @@
+//! The integration tests of lathe-agent: the providers against the scripted model server, the
+//! tool-call parser (families, fuzzing, end to end) and the executor and runner loops.
+//!
+//! One binary for the crate (Cargo.toml: `autotests = false`), since each test binary links the
+//! whole dependency graph. Each file in `tests/` is a module declared here (lathe-testkit's
+//! `layout` test checks that none is left out); run one with
+//! `cargo test -p lathe-agent --test integration agent_executor::`.
+
+mod common;
+
+mod agent_executor;
+mod agent_runner;
+mod parser_families;
+mod parser_fuzz;
+mod provider_ollama;
+mod provider_openai;
+mod text_calls_e2e;

@@ -1,0 +1,377 @@
+//! `update_plan`: the short plan of steps the model keeps for a task, stored in the session so
+//! that front ends can show it ([`current`]).
+
+use std::sync::Mutex;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::session::{Session, lock};
+use crate::tool::{Effect, Tool, ToolContext, ToolHints, ToolKind, ToolOutput, hints_for};
+
+/// The most steps a plan holds: a plan is a short list to steer by, not a task tracker.
+pub const MAX_STEPS: usize = 50;
+
+/// The longest step, in characters: a step says what it does in a few words.
+pub const MAX_STEP_CHARS: usize = 200;
+
+/// Keep a short plan of the steps of the task, and update it as you go: send the whole plan
+/// each time, every step with its status.
+///
+/// Use it for work of several steps: make the plan before you start, mark a step
+/// `in_progress` when you start it and `completed` when it is done. At most one step is
+/// `in_progress` at a time. Skip it for a task of one or two steps.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct UpdatePlanInput {
+    /// Why the plan changed, in one sentence (optional).
+    pub explanation: Option<String>,
+    /// The whole plan, in order (at most 50 steps; an empty list clears it).
+    pub plan: Vec<PlanStep>,
+}
+
+/// One step of the plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PlanStep {
+    /// What the step does, in a few words.
+    pub step: String,
+    /// Where the step stands.
+    pub status: StepStatus,
+}
+
+/// Where a step stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// not started
+    Pending,
+    /// being worked on now (at most one step)
+    InProgress,
+    /// done
+    Completed,
+}
+
+/// The `update_plan` tool.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct UpdatePlanTool;
+
+impl Tool for UpdatePlanTool {
+    const NAME: &'static str = "update_plan";
+    type Input = UpdatePlanInput;
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Session
+    }
+
+    fn hints(&self) -> ToolHints {
+        // Sending the same plan twice leaves the same plan.
+        ToolHints {
+            idempotent: true,
+            ..hints_for(ToolKind::Session)
+        }
+    }
+
+    fn effects(&self, input: &Self::Input, session: &Session) -> Vec<Effect> {
+        let _ = (input, session);
+        // Replaces the session's own plan: no file, no program, nothing outside the session.
+        vec![Effect::OwnState { changes: true }]
+    }
+
+    fn title(&self, input: &Self::Input) -> String {
+        if input.plan.is_empty() {
+            return format!("{} (cleared)", Self::NAME);
+        }
+        format!(
+            "{} ({}/{} done)",
+            Self::NAME,
+            completed(&input.plan),
+            input.plan.len()
+        )
+    }
+
+    async fn run(&self, input: UpdatePlanInput, ctx: ToolContext) -> ToolOutput {
+        let plan = match checked(input.plan) {
+            Ok(plan) => plan,
+            Err(message) => return ToolOutput::error(message),
+        };
+        let text = render(&plan);
+        let rows = serde_json::to_value(&plan).unwrap_or_default();
+        *lock(&ctx.session.extension(PlanState::default).steps) = plan;
+        ToolOutput::ok(text).with_meta("plan", rows)
+    }
+}
+
+/// The plan the model last sent in `session` (empty when it sent none, or cleared it).
+pub fn current(session: &Session) -> Vec<PlanStep> {
+    session
+        .existing_extension::<PlanState>()
+        .map(|state| lock(&state.steps).clone())
+        .unwrap_or_default()
+}
+
+/// The session's plan.
+#[derive(Default)]
+struct PlanState {
+    steps: Mutex<Vec<PlanStep>>,
+}
+
+fn completed(plan: &[PlanStep]) -> usize {
+    plan.iter()
+        .filter(|s| s.status == StepStatus::Completed)
+        .count()
+}
+
+/// The plan with each step's text on one line, or what the model should fix.
+fn checked(plan: Vec<PlanStep>) -> Result<Vec<PlanStep>, String> {
+    if plan.len() > MAX_STEPS {
+        return Err(format!(
+            "the plan has {} steps; keep it to at most {MAX_STEPS}: merge small steps, or plan \
+             only the next part of the work",
+            plan.len()
+        ));
+    }
+    let mut steps = Vec::with_capacity(plan.len());
+    for (i, step) in plan.into_iter().enumerate() {
+        let number = i + 1;
+        let text = step.step.split_whitespace().collect::<Vec<_>>().join(" ");
+        if text.is_empty() {
+            return Err(format!(
+                "step {number} (plan[{i}].step) has no text: say in a few words what the step \
+                 does, or leave the step out"
+            ));
+        }
+        let chars = text.chars().count();
+        if chars > MAX_STEP_CHARS {
+            return Err(format!(
+                "step {number} (plan[{i}].step) is {chars} characters long; keep each step to \
+                 at most {MAX_STEP_CHARS} (a few words), and split a long step into several"
+            ));
+        }
+        steps.push(PlanStep {
+            step: text,
+            status: step.status,
+        });
+    }
+    let in_progress: Vec<usize> = steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.status == StepStatus::InProgress)
+        .map(|(i, _)| i + 1)
+        .collect();
+    if let [.., last] = in_progress.as_slice()
+        && in_progress.len() > 1
+    {
+        let others: Vec<String> = in_progress[..in_progress.len() - 1]
+            .iter()
+            .map(usize::to_string)
+            .collect();
+        let all = if in_progress.len() == 2 {
+            "both"
+        } else {
+            "all"
+        };
+        return Err(format!(
+            "steps {} and {last} are {all} in_progress, and at most one step is in progress at a \
+             time: keep in_progress the one you are working on, and mark each other one \
+             completed if it is done or pending if it is not",
+            others.join(", ")
+        ));
+    }
+    Ok(steps)
+}
+
+/// The plan as a checklist: `[x]` completed, `[>]` in progress, `[ ]` pending.
+fn render(plan: &[PlanStep]) -> String {
+    if plan.is_empty() {
+        return "The plan is cleared.".to_owned();
+    }
+    let mut text = format!("Plan updated ({}/{} done):", completed(plan), plan.len());
+    for step in plan {
+        let mark = match step.status {
+            StepStatus::Completed => "[x]",
+            StepStatus::InProgress => "[>]",
+            StepStatus::Pending => "[ ]",
+        };
+        text.push('\n');
+        text.push_str(mark);
+        text.push(' ');
+        text.push_str(&step.step);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::{Registry, ToolConfig, Workspace};
+
+    fn session() -> (tempfile::TempDir, Arc<Session>) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("ws")).unwrap();
+        let workspace = Workspace::new(dir.path().join("ws")).unwrap();
+        let session =
+            Session::new(workspace, ToolConfig::default(), dir.path().join("state")).unwrap();
+        (dir, session)
+    }
+
+    fn steps(rows: &[(&str, &str)]) -> Value {
+        Value::Array(
+            rows.iter()
+                .map(|(step, status)| json!({"step": step, "status": status}))
+                .collect(),
+        )
+    }
+
+    async fn call(session: &Arc<Session>, arguments: Value) -> ToolOutput {
+        Registry::builtin()
+            .call(
+                "update_plan",
+                arguments,
+                ToolContext::new(Arc::clone(session)),
+            )
+            .await
+    }
+
+    #[tokio::test]
+    async fn stores_the_plan_and_renders_a_checklist() {
+        let (_dir, session) = session();
+        let plan = steps(&[
+            ("Read the parser", "completed"),
+            ("Write a failing test", "completed"),
+            ("Fix the   bug\n", "in_progress"),
+            ("Run the suite", "pending"),
+            ("Update the docs", "pending"),
+        ]);
+        let out = call(
+            &session,
+            json!({"explanation": "the bug is in the parser", "plan": plan}),
+        )
+        .await;
+        assert!(!out.is_error, "{}", out.text);
+        assert_eq!(
+            out.text,
+            "Plan updated (2/5 done):\n[x] Read the parser\n[x] Write a failing test\n\
+             [>] Fix the bug\n[ ] Run the suite\n[ ] Update the docs"
+        );
+        let stored = current(&session);
+        assert_eq!(stored.len(), 5);
+        assert_eq!(
+            stored[2],
+            PlanStep {
+                step: "Fix the bug".into(),
+                status: StepStatus::InProgress
+            }
+        );
+        // The metadata is the stored plan, as JSON.
+        assert_eq!(
+            out.metadata.extra("plan"),
+            Some(&serde_json::to_value(&stored).unwrap())
+        );
+        assert_eq!(
+            out.metadata.extra("plan").unwrap()[2]["status"],
+            "in_progress"
+        );
+        // The next call replaces the plan.
+        let out = call(&session, json!({"plan": steps(&[("Ship", "completed")])})).await;
+        assert_eq!(out.text, "Plan updated (1/1 done):\n[x] Ship");
+        assert_eq!(current(&session).len(), 1);
+        // An empty plan clears it.
+        let out = call(&session, json!({"plan": []})).await;
+        assert!(!out.is_error, "{}", out.text);
+        assert!(current(&session).is_empty());
+    }
+
+    #[test]
+    fn the_title_counts_completed_steps() {
+        let input = |plan: Value| -> UpdatePlanInput {
+            serde_json::from_value(json!({ "plan": plan })).unwrap()
+        };
+        let five = input(steps(&[
+            ("a", "completed"),
+            ("b", "completed"),
+            ("c", "in_progress"),
+            ("d", "pending"),
+            ("e", "pending"),
+        ]));
+        assert_eq!(UpdatePlanTool.title(&five), "update_plan (2/5 done)");
+        assert_eq!(
+            UpdatePlanTool.title(&input(json!([]))),
+            "update_plan (cleared)"
+        );
+    }
+
+    #[tokio::test]
+    async fn mistakes_say_what_to_fix_and_keep_the_old_plan() {
+        let (_dir, session) = session();
+        let first = steps(&[("Start", "in_progress")]);
+        assert!(!call(&session, json!({ "plan": first })).await.is_error);
+        let cases = [
+            (
+                steps(&[("a", "in_progress"), ("b", "pending"), ("c", "in_progress")]),
+                "steps 1 and 3 are both in_progress",
+            ),
+            (
+                steps(&[
+                    ("a", "in_progress"),
+                    ("b", "in_progress"),
+                    ("c", "in_progress"),
+                ]),
+                "steps 1, 2 and 3 are all in_progress",
+            ),
+            (
+                steps(&[("a", "completed"), ("  \n ", "pending")]),
+                "step 2 (plan[1].step) has no text",
+            ),
+            (
+                steps(&[("a", "completed"), (&"x".repeat(201), "pending")]),
+                "step 2 (plan[1].step) is 201 characters long",
+            ),
+            (
+                Value::Array(vec![json!({"step": "s", "status": "pending"}); 51]),
+                "the plan has 51 steps; keep it to at most 50",
+            ),
+        ];
+        for (plan, expected) in cases {
+            let out = call(&session, json!({ "plan": plan })).await;
+            assert!(out.is_error, "{expected}: {}", out.text);
+            assert!(out.text.contains(expected), "{expected}: {}", out.text);
+            assert_eq!(current(&session)[0].step, "Start", "{expected}");
+        }
+        // Exactly at the limits is fine.
+        let fifty = Value::Array(vec![
+            json!({"step": "x".repeat(200), "status": "pending"});
+            50
+        ]);
+        let out = call(&session, json!({ "plan": fifty })).await;
+        assert!(!out.is_error, "{}", out.text);
+        // A status that is not one of the three names the parameter and the choices.
+        let out = call(&session, json!({"plan": steps(&[("a", "done")])})).await;
+        assert!(out.is_error);
+        assert!(
+            out.text.contains("plan[0].status") && out.text.contains("\"in_progress\""),
+            "{}",
+            out.text
+        );
+        // Case and separators are forgiven, as for every enum.
+        let out = call(&session, json!({"plan": steps(&[("a", "In-Progress")])})).await;
+        assert!(!out.is_error, "{}", out.text);
+    }
+
+    #[test]
+    fn the_schema_lists_the_statuses() {
+        let registry = Registry::builtin();
+        let definition = registry.definition("update_plan").unwrap();
+        let step = &definition.parameters["properties"]["plan"]["items"];
+        assert_eq!(
+            step["properties"]["status"]["enum"],
+            json!(["pending", "in_progress", "completed"])
+        );
+        assert_eq!(definition.parameters["required"], json!(["plan"]));
+        // Strict MCP validators refuse a `null` type or default.
+        assert!(!definition.parameters.to_string().contains("null"));
+        assert!(definition.hints.idempotent && !definition.hints.read_only);
+    }
+}

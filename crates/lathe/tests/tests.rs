@@ -1,0 +1,31 @@
+//! The integration tests of the lathe binary: the real `lathe` run as users and MCP clients run
+//! it (exec, chat in a pseudo-terminal, tool, policy, sandbox, trust and mcp), against the
+//! scripted model server.
+//!
+//! One binary for the crate (Cargo.toml: `autotests = false`), since each test binary links the
+//! whole dependency graph. Each file in `tests/` is a module declared here (lathe-testkit's
+//! `layout` test checks that none is left out); run one with
+//! `cargo test -p lathe --test integration chat_pty::`.
+
+mod agent_harness;
+mod mcp_support;
+
+mod chat_pty;
+mod exec_context;
+mod exec_interrupt;
+mod exec_limits;
+mod exec_parallel;
+mod exec_policy;
+mod exec_providers;
+mod exec_sandbox;
+mod exec_task;
+mod frontends;
+mod mcp_conformance;
+mod mcp_http;
+mod mcp_protocol;
+mod mcp_python;
+mod mcp_sessions;
+mod policy_cmd;
+mod sandbox_cli;
+mod tool_cli;
+mod trust;
