@@ -1,5 +1,7 @@
 //! Path patterns in gitignore syntax, and the sensitive paths that make Lathe ask.
 
+use std::sync::OnceLock;
+
 use globset::{GlobBuilder, GlobMatcher};
 
 use crate::context::AnalysisContext;
@@ -47,7 +49,11 @@ pub(crate) struct PathPattern {
     pub text: String,
     pub negated: bool,
     anchor: Anchor,
-    globs: Vec<GlobMatcher>,
+    /// The parsed globs (checked when the pattern is made).
+    globs: Vec<globset::Glob>,
+    /// Their matchers, compiled when the pattern is first matched: compiling is most of what
+    /// making a policy costs, and a call that names no path never needs them.
+    matchers: OnceLock<Vec<GlobMatcher>>,
     /// The globs as absolute paths (`/**/` for "anywhere"), for comparing with shell globs.
     absolute_globs: Vec<String>,
 }
@@ -107,19 +113,26 @@ impl PathPattern {
                 .backslash_escape(true)
                 .build()
                 .map_err(|e| invalid(&e.kind().to_string()))?;
-            globs.push(glob.compile_matcher());
+            globs.push(glob);
         }
         Ok(PathPattern {
             text: pattern.trim().to_string(),
             negated,
             anchor,
             globs,
+            matchers: OnceLock::new(),
             absolute_globs,
         })
     }
 
     pub fn matches(&self, key: &PathKey) -> bool {
-        let hit = |s: &str| self.globs.iter().any(|g| g.is_match(s));
+        let matchers = self.matchers.get_or_init(|| {
+            self.globs
+                .iter()
+                .map(globset::Glob::compile_matcher)
+                .collect()
+        });
+        let hit = |s: &str| matchers.iter().any(|g| g.is_match(s));
         match self.anchor {
             Anchor::Workspace => key
                 .relative

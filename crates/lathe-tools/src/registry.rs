@@ -228,6 +228,8 @@ pub struct Registry {
     entries: Vec<Arc<dyn DynTool>>,
     /// Names and aliases, each to its entry.
     by_name: HashMap<String, usize>,
+    /// The same, folded (case, `_`, `-`, `.`): no two tools share a folded name either.
+    by_folded: HashMap<String, usize>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -284,13 +286,11 @@ impl Registry {
             }
         }
         for name in &names {
-            let folded = fold_name(name);
-            let taken = self.by_name.get(name.as_str()).copied().or_else(|| {
-                self.by_name
-                    .iter()
-                    .find(|(taken, _)| fold_name(taken) == folded)
-                    .map(|(_, &i)| i)
-            });
+            let taken = self
+                .by_name
+                .get(name.as_str())
+                .or_else(|| self.by_folded.get(&fold_name(name)))
+                .copied();
             if let Some(i) = taken {
                 return Err(RegistryError::NameTaken {
                     name: (*name).clone(),
@@ -300,6 +300,7 @@ impl Registry {
         }
         let index = self.entries.len();
         for name in names {
+            self.by_folded.insert(fold_name(name), index);
             self.by_name.insert(name.clone(), index);
         }
         self.entries.push(tool);
@@ -310,9 +311,11 @@ impl Registry {
     pub fn retain(&mut self, mut keep: impl FnMut(&ToolDefinition) -> bool) {
         self.entries.retain(|e| keep(e.definition()));
         self.by_name.clear();
+        self.by_folded.clear();
         for (i, entry) in self.entries.iter().enumerate() {
             let definition = entry.definition();
             for name in std::iter::once(&definition.name).chain(&definition.aliases) {
+                self.by_folded.insert(fold_name(name), i);
                 self.by_name.insert(name.clone(), i);
             }
         }
@@ -353,8 +356,7 @@ impl Registry {
         if let Some(&i) = self.by_name.get(name) {
             return Ok(&self.entries[i].definition().name);
         }
-        let folded = fold_name(name);
-        if let Some((_, &i)) = self.by_name.iter().find(|(n, _)| fold_name(n) == folded) {
+        if let Some(&i) = self.by_folded.get(&fold_name(name)) {
             return Ok(&self.entries[i].definition().name);
         }
         // Aliases count as the tool's names here too: `bsh` is close to `bash`, so `shell`.
