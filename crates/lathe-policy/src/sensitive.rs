@@ -132,7 +132,12 @@ impl PathPattern {
                 .map(globset::Glob::compile_matcher)
                 .collect()
         });
-        let hit = |s: &str| matchers.iter().any(|g| g.is_match(s));
+        self.matches_with(key, |s: &str| matchers.iter().any(|g| g.is_match(s)))
+    }
+
+    /// Whether the pattern matches `key`, with `hit` saying whether one of its globs matches a
+    /// string (the pattern's own matchers, or a set of many patterns' globs).
+    fn matches_with(&self, key: &PathKey, hit: impl Fn(&str) -> bool) -> bool {
         match self.anchor {
             Anchor::Workspace => key
                 .relative
@@ -164,6 +169,9 @@ impl PathPattern {
 #[derive(Debug, Clone)]
 pub struct SensitivePaths {
     patterns: Vec<PathPattern>,
+    /// Every pattern's globs in one set, built when a path is first checked: one set costs far
+    /// less to build than a matcher per glob, and a policy that checks no path builds none.
+    set: OnceLock<globset::GlobSet>,
     /// For each pattern that is not a negation: globs of examples of what it matches (name
     /// wildcards filled in, `**` kept), which a shell glob is checked against.
     examples: Vec<Glob>,
@@ -212,7 +220,11 @@ impl SensitivePaths {
                 }
             }
         }
-        Ok(SensitivePaths { patterns, examples })
+        Ok(SensitivePaths {
+            patterns,
+            set: OnceLock::new(),
+            examples,
+        })
     }
 
     /// For a path with shell glob characters or braces (absolute, as the shell would expand
@@ -261,9 +273,38 @@ impl SensitivePaths {
     }
 
     pub(crate) fn matching_key(&self, key: &PathKey) -> Option<&str> {
+        let set = self.set.get_or_init(|| {
+            let mut builder = globset::GlobSetBuilder::new();
+            for glob in self.patterns.iter().flat_map(|p| &p.globs) {
+                builder.add(glob.clone());
+            }
+            // The globs were checked when each pattern was made.
+            builder
+                .build()
+                .unwrap_or_else(|_| globset::GlobSet::empty())
+        });
+        // Which globs match each string a pattern may be matched against, once for all.
+        let strings = [
+            key.relative.as_deref(),
+            key.absolute.as_deref(),
+            key.absolute.as_deref().map(|a| a.trim_start_matches('/')),
+        ];
+        let hits: Vec<(&str, Vec<usize>)> = strings
+            .into_iter()
+            .flatten()
+            .map(|s| (s, set.matches(s)))
+            .collect();
         let mut found = None;
+        let mut first = 0;
         for p in &self.patterns {
-            if p.matches(key) {
+            let own = first..first + p.globs.len();
+            first = own.end;
+            let hit = |s: &str| {
+                hits.iter()
+                    .find(|(candidate, _)| *candidate == s)
+                    .is_some_and(|(_, matched)| matched.iter().any(|g| own.contains(g)))
+            };
+            if p.matches_with(key, hit) {
                 found = if p.negated {
                     None
                 } else {
@@ -356,6 +397,68 @@ mod tests {
             ".env.example",
         ] {
             assert!(at(g).is_none(), "{g} names no sensitive path: {:?}", at(g));
+        }
+    }
+
+    #[test]
+    fn the_shared_set_answers_as_each_pattern_alone() {
+        let c = ctx();
+        let extra: Vec<String> = [
+            "!.env.example",
+            "/build",
+            "config/*.toml",
+            "~/.aws/**",
+            "//etc/shadow",
+            "*.sql[ab]",
+            "!docs/secrets.md",
+        ]
+        .iter()
+        .map(|p| (*p).to_owned())
+        .collect();
+        let s = SensitivePaths::new(&extra, &c).unwrap();
+        let alone = |key: &PathKey| {
+            let mut found = None;
+            for p in &s.patterns {
+                if p.matches(key) {
+                    found = if p.negated {
+                        None
+                    } else {
+                        Some(p.text.as_str())
+                    };
+                }
+            }
+            found
+        };
+        for path in [
+            ".env",
+            ".env.example",
+            "a/.env.local",
+            "x.pem",
+            "deep/dir/x.key",
+            "id_rsa.pub",
+            ".git/config",
+            ".git",
+            ".lathe/config.toml",
+            "src/secrets.rs",
+            "docs/secrets.md",
+            "build",
+            "build/out.o",
+            "src/build",
+            "config/a.toml",
+            "config/x/a.toml",
+            "a.sqla",
+            "a.sqlc",
+            "src/main.rs",
+            "/etc/shadow",
+            "/etc/passwd",
+            "/home/u/.aws/credentials",
+            "/elsewhere/.env",
+            "/elsewhere/x.pem",
+            "../outside/.git/HEAD",
+            "",
+        ] {
+            let key = PathKey::from_text(path, &c);
+            assert_eq!(s.matching_key(&key), alone(&key), "{path}");
         }
     }
 
