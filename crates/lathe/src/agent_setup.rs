@@ -88,7 +88,8 @@ pub struct ModelArgs {
     pub dangerously_skip_approvals: bool,
 }
 
-fn parse_provider(s: &str) -> Result<ProviderKind, String> {
+/// `ollama` or `openai` (also `openai-compatible`), as flags and stored sessions spell them.
+pub fn parse_provider(s: &str) -> Result<ProviderKind, String> {
     match s.trim().to_ascii_lowercase().as_str() {
         "ollama" => Ok(ProviderKind::Ollama),
         "openai" | "openai-compatible" => Ok(ProviderKind::OpenAi),

@@ -168,6 +168,35 @@ impl Calls {
     }
 }
 
+/// The last `lines` lines of a session's transcript (without its header), after a `…` line
+/// when earlier ones were left out: what `lathe chat --resume` shows.
+pub fn tail(
+    session: &Session,
+    history: &[Message],
+    calls: Calls,
+    style: &Style,
+    lines: usize,
+) -> String {
+    let whole = transcript(session, history, calls, style);
+    // The header is three lines; what follows is the conversation.
+    let body: Vec<&str> = whole
+        .lines()
+        .skip(3)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let start = body.len().saturating_sub(lines);
+    let mut out = String::new();
+    if start > 0 {
+        out.push_str(&style.dim("…"));
+        out.push('\n');
+    }
+    for line in &body[start..] {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.trim_end().to_owned()
+}
+
 /// The transcript of a session, as text: its messages, with each call's line and the diffs
 /// of what it changed replayed from its events.
 pub fn transcript(

@@ -286,14 +286,15 @@ fn slash_commands_and_resume() {
         .chat(reply().text("First answer.").done())
         .chat(reply().text("Second answer.").done());
     let h = Harness::new(script);
-    let mut term = Terminal::start(&h, &[]);
+    let mut term = Terminal::start(&h, &["--approval", "read-only"]);
     term.wait_for("> ");
     term.type_line("/help");
     term.wait_for("/approval [MODE]");
     term.type_line("/approval auto");
     term.wait_for("approval is now auto");
+    // A name the server does not have is refused, naming what it has.
     term.type_line("/model other-model");
-    term.wait_for("model is now other-model");
+    term.wait_for("other-model is not on the model server; it has: qwen3:8b");
     term.type_line("/model qwen3:8b");
     term.wait_for("model is now qwen3:8b");
     term.type_line("hello there");
@@ -304,8 +305,13 @@ fn slash_commands_and_resume() {
     assert_eq!(term.wait_exit(), 0);
     let id = h.newest_session().id.to_string();
 
+    // Resuming restores what the session started with (the approval mode here) and shows the
+    // end of the conversation so far.
     let mut term = Terminal::start(&h, &["--resume", &id]);
     term.wait_for("resumed session");
+    term.wait_for("> hello there");
+    term.wait_for("First answer.");
+    term.wait_for("approval read-only");
     term.type_line("and again");
     term.wait_for("Second answer.");
     term.type_line("/exit");

@@ -4,6 +4,7 @@ use std::io::Write;
 
 use lathe_agent::Agent;
 use lathe_agent::approval::ApprovalMode;
+use lathe_agent::provider::Provider;
 use lathe_store::{SessionFilter, Store};
 
 use crate::render::Style;
@@ -71,6 +72,7 @@ Ctrl-C stops the current turn and kills its running commands; twice exits.";
 pub async fn apply(
     command: Command,
     agent: &mut Agent,
+    provider: &dyn Provider,
     store: &Store,
     setup: &Setup,
     style: &Style,
@@ -84,8 +86,32 @@ pub async fn apply(
             let _ = writeln!(out, "model: {}", agent.model());
         }
         Command::Model(Some(name)) => {
-            agent.set_model(name.clone());
-            let _ = writeln!(out, "{}", style.dim(&format!("model is now {name}")));
+            // The server's list decides; a server that cannot list its models is taken at its
+            // word (the next turn says if the name is wrong).
+            let listed = provider.list_models().await;
+            match listed {
+                Ok(models) if !models.is_empty() && !models.contains(&name) => {
+                    let _ = writeln!(
+                        out,
+                        "{}",
+                        style.red(&format!(
+                            "{name} is not on the model server; it has: {}. The model stays {}.",
+                            models.join(", "),
+                            agent.model()
+                        ))
+                    );
+                }
+                listed => {
+                    agent.set_model(name.clone());
+                    let mut said = format!("model is now {name}");
+                    if let Err(err) = listed {
+                        said.push_str(&format!(
+                            " (the server's models could not be listed: {err})"
+                        ));
+                    }
+                    let _ = writeln!(out, "{}", style.dim(&said));
+                }
+            }
         }
         Command::Approval(None) => {
             let _ = writeln!(out, "approval: {}", agent.gate().mode());

@@ -42,6 +42,25 @@ pub struct ChatArgs {
     pub max_turns: Option<u32>,
 }
 
+/// Lines of the earlier transcript shown when a session is resumed.
+const RESUME_TAIL_LINES: usize = 12;
+
+/// What a resumed session was started with, where no flag says otherwise: the model, the
+/// provider, its server and the approval mode (the configuration and environment apply only
+/// to what the session did not record).
+fn restore(args: &mut ModelArgs, session: &lathe_store::Session) {
+    args.model = args.model.take().or_else(|| Some(session.model.clone()));
+    if args.provider.is_none() {
+        args.provider = agent_setup::parse_provider(&session.provider).ok();
+    }
+    if args.base_url.is_none() {
+        args.base_url = session.extra["base_url"].as_str().map(str::to_owned);
+    }
+    if args.approval.is_none() {
+        args.approval = session.approval.parse().ok();
+    }
+}
+
 /// Runs `lathe chat`.
 pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode> {
     let store = crate::sessions_cmd::open_store()?;
@@ -56,7 +75,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     let setup = trust_or_not(&common)?;
     let mut model_args = args.model.clone();
     if let Some(session) = &resumed {
-        model_args.model = model_args.model.or_else(|| Some(session.model.clone()));
+        restore(&mut model_args, session);
     }
     let mut resolved = agent_setup::resolve(&setup, &model_args, agent_setup::process_env)?;
     if let Some(max_turns) = args.max_turns {
@@ -96,11 +115,21 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
             .iter()
             .filter(|m| matches!(m, lathe_agent::message::Message::User { .. }))
             .count();
+        let tail = crate::sessions_cmd::tail(
+            session,
+            &history,
+            crate::sessions_cmd::Calls::from_events(&store.events(&session.id)?),
+            &style,
+            RESUME_TAIL_LINES,
+        );
         agent.resume(history);
         say(&style.dim(&format!(
             "resumed session {} ({turns} earlier messages from you)",
             session.id
         )));
+        if !tail.is_empty() {
+            say(&tail);
+        }
     }
     say(&style.dim(&format!(
         "lathe chat · {model} · approval {} · session {id}\nType a task, /help for commands, Ctrl-C to stop a turn, twice to exit.",
@@ -137,7 +166,16 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
             continue;
         }
         if let Some(command) = Command::parse(line) {
-            match commands::apply(command, &mut agent, &store, &setup, &style).await {
+            match commands::apply(
+                command,
+                &mut agent,
+                provider.as_ref(),
+                &store,
+                &setup,
+                &style,
+            )
+            .await
+            {
                 Outcome::Continue => continue,
                 Outcome::Exit => break,
             }
