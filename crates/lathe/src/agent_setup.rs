@@ -246,6 +246,52 @@ pub fn session_state_dir(id: &SessionId) -> PathBuf {
     crate::state::data_dir().join("sessions").join(id.as_str())
 }
 
+/// Held while this process runs stored session `id`: an exclusive `flock` on `owner.lock` in the
+/// session's state directory, which the kernel releases however the process ends (SIGKILL
+/// included), so `lathe sessions` can tell a session that is running from one whose process is
+/// gone.
+#[derive(Debug)]
+pub struct SessionOwner {
+    _file: std::fs::File,
+}
+
+/// The owner file of stored session `id`.
+fn owner_path(id: &SessionId) -> PathBuf {
+    session_state_dir(id).join("owner.lock")
+}
+
+/// Takes ownership of stored session `id` for this process; fails when another Lathe process
+/// runs it now.
+pub fn own_session(id: &SessionId) -> anyhow::Result<SessionOwner> {
+    use std::os::fd::AsRawFd;
+    let path = owner_path(id);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)?;
+    // SAFETY: flock on a descriptor this function owns; it takes no pointers.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        anyhow::bail!(
+            "session {id} is running in another Lathe process; wait for it to end, or start a new session"
+        );
+    }
+    Ok(SessionOwner { _file: file })
+}
+
+/// Whether a process holds stored session `id` now ([`own_session`]).
+pub fn session_is_owned(id: &SessionId) -> bool {
+    use std::os::fd::AsRawFd;
+    let Ok(file) = std::fs::File::open(owner_path(id)) else {
+        return false;
+    };
+    // SAFETY: as above; a shared lock that is granted is dropped with the file.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) != 0 }
+}
+
 /// The tool session for stored session `id`.
 pub fn tool_session(setup: &Setup, id: &SessionId) -> anyhow::Result<Arc<Session>> {
     setup.session(session_state_dir(id))

@@ -74,6 +74,8 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     let store = crate::sessions_cmd::open_store()?;
     let id = agent_setup::create_session(&store, &setup, &resolved, &model, Some(&task))?;
     let tools = agent_setup::tool_session(&setup, &id)?;
+    // Held until this process ends, however it ends: `lathe sessions` sees whether it runs.
+    let _owner = agent_setup::own_session(&id)?;
     let mode = if args.json {
         OutputMode::Json
     } else {

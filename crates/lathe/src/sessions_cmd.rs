@@ -11,7 +11,7 @@ use lathe_agent::events::{Event, FileChange};
 use lathe_agent::message::Message;
 use lathe_agent::sink::stored_history;
 use lathe_agent::text::{cut, first_line};
-use lathe_store::{Session, SessionFilter, Store};
+use lathe_store::{Session, SessionFilter, SessionStatus, Store};
 
 use crate::render::Style;
 
@@ -70,10 +70,13 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
             } else {
                 None
             };
-            let sessions = store.list_sessions(&SessionFilter {
+            let mut sessions = store.list_sessions(&SessionFilter {
                 workspace,
                 limit: Some(limit),
             })?;
+            for session in &mut sessions {
+                settle(&store, session);
+            }
             if json {
                 serde_json::to_writer_pretty(&mut out, &sessions)?;
                 writeln!(out)?;
@@ -90,7 +93,8 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
             }
         }
         SessionsAction::Show { id, json } => {
-            let session = store.session(&id)?;
+            let mut session = store.session(&id)?;
+            settle(&store, &mut session);
             if json {
                 let messages = store.messages(&session.id)?;
                 let events = store.events(&session.id)?;
@@ -110,6 +114,19 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A session stored as running whose process is gone (killed, or the machine went down) is
+/// interrupted: said so in the store, and in what is shown.
+pub fn settle(store: &Store, session: &mut Session) {
+    if session.status == SessionStatus::Running
+        && !crate::agent_setup::session_is_owned(&session.id)
+        && store
+            .update_session_status(&session.id, SessionStatus::Interrupted)
+            .is_ok()
+    {
+        session.status = SessionStatus::Interrupted;
+    }
 }
 
 fn list_line(session: &Session, style: &Style) -> String {

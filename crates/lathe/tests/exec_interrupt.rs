@@ -104,3 +104,35 @@ fn sigterm_kills_the_running_command_and_exits_143() {
     );
     assert_eq!(h.newest_session().status.as_str(), "interrupted");
 }
+
+/// A session whose process was SIGKILLed is not shown as running for ever: while `lathe exec`
+/// runs, `lathe sessions` says running; once it is killed, interrupted (and the store says so).
+#[test]
+fn a_sigkilled_session_is_shown_interrupted_not_running() {
+    let marker = "876543229";
+    let command = format!("touch started; sleep {marker}");
+    let (h, mut child) = exec_running(&command, marker, 1, &[]);
+    let status = |h: &Harness| {
+        let out = h
+            .lathe()
+            .args(["sessions", "list", "--json"])
+            .output()
+            .unwrap();
+        let sessions: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        sessions[0]["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(status(&h), "running");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(status(&h), "interrupted");
+    assert_eq!(h.newest_session().status.as_str(), "interrupted");
+    // The killed run's command is killed by its guard, as a SIGKILL of Lathe always does.
+    let start = Instant::now();
+    while running(marker) {
+        assert!(start.elapsed() < DEADLINE, "the command was left running");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

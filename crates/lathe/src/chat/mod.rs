@@ -88,6 +88,8 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         None => agent_setup::create_session(&store, &setup, &resolved, &model, None)?,
     };
     let tools = agent_setup::tool_session(&setup, &id)?;
+    // Held until this process ends, however it ends: `lathe sessions` sees whether it runs.
+    let _owner = agent_setup::own_session(&id)?;
     let renderer = Renderer::new(OutputMode::Human);
     let input = Arc::new(Input::start());
     let sink = EventSink::new(store.clone(), id.clone(), renderer.handler());
