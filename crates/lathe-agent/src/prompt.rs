@@ -8,8 +8,11 @@
 use std::io::Read;
 use std::path::Path;
 
-/// The project's instruction file, read from the workspace root.
+/// The project's instruction file, read from the user's configuration directory, the
+/// repository root and every directory down to the working directory.
 pub const PROJECT_INSTRUCTIONS_FILE: &str = "AGENTS.md";
+/// Read where a directory has no `AGENTS.md` (the name another agent's users already wrote).
+pub const FALLBACK_INSTRUCTIONS_FILE: &str = "CLAUDE.md";
 /// `AGENTS.md` beyond this many bytes is cut: it is read on every request, and a huge one would
 /// crowd out the work itself.
 pub const MAX_PROJECT_INSTRUCTIONS_BYTES: usize = 32 * 1024;
@@ -30,15 +33,82 @@ pub struct PromptInputs {
 }
 
 impl PromptInputs {
-    /// Inputs for `workspace` today on this machine, with the project's `AGENTS.md` if present.
+    /// Inputs for `workspace` today on this machine, with the instructions
+    /// ([`gather_instructions`]) for the process's working directory.
     pub fn for_workspace(workspace: &Path, tools: Vec<String>) -> Self {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| workspace.to_path_buf());
         PromptInputs {
             workspace: workspace.display().to_string(),
             platform: format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
             date: today(),
             tools,
-            project_instructions: project_instructions(workspace),
+            project_instructions: gather_instructions(
+                workspace,
+                &cwd,
+                user_config_dir().as_deref(),
+            ),
         }
+    }
+}
+
+/// Lathe's directory in the user's configuration (`$XDG_CONFIG_HOME/lathe`, else
+/// `~/.config/lathe`), when there is a home.
+pub fn user_config_dir() -> Option<std::path::PathBuf> {
+    let non_empty = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    non_empty("XDG_CONFIG_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| non_empty("HOME").map(|home| Path::new(&home).join(".config")))
+        .map(|dir| dir.join("lathe"))
+}
+
+/// The instructions for work in `cwd`, most general first and nearest last: the user's own
+/// (`AGENTS.md` in `user_dir`), then each directory from the repository root containing `cwd`
+/// (or `workspace`, outside a repository) down to `cwd`, each its `AGENTS.md` or else its
+/// `CLAUDE.md`. One file is given as it is; several each under the path it came from.
+pub fn gather_instructions(
+    workspace: &Path,
+    cwd: &Path,
+    user_dir: Option<&Path>,
+) -> Option<String> {
+    let mut found: Vec<(std::path::PathBuf, String)> = Vec::new();
+    if let Some(dir) = user_dir
+        && let Some(text) = read_instructions(&dir.join(PROJECT_INSTRUCTIONS_FILE))
+    {
+        found.push((dir.join(PROJECT_INSTRUCTIONS_FILE), text));
+    }
+    let cwd = if cwd.starts_with(workspace) {
+        cwd
+    } else {
+        workspace
+    };
+    let top = cwd
+        .ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .unwrap_or(workspace);
+    let mut chain: Vec<&Path> = cwd
+        .ancestors()
+        .take_while(|dir| dir.starts_with(top))
+        .collect();
+    chain.reverse();
+    for dir in chain {
+        for name in [PROJECT_INSTRUCTIONS_FILE, FALLBACK_INSTRUCTIONS_FILE] {
+            let path = dir.join(name);
+            if let Some(text) = read_instructions(&path) {
+                found.push((path, text));
+                break;
+            }
+        }
+    }
+    match found.len() {
+        0 => None,
+        1 => found.pop().map(|(_, text)| text),
+        _ => Some(
+            found
+                .iter()
+                .map(|(path, text)| format!("## From {}\n\n{text}", path.display()))
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        ),
     }
 }
 
@@ -48,10 +118,10 @@ pub fn today() -> String {
     stamp.get(..10).unwrap_or(&stamp).to_owned()
 }
 
-/// The content of `AGENTS.md` at `root`, cut to [`MAX_PROJECT_INSTRUCTIONS_BYTES`] with a note,
-/// or `None` when there is none (or it is empty or unreadable).
-pub fn project_instructions(root: &Path) -> Option<String> {
-    let file = std::fs::File::open(root.join(PROJECT_INSTRUCTIONS_FILE)).ok()?;
+/// The content of an instruction file, cut to [`MAX_PROJECT_INSTRUCTIONS_BYTES`] with a note, or
+/// `None` when there is none (or it is empty or unreadable).
+fn read_instructions(path: &Path) -> Option<String> {
+    let file = std::fs::File::open(path).ok()?;
     if !file.metadata().ok()?.is_file() {
         return None;
     }
@@ -67,8 +137,12 @@ pub fn project_instructions(root: &Path) -> Option<String> {
         while text.ends_with('\u{FFFD}') {
             text.pop();
         }
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         text.push_str(&format!(
-            "\n[{PROJECT_INSTRUCTIONS_FILE} is longer; the rest was cut. Read it with read_file if you need it.]"
+            "\n[{name} is longer; the rest was cut. Read it with read_file if you need it.]"
         ));
     }
     let trimmed = text.trim();
@@ -155,20 +229,68 @@ mod tests {
     #[test]
     fn agents_md_is_read_and_cut() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(project_instructions(dir.path()), None);
+        assert_eq!(read_instructions(&dir.path().join("AGENTS.md")), None);
         std::fs::write(dir.path().join("AGENTS.md"), "  \n").unwrap();
-        assert_eq!(project_instructions(dir.path()), None);
+        assert_eq!(read_instructions(&dir.path().join("AGENTS.md")), None);
         std::fs::write(dir.path().join("AGENTS.md"), "Use tabs.\n").unwrap();
         assert_eq!(
-            project_instructions(dir.path()).as_deref(),
+            read_instructions(&dir.path().join("AGENTS.md")).as_deref(),
             Some("Use tabs.")
         );
         let huge = "é".repeat(MAX_PROJECT_INSTRUCTIONS_BYTES);
         std::fs::write(dir.path().join("AGENTS.md"), huge).unwrap();
-        let text = project_instructions(dir.path()).unwrap();
+        let text = read_instructions(&dir.path().join("AGENTS.md")).unwrap();
         assert!(text.len() < MAX_PROJECT_INSTRUCTIONS_BYTES + 200);
         assert!(text.ends_with("Read it with read_file if you need it.]"));
         assert!(!text.contains('\u{FFFD}'));
+    }
+
+    #[test]
+    fn instructions_come_from_the_user_the_repository_and_each_directory_down() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        let sub = repo.join("crates/app");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(&sub).unwrap();
+        let user = dir.path().join("config/lathe");
+        std::fs::create_dir_all(&user).unwrap();
+        assert_eq!(gather_instructions(&repo, &sub, Some(&user)), None);
+        std::fs::write(repo.join("AGENTS.md"), "Repo rules.\n").unwrap();
+        // One file: as it is.
+        assert_eq!(
+            gather_instructions(&repo, &sub, Some(&user)).as_deref(),
+            Some("Repo rules.")
+        );
+        std::fs::write(user.join("AGENTS.md"), "Mine.\n").unwrap();
+        std::fs::write(
+            repo.join("crates/CLAUDE.md"),
+            "Crates, by the other name.\n",
+        )
+        .unwrap();
+        std::fs::write(sub.join("AGENTS.md"), "App rules.\n").unwrap();
+        std::fs::write(sub.join("CLAUDE.md"), "Not read: AGENTS.md is here.\n").unwrap();
+        let all = gather_instructions(&repo, &sub, Some(&user)).unwrap();
+        let order: Vec<usize> = [
+            "Mine.",
+            "Repo rules.",
+            "Crates, by the other name.",
+            "App rules.",
+        ]
+        .iter()
+        .map(|t| {
+            all.find(t)
+                .unwrap_or_else(|| panic!("{t} missing from {all}"))
+        })
+        .collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{all}");
+        assert!(!all.contains("Not read"), "{all}");
+        assert!(all.contains(&format!("## From {}", sub.join("AGENTS.md").display())));
+        // A working directory outside the workspace reads the workspace's chain only.
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("AGENTS.md"), "Elsewhere.\n").unwrap();
+        let text = gather_instructions(&repo, &elsewhere, None).unwrap();
+        assert_eq!(text, "Repo rules.");
     }
 
     #[test]

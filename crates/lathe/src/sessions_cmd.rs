@@ -64,7 +64,7 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
             let workspace = if here {
                 let root = match &common.workspace {
                     Some(dir) => dir.clone(),
-                    None => std::env::current_dir().context("cannot read the current directory")?,
+                    None => crate::setup::default_workspace()?,
                 };
                 Some(root.canonicalize().unwrap_or(root))
             } else {

@@ -43,7 +43,7 @@ impl Setup {
     pub fn load_quiet(common: &CommonArgs) -> anyhow::Result<Setup> {
         let root = match &common.workspace {
             Some(dir) => dir.clone(),
-            None => std::env::current_dir().context("cannot read the current directory")?,
+            None => default_workspace()?,
         };
         if !root.is_dir() {
             anyhow::bail!("workspace {} is not a directory", root.display());
@@ -80,5 +80,55 @@ impl Setup {
             .with_context(|| format!("cannot create state directory {}", state_dir.display()))?;
         shell::configure(&session, self.config.shell.clone());
         Ok(session)
+    }
+}
+
+/// The workspace when `--workspace` is not given: the root of the git repository the current
+/// directory is in, else the current directory. A repository at the home directory (or above
+/// it: a dotfiles repository) is not taken: it would make the whole home the workspace.
+pub fn default_workspace() -> anyhow::Result<PathBuf> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    Ok(repository_root(&cwd, home.as_deref()).unwrap_or(cwd))
+}
+
+/// The nearest directory at or above `dir` with a `.git` (a directory, or a worktree's file),
+/// unless it is `home`, an ancestor of it, or `/`.
+fn repository_root(dir: &std::path::Path, home: Option<&std::path::Path>) -> Option<PathBuf> {
+    let root = dir.ancestors().find(|d| d.join(".git").exists())?;
+    let too_wide = root.parent().is_none() || home.is_some_and(|home| home.starts_with(root));
+    (!too_wide).then(|| root.to_path_buf())
+}
+
+#[cfg(test)]
+mod default_workspace_tests {
+    use super::repository_root;
+
+    #[test]
+    fn the_repository_root_unless_it_holds_the_home() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home/u");
+        let repo = home.join("src/repo");
+        let sub = repo.join("crates/app");
+        std::fs::create_dir_all(&sub).unwrap();
+        assert_eq!(repository_root(&sub, Some(&home)), None);
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        assert_eq!(repository_root(&sub, Some(&home)), Some(repo.clone()));
+        // A worktree's `.git` is a file.
+        let worktree = home.join("src/wt");
+        std::fs::create_dir_all(worktree.join("x")).unwrap();
+        std::fs::write(worktree.join(".git"), "gitdir: ../repo/.git/worktrees/wt\n").unwrap();
+        assert_eq!(
+            repository_root(&worktree.join("x"), Some(&home)),
+            Some(worktree)
+        );
+        // A dotfiles repository at the home is not a workspace for a project without its own.
+        std::fs::create_dir_all(home.join(".git")).unwrap();
+        let plain = home.join("notes");
+        std::fs::create_dir_all(&plain).unwrap();
+        assert_eq!(repository_root(&plain, Some(&home)), None);
+        assert_eq!(repository_root(&sub, Some(&home)), Some(repo));
     }
 }

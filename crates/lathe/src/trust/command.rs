@@ -4,7 +4,6 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::Args;
 
 use super::{TrustState, WORKSPACE_FILE, canonical, read_yes, record, sha256_hex};
@@ -60,7 +59,7 @@ pub fn run(common: &crate::cli::CommonArgs, args: TrustArgs) -> anyhow::Result<E
     }
     let dir = match args.dir.as_ref().or(common.workspace.as_ref()) {
         Some(dir) => dir.clone(),
-        None => std::env::current_dir().context("cannot read the current directory")?,
+        None => crate::setup::default_workspace()?,
     };
     if !dir.is_dir() {
         anyhow::bail!("workspace {} is not a directory", dir.display());
