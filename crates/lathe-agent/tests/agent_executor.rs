@@ -253,6 +253,69 @@ async fn reads_writes_and_finishes_with_a_faithful_history() {
     ));
 }
 
+/// Issue 14: a completion marker written next to a call did not wait for the call's result.
+#[tokio::test]
+async fn a_marker_next_to_a_call_waits_for_the_result() {
+    let script = Script::new()
+        .chat(
+            reply()
+                .text("Tests pass. [TASK_COMPLETE]")
+                .tool_call("cat", json!({"path": "notes.txt"}))
+                .done(),
+        )
+        .chat(
+            reply()
+                .text("Checked again. [TASK_COMPLETE]")
+                .tool_call("cat", json!({"path": "missing.txt"}))
+                .done(),
+        )
+        .chat(
+            reply()
+                .text("notes.txt says hello; missing.txt does not exist. [TASK_COMPLETE]")
+                .done(),
+        );
+    let mut run = start(script, |_| {});
+    let outcome = run
+        .executor
+        .run("what do the notes say?", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
+    assert_eq!(outcome.turns, 3);
+    assert_eq!(
+        outcome.answer,
+        "notes.txt says hello; missing.txt does not exist."
+    );
+    let bodies = run.server.chat_bodies();
+    assert_eq!(bodies.len(), 3);
+    // Each later turn carries the result of the call made next to the marker.
+    let second = bodies[1]["messages"].as_array().unwrap();
+    assert_eq!(second.last().unwrap()["role"], "tool");
+    assert_eq!(second.last().unwrap()["content"], "hello\n");
+    let third = bodies[2]["messages"].as_array().unwrap();
+    let result = third.last().unwrap()["content"].as_str().unwrap();
+    assert!(result.contains("cannot read missing.txt"), "{result}");
+    // The marker never reaches the user nor the history.
+    assert_eq!(third[2]["content"], "Tests pass.");
+    let shown: String = run
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            Event::TextDelta { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(!shown.contains("TASK_COMPLETE"), "{shown}");
+    let stored = stored_history(&run.store, &run.session).unwrap();
+    // (The system prompt names the marker; what the model wrote holds it nowhere.)
+    assert!(
+        stored[1..]
+            .iter()
+            .all(|m| !m.content().contains("TASK_COMPLETE"))
+    );
+}
+
 #[tokio::test]
 async fn the_turn_limit_ends_the_run_and_says_so() {
     let mut script = Script::new();
