@@ -187,7 +187,7 @@ pub struct DiffStats {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
-    /// The model answered without a call, or wrote the completion marker.
+    /// The model answered without a call (a completion marker next to a call does not end it).
     Finished,
     /// The turn limit was reached.
     MaxTurns,

@@ -4,6 +4,11 @@
 //! decides it), splits a leading `<think>...</think>` out of the content for servers that
 //! leave it there, scans text and thinking for written tool calls (see [`crate::parser`]),
 //! resolves native calls against the real tool names, and times the thinking.
+//!
+//! Text after a call written in the text is dropped: the model has not seen the result yet, so
+//! whatever it says there (an invented `<tool_result>`, an answer built on it) is a guess. The
+//! text protocol's stop strings end most such answers on the server; this holds when a server
+//! ignores them.
 
 use crate::events::Event;
 use crate::message::{AssistantMessage, Message};
@@ -16,6 +21,22 @@ use tokio_util::sync::CancellationToken;
 
 /// What the model writes when it considers the task done. Never shown to the user.
 pub const COMPLETION_MARKER: &str = "[TASK_COMPLETE]";
+
+/// Where a model starts inventing the result of its own call; no call after it is real.
+const INVENTED_RESULT: &str = "<tool_result";
+
+/// Text after the first call written in the text, which is never shown.
+#[derive(Debug, Default)]
+enum AfterCall {
+    /// No call yet: text is shown.
+    #[default]
+    Before,
+    /// After a call: text is dropped (and kept here only to find an invented result split
+    /// across chunks); further calls still count.
+    Dropping(String),
+    /// The model began to invent a result: everything, calls too, is dropped.
+    Invented,
+}
 
 /// A finished assistant turn.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -150,6 +171,38 @@ impl ThinkTags {
     }
 }
 
+impl AfterCall {
+    /// `segment` if it still counts: everything before the first call, calls after it until
+    /// an invented result.
+    fn take(&mut self, segment: Segment) -> Option<Segment> {
+        match (&mut *self, segment) {
+            (AfterCall::Before, segment @ Segment::Call(_)) => {
+                *self = AfterCall::Dropping(String::new());
+                Some(segment)
+            }
+            (AfterCall::Before, segment) => Some(segment),
+            (AfterCall::Invented, _) => None,
+            (AfterCall::Dropping(_), segment @ Segment::Call(_)) => Some(segment),
+            (AfterCall::Dropping(held), Segment::Text(text)) => {
+                held.push_str(&text);
+                if held.contains(INVENTED_RESULT) {
+                    tracing::debug!("dropped an invented tool result after a call");
+                    *self = AfterCall::Invented;
+                } else {
+                    // Only a tail that may begin the tag matters to the next piece.
+                    let keep = held.len().saturating_sub(INVENTED_RESULT.len());
+                    let keep = (keep..=held.len())
+                        .find(|&i| held.is_char_boundary(i))
+                        .unwrap_or(held.len());
+                    held.drain(..keep);
+                }
+                None
+            }
+            (AfterCall::Dropping(_), Segment::Malformed(_)) => None,
+        }
+    }
+}
+
 /// Turns chunks into events and an [`AssistantTurn`].
 pub struct StreamProcessor {
     names: Arc<ToolNames>,
@@ -162,6 +215,7 @@ pub struct StreamProcessor {
     text_calls: Vec<ParsedCall>,
     thinking_calls: Vec<ParsedCall>,
     thinking_since: Option<Instant>,
+    after_call: AfterCall,
 }
 
 impl StreamProcessor {
@@ -178,6 +232,7 @@ impl StreamProcessor {
             text_calls: Vec::new(),
             thinking_calls: Vec::new(),
             thinking_since: None,
+            after_call: AfterCall::Before,
         }
     }
 
@@ -230,6 +285,10 @@ impl StreamProcessor {
 
     fn apply_text(&mut self, segments: Vec<Segment>, emit: &mut dyn FnMut(Event)) {
         for segment in segments {
+            let segment = match self.after_call.take(segment) {
+                Some(segment) => segment,
+                None => continue,
+            };
             match segment {
                 Segment::Text(text) => self.show_text(text, emit),
                 Segment::Call(call) => {
@@ -497,7 +556,8 @@ mod tests {
             .map(|c| c.arguments["path"].as_str().unwrap())
             .collect();
         assert_eq!(paths, ["a", "b"]);
-        assert_eq!(turn.content, "Reading.\n\n");
+        // The newline after the first call is text after a call, and dropped.
+        assert_eq!(turn.content, "Reading.\n");
         let seen = events
             .iter()
             .filter(|e| matches!(e, Event::ToolCallSeen { .. }))

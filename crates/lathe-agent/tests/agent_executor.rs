@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use lathe_agent::approval::{ApprovalMode, Gate, NonInteractive};
 use lathe_agent::events::{Event, RunStatus};
 use lathe_agent::executor::{Executor, ExecutorConfig, NUDGE};
-use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
+use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, ToolProtocol, connect};
 use lathe_agent::runner::ToolRunner;
 use lathe_agent::sink::{EventSink, stored_history};
 use lathe_store::{NewSession, SessionStatus, Store};
@@ -251,6 +251,125 @@ async fn reads_writes_and_finishes_with_a_faithful_history() {
             ..
         })
     ));
+}
+
+/// Issue 14: a completion marker written next to a call did not wait for the call's result.
+#[tokio::test]
+async fn a_marker_next_to_a_call_waits_for_the_result() {
+    let script = Script::new()
+        .chat(
+            reply()
+                .text("Tests pass. [TASK_COMPLETE]")
+                .tool_call("cat", json!({"path": "notes.txt"}))
+                .done(),
+        )
+        .chat(
+            reply()
+                .text("Checked again. [TASK_COMPLETE]")
+                .tool_call("cat", json!({"path": "missing.txt"}))
+                .done(),
+        )
+        .chat(
+            reply()
+                .text("notes.txt says hello; missing.txt does not exist. [TASK_COMPLETE]")
+                .done(),
+        );
+    let mut run = start(script, |_| {});
+    let outcome = run
+        .executor
+        .run("what do the notes say?", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
+    assert_eq!(outcome.turns, 3);
+    assert_eq!(
+        outcome.answer,
+        "notes.txt says hello; missing.txt does not exist."
+    );
+    let bodies = run.server.chat_bodies();
+    assert_eq!(bodies.len(), 3);
+    // Each later turn carries the result of the call made next to the marker.
+    let second = bodies[1]["messages"].as_array().unwrap();
+    assert_eq!(second.last().unwrap()["role"], "tool");
+    assert_eq!(second.last().unwrap()["content"], "hello\n");
+    let third = bodies[2]["messages"].as_array().unwrap();
+    let result = third.last().unwrap()["content"].as_str().unwrap();
+    assert!(result.contains("cannot read missing.txt"), "{result}");
+    // The marker never reaches the user nor the history.
+    assert_eq!(third[2]["content"], "Tests pass.");
+    let shown: String = run
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            Event::TextDelta { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(!shown.contains("TASK_COMPLETE"), "{shown}");
+    let stored = stored_history(&run.store, &run.session).unwrap();
+    // (The system prompt names the marker; what the model wrote holds it nowhere.)
+    assert!(
+        stored[1..]
+            .iter()
+            .all(|m| !m.content().contains("TASK_COMPLETE"))
+    );
+}
+
+/// Issue 14: in the text protocol, an invented result and the answer built on it were shown
+/// and kept, and with the marker they became the final answer.
+#[tokio::test]
+async fn an_invented_result_never_reaches_the_user_nor_the_history() {
+    let script = Script::new()
+        .chat(
+            reply()
+                .text(
+                    "Reading.\n<tool_call>\n{\"name\": \"cat\", \"arguments\": {\"path\": \"notes.txt\"}}\n</tool_call>\n\
+                     <tool_result name=\"cat\">\nGOODBYE\n</tool_result>\nThe notes say GOODBYE. [TASK_COMPLETE]",
+                )
+                .done()
+                .rechunk(7),
+        )
+        .chat(reply().text("The notes say hello.").done());
+    let mut run = start(script, |c| c.tool_protocol = ToolProtocol::Text);
+    let outcome = run
+        .executor
+        .run("what do the notes say?", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
+    assert_eq!(outcome.answer, "The notes say hello.");
+    let bodies = run.server.chat_bodies();
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(
+        bodies[0]["options"]["stop"],
+        json!(["</tool_call>", "<tool_result"])
+    );
+    let second = bodies[1]["messages"].as_array().unwrap();
+    assert_eq!(
+        second[2]["content"],
+        "Reading.\n\n<tool_call>\n{\"name\":\"cat\",\"arguments\":{\"path\":\"notes.txt\"}}\n</tool_call>"
+    );
+    assert_eq!(
+        second[3]["content"],
+        "<tool_result name=\"cat\">\nhello\n\n</tool_result>"
+    );
+    let shown: String = run
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            Event::TextDelta { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(shown, "Reading.\nThe notes say hello.");
+    let stored = stored_history(&run.store, &run.session).unwrap();
+    assert_eq!(stored, run.executor.history());
+    for message in &stored[1..] {
+        assert!(!message.content().contains("GOODBYE"), "{message:?}");
+        assert!(!message.content().contains("<tool_result"), "{message:?}");
+    }
 }
 
 #[tokio::test]

@@ -206,6 +206,11 @@ async fn model_without_tools_gets_the_text_protocol_and_is_told_once() {
 
     let body = &server.chat_bodies()[0];
     assert!(body.get("tools").is_none());
+    // Issue 14: the answer stops after the call, before an invented result.
+    assert_eq!(
+        body["options"]["stop"],
+        json!(["</tool_call>", "<tool_result"])
+    );
     let system = body["messages"][0]["content"].as_str().unwrap();
     assert!(system.starts_with("You are Lathe.\n\n# Tools"));
     assert!(system.contains("## write_file"));

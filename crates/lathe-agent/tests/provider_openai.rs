@@ -228,6 +228,9 @@ async fn vllm_refusing_tools_switches_to_the_text_protocol() {
     let bodies = server.chat_bodies();
     assert!(bodies[0].get("tools").is_some());
     assert!(bodies[1].get("tools").is_none());
+    // Issue 14: native calls need no stop string; the text protocol stops after the call.
+    assert!(bodies[0].get("stop").is_none());
+    assert_eq!(bodies[1]["stop"], json!(["</tool_call>", "<tool_result"]));
     assert!(
         bodies[1]["messages"][0]["content"]
             .as_str()

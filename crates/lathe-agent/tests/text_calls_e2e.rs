@@ -133,7 +133,7 @@ async fn every_family_through_the_wire() {
 }
 
 #[tokio::test]
-async fn prose_around_calls_is_kept_and_json_samples_stay_text() {
+async fn prose_before_a_call_is_kept_and_json_samples_stay_text() {
     let text = "I'll check the config.\n\nA config looks like {\"name\": \"app\", \"port\": 8080}.\n\n\
                 <tool_call>{\"name\": \"grep\", \"arguments\": {\"pattern\": \"port\"}}</tool_call>\nThen I'll decide.";
     let (content, calls, _) = through_both(text, 5).await;
@@ -141,10 +141,39 @@ async fn prose_around_calls_is_kept_and_json_samples_stay_text() {
         calls,
         vec![("grep".to_string(), json!({"pattern": "port"}))]
     );
+    // What follows the call is said before its result was seen, and is dropped.
     assert_eq!(
         content,
-        "I'll check the config.\n\nA config looks like {\"name\": \"app\", \"port\": 8080}.\n\n\nThen I'll decide."
+        "I'll check the config.\n\nA config looks like {\"name\": \"app\", \"port\": 8080}.\n\n"
     );
+}
+
+/// Issue 14: a model without native tools wrote its own result and an answer built on it.
+#[tokio::test]
+async fn an_invented_result_after_a_call_is_dropped() {
+    let call =
+        "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\n</tool_call>";
+    let invented = "\n<tool_result name=\"read_file\">\nfn a() {}\n</tool_result>\n\
+                    The file defines a. <tool_call>{\"name\": \"read_file\", \"arguments\": {\"path\": \"b\"}}</tool_call> \
+                    Done, all tests pass.";
+    for size in [1, 4, 13] {
+        let (content, calls, _) =
+            through_both(&format!("Reading a.\n{call}{invented}"), size).await;
+        assert_eq!(calls, vec![read("a")], "cut every {size}");
+        assert_eq!(content, "Reading a.\n", "cut every {size}");
+    }
+    // A second real call is kept; the text around it is not.
+    let (content, calls, _) = through_both(&format!("{call}\nand then\n{call}\nwaiting"), 3).await;
+    assert_eq!(calls, vec![read("a"), read("a")]);
+    assert_eq!(content, "");
+    // A server that strips the stop string leaves the call without its closing tag.
+    let (content, calls, _) = through_both(
+        "Reading.\n<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\n",
+        2,
+    )
+    .await;
+    assert_eq!(calls, vec![read("a")]);
+    assert_eq!(content, "Reading.\n");
 }
 
 #[tokio::test]

@@ -167,6 +167,7 @@ pub fn resolve(
         think,
         temperature: model_config.temperature,
         max_tokens: model_config.max_tokens,
+        ..ChatOptions::default()
     };
     Ok(Resolved {
         provider,

@@ -3,9 +3,9 @@
 //! Each iteration builds a request (system prompt, history, tool definitions) and keeps it
 //! inside the window ([`ContextWindow`]); the provider streams the answer through
 //! [`collect_turn`]; the [`ToolRunner`] runs the calls; the results go back into the history.
-//! It ends when the model answers without a call (or writes the completion marker), at the turn
-//! limit, on an error it cannot recover from, or when the user stops it. It does not itself
-//! stream, run tools, or summarise.
+//! It ends when the model answers without a call (the completion marker counts only there, never
+//! next to a call whose result the model has not seen), at the turn limit, on an error it cannot
+//! recover from, or when the user stops it. It does not itself stream, run tools, or summarise.
 
 mod guard;
 
@@ -271,9 +271,8 @@ impl Executor {
             if let Some(message) = stop {
                 break (RunStatus::Failed, Some(message));
             }
-            if turn.task_complete {
-                break (RunStatus::Finished, None);
-            }
+            // A completion marker next to calls is ignored: the model has not seen their
+            // results yet, so it cannot know the task is done. It counts in a turn without calls.
         };
         let (status, message) = outcome;
         self.sink.emit(Event::RunFinished {

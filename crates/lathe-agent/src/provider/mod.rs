@@ -26,7 +26,7 @@ pub use error::ProviderError;
 pub use ollama::OllamaProvider;
 pub use openai::OpenAiProvider;
 pub use retry::RetryPolicy;
-pub use text_protocol::{text_protocol_instructions, to_text_protocol};
+pub use text_protocol::{TEXT_PROTOCOL_STOP, text_protocol_instructions, to_text_protocol};
 
 use crate::message::{Message, ToolCall};
 use futures::Stream;
@@ -97,6 +97,9 @@ pub struct ChatOptions {
     pub temperature: Option<f32>,
     /// Cap on generated tokens (`num_predict` / `max_tokens`). By default, the server's.
     pub max_tokens: Option<u32>,
+    /// Strings that end the generation (Ollama's `options.stop`, OpenAI's `stop`); the text
+    /// protocol adds its own. By default, none.
+    pub stop: Vec<String>,
 }
 
 impl Default for ChatOptions {
@@ -107,6 +110,7 @@ impl Default for ChatOptions {
             think: Think::Auto,
             temperature: None,
             max_tokens: None,
+            stop: Vec::new(),
         }
     }
 }

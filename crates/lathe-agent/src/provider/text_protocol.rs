@@ -6,6 +6,13 @@ use super::ChatRequest;
 use crate::message::{AssistantMessage, Message};
 use serde_json::{Value, json};
 
+/// Where a text-protocol answer should end: after the first complete call, or where the model
+/// starts to invent its result. OpenAI's API takes at most four stop strings.
+///
+/// Some servers (llama.cpp, vLLM) leave the stop string out of the text, so an answer may end
+/// with a call whose closing tag is missing: the parser reads a complete call without it.
+pub const TEXT_PROTOCOL_STOP: [&str; 2] = ["</tool_call>", "<tool_result"];
+
 /// The system prompt section that teaches the text protocol for `tools` (definitions in the
 /// function-calling shape).
 pub fn text_protocol_instructions(tools: &[Value]) -> String {
@@ -22,10 +29,11 @@ pub fn text_protocol_instructions(tools: &[Value]) -> String {
     ));
     out.push_str(
         "Rules:\n\
-         - One call per <tool_call> block; write several blocks to make several calls.\n\
+         - One call per reply, in one <tool_call> block.\n\
          - \"arguments\" is a JSON object holding the tool's parameters. Strings are JSON strings: \
          write a newline as \\n and a quote as \\\".\n\
-         - After your calls, stop and wait: each result comes back in a <tool_result> block.\n\
+         - After </tool_call>, stop and wait: the result comes back in a <tool_result> block. \
+         Never write a <tool_result> yourself.\n\
          - Only call the tools listed below. When the task is done, answer without a call.\n\n\
          Available tools:\n",
     );
@@ -54,7 +62,8 @@ pub fn text_protocol_instructions(tools: &[Value]) -> String {
 /// `request` rewritten for the text protocol: no `tools`; the instructions appended to the
 /// system prompt (or added as one); past assistant calls written back as `<tool_call>` blocks in
 /// their text; tool results turned into a user message of `<tool_result>` blocks, since chat
-/// templates without tool support drop the `tool` role.
+/// templates without tool support drop the `tool` role; [`TEXT_PROTOCOL_STOP`] added to the stop
+/// strings, so the model does not go on to invent the result.
 pub fn to_text_protocol(request: &ChatRequest) -> ChatRequest {
     let instructions = text_protocol_instructions(&request.tools);
     let mut messages: Vec<Message> = Vec::with_capacity(request.messages.len() + 1);
@@ -107,9 +116,16 @@ pub fn to_text_protocol(request: &ChatRequest) -> ChatRequest {
             other => messages.push(other.clone()),
         }
     }
+    let mut options = request.options.clone();
+    for stop in TEXT_PROTOCOL_STOP {
+        if !options.stop.iter().any(|s| s == stop) {
+            options.stop.push(stop.to_string());
+        }
+    }
     ChatRequest {
         messages,
         tools: Vec::new(),
+        options,
         ..request.clone()
     }
 }
@@ -157,6 +173,7 @@ mod tests {
         );
         let out = to_text_protocol(&request);
         assert!(out.tools.is_empty());
+        assert_eq!(out.options.stop, TEXT_PROTOCOL_STOP);
         assert_eq!(out.messages.len(), 5);
         assert!(
             out.messages[0]

@@ -220,6 +220,9 @@ pub(crate) fn request_body(request: &ChatRequest, capabilities: &Capabilities) -
     if let Some(n) = options.max_tokens {
         opts.insert("num_predict".into(), json!(n));
     }
+    if !options.stop.is_empty() {
+        opts.insert("stop".into(), json!(options.stop));
+    }
     let mut body = json!({
         "model": request.model,
         "messages": messages_to_wire(&request.messages),
@@ -374,6 +377,7 @@ mod tests {
         assert_eq!(body["keep_alive"], "30m");
         assert!(body.get("think").is_none());
         assert!(body.get("tools").is_none());
+        assert!(body["options"].get("stop").is_none());
         let thinker = Capabilities {
             thinking: true,
             ..plain

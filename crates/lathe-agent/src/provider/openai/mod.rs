@@ -117,6 +117,9 @@ pub(crate) fn request_body(request: &ChatRequest, echo_reasoning: bool) -> Value
     if let Some(n) = request.options.max_tokens {
         body["max_tokens"] = json!(n);
     }
+    if !request.options.stop.is_empty() {
+        body["stop"] = json!(request.options.stop);
+    }
     body
 }
 
