@@ -39,10 +39,24 @@ impl FileKind {
     }
 }
 
-/// LaTeX commands that begin with the letter of an escape the repair would turn into a control
-/// character (`\n`, `\t`, `\r`). A backslash word among them is a LaTeX command, not a newline
-/// followed by a line starting `abla`, unless the text also breaks lines like code does.
-const TEX_WORDS: &[&str] = &[
+/// Words after a backslash that are LaTeX commands or path segments beginning with the letter of
+/// an escape the repair would turn into a control character (`\n`, `\t`, `\r`): `\nabla` is a
+/// command and `build\new` a path, not a newline followed by a line starting `abla` or `ew`,
+/// unless the text also breaks lines as code does.
+const LITERAL_WORDS: &[&str] = &[
+    "new",
+    "news",
+    "node",
+    "notes",
+    "net",
+    "network",
+    "name",
+    "names",
+    "nginx",
+    "npm",
+    "nul",
+    "next",
+    "nicefrac",
     "nabla",
     "ne",
     "neq",
@@ -163,12 +177,13 @@ pub fn undo_double_escape(text: &str, kind: FileKind) -> Option<String> {
 /// - a drive path (`C:\new`);
 /// - a `\t` or `\r` followed by a letter, other than a tab indenting a line (`\n\treturn`);
 /// - an escape talked about as a word ("split on \n and trim", "use \t, not spaces");
-/// - an escape in a regex's character class (`[^\n]`, `[\n]`);
-/// - a LaTeX command (`\neq`, `\theta`), unless a `\n` is also followed by indentation, a blank
+/// - a `\n` in a regex: a character class (`[^\n]`, `[\n]`), between slashes (`s/\n/ /`) or
+///   quantified at its end (`\n+$`);
+/// - a LaTeX command or path segment (`\neq`, `\theta`, `build\new`), unless a `\n` is also followed by indentation, a blank
 ///   line or the end of the text, as in code.
 pub fn meant_literally(text: &str) -> bool {
     let chars: Vec<char> = text.chars().collect();
-    let mut tex_word = false;
+    let mut literal_word = false;
     let mut code_break = false;
     let mut i = 0;
     while i < chars.len() {
@@ -195,7 +210,14 @@ pub fn meant_literally(text: &str) -> bool {
             'n' | 't' | 'r' => {}
             _ => return true,
         }
-        if before == Some(':') && i >= 2 && chars[i - 2].is_ascii_alphabetic() {
+        // A drive letter stands alone and a path segment follows: neither `on:\n` in YAML nor
+        // `if x:\n\t` in Python is `C:\new`.
+        let drive = before == Some(':')
+            && after.is_some_and(char::is_alphanumeric)
+            && i >= 2
+            && chars[i - 2].is_ascii_alphabetic()
+            && (i == 2 || !chars[i - 3].is_alphanumeric());
+        if drive {
             return true;
         }
         let line_start =
@@ -203,13 +225,16 @@ pub fn meant_literally(text: &str) -> bool {
         if next != 'n' && after.is_some_and(char::is_alphabetic) && !(next == 't' && line_start) {
             return true;
         }
-        if before == Some(' ') && talked_about(after, chars.get(i + 3).copied()) {
+        if talked_about(&chars, i) {
             return true;
         }
         if next == 'n' {
             let class = (before == Some('^') && i >= 2 && chars[i - 2] == '[')
                 || (before == Some('[') && after == Some(']'));
-            if class {
+            let delimited = before == Some('/') && after == Some('/');
+            let quantified = matches!(after, Some('+' | '*' | '?'))
+                && matches!(chars.get(i + 3), None | Some('$' | ')' | '|' | '\\'));
+            if class || delimited || quantified {
                 return true;
             }
             code_break |= match after {
@@ -223,18 +248,30 @@ pub fn meant_literally(text: &str) -> bool {
             .iter()
             .take_while(|c| c.is_ascii_alphabetic())
             .collect();
-        tex_word |= TEX_WORDS.contains(&word.as_str());
+        literal_word |= LITERAL_WORDS.contains(&word.as_str());
         i += 2;
     }
-    tex_word && !code_break
+    literal_word && !code_break
 }
 
-/// After an escape preceded by a space: the end, punctuation, or one space and a word.
-fn talked_about(after: Option<char>, then: Option<char>) -> bool {
-    match after {
+/// Whether the run of escapes through the one at `i` stands as a word of prose: a space before
+/// it, and after it the end, punctuation, or one space and a word ("use \n, not \r\n here").
+fn talked_about(chars: &[char], i: usize) -> bool {
+    let mut start = i;
+    while start >= 2 && chars[start - 2] == '\\' && matches!(chars[start - 1], 'n' | 't' | 'r') {
+        start -= 2;
+    }
+    let mut end = i + 2;
+    while chars.get(end) == Some(&'\\') && matches!(chars.get(end + 1), Some('n' | 't' | 'r')) {
+        end += 2;
+    }
+    if start == 0 || chars[start - 1] != ' ' {
+        return false;
+    }
+    match chars.get(end) {
         None => true,
         Some(',' | '.' | ';' | ':' | '!' | '?') => true,
-        Some(' ') => then.is_some_and(|c| !c.is_whitespace()),
+        Some(' ') => chars.get(end + 1).is_some_and(|c| !c.is_whitespace()),
         _ => false,
     }
 }

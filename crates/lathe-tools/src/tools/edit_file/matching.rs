@@ -399,6 +399,16 @@ mod tests {
     }
 
     #[test]
+    fn unescaped_match_keeps_a_new_string_meant_as_written() {
+        // old_string only matches unescaped; new_string has a single backslash before `theta`,
+        // which text escaped twice would have doubled: it is LaTeX, kept as written.
+        let text = "x = 1\ny = 2\n";
+        let (strategy, out) = one(text, r"x = 1\ny = 2", r"$\theta \neq 0$");
+        assert_eq!(strategy, Strategy::Unescaped);
+        assert_eq!(out, "$\\theta \\neq 0$\n");
+    }
+
+    #[test]
     fn blank_old_strings_do_not_match_by_tolerance() {
         assert_eq!(find("a\n\nb", "  \n", "x"), None);
     }
