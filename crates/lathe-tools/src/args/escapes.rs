@@ -309,3 +309,45 @@ pub const REPAIR_NOTE: &str = "note: the text arrived on one line with its line 
      (\\n, and \\t, \\\" with them); they were written as real line breaks, tabs and quotes. If \
      the backslashes were meant as written, send the text again with at least one real line \
      break in it: text with a real line break is always written as given.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One row per rule: (text, meant as written).
+    #[test]
+    fn each_rule_decides_its_case() {
+        let rows: &[(&str, bool)] = &[
+            (r"a\nb", false),
+            (r"\alpha\n", true),         // an escape JSON never writes
+            (r"\b\n", true),             // backspace: nobody's code holds one
+            (r"\u00e9\nx", false),       // \uXXXX is JSON's own
+            (r"C:\new", true),           // a drive path
+            (r"on:\n  x: 1", false),     // YAML, not a drive
+            (r"a\tb\nc", true),          // a tab before a letter mid-line
+            (r"{\n\treturn\n}", false),  // a tab indenting a line
+            (r"x\rho\n", true),          // \r before a letter
+            (r"a\r\nb\r\n", false),      // CRLF
+            (r"use \n, not \r\n", true), // talked about
+            (r"x = [^\n]", true),        // regex class
+            (r"s/\n/ /", true),          // between slashes
+            (r"a\n+$", true),            // quantified
+            (r"$x \neq y$", true),       // a LaTeX word
+            (r"x = 1\nu = 2\n", false),  // a LaTeX word, but code breaks
+            (r"cd build\new", true),     // a path segment
+            (r"trailing\n\", true),      // a lone final backslash
+        ];
+        for (text, literal) in rows {
+            assert_eq!(meant_literally(text), *literal, "{text}");
+        }
+    }
+
+    #[test]
+    fn file_kinds_by_extension() {
+        assert_eq!(FileKind::of_path("doc/Paper.TEX"), FileKind::Backslashed);
+        assert_eq!(FileKind::of_path(r"scripts\run.ps1"), FileKind::Backslashed);
+        assert_eq!(FileKind::of_path("src/main.rs"), FileKind::Other);
+        assert_eq!(FileKind::of_path(".md"), FileKind::Other);
+        assert_eq!(undo_double_escape(r"a\nb", FileKind::Backslashed), None);
+    }
+}
