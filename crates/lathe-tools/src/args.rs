@@ -5,9 +5,16 @@
 //! the schema's properties exactly, then after folding case and `_`/`-`, then through aliases
 //! (`file`, `file_path`, `filePath` for `path`); scalars that arrive as strings are coerced to the
 //! schema's type when the whole string parses; a string with no real newline but a literal `\n`
-//! has its escapes turned into the real characters.
+//! has its escapes turned into the real characters, unless the whole string says it is meant as
+//! written (LaTeX, a Windows path, a regex, text about escapes: see [`undo_double_escape`]).
+//! Tools whose text goes to a file (`write_file`'s `content`, `edit_file`'s strings) take their
+//! strings raw and repair them themselves, knowing the file's type, and say so in the result.
 
 use serde_json::{Map, Value};
+
+mod escapes;
+
+pub use escapes::{FileKind, REPAIR_NOTE, meant_literally, undo_double_escape};
 
 /// Names models use for a path parameter.
 const PATH_ALIASES: &[&str] = &[
@@ -390,74 +397,11 @@ fn parse_whole(text: &str) -> Option<Value> {
     serde_json::from_str(text.trim()).ok()
 }
 
-/// The double-escape repair: a string with no real newline but a literal `\n` outside string
-/// literals was escaped twice (`def f():\n    return 1`). A `\n` inside quotes on one line
-/// (`printf("hi\n");`, `{"a":"x\ny"}`, `split('\n')`) is an escape the text means to hold, so
-/// a string whose every `\n` sits in quotes is left as it is.
+/// The double-escape repair of an argument with no file to go by: `text` with its double escapes
+/// undone when the whole string says it was escaped twice ([`undo_double_escape`]), else as
+/// given.
 pub fn repair_double_escape(text: String) -> String {
-    if text.contains('\n') || !newline_escape_outside_quotes(&text) {
-        return text;
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            match chars.peek() {
-                Some('n') => {
-                    out.push('\n');
-                    chars.next();
-                }
-                Some('t') => {
-                    out.push('\t');
-                    chars.next();
-                }
-                Some('r') => {
-                    out.push('\r');
-                    chars.next();
-                }
-                Some('"') => {
-                    out.push('"');
-                    chars.next();
-                }
-                Some('\\') => {
-                    out.push('\\');
-                    chars.next();
-                }
-                _ => out.push(c),
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// Whether `text` has a `\n` escape outside any quoted string. Quotes are `"`, and `'` or `` ` ``
-/// not preceded by a letter or digit (so the apostrophe of "don't" opens nothing); an escaped
-/// quote (`\"`, as double-escaped text has them) neither opens nor closes one.
-fn newline_escape_outside_quotes(text: &str) -> bool {
-    let mut quote: Option<char> = None;
-    let mut previous = ' ';
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            let escaped = chars.next();
-            if escaped == Some('n') && quote.is_none() {
-                return true;
-            }
-            previous = escaped.unwrap_or(c);
-            continue;
-        }
-        match quote {
-            Some(open) if c == open => quote = None,
-            Some(_) => {}
-            None if c == '"' => quote = Some(c),
-            None if (c == '\'' || c == '`') && !previous.is_alphanumeric() => quote = Some(c),
-            None => {}
-        }
-        previous = c;
-    }
-    false
+    undo_double_escape(&text, FileKind::Other).unwrap_or(text)
 }
 
 /// Says that the tool refused `value` for parameter `name`, and what `schema` expects there.

@@ -15,6 +15,7 @@ mod dispatch;
 mod exec_tools;
 mod file_containment;
 mod file_edit;
+mod file_escapes;
 mod file_plan;
 mod file_props;
 mod file_tools;

@@ -121,6 +121,25 @@ fn escapes_inside_string_literals_are_not_repaired() {
 }
 
 #[test]
+fn strings_meant_as_written_pass_the_argument_layer_unchanged() {
+    // Issue 14: LaTeX, Windows paths and text about escapes are not double-escaped code.
+    for literal in [
+        r"$\theta \neq \nabla f$",
+        r"dir=C:\new\table",
+        r"\newcommand{\R}{\mathbb{R}}",
+        r"split on \n and trim",
+        r"[^\n]+",
+        r"a\tb\nc",
+    ] {
+        let out = normalize(json!({"path": literal}), &schema()).unwrap();
+        assert_eq!(out["path"], json!(literal), "{literal}");
+    }
+    // Code with its line breaks escaped is still repaired, tab indentation and all.
+    let out = normalize(json!({"path": r"func f() {\n\treturn\n}"}), &schema()).unwrap();
+    assert_eq!(out["path"], json!("func f() {\n\treturn\n}"));
+}
+
+#[test]
 fn missing_required_names_parameter_and_unknown_keys() {
     let err = normalize(json!({"name": "x"}), &schema()).unwrap_err();
     assert!(

@@ -20,6 +20,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::args;
 use crate::meta::MAX_CHANGE_DIFF_LINES;
 use crate::session::{FileStamp, Session};
 use crate::tool::{
@@ -88,7 +89,8 @@ impl Tool for EditFileTool {
         "edit_files",
     ];
     // Matched literally first, then unescaped (see `matching::find`): the repair the argument
-    // layer would make is one of the strategies here, tried only when the text as given fails.
+    // layer would make is one of the strategies here, tried only when the text as given fails,
+    // and new_string is repaired here (knowing the file's type) with a note in the result.
     const RAW_STRINGS: &'static [&'static str] = &["old_string", "new_string"];
     type Input = EditFileInput;
 
@@ -193,7 +195,7 @@ fn plan_edit(session: &Session, input: &EditFileInput) -> Result<Plan, ToolOutpu
             None,
         ),
     };
-    let outcome = apply_edits(before.as_deref(), &edits)
+    let outcome = apply_edits(before.as_deref(), &edits, args::FileKind::of_path(&shown))
         .map_err(|err| refuse(err.message(&shown, edits.len())))?;
     let bytes = document.encode(&outcome.text);
     if existing.as_deref() == Some(bytes.as_slice()) {
@@ -220,6 +222,10 @@ fn plan_edit(session: &Session, input: &EditFileInput) -> Result<Plan, ToolOutpu
             outcome.summary()
         ),
     };
+    if outcome.unescaped_new() {
+        message.push('\n');
+        message.push_str(args::REPAIR_NOTE);
+    }
     let shown_diff = diff.cut(MAX_DIFF_LINES);
     if !shown_diff.is_empty() {
         message.push('\n');

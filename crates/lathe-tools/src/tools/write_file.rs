@@ -11,6 +11,7 @@ use nix::fcntl::OFlag;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::args;
 use crate::meta::MAX_CHANGE_DIFF_LINES;
 use crate::session::{FileStamp, Session, StampBuilder};
 use crate::tool::{
@@ -53,6 +54,9 @@ impl Tool for WriteFileTool {
         "write_to_file",
     ];
     type Input = WriteFileInput;
+    // The double-escape repair is made here, where the file's type is known and the result can
+    // say that it was made.
+    const RAW_STRINGS: &'static [&'static str] = &["content"];
 
     fn kind(&self) -> ToolKind {
         ToolKind::Edit
@@ -131,7 +135,8 @@ fn plan_write(session: &Session, input: &WriteFileInput) -> Result<Plan, ToolOut
             )));
         }
     };
-    let content = &input.content;
+    let repaired = args::undo_double_escape(&input.content, args::FileKind::of_path(&shown));
+    let content = repaired.as_ref().unwrap_or(&input.content);
     let bytes = content.as_bytes();
     // The diff is of text people can read: not of binary data, not past the size a diff is
     // worked out for (the counts are exact all the same).
@@ -172,8 +177,12 @@ fn plan_write(session: &Session, input: &WriteFileInput) -> Result<Plan, ToolOut
             "",
         ),
     };
-    let output = ToolOutput::ok(format!("{verb} {shown} (+{added} -{removed}{note})."))
-        .with_meta("bytes", bytes.len());
+    let mut message = format!("{verb} {shown} (+{added} -{removed}{note}).");
+    if repaired.is_some() {
+        message.push('\n');
+        message.push_str(args::REPAIR_NOTE);
+    }
+    let output = ToolOutput::ok(message).with_meta("bytes", bytes.len());
     let change = FileChange {
         created: matches!(previous, Previous::None),
         path: shown,

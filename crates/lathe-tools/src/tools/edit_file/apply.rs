@@ -5,6 +5,7 @@ use super::EditInput;
 use super::closest::{Closest, closest};
 use super::document::{View, normalize_input};
 use super::matching::{Match, Strategy, find, line_spans, lines_of};
+use crate::args::{self, FileKind};
 
 /// Lines of the closest region shown when nothing matched.
 const MAX_CLOSEST_LINES: usize = 20;
@@ -18,6 +19,8 @@ pub struct EditReport {
     pub count: usize,
     /// The line of each replacement (in the text the edit was applied to).
     pub lines: Vec<usize>,
+    /// `new_string` arrived double-escaped on one line and was written with real line breaks.
+    pub unescaped_new: bool,
 }
 
 /// The edited text and what each edit did.
@@ -30,6 +33,11 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Whether any edit's `new_string` was written with its double escapes undone.
+    pub fn unescaped_new(&self) -> bool {
+        self.reports.iter().any(|r| r.unescaped_new)
+    }
+
     /// "1 replacement at line 12, matched exactly" (one part per edit).
     pub fn summary(&self) -> String {
         let parts: Vec<String> = self.reports.iter().map(describe).collect();
@@ -199,8 +207,13 @@ impl EditError {
 }
 
 /// Applies `edits` in order to `before` (`None`: the file does not exist, and the first edit
-/// has an empty old_string and creates it).
-pub fn apply_edits(before: Option<&str>, edits: &[EditInput]) -> Result<Outcome, EditError> {
+/// has an empty old_string and creates it), for a file of `kind` (which decides whether a
+/// double-escaped `new_string` is repaired).
+pub fn apply_edits(
+    before: Option<&str>,
+    edits: &[EditInput],
+    kind: FileKind,
+) -> Result<Outcome, EditError> {
     let mut reports = Vec::with_capacity(edits.len());
     let mut text = String::new();
     let mut rest = edits;
@@ -208,25 +221,32 @@ pub fn apply_edits(before: Option<&str>, edits: &[EditInput]) -> Result<Outcome,
         Some(existing) => text.push_str(existing),
         None => {
             let (first, others) = edits.split_first().expect("at least one edit");
-            text.push_str(&first.new_string);
+            let repaired = args::undo_double_escape(&first.new_string, kind);
+            text.push_str(repaired.as_deref().unwrap_or(&first.new_string));
             reports.push(EditReport {
                 strategy: None,
                 count: 1,
                 lines: vec![1],
+                unescaped_new: repaired.is_some(),
             });
             rest = others;
         }
     }
     let offset = edits.len() - rest.len();
     for (i, edit) in rest.iter().enumerate() {
-        let (next, report) = apply_one(&text, edit, offset + i)?;
+        let (next, report) = apply_one(&text, edit, offset + i, kind)?;
         text = next;
         reports.push(report);
     }
     Ok(Outcome { text, reports })
 }
 
-fn apply_one(raw: &str, edit: &EditInput, index: usize) -> Result<(String, EditReport), EditError> {
+fn apply_one(
+    raw: &str,
+    edit: &EditInput,
+    index: usize,
+    kind: FileKind,
+) -> Result<(String, EditReport), EditError> {
     if edit.old_string.is_empty() {
         return Err(EditError::EmptyOld { index });
     }
@@ -238,8 +258,17 @@ fn apply_one(raw: &str, edit: &EditInput, index: usize) -> Result<(String, EditR
     if old == new {
         return Err(EditError::LineEndingsOnly { index });
     }
+    // A `\n` escape in old_string says the file holds such escapes, so new_string's are meant
+    // as written too; otherwise a double-escaped new_string is repaired when the evidence says
+    // so (`\newcommand` is not).
+    let repaired = if old.contains("\\n") {
+        None
+    } else {
+        args::undo_double_escape(&new, kind)
+    };
+    let new = repaired.as_deref().unwrap_or(&new);
     let view = View::of(raw);
-    let Some((strategy, matches)) = find(&view.text, &old, &new) else {
+    let Some((strategy, matches)) = find(&view.text, &old, new) else {
         return Err(not_found(&view.text, &old, index));
     };
     let lines = lines_of(&view.text, matches.iter().map(|m| m.start));
@@ -264,6 +293,7 @@ fn apply_one(raw: &str, edit: &EditInput, index: usize) -> Result<(String, EditR
         strategy: Some(strategy),
         count: matches.len(),
         lines,
+        unescaped_new: repaired.is_some(),
     };
     Ok((out, report))
 }
@@ -367,22 +397,32 @@ mod tests {
 
     #[test]
     fn crlf_file_stays_crlf_when_new_string_uses_lf() {
-        let out = apply_edits(Some("a\r\nb\r\nc\r\n"), &[edit("b\n", "B1\nB2\n")]).unwrap();
+        let out = apply_edits(
+            Some("a\r\nb\r\nc\r\n"),
+            &[edit("b\n", "B1\nB2\n")],
+            FileKind::Other,
+        )
+        .unwrap();
         assert_eq!(out.text, "a\r\nB1\r\nB2\r\nc\r\n");
-        let out = apply_edits(Some("a\r\nb\r\n"), &[edit("a\r\nb", "x\ny")]).unwrap();
+        let out = apply_edits(
+            Some("a\r\nb\r\n"),
+            &[edit("a\r\nb", "x\ny")],
+            FileKind::Other,
+        )
+        .unwrap();
         assert_eq!(out.text, "x\r\ny\r\n");
     }
 
     #[test]
     fn final_newline_is_kept_or_kept_absent() {
-        let out = apply_edits(Some("a\nb"), &[edit("b", "c\n")]).unwrap();
+        let out = apply_edits(Some("a\nb"), &[edit("b", "c\n")], FileKind::Other).unwrap();
         assert_eq!(out.text, "a\nc");
-        let out = apply_edits(Some("a\nb\n"), &[edit("b\n", "c")]).unwrap();
+        let out = apply_edits(Some("a\nb\n"), &[edit("b\n", "c")], FileKind::Other).unwrap();
         assert_eq!(out.text, "a\nc\n");
-        let out = apply_edits(Some("a\nb\n"), &[edit("\nb\n", "")]).unwrap();
+        let out = apply_edits(Some("a\nb\n"), &[edit("\nb\n", "")], FileKind::Other).unwrap();
         assert_eq!(out.text, "a\n");
         // Adding the missing final newline on purpose is honoured.
-        let out = apply_edits(Some("a\nb"), &[edit("b", "b\n")]).unwrap();
+        let out = apply_edits(Some("a\nb"), &[edit("b", "b\n")], FileKind::Other).unwrap();
         assert_eq!(out.text, "a\nb\n");
     }
 
@@ -391,11 +431,17 @@ mod tests {
         let out = apply_edits(
             Some("one two three"),
             &[edit("one", "1"), edit("1 two", "12")],
+            FileKind::Other,
         )
         .unwrap();
         assert_eq!(out.text, "12 three");
         assert_eq!(out.summary().matches("matched exactly").count(), 2);
-        let err = apply_edits(Some("one two"), &[edit("one", "1"), edit("zzz", "y")]).unwrap_err();
+        let err = apply_edits(
+            Some("one two"),
+            &[edit("one", "1"), edit("zzz", "y")],
+            FileKind::Other,
+        )
+        .unwrap_err();
         let message = err.message("f.txt", 2);
         assert!(
             message.starts_with("edits[1]: old_string was not found in f.txt"),
@@ -407,7 +453,7 @@ mod tests {
     #[test]
     fn ambiguity_lists_every_line_and_replace_all_replaces_all() {
         let text = "x = 1\ny = 2\nx = 1\n\nx = 1\n";
-        let err = apply_edits(Some(text), &[edit("x = 1", "x = 3")]).unwrap_err();
+        let err = apply_edits(Some(text), &[edit("x = 1", "x = 3")], FileKind::Other).unwrap_err();
         assert_eq!(
             err,
             EditError::Ambiguous {
@@ -426,24 +472,30 @@ mod tests {
             replace_all: Some(true),
             ..edit("x = 1", "x = 3")
         };
-        let out = apply_edits(Some(text), &[all]).unwrap();
+        let out = apply_edits(Some(text), &[all], FileKind::Other).unwrap();
         assert_eq!(out.text, text.replace("x = 1", "x = 3"));
         assert_eq!(out.reports[0].count, 3);
     }
 
     #[test]
     fn refusals_name_their_reason() {
-        let same = apply_edits(Some("a"), &[edit("a", "a")]).unwrap_err();
+        let same = apply_edits(Some("a"), &[edit("a", "a")], FileKind::Other).unwrap_err();
         assert!(same.message("f", 1).contains("identical"));
-        let endings = apply_edits(Some("a\nb"), &[edit("a\r\nb", "a\nb")]).unwrap_err();
+        let endings =
+            apply_edits(Some("a\nb"), &[edit("a\r\nb", "a\nb")], FileKind::Other).unwrap_err();
         assert!(endings.message("f", 1).contains("only in line endings"));
-        let empty = apply_edits(Some("a"), &[edit("", "x")]).unwrap_err();
+        let empty = apply_edits(Some("a"), &[edit("", "x")], FileKind::Other).unwrap_err();
         assert!(empty.message("f", 1).contains("already exists"));
     }
 
     #[test]
     fn creation_then_more_edits() {
-        let out = apply_edits(None, &[edit("", "hello world\n"), edit("world", "there")]).unwrap();
+        let out = apply_edits(
+            None,
+            &[edit("", "hello world\n"), edit("world", "there")],
+            FileKind::Other,
+        )
+        .unwrap();
         assert_eq!(out.text, "hello there\n");
         assert_eq!(out.reports[0].strategy, None);
     }
@@ -451,7 +503,12 @@ mod tests {
     #[test]
     fn not_found_shows_the_closest_lines_and_hints() {
         let text = "fn main() {\n    println!(\"hello\");\n}\n";
-        let err = apply_edits(Some(text), &[edit("    println!(\"helo\");\n}", "x")]).unwrap_err();
+        let err = apply_edits(
+            Some(text),
+            &[edit("    println!(\"helo\");\n}", "x")],
+            FileKind::Other,
+        )
+        .unwrap_err();
         let message = err.message("src/main.rs", 1);
         assert!(message.contains("lines 2-3"), "{message}");
         assert!(
@@ -459,8 +516,12 @@ mod tests {
             "{message}"
         );
         assert!(message.contains("read_file (offset=2)"), "{message}");
-        let numbered =
-            apply_edits(Some(text), &[edit("     2\tprintln!(\"x\");", "y")]).unwrap_err();
+        let numbered = apply_edits(
+            Some(text),
+            &[edit("     2\tprintln!(\"x\");", "y")],
+            FileKind::Other,
+        )
+        .unwrap_err();
         assert!(
             numbered.message("f", 1).contains("line numbers"),
             "{}",

@@ -65,19 +65,11 @@ type Finder = fn(&str, &str, &str) -> Option<Vec<Match>>;
 
 /// Finds `old` in `text` (both with `\n` line endings) and says how; `new` is shaped to fit.
 ///
-/// `old` and `new` arrive as the model wrote them (no double-escape repair), so the text as
-/// given is tried first: a `\n` escape the file really holds is found where it is. When `old`
-/// holds no `\n` escape, a `new` that is double-escaped (a `\n` outside string literals and no
-/// real newline) gets the argument layer's repair; when `old` holds one, `new` is written as
-/// given, escapes and all. Text that only matches once unescaped comes last but one.
+/// `old` and `new` arrive as the model wrote them (no double-escape repair; the caller repairs
+/// `new` when the evidence says so), so the text as given is tried first: a `\n` escape the
+/// file really holds is found where it is. Text that only matches once unescaped comes last;
+/// `new` is then unescaped too, unless it is plainly meant as written (`\textbf`).
 pub fn find(text: &str, old: &str, new: &str) -> Option<(Strategy, Vec<Match>)> {
-    let repaired;
-    let new = if old.contains("\\n") {
-        new
-    } else {
-        repaired = crate::args::repair_double_escape(new.to_owned());
-        repaired.as_str()
-    };
     let plain: [(Strategy, Finder); 3] = [
         (Strategy::Exact, exact),
         (Strategy::TrimmedLines, trimmed_lines),
@@ -89,7 +81,11 @@ pub fn find(text: &str, old: &str, new: &str) -> Option<(Strategy, Vec<Match>)> 
         }
     }
     if let Some(old_unescaped) = escapes::unescape(old) {
-        let new_unescaped = escapes::unescape(new).unwrap_or_else(|| new.to_owned());
+        let new_unescaped = if crate::args::meant_literally(new) {
+            new.to_owned()
+        } else {
+            escapes::unescape(new).unwrap_or_else(|| new.to_owned())
+        };
         for (_, finder) in plain {
             if let Some(found) = finder(text, &old_unescaped, &new_unescaped) {
                 return Some((Strategy::Unescaped, found));
@@ -400,6 +396,16 @@ mod tests {
         );
         assert_eq!(strategy, Strategy::Unescaped);
         assert_eq!(out, "line one\n\tsay(\"bye\");\n");
+    }
+
+    #[test]
+    fn unescaped_match_keeps_a_new_string_meant_as_written() {
+        // old_string only matches unescaped; new_string has a single backslash before `theta`,
+        // which text escaped twice would have doubled: it is LaTeX, kept as written.
+        let text = "x = 1\ny = 2\n";
+        let (strategy, out) = one(text, r"x = 1\ny = 2", r"$\theta \neq 0$");
+        assert_eq!(strategy, Strategy::Unescaped);
+        assert_eq!(out, "$\\theta \\neq 0$\n");
     }
 
     #[test]
