@@ -191,10 +191,14 @@ impl RepeatGuard {
     }
 }
 
-/// A hash of what the model read: the text and whether it was an error.
+/// A hash of what the model read: the text and whether it was an error. Numbers are left out:
+/// a wall time or the id of a command run anew changes on every call without telling the model
+/// anything new, while output that grows or a status that changes still changes the text.
 fn fingerprint(output: &ToolOutput) -> u64 {
+    static NUMBER: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"[0-9]+(\.[0-9]+)?").expect("the number pattern is valid"));
     let mut hasher = DefaultHasher::new();
-    output.text.hash(&mut hasher);
+    NUMBER.replace_all(&output.text, "#").hash(&mut hasher);
     output.is_error.hash(&mut hasher);
     hasher.finish()
 }
@@ -325,6 +329,18 @@ mod tests {
     }
 
     #[test]
+    fn answers_that_differ_only_in_numbers_are_the_same() {
+        // Appending to a file three times: each run is a new command with its own wall time.
+        let mut guard = RepeatGuard::default();
+        for (id, ms) in [(1, "3"), (2, "4.5")] {
+            let answer = format!("exit 0 | {ms} ms | 0 bytes, 0 lines | command {id}");
+            assert_eq!(call(&mut guard, "log", &answer), Repeat::Fresh);
+        }
+        let answer = "exit 0 | 12 ms | 0 bytes, 0 lines | command 3";
+        assert!(matches!(call(&mut guard, "log", answer), Repeat::Refuse(_)));
+    }
+
+    #[test]
     fn an_alternation_with_the_same_answers_is_a_cycle() {
         let mut guard = RepeatGuard::default();
         for path in ["a.rs", "b.rs", "a.rs", "b.rs", "a.rs"] {
@@ -371,8 +387,8 @@ mod tests {
     fn a_new_answer_inside_a_cycle_starts_it_again() {
         let mut guard = RepeatGuard::default();
         // `a` answers differently from its fifth call on: the round starts again there.
-        let answers = [("a", "1"), ("b", "x")].repeat(2);
-        let later = [("a", "2"), ("b", "x")].repeat(2);
+        let answers = [("a", "one"), ("b", "x")].repeat(2);
+        let later = [("a", "two"), ("b", "x")].repeat(2);
         for (path, answer) in answers.into_iter().chain(later) {
             assert_eq!(call(&mut guard, path, answer), Repeat::Fresh, "{path}");
         }
