@@ -9,6 +9,7 @@
 mod common;
 
 mod agent_executor;
+mod agent_repeats;
 mod agent_runner;
 mod parser_families;
 mod parser_fuzz;

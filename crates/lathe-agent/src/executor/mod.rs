@@ -259,6 +259,7 @@ impl Executor {
             }
             let (planned, stop) = self.plan(&turn, &mut repeats);
             let results = self.runner.run_batch(&planned, &self.sink, cancel).await;
+            repeats.answered(results.iter().map(|r| &r.output));
             wrote |= results.iter().any(|r| self.wrote(r, &planned));
             denied |= results.iter().any(|r| r.status == ToolStatus::Denied);
             self.record_results(&turn, &results);
