@@ -100,6 +100,11 @@ pub enum Event {
         /// `lathe sessions show` replays).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         changes: Vec<FileChange>,
+        /// For calls that run a command: how the command ended. A command that exited non-zero
+        /// is a call that succeeded (the model reads its output) but a command that failed,
+        /// and the terminal shows it as failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command: Option<lathe_tools::CommandState>,
         /// Wall time, in milliseconds.
         duration_ms: u64,
     },
@@ -239,6 +244,7 @@ mod tests {
                     removed: 1,
                     diff: "--- a/a.rs\n+++ b/a.rs\n@@ -1 +1,3 @@\n-a\n+b\n+c\n+d\n".into(),
                 }],
+                command: Some(lathe_tools::CommandState::Exited { exit_code: 2 }),
                 duration_ms: 5,
             },
             Event::TurnFinished {

@@ -373,6 +373,10 @@ fn finish(sink: &EventSink, slot: &Slot, outcome: Outcome) -> CallResult {
         summary: summary.clone(),
         stats,
         changes: changes.clone(),
+        command: slot
+            .runs_command
+            .then(|| output.metadata.command.as_ref().map(|c| c.status.clone()))
+            .flatten(),
         duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
     });
     let watched = lathe_tools::watch::changes_in(&output.metadata);

@@ -1,5 +1,5 @@
 //! `lathe exec PROMPT|-`: runs one task headless and exits 0 when the agent finished, 1 when it
-//! failed, hit a limit or was stopped.
+//! failed or hit a limit, 130 when Ctrl-C stopped it (as shells report SIGINT).
 
 use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
@@ -25,7 +25,7 @@ use crate::EXIT_FAILURE;
 use crate::agent_setup::{self, ModelArgs};
 use crate::chat::approver::TerminalApprover;
 use crate::chat::input::Input;
-use crate::chat::interrupt::{Interrupts, end_on_termination, exit_now};
+use crate::chat::interrupt::{EXIT_INTERRUPTED, Interrupts, end_on_termination, exit_now};
 use crate::cli::CommonArgs;
 use crate::render::{OutputMode, Renderer};
 use crate::setup::Setup;
@@ -136,6 +136,8 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     drop(agent);
     Ok(match outcome.status {
         RunStatus::Finished => ExitCode::SUCCESS,
-        _ => ExitCode::from(EXIT_FAILURE),
+        // Only the first Ctrl-C cancels the run (SIGTERM and SIGHUP exit on their own).
+        RunStatus::Stopped => ExitCode::from(EXIT_INTERRUPTED as u8),
+        RunStatus::MaxTurns | RunStatus::Failed => ExitCode::from(EXIT_FAILURE),
     })
 }

@@ -52,7 +52,8 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("lathe: {err:#}");
+            // The chain can quote a model server's reply.
+            eprintln!("lathe: {}", render::sanitize(&format!("{err:#}")));
             ExitCode::from(EXIT_USAGE)
         }
     }

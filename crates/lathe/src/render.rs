@@ -1,22 +1,36 @@
 //! Terminal rendering of a run's events: streamed text, a spinner then "Thought for Ns" for
 //! thinking, one line per tool call, coloured diffs for edits, and a closing summary. Plain text
 //! when piped; `--json` writes each event as one JSON line, exactly as stored.
+//!
+//! Every text that came from the model or a tool passes through [`sanitize`] before it is
+//! written, so only the renderer's own styling reaches the terminal.
 
+mod sanitize;
 mod spinner;
 mod style;
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use lathe_agent::events::{ApprovalDecision, Event, RunStatus, ToolStatus};
 use lathe_agent::sink::EventHandler;
+use lathe_tools::CommandState;
 
+pub use sanitize::sanitize;
 pub use spinner::Spinner;
 pub use style::Style;
 
 /// Longest diff shown after an edit; the rest is counted.
 const MAX_DIFF_LINES: usize = 60;
+
+/// Last lines of a failed command's output shown under its line.
+const FAILED_OUTPUT_LINES: usize = 5;
+
+/// Output kept per running call for those lines; more than five lines need, unless a line is
+/// very long, and bounded so that a chatty command costs little.
+const OUTPUT_TAIL_BYTES: usize = 4096;
 
 /// How events are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +49,8 @@ struct State {
     added: u64,
     removed: u64,
     began: Instant,
+    /// The end of each running call's output, for the lines shown if it fails.
+    output_tails: HashMap<String, String>,
 }
 
 /// Writes events to the terminal.
@@ -63,6 +79,7 @@ impl Renderer {
                 added: 0,
                 removed: 0,
                 began: Instant::now(),
+                output_tails: HashMap::new(),
             }),
         })
     }
@@ -99,6 +116,7 @@ impl Renderer {
         state.added = 0;
         state.removed = 0;
         state.began = Instant::now();
+        state.output_tails.clear();
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -110,7 +128,7 @@ impl Renderer {
         if self.mode == OutputMode::Json {
             if let Ok(line) = serde_json::to_string(event) {
                 let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{line}");
+                let _ = writeln!(out, "{}", escape_c1(&line));
                 let _ = out.flush();
             }
             return;
@@ -131,7 +149,7 @@ impl Renderer {
             Event::TurnStarted { .. } => spin("Working…"),
             Event::TextDelta { text } => {
                 stop();
-                print(&mut state, text);
+                print(&mut state, &sanitize(text));
             }
             Event::ThinkingDelta { .. } => spin("Thinking…"),
             Event::ThinkingDone { duration_ms } => {
@@ -150,7 +168,7 @@ impl Renderer {
                 stop();
                 line(
                     &mut state,
-                    &format!("{} {}", s.yellow("?"), s.bold(description)),
+                    &format!("{} {}", s.yellow("?"), s.bold(&sanitize(description))),
                 );
                 if let Some(diff) = diff {
                     write_diff(&mut state, s, diff);
@@ -161,7 +179,16 @@ impl Renderer {
                     line(&mut state, &s.dim("  allowed for the rest of this session"));
                 }
             }
-            Event::ToolOutputDelta { text, .. } => {
+            Event::ToolOutputDelta { call_id, text, .. } => {
+                let tail = state.output_tails.entry(call_id.clone()).or_default();
+                tail.push_str(text);
+                if tail.len() > OUTPUT_TAIL_BYTES {
+                    let mut cut = tail.len() - OUTPUT_TAIL_BYTES;
+                    while !tail.is_char_boundary(cut) {
+                        cut += 1;
+                    }
+                    tail.drain(..cut);
+                }
                 if let Some(last) = text.lines().rev().map(str::trim).find(|l| !l.is_empty())
                     && let Some(spinner) = &self.spinner
                 {
@@ -169,19 +196,29 @@ impl Renderer {
                 }
             }
             Event::ToolCallFinished {
+                call_id,
                 status,
                 summary,
                 changes,
+                command,
                 ..
             } => {
                 stop();
+                let tail = state.output_tails.remove(call_id);
+                let command_failed = command.as_ref().is_some_and(failed);
                 let mark = match status {
+                    ToolStatus::Ok if command_failed => s.red("✗"),
                     ToolStatus::Ok => s.green("✓"),
                     ToolStatus::Error => s.red("✗"),
                     ToolStatus::Denied | ToolStatus::Refused => s.yellow("⊘"),
                     ToolStatus::Cancelled => s.yellow("■"),
                 };
-                line(&mut state, &format!("{mark} {summary}"));
+                line(&mut state, &format!("{mark} {}", sanitize(summary)));
+                if command_failed && let Some(tail) = tail {
+                    for shown in last_lines(&tail, FAILED_OUTPUT_LINES) {
+                        line(&mut state, &s.dim(&format!("    {shown}")));
+                    }
+                }
                 // What the call changed, whatever its status (a call that failed half-way
                 // may have written some files).
                 for change in changes {
@@ -202,13 +239,13 @@ impl Renderer {
                     &format!(
                         "{} {}",
                         s.yellow("!"),
-                        s.yellow(&format!("workspace safety: {message}"))
+                        s.yellow(&format!("workspace safety: {}", sanitize(message)))
                     ),
                 );
             }
             Event::Notice { message } => {
                 stop();
-                line(&mut state, &s.dim(&format!("note: {message}")));
+                line(&mut state, &s.dim(&format!("note: {}", sanitize(message))));
             }
             Event::TurnFinished { .. } => {
                 stop();
@@ -222,6 +259,7 @@ impl Renderer {
                 message,
             } => {
                 stop();
+                let message = message.as_deref().map(sanitize);
                 let took = state.began.elapsed().as_secs_f64();
                 let files = match state.files.len() {
                     0 => String::new(),
@@ -255,7 +293,7 @@ impl Renderer {
                     print(&mut state, "\n");
                 }
                 let mut err = std::io::stderr().lock();
-                let _ = writeln!(err, "{}", s.red(&format!("error: {message}")));
+                let _ = writeln!(err, "{}", s.red(&format!("error: {}", sanitize(message))));
             }
         }
     }
@@ -290,6 +328,51 @@ fn line(state: &mut State, text: &str) {
     state.at_line_start = true;
 }
 
+/// A JSON line with DEL and the C1 controls written as `\u` escapes. JSON escapes the C0
+/// controls but allows these raw, and a terminal showing `--json` output would act on them;
+/// they can only occur inside strings (the rest of the line is ASCII), so the line reads back
+/// to the exact same text.
+fn escape_c1(line: &str) -> std::borrow::Cow<'_, str> {
+    let is_c1 = |c: char| ('\u{7f}'..='\u{9f}').contains(&c);
+    if !line.chars().any(is_c1) {
+        return std::borrow::Cow::Borrowed(line);
+    }
+    let mut out = String::with_capacity(line.len() + 16);
+    for c in line.chars() {
+        if is_c1(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Whether a command that ended this way failed.
+fn failed(command: &CommandState) -> bool {
+    match command {
+        CommandState::Running => false,
+        CommandState::Exited { exit_code } => *exit_code != 0,
+        CommandState::Signaled { .. }
+        | CommandState::TimedOut { .. }
+        | CommandState::Killed { .. }
+        | CommandState::Other { .. } => true,
+    }
+}
+
+/// The last `count` lines of `output` that are not blank, sanitized, oldest first.
+fn last_lines(output: &str, count: usize) -> Vec<String> {
+    let mut lines: Vec<String> = output
+        .lines()
+        .rev()
+        .filter(|l| !l.trim().is_empty())
+        .take(count)
+        .map(|l| sanitize(l.trim_end()).into_owned())
+        .collect();
+    lines.reverse();
+    lines
+}
+
 fn write_diff(state: &mut State, style: &Style, diff: &str) {
     for shown in diff_lines(style, diff) {
         line(state, &shown);
@@ -305,6 +388,7 @@ pub fn diff_lines(style: &Style, diff: &str) -> Vec<String> {
         .iter()
         .take(MAX_DIFF_LINES)
         .map(|text| {
+            let text = &*sanitize(text);
             let shown = if text.starts_with("+++") || text.starts_with("---") {
                 style.bold(text)
             } else if text.starts_with('+') {
@@ -326,4 +410,47 @@ pub fn diff_lines(style: &Style, diff: &str) -> Vec<String> {
         )));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_lines_escape_c1_and_read_back_exactly() {
+        let event = Event::TextDelta {
+            text: "a\u{9b}31m\u{9d}0;t\u{9c}\x7f\x1b]0;x\x07 ✓".into(),
+        };
+        let line = serde_json::to_string(&event).unwrap();
+        let escaped = escape_c1(&line);
+        assert!(!escaped.chars().any(char::is_control), "{escaped}");
+        let back: Event = serde_json::from_str(&escaped).unwrap();
+        assert_eq!(back, event);
+    }
+
+    #[test]
+    fn commands_that_did_not_exit_zero_failed() {
+        let cases = [
+            (CommandState::Exited { exit_code: 0 }, false),
+            (CommandState::Exited { exit_code: 1 }, true),
+            (CommandState::Running, false),
+            (CommandState::Signaled { signal: 9 }, true),
+            (
+                CommandState::TimedOut {
+                    limit: std::time::Duration::from_secs(1),
+                },
+                true,
+            ),
+        ];
+        for (state, expected) in cases {
+            assert_eq!(failed(&state), expected, "{state:?}");
+        }
+    }
+
+    #[test]
+    fn the_last_lines_skip_blank_ones_and_are_sanitized() {
+        let output = "one\ntwo\n\nthree \x1b[2J\r\n\n  \n";
+        assert_eq!(last_lines(output, 2), ["two", "three ^[[2J"]);
+        assert_eq!(last_lines(output, 9), ["one", "two", "three ^[[2J"]);
+    }
 }

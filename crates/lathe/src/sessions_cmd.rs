@@ -390,6 +390,7 @@ mod tests {
                     removed: 1,
                     diff: diff.into(),
                 }],
+                command: None,
                 duration_ms: 3,
             },
         ];

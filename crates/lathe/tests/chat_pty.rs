@@ -360,3 +360,44 @@ fn chat_asks_once_whether_to_trust_a_workspace_file_that_asks_for_more() {
         assert_eq!(listed, answer == "y", "{answer}: {out:?}");
     }
 }
+
+/// On a real terminal too, only the renderer's own styling reaches it: the model's OSC 0, OSC
+/// 52, CSI and C1 sequences (each split across stream chunks) and a failed command's output
+/// are shown as visible text (issue 14).
+#[test]
+fn model_escape_sequences_never_reach_the_terminal() {
+    use crate::exec_terminal::{FAILING_COMMAND, HOSTILE_CHUNKS};
+    let mut turn = reply();
+    for chunk in HOSTILE_CHUNKS {
+        turn = turn.text(chunk);
+    }
+    let script = Script::new()
+        .chat(
+            turn.tool_call("shell", json!({ "command": FAILING_COMMAND }))
+                .done(),
+        )
+        .chat(reply().text("All told.").done());
+    let h = Harness::new(script);
+    let mut term = Terminal::start(&h, &["--approval", "full"]);
+    term.wait_for("> ");
+    term.type_line("say hello");
+    term.wait_for("All told.");
+    let screen = term.screen();
+    for raw in [
+        "\x1b]", "\x07", "\x1b[2J", "\x1b[31m", "\u{9b}", "\u{9d}", "\u{9c}",
+    ] {
+        assert!(
+            !screen.contains(raw),
+            "{raw:?} reached the terminal: {screen:?}"
+        );
+    }
+    assert!(
+        screen.contains("Title ^[]0;owned^G clip ^[]52;c;aGVsbG8=^G"),
+        "{screen:?}"
+    );
+    assert!(screen.contains("^[[31mred overwritten"), "{screen:?}");
+    assert!(screen.contains("✗ shell "), "{screen:?}");
+    assert!(screen.contains("bad ^[]52;c;eA==^G"), "{screen:?}");
+    term.type_line("/exit");
+    assert_eq!(term.wait_exit(), 0);
+}

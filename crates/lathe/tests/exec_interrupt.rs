@@ -1,5 +1,6 @@
 //! `lathe exec` stopped by the user: the first Ctrl-C (SIGINT) stops the run and kills its
-//! running command, and the run ends as stopped with exit 1.
+//! running command, and the run ends as stopped with exit 130 (128 + SIGINT, as shells report
+//! it).
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -57,7 +58,7 @@ fn exec_running(
 }
 
 #[test]
-fn sigint_stops_the_run_and_kills_the_running_command() {
+fn sigint_stops_the_run_kills_the_running_command_and_exits_130() {
     let marker = "876543219";
     let command = format!("touch started; sleep {marker}");
     let (h, child) = exec_running(&command, marker, 1, &["--json"]);
@@ -66,7 +67,7 @@ fn sigint_stops_the_run_and_kills_the_running_command() {
         libc::kill(child.id() as i32, libc::SIGINT);
     }
     let output = child.wait_with_output().unwrap();
-    assert_exit(&output, 1);
+    assert_exit(&output, 128 + libc::SIGINT);
     let start = Instant::now();
     while running(marker) {
         assert!(start.elapsed() < DEADLINE, "the command was left running");
@@ -81,6 +82,25 @@ fn sigint_stops_the_run_and_kills_the_running_command() {
     assert_eq!(h.newest_session().status.as_str(), "interrupted");
     // The model never saw a request after the stop.
     assert_eq!(h.bodies().len(), 1);
+}
+
+/// Without `--json` too: the end line says who stopped it, and the exit code is 130.
+#[test]
+fn sigint_exits_130_in_plain_output() {
+    let marker = "876543220";
+    let command = format!("touch started; sleep {marker}");
+    let (_h, child) = exec_running(&command, marker, 1, &[]);
+    // SAFETY: plain kill(2) on our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_exit(&output, 130);
+    assert!(
+        stdout(&output).contains("Stopped by the user"),
+        "{}",
+        stdout(&output)
+    );
 }
 
 /// SIGTERM (a `timeout`, a supervisor stopping the job) ends the run at once: the running

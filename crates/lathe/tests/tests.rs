@@ -19,6 +19,7 @@ mod exec_policy;
 mod exec_providers;
 mod exec_sandbox;
 mod exec_task;
+mod exec_terminal;
 mod frontends;
 mod mcp_conformance;
 mod mcp_http;

@@ -52,13 +52,13 @@ impl Approver for TerminalApprover {
             {
                 let mut out = std::io::stdout().lock();
                 for reason in &request.reasons {
-                    let _ = writeln!(out, "  {}", style.dim(reason));
+                    let _ = writeln!(out, "  {}", style.dim(&crate::render::sanitize(reason)));
                 }
                 let _ = out.flush();
             }
             let question = format!(
                 "Allow? [y]es / [n]o / [a]lways for {} this session: ",
-                request.scope
+                crate::render::sanitize(&request.scope.to_string())
             );
             loop {
                 let Some(answer) = self.input.line(&question).await else {

@@ -52,8 +52,10 @@ impl Spinner {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Shows `label` (keeps the clock running when the label is unchanged).
+    /// Shows `label` (keeps the clock running when the label is unchanged). The label and the
+    /// detail may come from the model (a call's title) or a command's output: sanitized here.
     pub fn show(&self, label: &str) {
+        let label = &*super::sanitize(label);
         let mut line = self.lock();
         if line.label.as_deref() != Some(label) {
             line.label = Some(label.to_owned());
@@ -67,7 +69,7 @@ impl Spinner {
     pub fn detail(&self, detail: &str) {
         let mut line = self.lock();
         if line.label.is_some() {
-            line.detail = Some(detail.to_owned());
+            line.detail = Some(super::sanitize(detail).into_owned());
         }
     }
 
