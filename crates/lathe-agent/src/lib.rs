@@ -71,6 +71,9 @@ pub mod stream;
 pub mod text;
 
 pub use context::ContextWindow;
-pub use prompt::{PROJECT_INSTRUCTIONS_FILE, PromptInputs, system_prompt};
+pub use prompt::{
+    FALLBACK_INSTRUCTIONS_FILE, PROJECT_INSTRUCTIONS_FILE, PromptInputs, gather_instructions,
+    system_prompt, user_config_dir,
+};
 
 pub use agent::{Agent, AgentBuilder, BuildError};
