@@ -2,7 +2,7 @@
 //! thinking, one line per tool call, coloured diffs for edits, and a closing summary. Plain text
 //! when piped; `--json` writes each event as one JSON line, exactly as stored.
 //!
-//! Every text that came from the model or a tool passes through [`sanitize`] before it is
+//! Every text that came from the model or a tool passes through [`sanitize()`] before it is
 //! written, so only the renderer's own styling reaches the terminal.
 
 mod sanitize;
