@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 mod escapes;
 
+pub(crate) use escapes::unescape;
 pub use escapes::{FileKind, REPAIR_NOTE, meant_literally, undo_double_escape};
 
 /// Names models use for a path parameter.

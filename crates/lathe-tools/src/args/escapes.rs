@@ -149,7 +149,15 @@ pub fn undo_double_escape(text: &str, kind: FileKind) -> Option<String> {
     {
         return None;
     }
+    Some(unescape(text, false).0)
+}
+
+/// `text` with `\n`, `\t`, `\r`, `\"` and `\\` (and `\'` with `single_quotes`) turned into
+/// the characters they stand for, and whether anything was turned: the one unescaping of the
+/// argument layer's repair and of `edit_file`'s escape-tolerant matching.
+pub(crate) fn unescape(text: &str, single_quotes: bool) -> (String, bool) {
     let mut out = String::with_capacity(text.len());
+    let mut changed = false;
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         let replaced = match (c, chars.peek()) {
@@ -157,6 +165,7 @@ pub fn undo_double_escape(text: &str, kind: FileKind) -> Option<String> {
             ('\\', Some('t')) => Some('\t'),
             ('\\', Some('r')) => Some('\r'),
             ('\\', Some('"')) => Some('"'),
+            ('\\', Some('\'')) if single_quotes => Some('\''),
             ('\\', Some('\\')) => Some('\\'),
             _ => None,
         };
@@ -164,11 +173,12 @@ pub fn undo_double_escape(text: &str, kind: FileKind) -> Option<String> {
             Some(r) => {
                 chars.next();
                 out.push(r);
+                changed = true;
             }
             None => out.push(c),
         }
     }
-    Some(out)
+    (out, changed)
 }
 
 /// Whether something in `text` says its backslashes are meant as written:

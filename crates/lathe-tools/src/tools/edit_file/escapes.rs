@@ -4,28 +4,7 @@
 
 /// Unescapes `\n`, `\t`, `\r`, `\"`, `\'` and `\\`; `None` when there is nothing to unescape.
 pub fn unescape(text: &str) -> Option<String> {
-    let mut out = String::with_capacity(text.len());
-    let mut changed = false;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        let replaced = match (c, chars.peek()) {
-            ('\\', Some('n')) => Some('\n'),
-            ('\\', Some('t')) => Some('\t'),
-            ('\\', Some('r')) => Some('\r'),
-            ('\\', Some('"')) => Some('"'),
-            ('\\', Some('\'')) => Some('\''),
-            ('\\', Some('\\')) => Some('\\'),
-            _ => None,
-        };
-        match replaced {
-            Some(r) => {
-                chars.next();
-                out.push(r);
-                changed = true;
-            }
-            None => out.push(c),
-        }
-    }
+    let (out, changed) = crate::args::unescape(text, true);
     changed.then_some(out)
 }
 
