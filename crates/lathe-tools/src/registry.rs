@@ -393,27 +393,31 @@ impl Registry {
     /// for showing calls made earlier. A call that does not prepare (an unknown tool, arguments
     /// that do not fit) gets [`generic_title`].
     pub fn title(&self, name: &str, arguments: &Value) -> String {
-        let fallback = || generic_title(name, arguments);
         let Ok(resolved) = self.resolve_name(name) else {
-            return fallback();
+            return generic_title(name, arguments);
         };
-        let definition = self.entries[self.by_name[resolved]].definition();
-        let raw: Vec<&str> = definition.raw_strings.iter().map(String::as_str).collect();
-        let Ok(normalised) =
-            args::normalize_keeping(arguments.clone(), &definition.parameters, &raw)
-        else {
-            return fallback();
+        let index = self.by_name[resolved];
+        let Ok(normalised) = self.normalise(index, arguments.clone()) else {
+            return generic_title(name, arguments);
         };
-        let entry = &self.entries[self.by_name[resolved]];
         let title = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            entry.bind(&normalised).ok().map(|bound| bound.title())
+            self.entries[index]
+                .bind(&normalised)
+                .ok()
+                .map(|bound| bound.title())
         }));
         match title {
-            Ok(Some(title)) if title != resolved => {
-                crate::tools::text::one_line(&title, TITLE_CHARS)
-            }
+            Ok(Some(title)) => shown_title(resolved, title, &normalised),
             _ => generic_title(resolved, &normalised),
         }
+    }
+
+    /// The arguments brought to the schema of the tool at `index` (its raw strings left as
+    /// given).
+    fn normalise(&self, index: usize, arguments: Value) -> Result<Value, args::ArgumentError> {
+        let definition = self.entries[index].definition();
+        let raw: Vec<&str> = definition.raw_strings.iter().map(String::as_str).collect();
+        args::normalize_keeping(arguments, &definition.parameters, &raw)
     }
 
     /// Resolves the name, normalises and binds the arguments, and works out the call's effects
@@ -431,8 +435,8 @@ impl Registry {
         let index = self.by_name[name];
         let entry = &self.entries[index];
         let definition = entry.definition();
-        let raw: Vec<&str> = definition.raw_strings.iter().map(String::as_str).collect();
-        let arguments = args::normalize_keeping(arguments, &definition.parameters, &raw)
+        let arguments = self
+            .normalise(index, arguments)
             .map_err(|err| ToolOutput::error(format!("invalid arguments for `{name}`: {err}")))?;
         // The tool's own code answers from here on (a run-time tool's above all): a panic in
         // it is a result the model reads, not the end of the session.
@@ -444,13 +448,7 @@ impl Registry {
                 ))
             })?;
             let effects = bound.effects(session);
-            let title = bound.title();
-            // A tool that gives no title of its own is shown with its arguments.
-            let title = if title == name {
-                generic_title(name, &arguments)
-            } else {
-                crate::tools::text::one_line(&title, TITLE_CHARS)
-            };
+            let title = shown_title(name, bound.title(), &arguments);
             Ok((bound, effects, title))
         }));
         let (bound, effects, title) = match answered {
@@ -569,6 +567,16 @@ const TITLE_CHARS: usize = 160;
 
 /// Longest rendering of the arguments in a generic title, in characters.
 const ARGUMENT_CHARS: usize = 100;
+
+/// The line shown for a call whose tool titled it `title`: one line, or the generic title when
+/// the tool gave no title of its own (the default, its bare name).
+fn shown_title(name: &str, title: String, arguments: &Value) -> String {
+    if title == name {
+        generic_title(name, arguments)
+    } else {
+        crate::tools::text::one_line(&title, TITLE_CHARS)
+    }
+}
 
 /// The title of a call whose tool gives none, or that could not be prepared (an unknown tool):
 /// the name as written and its arguments, `name key=value ...`, on one line.

@@ -185,22 +185,11 @@ impl Calls {
     }
 }
 
-/// The last `lines` lines of a session's transcript (without its header), after a `…` line
+/// The last `lines` lines of a session's conversation (its transcript without the header), after a `…` line
 /// when earlier ones were left out: what `lathe chat --resume` shows.
-pub fn tail(
-    session: &Session,
-    history: &[Message],
-    calls: Calls,
-    style: &Style,
-    lines: usize,
-) -> String {
-    let whole = transcript(session, history, calls, style);
-    // The header is three lines; what follows is the conversation.
-    let body: Vec<&str> = whole
-        .lines()
-        .skip(3)
-        .filter(|l| !l.trim().is_empty())
-        .collect();
+pub fn tail(history: &[Message], calls: Calls, style: &Style, lines: usize) -> String {
+    let whole = conversation(history, calls, style);
+    let body: Vec<&str> = whole.lines().filter(|l| !l.trim().is_empty()).collect();
     let start = body.len().saturating_sub(lines);
     let mut out = String::new();
     if start > 0 {
@@ -216,16 +205,7 @@ pub fn tail(
 
 /// The transcript of a session, as text: its messages, with each call's line and the diffs
 /// of what it changed replayed from its events.
-pub fn transcript(
-    session: &Session,
-    history: &[Message],
-    mut calls: Calls,
-    style: &Style,
-) -> String {
-    // Calls stored without events (a session of an older Lathe) get their tool's title.
-    let registry = lathe_tools::Registry::builtin();
-    // Results answer the calls in order; the call ids of the events pair them up.
-    let mut answering: std::collections::VecDeque<Option<String>> = Default::default();
+pub fn transcript(session: &Session, history: &[Message], calls: Calls, style: &Style) -> String {
     let mut out = String::new();
     out.push_str(&format!(
         "{} {}\n",
@@ -244,6 +224,17 @@ pub fn transcript(
         "started {} · updated {}\n",
         session.created_at, session.updated_at
     ));
+    out.push_str(&conversation(history, calls, style));
+    out
+}
+
+/// A session's messages as text, each call with its line and the diffs of what it changed.
+fn conversation(history: &[Message], mut calls: Calls, style: &Style) -> String {
+    // Calls stored without events (a session of an older Lathe) get their tool's title.
+    let registry = lathe_tools::Registry::builtin();
+    // Results answer the calls in order; the call ids of the events pair them up.
+    let mut answering: std::collections::VecDeque<Option<String>> = Default::default();
+    let mut out = String::new();
     for message in history {
         match message {
             Message::System { .. } => {}

@@ -118,7 +118,6 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
             .filter(|m| matches!(m, lathe_agent::message::Message::User { .. }))
             .count();
         let tail = crate::sessions_cmd::tail(
-            session,
             &history,
             crate::sessions_cmd::Calls::from_events(&store.events(&session.id)?),
             &style,
