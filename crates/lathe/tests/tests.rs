@@ -27,6 +27,7 @@ mod mcp_protocol;
 mod mcp_python;
 mod mcp_sessions;
 mod policy_cmd;
+mod readme_transcript;
 mod sandbox_cli;
 mod tool_cli;
 mod trust;
