@@ -158,6 +158,116 @@ pub enum Event {
         /// The message, lowercase, with the offending value.
         message: String,
     },
+    /// The first event of a headless run (`lathe exec`): the session and how it runs.
+    RunStarted(RunStart),
+    /// The last event of a run, after [`Event::RunFinished`]: everything a caller needs to know
+    /// about it in one object (`lathe exec --json` ends with it).
+    RunResult(RunReport),
+}
+
+/// How a headless run is set up, as its first event says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunStart {
+    /// The session's id (`lathe sessions show ID`, `lathe chat --resume ID`).
+    pub session_id: String,
+    /// The model.
+    pub model: String,
+    /// The wire format: `ollama` or `openai`.
+    pub provider: String,
+    /// The model server.
+    pub base_url: String,
+    /// The workspace root, absolute.
+    pub workspace: String,
+    /// The approval mode: `read-only`, `ask` or `auto`.
+    pub approval: String,
+    /// The turn limit.
+    pub max_turns: u32,
+}
+
+/// What a run did, in one object: the closing event of every run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RunReport {
+    /// The session's id, when the run is stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// How the run ended.
+    pub status: RunStatus,
+    /// Why it stopped, when it did not simply finish.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The final answer.
+    pub answer: String,
+    /// Where the answer came from.
+    pub answer_from: AnswerSource,
+    /// Model turns used.
+    pub turns: u32,
+    /// Files changed, in the order they were first changed, with lines added and removed.
+    pub files_changed: Vec<ChangedFile>,
+    /// Calls that were denied (by the user, the policy, or because nobody could be asked).
+    pub denied: Vec<DeniedCall>,
+    /// True when the model tried to change files and every such call was denied, so nothing
+    /// was written: the task needed an approval it did not get (`lathe exec` exits 3).
+    pub changes_denied: bool,
+    /// Token totals over the run's turns, as the server counted them.
+    pub usage: TokenTotals,
+    /// Wall time of the whole run, in milliseconds.
+    pub duration_ms: u64,
+    /// Time spent waiting for the model, in milliseconds.
+    pub model_ms: u64,
+    /// Time spent running tools (approval prompts included), in milliseconds.
+    pub tool_ms: u64,
+}
+
+/// Where a run's final answer came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerSource {
+    /// The model's own last text.
+    #[default]
+    Model,
+    /// The model ended without any text and answered a request for a short summary.
+    Summary,
+    /// Neither gave text: the answer lists what the last tool calls did.
+    ToolResults,
+    /// There is no answer (the run failed or was stopped before any text).
+    None,
+}
+
+/// A file a run changed, with its line counts summed over the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangedFile {
+    /// Relative to the workspace root.
+    pub path: String,
+    /// Lines added.
+    pub added: u64,
+    /// Lines removed.
+    pub removed: u64,
+    /// The run created it.
+    #[serde(default)]
+    pub created: bool,
+    /// The run deleted it.
+    #[serde(default)]
+    pub deleted: bool,
+}
+
+/// A call that was denied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeniedCall {
+    /// The tool.
+    pub tool: String,
+    /// What it would have done: `shell "cargo fmt"`, `write_file src/a.rs`.
+    pub description: String,
+    /// Why it was denied, in one sentence.
+    pub reason: String,
+}
+
+/// Tokens over a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TokenTotals {
+    /// Prompt tokens, summed over the turns.
+    pub prompt_tokens: u64,
+    /// Generated tokens, summed over the turns.
+    pub completion_tokens: u64,
 }
 
 /// The answer to an approval request (stored as given).
@@ -189,10 +299,11 @@ pub struct DiffStats {
 }
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     /// The model answered without a call (a completion marker next to a call does not end it).
+    #[default]
     Finished,
     /// The turn limit was reached.
     MaxTurns,
