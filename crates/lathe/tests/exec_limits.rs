@@ -228,3 +228,29 @@ fn a_nudged_model_that_still_changes_nothing_finishes() {
     let out = stdout(&output);
     assert!(out.contains("Done · 2 turns · no files changed ·"), "{out}");
 }
+
+/// Issue 14: a plain question was nudged as if it had asked for a change.
+#[test]
+fn a_question_is_never_nudged_even_when_the_answer_says_done() {
+    for (task, answer) in [
+        (
+            "What does add return? Just explain.",
+            "It returns a + b. Done.",
+        ),
+        // Another language: unsure, so no nudge.
+        (
+            "Korrigiere den Tippfehler in README",
+            "Erledigt, ich habe ihn korrigiert.",
+        ),
+        // A change task whose answer claims nothing: it says why nothing changed.
+        (
+            "fix the typo in README",
+            "There is no typo: nothing to change.",
+        ),
+    ] {
+        let h = Harness::new(Script::new().chat(reply().text(answer).done()));
+        let output = h.exec(task, &[]);
+        assert_exit(&output, 0);
+        assert_eq!(h.bodies().len(), 1, "{task}: nudged");
+    }
+}
