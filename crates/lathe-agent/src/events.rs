@@ -382,6 +382,43 @@ mod tests {
                 turns: 50,
                 message: None,
             },
+            Event::RunStarted(RunStart {
+                session_id: "s".into(),
+                model: "m".into(),
+                provider: "ollama".into(),
+                base_url: "http://127.0.0.1:11434".into(),
+                workspace: "/w".into(),
+                approval: "ask".into(),
+                max_turns: 50,
+            }),
+            Event::RunResult(RunReport {
+                session_id: Some("s".into()),
+                status: RunStatus::Finished,
+                message: None,
+                answer: "Done.".into(),
+                answer_from: AnswerSource::ToolResults,
+                turns: 3,
+                files_changed: vec![ChangedFile {
+                    path: "a.rs".into(),
+                    added: 1,
+                    removed: 2,
+                    created: false,
+                    deleted: false,
+                }],
+                denied: vec![DeniedCall {
+                    tool: "shell".into(),
+                    description: "shell \"cargo fmt\"".into(),
+                    reason: "no terminal".into(),
+                }],
+                changes_denied: false,
+                usage: TokenTotals {
+                    prompt_tokens: 5,
+                    completion_tokens: 1,
+                },
+                duration_ms: 9,
+                model_ms: 4,
+                tool_ms: 3,
+            }),
         ];
         for event in events {
             let value = serde_json::to_value(&event).unwrap();
@@ -393,5 +430,10 @@ mod tests {
             serde_json::to_string(&Event::TextDelta { text: "x".into() }).unwrap(),
             r#"{"type":"text_delta","text":"x"}"#
         );
+        // The lifecycle events are flat objects too.
+        let value = serde_json::to_value(Event::RunResult(RunReport::default())).unwrap();
+        assert_eq!(value["type"], "run_result");
+        assert_eq!(value["status"], "finished");
+        assert_eq!(value["usage"]["prompt_tokens"], 0);
     }
 }

@@ -475,4 +475,76 @@ mod tests {
         assert_eq!(last_lines(output, 2), ["two", "three ^[[2J"]);
         assert_eq!(last_lines(output, 9), ["one", "two", "three ^[[2J"]);
     }
+
+    fn report(status: RunStatus, files: &[(&str, u64, u64)], denied: &[&str]) -> RunReport {
+        RunReport {
+            status,
+            turns: 3,
+            duration_ms: 12_345,
+            message: Some("stopped after 3 turns".into()),
+            files_changed: files
+                .iter()
+                .map(|(path, added, removed)| lathe_agent::events::ChangedFile {
+                    path: (*path).into(),
+                    added: *added,
+                    removed: *removed,
+                    created: false,
+                    deleted: false,
+                })
+                .collect(),
+            denied: denied
+                .iter()
+                .map(|d| lathe_agent::events::DeniedCall {
+                    tool: "shell".into(),
+                    description: (*d).into(),
+                    reason: "no terminal".into(),
+                })
+                .collect(),
+            ..RunReport::default()
+        }
+    }
+
+    #[test]
+    fn the_end_line_has_the_facts_in_one_line() {
+        let s = Style::plain();
+        let done = report(RunStatus::Finished, &[("a.rs", 8, 2), ("b.rs", 2, 0)], &[]);
+        assert_eq!(
+            end_line(&s, &done),
+            "Done · 3 turns · 2 files changed (+10 -2) · 12.3 s"
+        );
+        let none = report(RunStatus::Finished, &[], &[]);
+        assert_eq!(
+            end_line(&s, &none),
+            "Done · 3 turns · no files changed · 12.3 s"
+        );
+        let one = report(RunStatus::MaxTurns, &[("a.rs", 1, 1)], &[]);
+        assert_eq!(
+            end_line(&s, &one),
+            "Stopped: stopped after 3 turns · 3 turns · 1 file changed (+1 -1) · 12.3 s"
+        );
+        assert_eq!(denied_line(&none), None);
+    }
+
+    #[test]
+    fn denied_calls_are_listed_once_each() {
+        let mut denied = report(
+            RunStatus::Finished,
+            &[],
+            &[
+                "shell \"cargo fmt\"",
+                "write_file src/a.rs",
+                "shell \"cargo fmt\"",
+            ],
+        );
+        assert_eq!(
+            denied_line(&denied).unwrap(),
+            "3 calls were denied: shell \"cargo fmt\", write_file src/a.rs"
+        );
+        denied.changes_denied = true;
+        denied.denied.truncate(1);
+        assert_eq!(
+            denied_line(&denied).unwrap(),
+            "1 call was denied: shell \"cargo fmt\"; nothing was written"
+        );
+    }
 }

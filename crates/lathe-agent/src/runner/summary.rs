@@ -107,8 +107,12 @@ pub fn from_results(results: &[(&CallResult, &Value)]) -> String {
         return String::new();
     }
     let mut line = parts.join("; ");
-    if let Some(first) = line.chars().next() {
-        line.replace_range(..first.len_utf8(), &first.to_uppercase().to_string());
+    // A sentence of its own words starts with a capital; a tool's name is left as it is.
+    if ["edited ", "created ", "deleted ", "ran "]
+        .iter()
+        .any(|verb| line.starts_with(verb))
+    {
+        line[..1].make_ascii_uppercase();
     }
     line.push('.');
     line
@@ -433,6 +437,153 @@ mod tests {
                 .chars()
                 .count()
                 < 120
+        );
+    }
+
+    fn result(name: &str, status: ToolStatus, summary: &str, output: ToolOutput) -> CallResult {
+        CallResult {
+            call_id: "c".into(),
+            name: name.into(),
+            kind: None,
+            status,
+            changes: output.metadata.changes.clone(),
+            output,
+            summary: summary.into(),
+        }
+    }
+
+    #[test]
+    fn the_closing_line_says_what_the_last_calls_did() {
+        let edit = result(
+            "edit_file",
+            ToolStatus::Ok,
+            "edit_file src/a.rs (+3 -1)",
+            ToolOutput::ok("Edited").with_change(FileChange::counted("src/a.rs", 3, 1)),
+        );
+        let test = result(
+            "shell",
+            ToolStatus::Ok,
+            "shell cargo test -> exit 0, 1.0 s",
+            ToolOutput::ok("ok").with_command(CommandMeta {
+                id: 1,
+                status: CommandState::Exited { exit_code: 0 },
+            }),
+        );
+        let read = result(
+            "read_file",
+            ToolStatus::Ok,
+            "read_file b.rs (lines 1-9)",
+            ToolOutput::ok("..."),
+        );
+        let denied = result(
+            "write_file",
+            ToolStatus::Denied,
+            "write_file c.rs -> denied",
+            ToolOutput::error("the user denied this: no"),
+        );
+        let command = json!({"command": "cargo test"});
+        let none = json!({});
+        assert_eq!(
+            from_results(&[
+                (&read, &none),
+                (&edit, &none),
+                (&test, &command),
+                (&test, &command)
+            ]),
+            "read_file b.rs (lines 1-9); edited src/a.rs (+3 -1); ran `cargo test` (exit 0)."
+        );
+        assert_eq!(
+            from_results(&[(&edit, &none), (&denied, &none)]),
+            "Edited src/a.rs (+3 -1); write_file c.rs was denied."
+        );
+        assert_eq!(from_results(&[]), "");
+        // Only the last six calls count.
+        let many: Vec<(&CallResult, &Value)> = std::iter::once((&edit, &none))
+            .chain(std::iter::repeat_n((&read, &none), 6))
+            .collect();
+        assert!(!from_results(&many).contains("src/a.rs"));
+    }
+
+    #[test]
+    fn denied_calls_are_named_and_their_reason_is_one_sentence() {
+        let denied = result(
+            "shell",
+            ToolStatus::Denied,
+            "shell cargo fmt -> denied",
+            ToolOutput::error(
+                "the user denied this: this call needs approval. Do not retry it; carry on",
+            ),
+        );
+        assert_eq!(
+            denied_description(&denied, &json!({"command": "cargo fmt"})),
+            "shell \"cargo fmt\""
+        );
+        assert_eq!(
+            denied_reason(&denied),
+            "the user denied this: this call needs approval"
+        );
+        let write = result(
+            "write_file",
+            ToolStatus::Denied,
+            "write_file src/a.rs -> denied",
+            ToolOutput::error("denied by Lathe's policy: read-only mode"),
+        );
+        assert_eq!(
+            denied_description(&write, &json!({})),
+            "write_file src/a.rs"
+        );
+        assert_eq!(
+            denied_reason(&write),
+            "denied by Lathe's policy: read-only mode"
+        );
+    }
+
+    #[test]
+    fn the_tally_sums_files_and_tokens_and_sees_denied_changes() {
+        let mut tally = RunTally::default();
+        tally.turn(Some(Usage {
+            prompt_tokens: Some(10),
+            completion_tokens: Some(2),
+        }));
+        tally.turn(Some(Usage {
+            prompt_tokens: Some(5),
+            completion_tokens: None,
+        }));
+        tally.turn(None);
+        let denied = result(
+            "write_file",
+            ToolStatus::Denied,
+            "write_file a.rs -> denied",
+            ToolOutput::error("no"),
+        );
+        tally.call(&denied, &json!({}), true);
+        // A denied read is not a denied change.
+        let mut reads = RunTally::default();
+        reads.call(&denied, &json!({}), false);
+        assert!(!reads.report(RunReport::default()).changes_denied);
+        let report = std::mem::take(&mut tally).report(RunReport::default());
+        assert!(report.changes_denied);
+        assert_eq!(report.usage.prompt_tokens, 15);
+        assert_eq!(report.usage.completion_tokens, 2);
+        // A change that ran means the denials did not stop the task.
+        let edit = result(
+            "edit_file",
+            ToolStatus::Ok,
+            "edit_file a.rs (+1 -0)",
+            ToolOutput::ok("Edited").with_change(FileChange::counted("a.rs", 1, 0)),
+        );
+        tally.call(&denied, &json!({}), true);
+        tally.call(&edit, &json!({}), true);
+        tally.call(&edit, &json!({}), true);
+        let report = tally.report(RunReport::default());
+        assert!(!report.changes_denied);
+        assert_eq!(report.files_changed.len(), 1);
+        assert_eq!(
+            (
+                report.files_changed[0].added,
+                report.files_changed[0].removed
+            ),
+            (2, 0)
         );
     }
 }
