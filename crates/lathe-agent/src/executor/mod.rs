@@ -319,7 +319,7 @@ impl Executor {
             answer = self.summary_turn(turns, cancel, &mut tally).await;
             answer_from = AnswerSource::Summary;
             if answer.is_empty() {
-                answer = tally.from_results();
+                answer = tally.closing_line();
                 answer_from = AnswerSource::ToolResults;
                 if !answer.is_empty() {
                     self.sink.emit(Event::TextDelta {

@@ -266,7 +266,7 @@ impl RunTally {
     }
 
     /// The closing line built from the last calls' results.
-    pub fn from_results(&self) -> String {
+    pub fn closing_line(&self) -> String {
         let results: Vec<(&CallResult, &Value)> = self.recent.iter().map(|(r, a)| (r, a)).collect();
         from_results(&results)
     }
