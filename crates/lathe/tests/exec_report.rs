@@ -293,3 +293,34 @@ fn a_run_with_text_gets_no_summary_turn() {
     assert_exit(&output, 0);
     assert!(!h.bodies().iter().any(asked_for_summary));
 }
+
+#[test]
+fn the_summary_turn_on_the_text_protocol_keeps_the_history_in_text() {
+    let script = Script::new()
+        .chat(
+            reply()
+                .text("<tool_call>{\"name\": \"write_file\", \"arguments\": {\"path\": \"a.txt\", \"content\": \"hi\\n\"}}</tool_call>")
+                .done(),
+        )
+        .chat(reply().done())
+        .chat(reply().text("I wrote a.txt.").done());
+    let h = Harness::with_capabilities(script, &["completion"]);
+    let output = h.exec("write a.txt", &["--approval", "auto", "--json"]);
+    assert_exit(&output, 0);
+    assert_eq!(h.read("a.txt"), "hi\n");
+    let bodies = h.bodies();
+    assert_eq!(bodies.len(), 3);
+    assert!(asked_for_summary(&bodies[2]), "{}", bodies[2]);
+    // The call and its result went out as text, as in the turns before: no `tool` role.
+    let sent = messages(&bodies[2]);
+    assert!(sent.iter().all(|m| m["role"] != "tool"), "{sent:#?}");
+    assert!(
+        sent.iter().any(|m| m["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("<tool_result"))),
+        "{sent:#?}"
+    );
+    let last = json_lines(&output).pop().unwrap();
+    assert_eq!(last["answer"], "I wrote a.txt.");
+    assert_eq!(last["answer_from"], "summary");
+}

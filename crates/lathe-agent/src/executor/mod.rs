@@ -364,8 +364,8 @@ impl Executor {
         }
     }
 
-    /// The turn that asks a model which ended without any text for a short summary, with no
-    /// tools offered. Its text, or nothing when it failed or said nothing.
+    /// The turn that asks a model which ended without any text for a short summary. Its text,
+    /// or nothing when it failed or said nothing.
     async fn summary_turn(
         &mut self,
         turn: u32,
@@ -373,11 +373,25 @@ impl Executor {
         tally: &mut RunTally,
     ) -> String {
         self.push(Message::user(SUMMARY_REQUEST));
-        let tools = std::mem::take(&mut self.tools);
+        // Native calls: no tools are offered. A model on the text protocol keeps them, so that
+        // its history goes out in the same shape (calls as text, results as user messages) as
+        // in every other turn; any call it makes is not run.
+        let native = match self.config.tool_protocol {
+            ToolProtocol::Native => true,
+            ToolProtocol::Text => false,
+            ToolProtocol::Auto => self
+                .provider
+                .capabilities(&self.config.model)
+                .await
+                .is_ok_and(|c| c.tools),
+        };
+        let saved = native.then(|| std::mem::take(&mut self.tools));
         let asked = Instant::now();
         let answered = self.model_turn(turn, cancel).await;
         tally.model_time += asked.elapsed();
-        self.tools = tools;
+        if let Some(tools) = saved {
+            self.tools = tools;
+        }
         let Ok(answered) = answered else {
             return String::new();
         };
