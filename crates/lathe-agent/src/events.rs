@@ -253,6 +253,8 @@ pub struct ChangedFile {
 /// A call that was denied.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeniedCall {
+    /// The call's id, as in its `tool_call_finished` event.
+    pub call_id: String,
     /// The tool.
     pub tool: String,
     /// What it would have done: `shell "cargo fmt"`, `write_file src/a.rs`.
@@ -406,6 +408,7 @@ mod tests {
                     deleted: false,
                 }],
                 denied: vec![DeniedCall {
+                    call_id: "call_1".into(),
                     tool: "shell".into(),
                     description: "shell \"cargo fmt\"".into(),
                     reason: "no terminal".into(),

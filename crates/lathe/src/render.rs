@@ -32,8 +32,8 @@ const FAILED_OUTPUT_LINES: usize = 5;
 const OUTPUT_TAIL_BYTES: usize = 4096;
 
 /// How denied calls can be allowed, under the end line that lists them.
-pub const ALLOW_HINT: &str = "  to allow them: rerun with --approval auto, or add a \
-[permissions] allow rule to .lathe/config.toml (see `lathe policy`)";
+pub const ALLOW_HINT: &str = "  to allow them: rerun with --approval auto (in chat: /approval \
+auto), or add a [permissions] allow rule to .lathe/config.toml (see `lathe policy`)";
 
 /// How events are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -495,6 +495,7 @@ mod tests {
             denied: denied
                 .iter()
                 .map(|d| lathe_agent::events::DeniedCall {
+                    call_id: "c".into(),
                     tool: "shell".into(),
                     description: (*d).into(),
                     reason: "no terminal".into(),

@@ -166,9 +166,17 @@ fn the_result_names_each_denied_call_and_why() {
             ("write_file", "write_file src/a.rs")
         ]
     );
+    let finished = of_type(&events, "tool_call_finished");
     for call in denied {
         let reason = call["reason"].as_str().unwrap();
         assert!(reason.contains("no terminal to ask on"), "{reason}");
+        // The id leads to the call's own events.
+        assert!(
+            finished
+                .iter()
+                .any(|f| f["call_id"] == call["call_id"] && f["status"] == "denied"),
+            "{call}"
+        );
     }
 }
 

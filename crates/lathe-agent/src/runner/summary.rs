@@ -226,6 +226,7 @@ impl RunTally {
         if result.status == ToolStatus::Denied {
             self.change_denied |= changes_files;
             self.denied.push(DeniedCall {
+                call_id: result.call_id.clone(),
                 tool: result.name.clone(),
                 description: denied_description(result, arguments),
                 reason: denied_reason(result),
