@@ -1,6 +1,6 @@
 //! The loop's two guards: the repeat guard (a model that makes the same call again and again,
-//! or goes round the same few calls, and gets the same answers) and the nudge (a task that asked
-//! for a change, finished with nothing written).
+//! or goes round the same few calls, and gets the same answers) and the nudge (a task that was an
+//! instruction to change files, a final answer that claims a change, and nothing written).
 
 use std::collections::VecDeque;
 use std::hash::{DefaultHasher, Hash, Hasher};

@@ -5,7 +5,12 @@
 //! [`collect_turn`]; the [`ToolRunner`] runs the calls; the results go back into the history.
 //! It ends when the model answers without a call (the completion marker counts only there, never
 //! next to a call whose result the model has not seen), at the turn limit, on an error it cannot
-//! recover from, or when the user stops it. It does not itself stream, run tools, or summarise.
+//! recover from, or when the user stops it. It does not itself stream or run tools.
+//!
+//! At the end it questions once a claim of a change that did not happen (the nudge, see
+//! [`claims_change`]), asks a model that made calls and never said a word for a short summary
+//! (one more turn), and closes with [`Event::RunResult`]: the answer, files changed, calls
+//! denied, tokens and times.
 
 mod guard;
 
@@ -39,7 +44,7 @@ const INTERRUPTED: &str = "this call was interrupted: Lathe stopped before it fi
 result is unknown. Check the state before you repeat it.";
 
 /// What the model reads when it ended a task that made calls without a word: one more turn,
-/// with no tools, for the user's closing message.
+/// with no tools offered (on native calls), for the user's closing message.
 pub const SUMMARY_REQUEST: &str = "Summarise in 2-3 sentences what you did and what the \
 result is. Do not call any tools.";
 
