@@ -438,6 +438,6 @@ mod tests {
                 ..
             }
         )));
-        assert!(matches!(shown.last(), Some(Event::RunFinished { .. })));
+        assert!(matches!(shown.last(), Some(Event::RunResult(_))));
     }
 }

@@ -158,6 +158,118 @@ pub enum Event {
         /// The message, lowercase, with the offending value.
         message: String,
     },
+    /// The first event of a headless run (`lathe exec`): the session and how it runs.
+    RunStarted(RunStart),
+    /// The last event of a run, after [`Event::RunFinished`]: everything a caller needs to know
+    /// about it in one object (`lathe exec --json` ends with it).
+    RunResult(RunReport),
+}
+
+/// How a headless run is set up, as its first event says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunStart {
+    /// The session's id (`lathe sessions show ID`, `lathe chat --resume ID`).
+    pub session_id: String,
+    /// The model.
+    pub model: String,
+    /// The wire format: `ollama` or `openai`.
+    pub provider: String,
+    /// The model server.
+    pub base_url: String,
+    /// The workspace root, absolute.
+    pub workspace: String,
+    /// The approval mode: `read-only`, `ask` or `auto`.
+    pub approval: String,
+    /// The turn limit.
+    pub max_turns: u32,
+}
+
+/// What a run did, in one object: the closing event of every run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RunReport {
+    /// The session's id, when the run is stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// How the run ended.
+    pub status: RunStatus,
+    /// Why it stopped, when it did not simply finish.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The final answer.
+    pub answer: String,
+    /// Where the answer came from.
+    pub answer_from: AnswerSource,
+    /// Model turns used.
+    pub turns: u32,
+    /// Files changed, in the order they were first changed, with lines added and removed.
+    pub files_changed: Vec<ChangedFile>,
+    /// Calls that were denied (by the user, the policy, or because nobody could be asked).
+    pub denied: Vec<DeniedCall>,
+    /// True when the model tried to change files and every such call was denied, so nothing
+    /// was written: the task needed an approval it did not get (`lathe exec` exits 3).
+    pub changes_denied: bool,
+    /// Token totals over the run's turns, as the server counted them.
+    pub usage: TokenTotals,
+    /// Wall time of the whole run, in milliseconds.
+    pub duration_ms: u64,
+    /// Time spent waiting for the model, in milliseconds.
+    pub model_ms: u64,
+    /// Time spent running tools (approval prompts included), in milliseconds.
+    pub tool_ms: u64,
+}
+
+/// Where a run's final answer came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerSource {
+    /// The model's own last text.
+    #[default]
+    Model,
+    /// The model ended without any text and answered a request for a short summary.
+    Summary,
+    /// Neither gave text: the answer lists what the last tool calls did.
+    ToolResults,
+    /// There is no answer (the run failed or was stopped before any text).
+    None,
+}
+
+/// A file a run changed, with its line counts summed over the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangedFile {
+    /// Relative to the workspace root.
+    pub path: String,
+    /// Lines added.
+    pub added: u64,
+    /// Lines removed.
+    pub removed: u64,
+    /// The run created it.
+    #[serde(default)]
+    pub created: bool,
+    /// The run deleted it.
+    #[serde(default)]
+    pub deleted: bool,
+}
+
+/// A call that was denied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeniedCall {
+    /// The call's id, as in its `tool_call_finished` event.
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// What it would have done: `shell "cargo fmt"`, `write_file src/a.rs`.
+    pub description: String,
+    /// Why it was denied, in one sentence.
+    pub reason: String,
+}
+
+/// Tokens over a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TokenTotals {
+    /// Prompt tokens, summed over the turns.
+    pub prompt_tokens: u64,
+    /// Generated tokens, summed over the turns.
+    pub completion_tokens: u64,
 }
 
 /// The answer to an approval request (stored as given).
@@ -189,10 +301,11 @@ pub struct DiffStats {
 }
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     /// The model answered without a call (a completion marker next to a call does not end it).
+    #[default]
     Finished,
     /// The turn limit was reached.
     MaxTurns,
@@ -271,6 +384,44 @@ mod tests {
                 turns: 50,
                 message: None,
             },
+            Event::RunStarted(RunStart {
+                session_id: "s".into(),
+                model: "m".into(),
+                provider: "ollama".into(),
+                base_url: "http://127.0.0.1:11434".into(),
+                workspace: "/w".into(),
+                approval: "ask".into(),
+                max_turns: 50,
+            }),
+            Event::RunResult(RunReport {
+                session_id: Some("s".into()),
+                status: RunStatus::Finished,
+                message: None,
+                answer: "Done.".into(),
+                answer_from: AnswerSource::ToolResults,
+                turns: 3,
+                files_changed: vec![ChangedFile {
+                    path: "a.rs".into(),
+                    added: 1,
+                    removed: 2,
+                    created: false,
+                    deleted: false,
+                }],
+                denied: vec![DeniedCall {
+                    call_id: "call_1".into(),
+                    tool: "shell".into(),
+                    description: "shell \"cargo fmt\"".into(),
+                    reason: "no terminal".into(),
+                }],
+                changes_denied: false,
+                usage: TokenTotals {
+                    prompt_tokens: 5,
+                    completion_tokens: 1,
+                },
+                duration_ms: 9,
+                model_ms: 4,
+                tool_ms: 3,
+            }),
         ];
         for event in events {
             let value = serde_json::to_value(&event).unwrap();
@@ -282,5 +433,10 @@ mod tests {
             serde_json::to_string(&Event::TextDelta { text: "x".into() }).unwrap(),
             r#"{"type":"text_delta","text":"x"}"#
         );
+        // The lifecycle events are flat objects too.
+        let value = serde_json::to_value(Event::RunResult(RunReport::default())).unwrap();
+        assert_eq!(value["type"], "run_result");
+        assert_eq!(value["status"], "finished");
+        assert_eq!(value["usage"]["prompt_tokens"], 0);
     }
 }

@@ -243,14 +243,20 @@ async fn reads_writes_and_finishes_with_a_faithful_history() {
         run.store.session(run.session.as_str()).unwrap().status,
         SessionStatus::Completed
     );
+    let events = run.events.lock().unwrap();
     assert!(matches!(
-        run.events.lock().unwrap().last(),
-        Some(Event::RunFinished {
+        &events[events.len() - 2],
+        Event::RunFinished {
             status: RunStatus::Finished,
             turns: 3,
             ..
-        })
+        }
     ));
+    let Some(Event::RunResult(report)) = events.last() else {
+        panic!("the last event is the report: {:?}", events.last())
+    };
+    assert_eq!(report.turns, 3);
+    assert_eq!(report.session_id.as_deref(), Some(run.session.as_str()));
 }
 
 /// Issue 14: a completion marker written next to a call did not wait for the call's result.
@@ -424,7 +430,7 @@ async fn a_repeated_call_is_refused_in_band_then_the_run_stops() {
 #[tokio::test]
 async fn a_change_task_that_wrote_nothing_is_nudged_once() {
     let script = Script::new()
-        .chat(reply().text("All good already.").done())
+        .chat(reply().text("Done, I've fixed the typo.").done())
         .chat(reply().text("Really, nothing to change.").done());
     let mut run = start(script, |_| {});
     let outcome = run

@@ -1,5 +1,10 @@
 //! `lathe exec PROMPT|-`: runs one task headless and exits 0 when the agent finished, 1 when it
-//! failed or hit a limit, 130 when Ctrl-C stopped it (as shells report SIGINT).
+//! failed or hit a limit, 3 when it finished having changed nothing because every change it
+//! tried was denied (the task needed an approval: `--approval auto`, or an allow rule), 130
+//! when Ctrl-C stopped it (as shells report SIGINT).
+//!
+//! With `--json`, the first event is `run_started` (the session id and how the run is set up)
+//! and the last is `run_result` (the answer, files changed, calls denied, tokens and times).
 
 use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
@@ -18,10 +23,15 @@ pub const NON_INTERACTIVE_DENIAL: &str = "this call needs the user's approval, a
 no terminal to ask on, so it was not run. Do not retry it; carry on without it if you can, or \
 finish and say what the user should do (they can rerun with --approval auto, or allow it with a \
 [permissions] rule in .lathe/config.toml)";
-use lathe_agent::events::RunStatus;
+use lathe_agent::events::{Event, RunStart, RunStatus};
+use lathe_agent::provider::ProviderKind;
 use lathe_agent::sink::EventSink;
 
 use crate::EXIT_FAILURE;
+
+/// The exit status of a run that finished with nothing written because every change it tried
+/// was denied.
+pub const EXIT_CHANGES_DENIED: u8 = 3;
 use crate::agent_setup::{self, ModelArgs};
 use crate::chat::approver::TerminalApprover;
 use crate::chat::input::Input;
@@ -99,7 +109,20 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
         && !args.json
         && std::io::stdin().is_terminal()
         && std::io::stdout().is_terminal();
-    let sink = EventSink::new(store, id, renderer.handler());
+    let sink = EventSink::new(store, id.clone(), renderer.handler());
+    sink.emit(Event::RunStarted(RunStart {
+        session_id: id.as_str().to_owned(),
+        model: model.clone(),
+        provider: match resolved.provider {
+            ProviderKind::Ollama => "ollama",
+            ProviderKind::OpenAi => "openai",
+        }
+        .to_owned(),
+        base_url: resolved.base_url.clone(),
+        workspace: tools.workspace().root().display().to_string(),
+        approval: resolved.approval.to_string(),
+        max_turns: resolved.max_turns,
+    }));
     let approver: Arc<dyn Approver> = if interactive {
         Arc::new(TerminalApprover::new(
             Arc::new(Input::start()),
@@ -135,6 +158,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     tools.shutdown();
     drop(agent);
     Ok(match outcome.status {
+        RunStatus::Finished if outcome.report.changes_denied => ExitCode::from(EXIT_CHANGES_DENIED),
         RunStatus::Finished => ExitCode::SUCCESS,
         // Only the first Ctrl-C cancels the run (SIGTERM and SIGHUP exit on their own).
         RunStatus::Stopped => ExitCode::from(EXIT_INTERRUPTED as u8),

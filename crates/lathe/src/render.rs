@@ -12,9 +12,8 @@ mod style;
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
 
-use lathe_agent::events::{ApprovalDecision, Event, RunStatus, ToolStatus};
+use lathe_agent::events::{ApprovalDecision, Event, RunReport, RunStatus, ToolStatus};
 use lathe_agent::sink::EventHandler;
 use lathe_tools::CommandState;
 
@@ -32,6 +31,10 @@ const FAILED_OUTPUT_LINES: usize = 5;
 /// very long, and bounded so that a chatty command costs little.
 const OUTPUT_TAIL_BYTES: usize = 4096;
 
+/// How denied calls can be allowed, under the end line that lists them.
+pub const ALLOW_HINT: &str = "  to allow them: rerun with --approval auto (in chat: /approval \
+auto), or add a [permissions] allow rule to .lathe/config.toml (see `lathe policy`)";
+
 /// How events are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputMode {
@@ -44,11 +47,6 @@ pub enum OutputMode {
 struct State {
     /// Whether the last thing written to stdout ended a line.
     at_line_start: bool,
-    /// Files changed in this run and their stats.
-    files: Vec<String>,
-    added: u64,
-    removed: u64,
-    began: Instant,
     /// The end of each running call's output, for the lines shown if it fails.
     output_tails: HashMap<String, String>,
 }
@@ -75,10 +73,6 @@ impl Renderer {
             spinner,
             state: Mutex::new(State {
                 at_line_start: true,
-                files: Vec::new(),
-                added: 0,
-                removed: 0,
-                began: Instant::now(),
                 output_tails: HashMap::new(),
             }),
         })
@@ -109,14 +103,9 @@ impl Renderer {
         }
     }
 
-    /// Starts a new run's clock and counters (chat runs several).
+    /// Forgets what the last run left (chat runs several).
     pub fn reset(&self) {
-        let mut state = self.lock();
-        state.files.clear();
-        state.added = 0;
-        state.removed = 0;
-        state.began = Instant::now();
-        state.output_tails.clear();
+        self.lock().output_tails.clear();
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -222,11 +211,6 @@ impl Renderer {
                 // What the call changed, whatever its status (a call that failed half-way
                 // may have written some files).
                 for change in changes {
-                    state.added += change.added;
-                    state.removed += change.removed;
-                    if !state.files.contains(&change.path) {
-                        state.files.push(change.path.clone());
-                    }
                     if !change.diff.is_empty() {
                         write_diff(&mut state, s, &change.diff);
                     }
@@ -253,39 +237,15 @@ impl Renderer {
                     print(&mut state, "\n");
                 }
             }
-            Event::RunFinished {
-                status,
-                turns,
-                message,
-            } => {
+            // The end line comes with the report, which has all the facts.
+            Event::RunFinished { .. } | Event::RunStarted(_) => {}
+            Event::RunResult(report) => {
                 stop();
-                let message = message.as_deref().map(sanitize);
-                let took = state.began.elapsed().as_secs_f64();
-                let files = match state.files.len() {
-                    0 => String::new(),
-                    n => format!(
-                        " · {n} file{} changed (+{} -{})",
-                        if n == 1 { "" } else { "s" },
-                        state.added,
-                        state.removed
-                    ),
-                };
-                let turns = format!("{turns} turn{}", if *turns == 1 { "" } else { "s" });
-                let text = match status {
-                    RunStatus::Finished => s.green(&format!("Done · {turns} · {took:.1} s{files}")),
-                    RunStatus::MaxTurns => s.yellow(&format!(
-                        "Stopped: {} · {turns}{files}",
-                        message.as_deref().unwrap_or("the turn limit was hit")
-                    )),
-                    RunStatus::Failed => s.red(&format!(
-                        "Failed: {} · {turns}{files}",
-                        message.as_deref().unwrap_or("error")
-                    )),
-                    RunStatus::Stopped => {
-                        s.yellow(&format!("Stopped by the user · {turns}{files}"))
-                    }
-                };
-                line(&mut state, &text);
+                line(&mut state, &end_line(s, report));
+                if let Some(denied) = denied_line(report) {
+                    line(&mut state, &s.yellow(&denied));
+                    line(&mut state, &s.dim(ALLOW_HINT));
+                }
             }
             Event::Error { message } => {
                 stop();
@@ -326,6 +286,68 @@ fn line(state: &mut State, text: &str) {
     let _ = writeln!(out, "{text}");
     let _ = out.flush();
     state.at_line_start = true;
+}
+
+/// The line that closes a run: how it ended, turns, files changed and time.
+/// `Done · 3 turns · 2 files changed (+10 -2) · 12.3 s`, or `... · no files changed · ...`.
+pub fn end_line(s: &Style, report: &RunReport) -> String {
+    let message = report.message.as_deref().map(sanitize);
+    let turns = report.turns;
+    let turns = format!("{turns} turn{}", if turns == 1 { "" } else { "s" });
+    let files = match report.files_changed.len() {
+        0 => "no files changed".to_owned(),
+        n => {
+            let (added, removed) = report
+                .files_changed
+                .iter()
+                .fold((0, 0), |(a, r), f| (a + f.added, r + f.removed));
+            format!(
+                "{n} file{} changed (+{added} -{removed})",
+                if n == 1 { "" } else { "s" }
+            )
+        }
+    };
+    let took = format!("{:.1} s", report.duration_ms as f64 / 1000.0);
+    match report.status {
+        RunStatus::Finished => s.green(&format!("Done · {turns} · {files} · {took}")),
+        RunStatus::MaxTurns => s.yellow(&format!(
+            "Stopped: {} · {turns} · {files} · {took}",
+            message.as_deref().unwrap_or("the turn limit was hit")
+        )),
+        RunStatus::Failed => s.red(&format!(
+            "Failed: {} · {turns} · {files} · {took}",
+            message.as_deref().unwrap_or("error")
+        )),
+        RunStatus::Stopped => {
+            s.yellow(&format!("Stopped by the user · {turns} · {files} · {took}"))
+        }
+    }
+}
+
+/// The line under the end line naming the calls that were denied, when some were:
+/// `2 calls were denied: shell "cargo fmt", write_file src/a.rs`.
+pub fn denied_line(report: &RunReport) -> Option<String> {
+    let denied = &report.denied;
+    if denied.is_empty() {
+        return None;
+    }
+    let mut names: Vec<String> = Vec::new();
+    for call in denied {
+        let name = sanitize(&call.description).into_owned();
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let count = match denied.len() {
+        1 => "1 call was denied".to_owned(),
+        n => format!("{n} calls were denied"),
+    };
+    let nothing = if report.changes_denied {
+        "; nothing was written"
+    } else {
+        ""
+    };
+    Some(format!("{count}: {}{nothing}", names.join(", ")))
 }
 
 /// A JSON line with DEL and the C1 controls written as `\u` escapes. JSON escapes the C0
@@ -452,5 +474,78 @@ mod tests {
         let output = "one\ntwo\n\nthree \x1b[2J\r\n\n  \n";
         assert_eq!(last_lines(output, 2), ["two", "three ^[[2J"]);
         assert_eq!(last_lines(output, 9), ["one", "two", "three ^[[2J"]);
+    }
+
+    fn report(status: RunStatus, files: &[(&str, u64, u64)], denied: &[&str]) -> RunReport {
+        RunReport {
+            status,
+            turns: 3,
+            duration_ms: 12_345,
+            message: Some("stopped after 3 turns".into()),
+            files_changed: files
+                .iter()
+                .map(|(path, added, removed)| lathe_agent::events::ChangedFile {
+                    path: (*path).into(),
+                    added: *added,
+                    removed: *removed,
+                    created: false,
+                    deleted: false,
+                })
+                .collect(),
+            denied: denied
+                .iter()
+                .map(|d| lathe_agent::events::DeniedCall {
+                    call_id: "c".into(),
+                    tool: "shell".into(),
+                    description: (*d).into(),
+                    reason: "no terminal".into(),
+                })
+                .collect(),
+            ..RunReport::default()
+        }
+    }
+
+    #[test]
+    fn the_end_line_has_the_facts_in_one_line() {
+        let s = Style::plain();
+        let done = report(RunStatus::Finished, &[("a.rs", 8, 2), ("b.rs", 2, 0)], &[]);
+        assert_eq!(
+            end_line(&s, &done),
+            "Done · 3 turns · 2 files changed (+10 -2) · 12.3 s"
+        );
+        let none = report(RunStatus::Finished, &[], &[]);
+        assert_eq!(
+            end_line(&s, &none),
+            "Done · 3 turns · no files changed · 12.3 s"
+        );
+        let one = report(RunStatus::MaxTurns, &[("a.rs", 1, 1)], &[]);
+        assert_eq!(
+            end_line(&s, &one),
+            "Stopped: stopped after 3 turns · 3 turns · 1 file changed (+1 -1) · 12.3 s"
+        );
+        assert_eq!(denied_line(&none), None);
+    }
+
+    #[test]
+    fn denied_calls_are_listed_once_each() {
+        let mut denied = report(
+            RunStatus::Finished,
+            &[],
+            &[
+                "shell \"cargo fmt\"",
+                "write_file src/a.rs",
+                "shell \"cargo fmt\"",
+            ],
+        );
+        assert_eq!(
+            denied_line(&denied).unwrap(),
+            "3 calls were denied: shell \"cargo fmt\", write_file src/a.rs"
+        );
+        denied.changes_denied = true;
+        denied.denied.truncate(1);
+        assert_eq!(
+            denied_line(&denied).unwrap(),
+            "1 call was denied: shell \"cargo fmt\"; nothing was written"
+        );
     }
 }

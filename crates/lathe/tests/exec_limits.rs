@@ -27,7 +27,8 @@ fn without_a_terminal_a_call_that_would_ask_is_denied_and_the_model_told() {
     h.write("a.txt", "one\n");
     // The default mode is ask, and the test's stdin is not a terminal.
     let output = h.exec("change one to two in a.txt", &[]);
-    assert_exit(&output, 0);
+    // The change the task needed was denied and nothing was written.
+    assert_exit(&output, 3);
     assert_eq!(h.read("a.txt"), "one\n", "nothing was written");
     let out = stdout(&output);
     assert!(out.contains("edit_file a.txt -> denied"), "{out}");
@@ -97,8 +98,9 @@ fn the_turn_limit_stops_the_run_says_so_and_exits_1() {
     assert!(out.contains("--max-turns limit (3) was hit"), "{out}");
     assert_eq!(h.newest_session().status.as_str(), "max_turns");
     let events = h.stored_events();
+    assert_eq!(events[events.len() - 2]["type"], "run_finished");
     let last = events.last().unwrap();
-    assert_eq!(last["type"], "run_finished");
+    assert_eq!(last["type"], "run_result");
     assert_eq!(last["status"], "max_turns");
     assert!(
         last["message"].as_str().unwrap().contains("limit"),
@@ -173,7 +175,7 @@ fn a_change_task_that_wrote_nothing_is_nudged_once() {
     let h = Harness::new(
         Script::new()
             .chat(reply().tool_call("shell", json!({"command": "ls"})).done())
-            .chat(reply().text("Looks fine.").done())
+            .chat(reply().text("Done: I've fixed it.").done())
             .chat(
                 reply()
                     .tool_call("shell", json!({"command": "echo fixed > bug.txt"}))
@@ -193,7 +195,7 @@ fn a_change_task_that_wrote_nothing_is_nudged_once() {
         nudge["content"]
             .as_str()
             .unwrap()
-            .contains("nothing has been written"),
+            .contains("no file was written"),
         "{nudge}"
     );
     // Only once: the other requests carry no nudge.
@@ -202,7 +204,7 @@ fn a_change_task_that_wrote_nothing_is_nudged_once() {
         .filter(|m| {
             m["content"]
                 .as_str()
-                .is_some_and(|c| c.contains("nothing has been written"))
+                .is_some_and(|c| c.contains("no file was written"))
         })
         .count();
     assert_eq!(nudges, 1);
@@ -212,7 +214,7 @@ fn a_change_task_that_wrote_nothing_is_nudged_once() {
 fn a_nudged_model_that_still_changes_nothing_finishes() {
     let h = Harness::new(
         Script::new()
-            .chat(reply().text("Nothing to fix.").done())
+            .chat(reply().text("Fixed the typo.").done())
             .chat(
                 reply()
                     .text("Still nothing to fix: the file is correct.")
@@ -222,4 +224,33 @@ fn a_nudged_model_that_still_changes_nothing_finishes() {
     let output = h.exec("fix the typo in README", &[]);
     assert_exit(&output, 0);
     assert_eq!(h.bodies().len(), 2);
+    // The end line says so.
+    let out = stdout(&output);
+    assert!(out.contains("Done · 2 turns · no files changed ·"), "{out}");
+}
+
+/// Issue 14: a plain question was nudged as if it had asked for a change.
+#[test]
+fn a_question_is_never_nudged_even_when_the_answer_says_done() {
+    for (task, answer) in [
+        (
+            "What does add return? Just explain.",
+            "It returns a + b. Done.",
+        ),
+        // Another language: unsure, so no nudge.
+        (
+            "Korrigiere den Tippfehler in README",
+            "Erledigt, ich habe ihn korrigiert.",
+        ),
+        // A change task whose answer claims nothing: it says why nothing changed.
+        (
+            "fix the typo in README",
+            "There is no typo: nothing to change.",
+        ),
+    ] {
+        let h = Harness::new(Script::new().chat(reply().text(answer).done()));
+        let output = h.exec(task, &[]);
+        assert_exit(&output, 0);
+        assert_eq!(h.bodies().len(), 1, "{task}: nudged");
+    }
 }

@@ -141,7 +141,7 @@ fn sessions_list_and_show_after_a_run() {
     assert_eq!(value["messages"][1]["role"], "user");
     assert_eq!(
         value["events"].as_array().unwrap().last().unwrap()["payload"]["type"],
-        "run_finished"
+        "run_result"
     );
 
     let missing = h

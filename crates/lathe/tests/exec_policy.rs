@@ -80,7 +80,8 @@ fn deny_rules_refuse_even_in_full_mode_and_say_which_rule() {
         "[permissions]\ndeny = [\"shell(rm *)\"]\n",
     );
     let output = h.exec("remove notes.txt", &["--approval", "full"]);
-    assert_exit(&output, 0);
+    // Every change was denied and nothing was written.
+    assert_exit(&output, 3);
     assert!(h.ws.join("notes.txt").exists());
     let told = messages(&h.bodies()[1]).last().unwrap()["content"]
         .as_str()
@@ -113,7 +114,7 @@ fn critical_commands_ask_even_in_full_mode() {
         .chat(reply().text("Refused.").done());
     let h = Harness::new(script);
     let output = h.exec("clean the machine", &["--approval", "full", "--json"]);
-    assert_exit(&output, 0);
+    assert_exit(&output, 3);
     let events = json_lines(&output);
     assert_eq!(of_type(&events, "approval_requested").len(), 1);
     assert_eq!(

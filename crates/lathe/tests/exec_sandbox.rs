@@ -40,7 +40,8 @@ fn sandbox_false_asks_even_in_full_mode_and_is_denied_without_a_terminal() {
             .chat(reply().text("It needs you.").done());
         let h = Harness::new(script);
         let output = h.exec("make made.txt", &["--approval", mode, "--json"]);
-        assert_exit(&output, 0);
+        // The only change was denied: nothing was written.
+        assert_exit(&output, 3);
         let events = json_lines(&output);
         let asked = of_type(&events, "approval_requested");
         assert_eq!(asked.len(), 1, "{mode}: {events:#?}");

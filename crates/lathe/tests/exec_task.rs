@@ -145,8 +145,10 @@ fn json_output_equals_the_events_in_the_database() {
         .iter()
         .map(|e| e["type"].as_str().unwrap())
         .collect();
-    assert_eq!(types.first(), Some(&"turn_started"));
-    assert_eq!(types.last(), Some(&"run_finished"));
+    assert_eq!(types.first(), Some(&"run_started"));
+    assert_eq!(types[1], "turn_started");
+    assert_eq!(types.last(), Some(&"run_result"));
+    assert_eq!(types[types.len() - 2], "run_finished");
     assert_eq!(printed.last().unwrap()["status"], "finished");
     let finished = of_type(&printed, "tool_call_finished");
     assert_eq!(finished.len(), 3);

@@ -17,6 +17,7 @@ mod exec_limits;
 mod exec_parallel;
 mod exec_policy;
 mod exec_providers;
+mod exec_report;
 mod exec_sandbox;
 mod exec_task;
 mod exec_terminal;

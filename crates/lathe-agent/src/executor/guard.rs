@@ -1,6 +1,6 @@
 //! The loop's two guards: the repeat guard (a model that makes the same call again and again,
-//! or goes round the same few calls, and gets the same answers) and the nudge (a task that asked
-//! for a change, finished with nothing written).
+//! or goes round the same few calls, and gets the same answers) and the nudge (a task that was an
+//! instruction to change files, a final answer that claims a change, and nothing written).
 
 use std::collections::VecDeque;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -232,25 +232,91 @@ fn canonical(value: &Value) -> String {
     sorted(value).to_string()
 }
 
-/// What the model reads when it said it was done, was asked for a change, and changed nothing.
-pub const NUDGE: &str = "You were asked to change files, but nothing has been written yet. If the \
-task needs changes, make them now with the tools (edit_file, write_file, or shell). If it truly \
-needs no change, say so and why, then finish.";
+/// What the model reads when it said it had changed files, or was done, on a task that asked
+/// for a change, and nothing was written.
+pub const NUDGE: &str = "You said the task is done, but no file was written: no write, edit or \
+command that changes files succeeded in this task. If the task needs changes, make them now with \
+the tools (edit_file, write_file, or shell). If it truly needs no change, say so and why, then \
+finish.";
 
-/// Whether a task asks for a change to files: it has a verb of change ("create", "fix",
-/// "rename", "add", ...) and is not only a question about one.
+/// Words a task opens a clause with to ask for a change to files, in the imperative.
+const CHANGE_VERBS: &str = "create|fix|rename|add|write|implement|change|update|edit|modify|\
+refactor|remove|delete|replace|move|insert|append|generate|patch|convert|rewrite|correct|make|\
+bump|upgrade|format|scaffold|set up|introduce|put|apply|migrate|port|extract|split|rework|\
+clean up|comment out|uncomment|drop|wire up|hook up|bootstrap|initialise|initialize";
+
+/// Whether a task is imperative about changing files: one of its clauses opens with a verb of
+/// change ("Fix the test", "In a.rs, rename foo to bar", "Read main.rs and add a flag"), and
+/// nothing in it asks a question or for an explanation ("What does add return? Just explain.",
+/// "why does this fail", "show me the config"), or says not to change anything. When unsure, it
+/// says no: a task in another language, a polite question ("can you fix it?"), a request with
+/// an explanation in it. It is one half of the nudge's evidence; the other is
+/// [`claims_change`].
 pub fn asks_for_change(task: &str) -> bool {
-    static CHANGE: LazyLock<Regex> = LazyLock::new(|| {
+    static QUESTION: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
-            r"(?i)\b(create|creating|fix|fixes|fixing|rename|renaming|add|adding|write|writing|implement|implementing|change|update|updating|edit|modify|refactor|remove|delete|replace|move|insert|append|generate|patch|convert|rewrite|correct|make|bump|upgrade|translate|format|scaffold|set up|setup|introduce)\b",
+            r"(?ix)
+            [?？¿]
+            | ^\W*(what|why|how|where|when|which|who|whose|whom|is|are|was|were|do|does|did|can|could|would|should|will|shall|may|might|has|have|had|am|isn't|aren't|doesn't|don't)\b
+            | \b(explain|explaining|describe|tell\ me|show\ me|summari[sz]e|walk\ me\ through|why|what|how\ (does|do|is|are|can|could|would|should|to))\b
+            | \b(do\ not|don't|dont|never|without)\ +(chang|modif|edit|writ|touch|alter|updat)
+            | \b(no|any)\ +(changes|edits)\b",
         )
-        .expect("the change pattern is valid")
+        .expect("the question pattern is valid")
     });
-    static ONLY_ASKING: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)\b(do not|don't|dont|without) (change|modify|edit|write|touch)")
-            .expect("the question pattern is valid")
+    static IMPERATIVE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(&format!(
+            r"(?i)^\W*((please|kindly|now|then|also|and|just|go ahead and|first|next|finally)\W+)*({CHANGE_VERBS})\b"
+        ))
+        .expect("the imperative pattern is valid")
     });
-    CHANGE.is_match(task) && !ONLY_ASKING.is_match(task)
+    static CLAUSE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)[.!;,:\n]|\band\b|\bthen\b").expect("the clause pattern is valid")
+    });
+    if QUESTION.is_match(task) {
+        return false;
+    }
+    // Each clause, and what follows each joining word ("read it and fix it").
+    let mut starts = vec![0];
+    starts.extend(CLAUSE.find_iter(task).map(|m| m.start()));
+    starts
+        .into_iter()
+        .any(|at| IMPERATIVE.is_match(&task[at..]))
+}
+
+/// Whether the model's final text claims it changed something or finished: "I've updated
+/// a.rs", "Done.", "The bug is fixed", "greet.txt now says goodbye", or it wrote the completion
+/// marker (`marker`). Text that says no change was needed or made, or that something could not
+/// be done, is no claim, marker or not ("No changes are needed", "I could not find the file",
+/// "it already says that"): when unsure, it says no.
+pub fn claims_change(answer: &str, marker: bool) -> bool {
+    const DONE: &str = "updated|fixed|changed|created|added|written|wrote|renamed|removed|\
+deleted|modified|implemented|edited|replaced|refactored|made|moved|applied|corrected|inserted|\
+converted|rewritten|rewrote|set up|bumped|upgraded|formatted|generated|introduced|patched|\
+completed|finished|done";
+    static CLAIM: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(&format!(
+            r"(?imx)
+            \bI(\ *['’]ve|\ +have)?\ +(now\ +|also\ +|just\ +|successfully\ +)?({DONE})\b
+            | \b(has|have)\ +(now\ +)?been\ +(successfully\ +)?({DONE})\b
+            | \b(is|are)\ +now\ +({DONE})\b
+            | ^\W*(done|all\ done|fixed|finished|completed|task\ complete)\b
+            | \bnow\ +(says|returns|contains|uses|prints|reads|handles|has|includes|compiles|passes)\b
+            | \bchanges?\ +(applied|made|complete)\b"
+        ))
+        .expect("the claim pattern is valid")
+    });
+    static NO_CHANGE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?ix)
+            \bno\ +(change|changes|edit|edits|modification|modifications|update|updates)\b
+            | \bnothing\ +(to|was|needed|needs|has)\b
+            | \b(did\ not|didn't|have\ not|haven't|has\ not|hasn't|could\ not|couldn't|cannot|can't|unable|not\ able|won't|will\ not|wasn't|was\ not|were\ not|weren't|isn't|is\ not)\b
+            | \balready\b",
+        )
+        .expect("the no-change pattern is valid")
+    });
+    (marker || CLAIM.is_match(answer)) && !NO_CHANGE.is_match(answer)
 }
 
 #[cfg(test)]
@@ -405,24 +471,105 @@ mod tests {
         assert!(matches!(guard.check("read_file", &args), Repeat::Stop(_)));
     }
 
+    /// Tasks that are imperative about changing files.
+    const CHANGE_TASKS: &[&str] = &[
+        "Create a file hello.txt",
+        "fix the failing test",
+        "Rename foo to bar",
+        "add a --verbose flag",
+        "Please implement the parser",
+        "In src/a.rs, rename foo to bar.",
+        "Read main.rs and fix the off-by-one in the loop",
+        "change hello to goodbye in greet.txt",
+        "Now update the README with the new flag",
+        "The build is broken. Fix it.",
+        "replace every tab with four spaces in notes.txt",
+        "Delete the unused helper in util.rs",
+    ];
+
+    /// Tasks that are not: questions, explanations, requests not to change anything, other
+    /// languages (unsure, so no), and English that only mentions a verb of change.
+    const OTHER_TASKS: &[&str] = &[
+        "What does add return? Just explain.",
+        "What does src/main.rs do?",
+        "explain the build",
+        "Why does the test fail",
+        "How does the parser handle comments",
+        "Show me where errors are handled",
+        "tell me what the fix function does",
+        "Can you fix the test?",
+        "Could you add a flag",
+        "Fix the bug? Or is it intended",
+        "Find where errors are handled, but do not change anything",
+        "Review the patch without editing files",
+        "Describe how update_state works",
+        "prefix matching in the address book",
+        "the fixed version is in git",
+        "Korrigiere den Tippfehler in notes.txt",
+        "Corrige la faute de frappe dans notes.txt",
+        "Arregla el test que falla",
+        "修复 notes.txt 中的拼写错误",
+        "notes.txt のタイプミスを直して",
+        "Исправь опечатку в notes.txt",
+    ];
+
     #[test]
     fn change_requests_are_recognised() {
-        for task in [
-            "Create a file hello.txt",
-            "fix the failing test",
-            "Rename foo to bar",
-            "add a --verbose flag",
-            "Please implement the parser",
-        ] {
-            assert!(asks_for_change(task), "{task}");
+        for task in CHANGE_TASKS {
+            assert!(asks_for_change(task), "should ask for a change: {task}");
         }
-        for task in [
-            "What does src/main.rs do?",
-            "explain the build",
-            "Find where errors are handled, but do not change anything",
-            "prefix matching in the address book",
-        ] {
-            assert!(!asks_for_change(task), "{task}");
+        for task in OTHER_TASKS {
+            assert!(!asks_for_change(task), "should not: {task}");
         }
+    }
+
+    /// Final answers that claim a change or completion.
+    const CLAIMS: &[&str] = &[
+        "I've updated greet.txt.",
+        "I’ve fixed the typo.",
+        "I have renamed foo to bar in src/a.rs.",
+        "Done.",
+        "Done! The flag is in place.",
+        "All done: the parser is implemented.",
+        "Fixed.",
+        "The file has been updated.",
+        "The typo is now fixed.",
+        "greet.txt now says goodbye.",
+        "I added a --verbose flag to the CLI.",
+        "Changes applied to notes.txt.",
+        "I successfully created hello.txt with the greeting.",
+    ];
+
+    /// Answers that claim nothing: no change needed, a failure, an explanation, another
+    /// language (unsure, so no claim).
+    const NO_CLAIMS: &[&str] = &[
+        "",
+        "All good already.",
+        "No changes are needed: the function already returns 0.",
+        "The file already says goodbye, so there is nothing to change.",
+        "I could not find greet.txt in the workspace.",
+        "I haven't changed anything yet; which file do you mean?",
+        "add returns the sum of its two arguments.",
+        "The test fails because the fixture is missing.",
+        "I can't edit files in read-only mode.",
+        "Ich habe die Datei aktualisiert.",
+        "J'ai corrigé la faute.",
+    ];
+
+    #[test]
+    fn claims_of_a_change_are_recognised() {
+        for answer in CLAIMS {
+            assert!(
+                claims_change(answer, false),
+                "should claim a change: {answer}"
+            );
+        }
+        for answer in NO_CLAIMS {
+            assert!(!claims_change(answer, false), "should not: {answer}");
+        }
+        // The completion marker is a claim of its own, unless the text says nothing changed.
+        assert!(claims_change("", true));
+        assert!(claims_change("The parser handles comments.", true));
+        assert!(!claims_change("No changes were needed.", true));
     }
 }

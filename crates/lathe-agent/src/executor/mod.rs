@@ -5,11 +5,17 @@
 //! [`collect_turn`]; the [`ToolRunner`] runs the calls; the results go back into the history.
 //! It ends when the model answers without a call (the completion marker counts only there, never
 //! next to a call whose result the model has not seen), at the turn limit, on an error it cannot
-//! recover from, or when the user stops it. It does not itself stream, run tools, or summarise.
+//! recover from, or when the user stops it. It does not itself stream or run tools.
+//!
+//! At the end it questions once a claim of a change that did not happen (the nudge, see
+//! [`claims_change`]), asks a model that made calls and never said a word for a short summary
+//! (one more turn), and closes with [`Event::RunResult`]: the answer, files changed, calls
+//! denied, tokens and times.
 
 mod guard;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -18,16 +24,17 @@ use lathe_store::SessionStatus;
 use lathe_tools::ToolKind;
 
 use crate::context::{ContextWindow, ResultNote};
-use crate::events::{Event, RunStatus, ToolStatus};
+use crate::events::{AnswerSource, Event, RunReport, RunStatus};
 use crate::message::Message;
 use crate::parser::{ToolNames, malformed_call_message};
 use crate::prompt::{PromptInputs, system_prompt};
 use crate::provider::{ChatOptions, ChatRequest, Provider, ToolProtocol};
+use crate::runner::summary::RunTally;
 use crate::runner::{CallResult, PlannedCall, STOPPED_BEFORE_RUNNING, ToolRunner};
 use crate::sink::EventSink;
 use crate::stream::{AssistantTurn, collect_turn};
 
-pub use guard::{NUDGE, Repeat, RepeatGuard, asks_for_change};
+pub use guard::{NUDGE, Repeat, RepeatGuard, asks_for_change, claims_change};
 
 /// The default limit on model turns in one run.
 pub const DEFAULT_MAX_TURNS: u32 = 50;
@@ -35,6 +42,14 @@ pub const DEFAULT_MAX_TURNS: u32 = 50;
 /// The result of a call that a stopped Lathe never answered, on resume.
 const INTERRUPTED: &str = "this call was interrupted: Lathe stopped before it finished, so its \
 result is unknown. Check the state before you repeat it.";
+
+/// What the model reads when it ended a task that made calls without a word: one more turn,
+/// with no tools offered (on native calls), for the user's closing message.
+pub const SUMMARY_REQUEST: &str = "Summarise in 2-3 sentences what you did and what the \
+result is. Do not call any tools.";
+
+/// The result of a call made in the summary turn: it is not run.
+const SUMMARY_ONLY: &str = "not run: the task has ended, and this turn was only for a summary";
 
 /// What the model reads when its answer was cut off by the output limit.
 const CONTINUE: &str = "Your last reply was cut off by the output limit. Continue from where \
@@ -77,8 +92,10 @@ pub struct RunOutcome {
     pub turns: u32,
     /// Why it stopped, when it did not simply finish.
     pub message: Option<String>,
-    /// The model's last answer text.
+    /// The final answer: the model's last text, or the summary that replaced it.
     pub answer: String,
+    /// What the run did, as its [`Event::RunResult`] said.
+    pub report: RunReport,
 }
 
 /// Runs tasks in one session, keeping the history across them (chat asks several).
@@ -202,17 +219,18 @@ impl Executor {
     }
 
     /// Runs `task` until the model is done, a limit is hit, an error ends it, or `cancel` fires.
-    /// When it returns, every event of the run has been stored and shown.
+    /// When it returns, every event of the run has been stored and shown; the last is
+    /// [`Event::RunResult`], the same report the outcome carries.
     pub async fn run(&mut self, task: &str, cancel: &CancellationToken) -> RunOutcome {
+        let began = Instant::now();
         self.set_status(SessionStatus::Running);
         self.push(Message::user(task));
         let wants_change = asks_for_change(task);
-        let mut wrote = false;
-        // A task whose changes were denied is not nudged: the user stopped them.
-        let mut denied = false;
+        let mut tally = RunTally::default();
         let mut nudged = false;
         let mut continued = false;
         let mut repeats = RepeatGuard::default();
+        // The model's last text of the run.
         let mut answer = String::new();
         let mut turns = 0;
         let outcome = loop {
@@ -229,11 +247,18 @@ impl Executor {
                 break (RunStatus::Stopped, None);
             }
             turns += 1;
-            let turn = match self.model_turn(turns, cancel).await {
+            let asked = Instant::now();
+            let turn = self.model_turn(turns, cancel).await;
+            tally.model_time += asked.elapsed();
+            let turn = match turn {
                 Ok(turn) => turn,
                 Err(message) => break (RunStatus::Failed, Some(message)),
             };
-            answer = turn.content.trim().to_owned();
+            tally.turn(turn.usage);
+            let text = turn.content.trim();
+            if !text.is_empty() {
+                answer = text.to_owned();
+            }
             if turn.cancelled {
                 self.answer_unrun(&turn, STOPPED_BEFORE_RUNNING);
                 break (RunStatus::Stopped, None);
@@ -250,7 +275,14 @@ impl Executor {
                     self.push(Message::user(CONTINUE));
                     continue;
                 }
-                if wants_change && !wrote && !denied && !nudged {
+                // A claim of a change that did not happen, on a task that asked for one, is
+                // questioned once. A question, or a denied change, is not (the user stopped it).
+                if wants_change
+                    && !nudged
+                    && !tally.wrote
+                    && !tally.any_denied()
+                    && claims_change(text, turn.task_complete)
+                {
                     nudged = true;
                     self.push(Message::user(NUDGE));
                     continue;
@@ -258,10 +290,18 @@ impl Executor {
                 break (RunStatus::Finished, None);
             }
             let (planned, stop) = self.plan(&turn, &mut repeats);
+            let started = Instant::now();
             let results = self.runner.run_batch(&planned, &self.sink, cancel).await;
+            tally.tool_time += started.elapsed();
             repeats.answered(results.iter().map(|r| &r.output));
-            wrote |= results.iter().any(|r| self.wrote(r, &planned));
-            denied |= results.iter().any(|r| r.status == ToolStatus::Denied);
+            for result in &results {
+                let arguments = planned
+                    .iter()
+                    .find(|p| p.call_id == result.call_id)
+                    .map(|p| &p.call.arguments)
+                    .unwrap_or(&Value::Null);
+                tally.call(result, arguments, self.changes_files(result, arguments));
+            }
             self.record_results(&turn, &results);
             if !malformed.is_empty() {
                 self.push(Message::user(malformed.join("\n")));
@@ -276,6 +316,26 @@ impl Executor {
             // results yet, so it cannot know the task is done. It counts in a turn without calls.
         };
         let (status, message) = outcome;
+        let mut answer_from = AnswerSource::Model;
+        // Calls and then not a word: ask for a short summary, and if that brings nothing
+        // either, say what the last calls did.
+        if status == RunStatus::Finished && answer.is_empty() && tally.made_calls() {
+            turns += 1;
+            answer = self.summary_turn(turns, cancel, &mut tally).await;
+            answer_from = AnswerSource::Summary;
+            if answer.is_empty() {
+                answer = tally.closing_line();
+                answer_from = AnswerSource::ToolResults;
+                if !answer.is_empty() {
+                    self.sink.emit(Event::TextDelta {
+                        text: format!("{answer}\n"),
+                    });
+                }
+            }
+        }
+        if answer.is_empty() {
+            answer_from = AnswerSource::None;
+        }
         self.sink.emit(Event::RunFinished {
             status,
             turns,
@@ -287,6 +347,17 @@ impl Executor {
             RunStatus::Failed => SessionStatus::Failed,
             RunStatus::Stopped => SessionStatus::Interrupted,
         });
+        let report = tally.report(RunReport {
+            session_id: self.sink.session().map(|id| id.as_str().to_owned()),
+            status,
+            message: message.clone(),
+            answer: answer.clone(),
+            answer_from,
+            turns,
+            duration_ms: u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
+            ..RunReport::default()
+        });
+        self.sink.emit(Event::RunResult(report.clone()));
         // Whoever reads the store or writes to the terminal after a run sees all of it.
         self.sink.flush().await;
         RunOutcome {
@@ -294,7 +365,46 @@ impl Executor {
             turns,
             message,
             answer,
+            report,
         }
+    }
+
+    /// The turn that asks a model which ended without any text for a short summary. Its text,
+    /// or nothing when it failed or said nothing.
+    async fn summary_turn(
+        &mut self,
+        turn: u32,
+        cancel: &CancellationToken,
+        tally: &mut RunTally,
+    ) -> String {
+        self.push(Message::user(SUMMARY_REQUEST));
+        // Native calls: no tools are offered. A model on the text protocol keeps them, so that
+        // its history goes out in the same shape (calls as text, results as user messages) as
+        // in every other turn; any call it makes is not run.
+        let native = match self.config.tool_protocol {
+            ToolProtocol::Native => true,
+            ToolProtocol::Text => false,
+            ToolProtocol::Auto => self
+                .provider
+                .capabilities(&self.config.model)
+                .await
+                .is_ok_and(|c| c.tools),
+        };
+        let saved = native.then(|| std::mem::take(&mut self.tools));
+        let asked = Instant::now();
+        let answered = self.model_turn(turn, cancel).await;
+        tally.model_time += asked.elapsed();
+        if let Some(tools) = saved {
+            self.tools = tools;
+        }
+        let Ok(answered) = answered else {
+            return String::new();
+        };
+        tally.turn(answered.usage);
+        if !answered.calls.is_empty() {
+            self.answer_unrun(&answered, SUMMARY_ONLY);
+        }
+        answered.content.trim().to_owned()
     }
 
     /// One request and its streamed answer, recorded in the history. `Err` is the message of
@@ -399,19 +509,14 @@ impl Executor {
         (planned, stop)
     }
 
-    /// Whether a call's success means files may have changed: edits, and commands that are not
-    /// plainly read-only.
-    fn wrote(&self, result: &CallResult, planned: &[PlannedCall]) -> bool {
-        if result.status != ToolStatus::Ok {
-            return false;
-        }
+    /// Whether a call is one that changes files, whatever its status: edits, and commands that
+    /// are not plainly read-only.
+    fn changes_files(&self, result: &CallResult, arguments: &Value) -> bool {
         match result.kind {
             Some(ToolKind::Edit) => true,
             Some(ToolKind::Execute) => {
-                let command = planned
-                    .iter()
-                    .find(|p| p.call_id == result.call_id)
-                    .and_then(|p| p.call.arguments.get("command"))
+                let command = arguments
+                    .get("command")
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 !self.runner.gate().command_only_reads(command)

@@ -3,6 +3,9 @@
 //!
 //! The line is the call's title (the tool's own, [`lathe_tools::Tool::title`]) and what its
 //! typed result metadata says happened; nothing here knows a tool by name.
+//!
+//! After the run, the same results make its closing report (files changed, calls denied) and,
+//! when the model gave no text at all, the closing line built from the last calls.
 
 use std::time::Duration;
 
@@ -10,7 +13,9 @@ use serde_json::Value;
 
 use lathe_tools::{CommandState, Metadata, ToolOutput};
 
-use crate::events::{DiffStats, ToolStatus};
+use crate::events::{ChangedFile, DeniedCall, DiffStats, RunReport, TokenTotals, ToolStatus};
+use crate::provider::Usage;
+use crate::runner::CallResult;
 use crate::text::cut;
 
 /// Longest error text shown in a line.
@@ -79,6 +84,210 @@ pub fn seconds(duration: Duration) -> String {
 
 fn first_line(text: &str) -> String {
     cut(crate::text::first_line(text), ARG_CHARS)
+}
+
+/// How many of the last calls the closing summary built from tool results speaks of.
+const SUMMARISED_CALLS: usize = 6;
+
+/// What the user reads when the model ended a run that made calls without any text, and did
+/// not answer the request for a summary either: what the last calls did, in one line, built
+/// from their results. `Edited src/a.rs (+3 -1); ran `cargo test` (exit 0).` Each entry is a
+/// result with the call's arguments.
+pub fn from_results(results: &[(&CallResult, &Value)]) -> String {
+    let from = results.len().saturating_sub(SUMMARISED_CALLS);
+    let mut parts: Vec<String> = Vec::new();
+    for (result, arguments) in &results[from..] {
+        for part in described(result, arguments) {
+            if !parts.contains(&part) {
+                parts.push(part);
+            }
+        }
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    let mut line = parts.join("; ");
+    // A sentence of its own words starts with a capital; a tool's name is left as it is.
+    if ["edited ", "created ", "deleted ", "ran "]
+        .iter()
+        .any(|verb| line.starts_with(verb))
+    {
+        line[..1].make_ascii_uppercase();
+    }
+    line.push('.');
+    line
+}
+
+/// What one call did, as parts of that line.
+fn described(result: &CallResult, arguments: &Value) -> Vec<String> {
+    let title = result
+        .summary
+        .split(" -> ")
+        .next()
+        .unwrap_or(&result.summary);
+    match result.status {
+        ToolStatus::Denied => return vec![format!("{title} was denied")],
+        ToolStatus::Cancelled => return vec![format!("{title} was stopped")],
+        ToolStatus::Refused => return vec![format!("{title} was not run")],
+        ToolStatus::Ok | ToolStatus::Error => {}
+    }
+    let mut parts: Vec<String> = result
+        .changes
+        .iter()
+        .map(|change| {
+            if change.deleted {
+                format!("deleted {}", change.path)
+            } else if change.created {
+                format!("created {} (+{})", change.path, change.added)
+            } else {
+                format!(
+                    "edited {} (+{} -{})",
+                    change.path, change.added, change.removed
+                )
+            }
+        })
+        .collect();
+    let command = arguments.get("command").and_then(Value::as_str);
+    if let (Some(command), Some(meta)) = (command, &result.output.metadata.command) {
+        let how = match &meta.status {
+            CommandState::Running => "still running".to_owned(),
+            CommandState::Exited { exit_code } => format!("exit {exit_code}"),
+            CommandState::Signaled { signal } => format!("killed by signal {signal}"),
+            CommandState::TimedOut { .. } => "timed out".to_owned(),
+            CommandState::Killed { label } | CommandState::Other { label } => label.clone(),
+        };
+        parts.push(format!("ran `{}` ({how})", cut(command.trim(), ARG_CHARS)));
+    } else if parts.is_empty() {
+        parts.push(match result.status {
+            ToolStatus::Error => format!("{title} failed"),
+            _ => result.summary.clone(),
+        });
+    }
+    parts
+}
+
+/// How a denied call is named in a run's report: `shell "cargo fmt"` for a command,
+/// otherwise its title (`write_file src/a.rs`).
+pub fn denied_description(result: &CallResult, arguments: &Value) -> String {
+    if let Some(command) = arguments.get("command").and_then(Value::as_str) {
+        return format!("{} \"{}\"", result.name, cut(command.trim(), ARG_CHARS));
+    }
+    result
+        .summary
+        .strip_suffix(" -> denied")
+        .unwrap_or(&result.summary)
+        .to_owned()
+}
+
+/// Why a call was denied, in one sentence: the start of what the model read.
+pub fn denied_reason(result: &CallResult) -> String {
+    let text = crate::text::first_line(&result.output.text);
+    let sentence = match text.find(". ") {
+        Some(end) => &text[..end],
+        None => text.trim_end_matches('.'),
+    };
+    cut(sentence, 2 * ARG_CHARS)
+}
+
+/// What a run did so far, for its closing report: files changed, calls denied, tokens and
+/// time, and its last calls (for the summary built from them).
+#[derive(Debug, Default)]
+pub(crate) struct RunTally {
+    /// A call that changes files succeeded (or a call reported a changed file).
+    pub wrote: bool,
+    /// A call that would have changed files was denied.
+    change_denied: bool,
+    files: Vec<ChangedFile>,
+    denied: Vec<DeniedCall>,
+    usage: TokenTotals,
+    /// Time waiting for the model.
+    pub model_time: Duration,
+    /// Time running tools.
+    pub tool_time: Duration,
+    /// The last calls with their arguments, newest last.
+    recent: Vec<(CallResult, Value)>,
+}
+
+impl RunTally {
+    /// Counts a model turn's tokens.
+    pub fn turn(&mut self, usage: Option<Usage>) {
+        if let Some(usage) = usage {
+            self.usage.prompt_tokens += usage.prompt_tokens.unwrap_or(0);
+            self.usage.completion_tokens += usage.completion_tokens.unwrap_or(0);
+        }
+    }
+
+    /// Counts a call's result; `changes_files` says whether the call is one that changes files
+    /// (an edit, a command that does not only read), whatever its status.
+    pub fn call(&mut self, result: &CallResult, arguments: &Value, changes_files: bool) {
+        if result.status == ToolStatus::Ok && changes_files || !result.changes.is_empty() {
+            self.wrote = true;
+        }
+        if result.status == ToolStatus::Denied {
+            self.change_denied |= changes_files;
+            self.denied.push(DeniedCall {
+                call_id: result.call_id.clone(),
+                tool: result.name.clone(),
+                description: denied_description(result, arguments),
+                reason: denied_reason(result),
+            });
+        }
+        // What a call changed counts whatever its status: one that failed half-way may have
+        // written some files.
+        for change in &result.changes {
+            match self.files.iter_mut().find(|f| f.path == change.path) {
+                Some(file) => {
+                    file.added += change.added;
+                    file.removed += change.removed;
+                    file.deleted = change.deleted;
+                }
+                None => self.files.push(ChangedFile {
+                    path: change.path.clone(),
+                    added: change.added,
+                    removed: change.removed,
+                    created: change.created,
+                    deleted: change.deleted,
+                }),
+            }
+        }
+        self.recent.push((result.clone(), arguments.clone()));
+        if self.recent.len() > SUMMARISED_CALLS {
+            self.recent.remove(0);
+        }
+    }
+
+    /// Whether any call was denied.
+    pub fn any_denied(&self) -> bool {
+        !self.denied.is_empty()
+    }
+
+    /// Whether any call was made.
+    pub fn made_calls(&self) -> bool {
+        !self.recent.is_empty()
+    }
+
+    /// The closing line built from the last calls' results.
+    pub fn closing_line(&self) -> String {
+        let results: Vec<(&CallResult, &Value)> = self.recent.iter().map(|(r, a)| (r, a)).collect();
+        from_results(&results)
+    }
+
+    /// The report of the run.
+    pub fn report(self, start: RunReport) -> RunReport {
+        RunReport {
+            changes_denied: self.change_denied && !self.wrote,
+            files_changed: self.files,
+            denied: self.denied,
+            usage: self.usage,
+            model_ms: millis(self.model_time),
+            tool_ms: millis(self.tool_time),
+            ..start
+        }
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
@@ -229,6 +438,153 @@ mod tests {
                 .chars()
                 .count()
                 < 120
+        );
+    }
+
+    fn result(name: &str, status: ToolStatus, summary: &str, output: ToolOutput) -> CallResult {
+        CallResult {
+            call_id: "c".into(),
+            name: name.into(),
+            kind: None,
+            status,
+            changes: output.metadata.changes.clone(),
+            output,
+            summary: summary.into(),
+        }
+    }
+
+    #[test]
+    fn the_closing_line_says_what_the_last_calls_did() {
+        let edit = result(
+            "edit_file",
+            ToolStatus::Ok,
+            "edit_file src/a.rs (+3 -1)",
+            ToolOutput::ok("Edited").with_change(FileChange::counted("src/a.rs", 3, 1)),
+        );
+        let test = result(
+            "shell",
+            ToolStatus::Ok,
+            "shell cargo test -> exit 0, 1.0 s",
+            ToolOutput::ok("ok").with_command(CommandMeta {
+                id: 1,
+                status: CommandState::Exited { exit_code: 0 },
+            }),
+        );
+        let read = result(
+            "read_file",
+            ToolStatus::Ok,
+            "read_file b.rs (lines 1-9)",
+            ToolOutput::ok("..."),
+        );
+        let denied = result(
+            "write_file",
+            ToolStatus::Denied,
+            "write_file c.rs -> denied",
+            ToolOutput::error("the user denied this: no"),
+        );
+        let command = json!({"command": "cargo test"});
+        let none = json!({});
+        assert_eq!(
+            from_results(&[
+                (&read, &none),
+                (&edit, &none),
+                (&test, &command),
+                (&test, &command)
+            ]),
+            "read_file b.rs (lines 1-9); edited src/a.rs (+3 -1); ran `cargo test` (exit 0)."
+        );
+        assert_eq!(
+            from_results(&[(&edit, &none), (&denied, &none)]),
+            "Edited src/a.rs (+3 -1); write_file c.rs was denied."
+        );
+        assert_eq!(from_results(&[]), "");
+        // Only the last six calls count.
+        let many: Vec<(&CallResult, &Value)> = std::iter::once((&edit, &none))
+            .chain(std::iter::repeat_n((&read, &none), 6))
+            .collect();
+        assert!(!from_results(&many).contains("src/a.rs"));
+    }
+
+    #[test]
+    fn denied_calls_are_named_and_their_reason_is_one_sentence() {
+        let denied = result(
+            "shell",
+            ToolStatus::Denied,
+            "shell cargo fmt -> denied",
+            ToolOutput::error(
+                "the user denied this: this call needs approval. Do not retry it; carry on",
+            ),
+        );
+        assert_eq!(
+            denied_description(&denied, &json!({"command": "cargo fmt"})),
+            "shell \"cargo fmt\""
+        );
+        assert_eq!(
+            denied_reason(&denied),
+            "the user denied this: this call needs approval"
+        );
+        let write = result(
+            "write_file",
+            ToolStatus::Denied,
+            "write_file src/a.rs -> denied",
+            ToolOutput::error("denied by Lathe's policy: read-only mode"),
+        );
+        assert_eq!(
+            denied_description(&write, &json!({})),
+            "write_file src/a.rs"
+        );
+        assert_eq!(
+            denied_reason(&write),
+            "denied by Lathe's policy: read-only mode"
+        );
+    }
+
+    #[test]
+    fn the_tally_sums_files_and_tokens_and_sees_denied_changes() {
+        let mut tally = RunTally::default();
+        tally.turn(Some(Usage {
+            prompt_tokens: Some(10),
+            completion_tokens: Some(2),
+        }));
+        tally.turn(Some(Usage {
+            prompt_tokens: Some(5),
+            completion_tokens: None,
+        }));
+        tally.turn(None);
+        let denied = result(
+            "write_file",
+            ToolStatus::Denied,
+            "write_file a.rs -> denied",
+            ToolOutput::error("no"),
+        );
+        tally.call(&denied, &json!({}), true);
+        // A denied read is not a denied change.
+        let mut reads = RunTally::default();
+        reads.call(&denied, &json!({}), false);
+        assert!(!reads.report(RunReport::default()).changes_denied);
+        let report = std::mem::take(&mut tally).report(RunReport::default());
+        assert!(report.changes_denied);
+        assert_eq!(report.usage.prompt_tokens, 15);
+        assert_eq!(report.usage.completion_tokens, 2);
+        // A change that ran means the denials did not stop the task.
+        let edit = result(
+            "edit_file",
+            ToolStatus::Ok,
+            "edit_file a.rs (+1 -0)",
+            ToolOutput::ok("Edited").with_change(FileChange::counted("a.rs", 1, 0)),
+        );
+        tally.call(&denied, &json!({}), true);
+        tally.call(&edit, &json!({}), true);
+        tally.call(&edit, &json!({}), true);
+        let report = tally.report(RunReport::default());
+        assert!(!report.changes_denied);
+        assert_eq!(report.files_changed.len(), 1);
+        assert_eq!(
+            (
+                report.files_changed[0].added,
+                report.files_changed[0].removed
+            ),
+            (2, 0)
         );
     }
 }
