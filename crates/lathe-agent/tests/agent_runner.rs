@@ -323,7 +323,8 @@ async fn exec_without_a_terminal_denies_with_a_message() {
         )
         .await;
     assert_eq!(results[0].status, ToolStatus::Denied);
-    assert!(results[0].output.text.starts_with("the user denied this: "));
+    // Nobody was asked, so the model is not told that a user denied it.
+    assert_eq!(results[0].output.text, NonInteractive::MESSAGE);
     // The runner does not know the binary's flags; `lathe exec` says how to allow (its tests).
     assert!(
         results[0].output.text.contains("nobody can be asked"),

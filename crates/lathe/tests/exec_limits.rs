@@ -36,7 +36,11 @@ fn without_a_terminal_a_call_that_would_ask_is_denied_and_the_model_told() {
     let result = messages(&bodies[1]).last().unwrap().clone();
     assert_eq!(result["role"], "tool");
     let text = result["content"].as_str().unwrap();
-    assert!(text.starts_with("the user denied this: "), "{text}");
+    // Nobody was asked: the model is not told that a user denied it.
+    assert!(
+        text.starts_with("this call needs the user's approval, and this run has no terminal"),
+        "{text}"
+    );
     assert!(text.contains("--approval auto"), "{text}");
     // The edit the user was asked about is shown.
     assert!(out.contains("-one") && out.contains("+two"), "{out}");

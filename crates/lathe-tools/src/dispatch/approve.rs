@@ -45,11 +45,17 @@ pub enum ApprovalDecision {
     AllowOnce,
     /// Run this call and the same kind for the rest of the session.
     AllowSession,
-    /// Do not run it; the model reads `message` when there is one.
+    /// The user said no; the model reads that they did, with `message` when there is one.
     Deny {
         /// What to tell the model.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
+    },
+    /// Nobody could be asked (no terminal, a client without elicitation): the call is not run
+    /// and the model reads `message` as it is, never that a user denied it.
+    Refused {
+        /// What to tell the model: why nobody was asked, and what the user can do.
+        message: String,
     },
 }
 
@@ -76,8 +82,8 @@ and say what the user should allow";
 impl Approver for NonInteractive {
     fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
         Box::pin(async {
-            ApprovalDecision::Deny {
-                message: Some(NonInteractive::MESSAGE.to_owned()),
+            ApprovalDecision::Refused {
+                message: NonInteractive::MESSAGE.to_owned(),
             }
         })
     }
@@ -91,11 +97,7 @@ pub struct Refuse(pub String);
 impl Approver for Refuse {
     fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
         let message = self.0.clone();
-        Box::pin(async move {
-            ApprovalDecision::Deny {
-                message: Some(message),
-            }
-        })
+        Box::pin(async move { ApprovalDecision::Refused { message } })
     }
 }
 
@@ -160,8 +162,9 @@ mod tests {
             rules: vec!["shell(make *)".into()],
             would_fail: None,
         };
-        let deny = |message: &str| ApprovalDecision::Deny {
-            message: Some(message.to_owned()),
+        // Nobody was asked, so neither says a user denied the call.
+        let deny = |message: &str| ApprovalDecision::Refused {
+            message: message.to_owned(),
         };
         assert_eq!(
             NonInteractive.approve(&request).await,

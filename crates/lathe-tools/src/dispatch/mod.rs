@@ -287,6 +287,9 @@ impl Dispatcher {
                         denial_text(message.as_deref()),
                     ));
                 }
+                ApprovalDecision::Refused { message } => {
+                    return Err(Outcome::ended(CallStatus::Denied, message));
+                }
             }
         }
         if let Some(output) = failure {

@@ -112,18 +112,18 @@ impl<'a> ElicitationApprover<'a> {
         self.asked.store(true, Ordering::Relaxed);
         let question = Question::of(request, self.remember);
         if !supports_form_elicitation(self.capabilities.as_ref()) {
-            return deny(cannot_ask(&question, self.advice(request)));
+            return refuse(cannot_ask(&question, self.advice(request)));
         }
         let params = match elicitation(&question) {
             Ok(params) => params,
-            Err(err) => return deny(format!("cannot build the approval request: {err}")),
+            Err(err) => return refuse(format!("cannot build the approval request: {err}")),
         };
         if self.modern {
             return self.ask_by_retry(request, &question, params);
         }
         match self.peer.create_elicitation(params).await {
             Ok(result) => judge(&result, &question),
-            Err(err) => deny(format!(
+            Err(err) => refuse(format!(
                 "the call needs approval and asking the client failed ({err}). {}",
                 how_to_allow(&question, self.advice(request))
             )),
@@ -151,12 +151,12 @@ impl<'a> ElicitationApprover<'a> {
             return match answer {
                 Some(answer) => match serde_json::from_value::<ElicitResult>(answer) {
                     Ok(result) => judge(&result, question),
-                    Err(err) => deny(format!(
+                    Err(err) => refuse(format!(
                         "the client's answer to the approval request is malformed ({err}); the \
                          call was not run"
                     )),
                 },
-                None => deny(
+                None => refuse(
                     "the client retried without answering the approval request; the call was \
                      not run",
                 ),
@@ -176,7 +176,7 @@ impl<'a> ElicitationApprover<'a> {
             Some(state),
         )));
         // Never read by the model: the server returns the question instead.
-        deny("the client was asked to approve this call and to retry it; it did not run")
+        refuse("the client was asked to approve this call and to retry it; it did not run")
     }
 
     /// What would let the call run without asking, decided on the same call under changed
@@ -199,9 +199,19 @@ impl Approver for ElicitationApprover<'_> {
     }
 }
 
+/// The person said no (declined or dismissed the question): the model reads that the user
+/// denied the call.
 fn deny(message: impl Into<String>) -> ApprovalDecision {
     ApprovalDecision::Deny {
         message: Some(message.into()),
+    }
+}
+
+/// Nobody answered (the client cannot ask, asking failed, the answer was unusable): the model
+/// reads `message` as it is, never that the user denied the call.
+fn refuse(message: impl Into<String>) -> ApprovalDecision {
+    ApprovalDecision::Refused {
+        message: message.into(),
     }
 }
 
