@@ -51,6 +51,8 @@ struct State {
     began: Instant,
     /// The end of each running call's output, for the lines shown if it fails.
     output_tails: HashMap<String, String>,
+    /// The last error shown: the closing line of a run that failed with it does not repeat it.
+    shown_error: Option<String>,
 }
 
 /// Writes events to the terminal.
@@ -80,6 +82,7 @@ impl Renderer {
                 removed: 0,
                 began: Instant::now(),
                 output_tails: HashMap::new(),
+                shown_error: None,
             }),
         })
     }
@@ -117,6 +120,7 @@ impl Renderer {
         state.removed = 0;
         state.began = Instant::now();
         state.output_tails.clear();
+        state.shown_error = None;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -259,7 +263,12 @@ impl Renderer {
                 message,
             } => {
                 stop();
-                let message = message.as_deref().map(sanitize);
+                // An error is printed once: the `error:` line already said it.
+                let shown_error = state.shown_error.take();
+                let message = message
+                    .as_deref()
+                    .filter(|m| shown_error.as_deref() != Some(*m))
+                    .map(sanitize);
                 let took = state.began.elapsed().as_secs_f64();
                 let files = match state.files.len() {
                     0 => String::new(),
@@ -277,10 +286,10 @@ impl Renderer {
                         "Stopped: {} · {turns}{files}",
                         message.as_deref().unwrap_or("the turn limit was hit")
                     )),
-                    RunStatus::Failed => s.red(&format!(
-                        "Failed: {} · {turns}{files}",
-                        message.as_deref().unwrap_or("error")
-                    )),
+                    RunStatus::Failed => s.red(&match message.as_deref() {
+                        Some(message) => format!("Failed: {message} · {turns}{files}"),
+                        None => format!("Failed · {turns}{files}"),
+                    }),
                     RunStatus::Stopped => {
                         s.yellow(&format!("Stopped by the user · {turns}{files}"))
                     }
@@ -294,6 +303,7 @@ impl Renderer {
                 }
                 let mut err = std::io::stderr().lock();
                 let _ = writeln!(err, "{}", s.red(&format!("error: {}", sanitize(message))));
+                state.shown_error = Some(message.clone());
             }
         }
     }

@@ -12,6 +12,7 @@ mod mcp_support;
 
 mod chat_pty;
 mod exec_context;
+mod exec_errors;
 mod exec_interrupt;
 mod exec_limits;
 mod exec_parallel;
