@@ -16,4 +16,5 @@ mod parser_fuzz;
 mod provider_errors;
 mod provider_ollama;
 mod provider_openai;
+mod provider_streaming;
 mod text_calls_e2e;

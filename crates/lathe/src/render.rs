@@ -1,18 +1,24 @@
-//! Terminal rendering of a run's events: streamed text, a spinner then "Thought for Ns" for
-//! thinking, one line per tool call, coloured diffs for edits, and a closing summary. Plain text
-//! when piped; `--json` writes each event as one JSON line, exactly as stored.
+//! Terminal rendering of a run's events: streamed text (gated and batched, see [`batch`]), a
+//! spinner then "Thought for Ns" for thinking, `Writing <file>…` while a native call is
+//! generated, one line per tool call, coloured diffs for edits, and a closing summary. Plain
+//! text when piped; `--json` writes each event as one JSON line, exactly as stored.
 //!
 //! Every text that came from the model or a tool passes through [`sanitize()`] before it is
 //! written, so only the renderer's own styling reaches the terminal.
 
+pub mod batch;
 mod sanitize;
 mod spinner;
 mod style;
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Instant;
+
+use batch::TextBatch;
+use lathe_tools::ToolKind;
 
 use lathe_agent::events::{ApprovalDecision, Event, RunStatus, ToolStatus};
 use lathe_agent::sink::EventHandler;
@@ -53,6 +59,56 @@ struct State {
     output_tails: HashMap<String, String>,
     /// The last error shown: the closing line of a run that failed with it does not repeat it.
     shown_error: Option<String>,
+    /// Streamed text not written yet.
+    batch: TextBatch,
+}
+
+/// Wakes the renderer when held text is due ([`batch::BATCH`] after the last write).
+#[derive(Default)]
+struct Flusher {
+    due: Mutex<Option<Instant>>,
+    wake: Condvar,
+    quit: AtomicBool,
+}
+
+impl Flusher {
+    fn at(&self, when: Instant) {
+        let mut due = self.due.lock().unwrap_or_else(PoisonError::into_inner);
+        if due.is_none_or(|d| when < d) {
+            *due = Some(when);
+            self.wake.notify_one();
+        }
+    }
+
+    /// Waits for the next due time; false when the renderer is gone.
+    fn wait(&self) -> bool {
+        let mut due = self.due.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if self.quit.load(Ordering::SeqCst) {
+                return false;
+            }
+            match *due {
+                None => due = self.wake.wait(due).unwrap_or_else(PoisonError::into_inner),
+                Some(at) => {
+                    let now = Instant::now();
+                    if now >= at {
+                        *due = None;
+                        return true;
+                    }
+                    due = self
+                        .wake
+                        .wait_timeout(due, at - now)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0;
+                }
+            }
+        }
+    }
+
+    fn stop(&self) {
+        self.quit.store(true, Ordering::SeqCst);
+        self.wake.notify_one();
+    }
 }
 
 /// Writes events to the terminal.
@@ -61,6 +117,7 @@ pub struct Renderer {
     style: Style,
     spinner: Option<Spinner>,
     state: Mutex<State>,
+    flusher: Arc<Flusher>,
 }
 
 impl Renderer {
@@ -71,7 +128,7 @@ impl Renderer {
         let spinner =
             (mode == OutputMode::Human && style.is_terminal() && Style::stderr_is_terminal())
                 .then(Spinner::start);
-        Arc::new(Renderer {
+        let renderer = Arc::new(Renderer {
             mode,
             style,
             spinner,
@@ -83,8 +140,39 @@ impl Renderer {
                 began: Instant::now(),
                 output_tails: HashMap::new(),
                 shown_error: None,
+                batch: TextBatch::default(),
             }),
-        })
+            flusher: Arc::new(Flusher::default()),
+        });
+        if mode == OutputMode::Human {
+            let flusher = Arc::clone(&renderer.flusher);
+            let renderer = Arc::downgrade(&renderer);
+            let _ = std::thread::Builder::new()
+                .name("text-batch".into())
+                .spawn(move || flush_loop(&flusher, &renderer));
+        }
+        renderer
+    }
+
+    /// Writes held text that has become due.
+    fn flush_due(&self) {
+        let mut state = self.lock();
+        if let Some(text) = state.batch.due(Instant::now()) {
+            self.write_text(&mut state, &text);
+        } else if let Some(at) = state.batch.next_due() {
+            self.flusher.at(at);
+        }
+    }
+
+    /// Writes streamed text, which ends the spinner's wait.
+    fn write_text(&self, state: &mut State, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        if let Some(spinner) = &self.spinner {
+            spinner.stop();
+        }
+        print(state, text);
     }
 
     /// The renderer as the sink's user interface.
@@ -104,6 +192,8 @@ impl Renderer {
             spinner.stop();
         }
         let mut state = self.lock();
+        let held = state.batch.flush();
+        self.write_text(&mut state, &held);
         if !state.at_line_start {
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out);
@@ -149,11 +239,35 @@ impl Renderer {
             }
         };
         let s = &self.style;
+        if let Event::TextDelta { text } = event {
+            match state.batch.push(&sanitize(text), Instant::now()) {
+                Some(text) => self.write_text(&mut state, &text),
+                None => {
+                    if let Some(at) = state.batch.next_due() {
+                        self.flusher.at(at);
+                    }
+                }
+            }
+            return;
+        }
+        // Held text goes out before anything else is written, in order; a turn's end (or a
+        // new turn) also closes the first-chunk gate again.
+        let held = match event {
+            Event::TurnStarted { .. } | Event::TurnFinished { .. } | Event::RunFinished { .. } => {
+                state.batch.end_turn()
+            }
+            _ => state.batch.flush(),
+        };
+        self.write_text(&mut state, &held);
         match event {
             Event::TurnStarted { .. } => spin("Working…"),
-            Event::TextDelta { text } => {
-                stop();
-                print(&mut state, &sanitize(text));
+            Event::TextDelta { .. } => {}
+            Event::ToolCallStreaming { name, path, .. } => {
+                // The spinner redraws its line: a line of text left open would be wiped.
+                if self.spinner.is_some() && !state.at_line_start {
+                    print(&mut state, "\n");
+                }
+                spin(&streaming_label(name, path.as_deref()));
             }
             Event::ThinkingDelta { .. } => spin("Thinking…"),
             Event::ThinkingDone { duration_ms } => {
@@ -314,6 +428,38 @@ impl Drop for Renderer {
         if let Some(spinner) = &self.spinner {
             spinner.stop();
         }
+        self.flusher.stop();
+        let held = self.lock().batch.flush();
+        if !held.is_empty() {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(held.as_bytes());
+            let _ = out.flush();
+        }
+    }
+}
+
+fn flush_loop(flusher: &Flusher, renderer: &Weak<Renderer>) {
+    while flusher.wait() {
+        match renderer.upgrade() {
+            Some(renderer) => renderer.flush_due(),
+            None => return,
+        }
+    }
+}
+
+/// The spinner while a native call is generated: `Writing notes.md…` for a tool that edits
+/// files once its path is known (its kind is the tool's own answer), else `Calling grep…`.
+fn streaming_label(name: &str, path: Option<&str>) -> String {
+    static KINDS: OnceLock<HashMap<String, ToolKind>> = OnceLock::new();
+    let kinds = KINDS.get_or_init(|| {
+        lathe_tools::Registry::builtin()
+            .definitions()
+            .map(|d| (d.name.clone(), d.kind))
+            .collect()
+    });
+    match (kinds.get(name), path) {
+        (Some(ToolKind::Edit), Some(path)) => format!("Writing {path}…"),
+        _ => format!("Calling {name}…"),
     }
 }
 
@@ -436,6 +582,24 @@ mod tests {
         assert!(!escaped.chars().any(char::is_control), "{escaped}");
         let back: Event = serde_json::from_str(&escaped).unwrap();
         assert_eq!(back, event);
+    }
+
+    #[test]
+    fn a_call_being_generated_is_named_by_what_its_tool_does() {
+        assert_eq!(
+            streaming_label("write_file", Some("notes.md")),
+            "Writing notes.md…"
+        );
+        assert_eq!(streaming_label("edit_file", Some("a.rs")), "Writing a.rs…");
+        assert_eq!(
+            streaming_label("read_file", Some("a.rs")),
+            "Calling read_file…"
+        );
+        assert_eq!(streaming_label("write_file", None), "Calling write_file…");
+        assert_eq!(
+            streaming_label("mcp__x__y", Some("p")),
+            "Calling mcp__x__y…"
+        );
     }
 
     #[test]
