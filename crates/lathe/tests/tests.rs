@@ -19,6 +19,7 @@ mod exec_parallel;
 mod exec_policy;
 mod exec_providers;
 mod exec_sandbox;
+mod exec_spinner_pty;
 mod exec_task;
 mod exec_terminal;
 mod frontends;
