@@ -84,6 +84,24 @@ fn exec_advice_fits_the_provider_and_the_host() {
     );
     assert!(!err.contains("ollama serve"), "{err}");
 
+    // No model given, and no server either: both are said at once.
+    let dead = dead_url();
+    let output = h
+        .lathe()
+        .args(["exec", "hi", "--base-url", &dead])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_exit(&output, 2);
+    let err = stderr(&output);
+    assert!(
+        err.contains("no model given: pass --model NAME")
+            && err.contains(&format!(
+                "The server could not be asked for its models: no model server at {dead}: start Ollama"
+            )),
+        "{err}"
+    );
+
     let output = h.exec_at("http://lathe-model-server.invalid:11434");
     let err = stderr(&output);
     assert!(
