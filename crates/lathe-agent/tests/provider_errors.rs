@@ -83,12 +83,10 @@ async fn retries_that_run_out_end_with_the_last_error_after_saying_so() {
 
 #[tokio::test]
 async fn a_refused_key_names_the_key_setting() {
-    let server = ScriptedServer::start(
-        Script::new().always(
-            "/v1/chat/completions",
-            openai::error(401, "Incorrect API key provided"),
-        ),
-    )
+    let server = ScriptedServer::start(Script::new().always(
+        "/v1/chat/completions",
+        openai::error(401, "Incorrect API key provided"),
+    ))
     .unwrap();
     let p = provider(ProviderKind::OpenAi, &server.url());
     let failure = try_turn(p.as_ref(), &request()).await.unwrap_err();
@@ -102,9 +100,10 @@ async fn a_refused_key_names_the_key_setting() {
     assert_eq!(server.chat_requests().len(), 1, "a 401 is not retried");
 
     // No key at all: say that none was sent. (Ollama behind a proxy that wants one.)
-    let server = ScriptedServer::start(
-        Script::new().always("/api/show", Response::json(403, &serde_json::json!({"error": "forbidden"}))),
-    )
+    let server = ScriptedServer::start(Script::new().always(
+        "/api/show",
+        Response::json(403, &serde_json::json!({"error": "forbidden"})),
+    ))
     .unwrap();
     let p = connect(
         ProviderKind::Ollama,

@@ -37,7 +37,12 @@ async fn openai_argument_deltas_announce_the_file_before_the_call_is_whole() {
                     0,
                     "call_1",
                     "write_file",
-                    &["{\"pa", "th\": \"notes", ".md\", \"content\": \"# No", "tes\\n\"}"],
+                    &[
+                        "{\"pa",
+                        "th\": \"notes",
+                        ".md\", \"content\": \"# No",
+                        "tes\\n\"}",
+                    ],
                 )
                 .finish("tool_calls")
                 .done()
@@ -57,7 +62,10 @@ async fn openai_argument_deltas_announce_the_file_before_the_call_is_whole() {
             "seen 0 write_file",
         ]
     );
-    assert_eq!(turn.calls[0].arguments, json!({"path": "notes.md", "content": "# Notes\n"}));
+    assert_eq!(
+        turn.calls[0].arguments,
+        json!({"path": "notes.md", "content": "# Notes\n"})
+    );
     assert!(turn.thinking_duration.is_some());
 }
 

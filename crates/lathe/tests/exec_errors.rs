@@ -35,7 +35,10 @@ fn an_error_is_printed_once_by_exec_and_by_chat() {
     assert_exit(&output, 1);
     let all = format!("{}{}", stdout(&output), stderr(&output));
     assert_eq!(count(&all, &wanted), 1, "{all}");
-    assert!(stderr(&output).contains(&format!("error: {wanted}")), "{all}");
+    assert!(
+        stderr(&output).contains(&format!("error: {wanted}")),
+        "{all}"
+    );
     assert!(stdout(&output).contains("Failed · 1 turn"), "{all}");
 
     let mut chat = h
@@ -79,7 +82,9 @@ fn exec_advice_fits_the_provider_and_the_host() {
     assert_exit(&output, 1);
     let err = stderr(&output);
     assert!(
-        err.contains(&format!("no model server at {url}: start an OpenAI-compatible server")),
+        err.contains(&format!(
+            "no model server at {url}: start an OpenAI-compatible server"
+        )),
         "{err}"
     );
     assert!(!err.contains("ollama serve"), "{err}");

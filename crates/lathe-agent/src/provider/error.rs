@@ -110,8 +110,12 @@ impl ProviderError {
     /// What the user reads while a transient failure is retried: why, and how long the wait is.
     pub(crate) fn retry_notice(&self, wait: Duration, retry: u32, retries: u32) -> String {
         let why = match self {
-            ProviderError::Http { status: 429, .. } => "model server rate-limited the request (429)".to_string(),
-            ProviderError::Http { status, .. } if *status == 503 => "model server busy (503)".to_string(),
+            ProviderError::Http { status: 429, .. } => {
+                "model server rate-limited the request (429)".to_string()
+            }
+            ProviderError::Http { status, .. } if *status == 503 => {
+                "model server busy (503)".to_string()
+            }
             ProviderError::Http { status, .. } => format!("model server unavailable ({status})"),
             ProviderError::Transport { .. } => "connection to the model server failed".to_string(),
             other => other.to_string(),
@@ -126,7 +130,7 @@ impl ProviderError {
 /// `2 s`, `0.5 s`: whole seconds when the wait is whole.
 fn seconds(wait: Duration) -> String {
     let ms = wait.as_millis();
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{} s", ms / 1000)
     } else {
         format!("{:.1} s", wait.as_secs_f64())

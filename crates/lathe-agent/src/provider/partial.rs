@@ -86,10 +86,7 @@ impl PathScan {
                     let is_key = self.depth == 1 && !self.after_colon;
                     let is_path_value = self.depth == 1
                         && self.after_colon
-                        && self
-                            .key
-                            .as_deref()
-                            .is_some_and(|k| PATH_KEYS.contains(&k));
+                        && self.key.as_deref().is_some_and(|k| PATH_KEYS.contains(&k));
                     self.keeping = is_key || is_path_value;
                 }
                 '{' | '[' => self.depth += 1,
@@ -149,16 +146,29 @@ mod tests {
     #[test]
     fn the_path_is_found_at_any_split_and_only_once() {
         let cases = [
-            (r#"{"path": "src/main.rs", "content": "fn main() {}"}"#, Some("src/main.rs")),
-            (r#"{"content": "say \"path\": \"no\"", "file_path": "a b/é.txt"}"#, Some("a b/é.txt")),
-            (r#"{"edits": [{"path": "inner"}], "filePath": "C:\\new\\x.md"}"#, Some("C:\\new\\x.md")),
+            (
+                r#"{"path": "src/main.rs", "content": "fn main() {}"}"#,
+                Some("src/main.rs"),
+            ),
+            (
+                r#"{"content": "say \"path\": \"no\"", "file_path": "a b/é.txt"}"#,
+                Some("a b/é.txt"),
+            ),
+            (
+                r#"{"edits": [{"path": "inner"}], "filePath": "C:\\new\\x.md"}"#,
+                Some("C:\\new\\x.md"),
+            ),
             (r#"{"command": "ls", "cwd": "x"}"#, None),
             (r#"{"path": 3}"#, None),
             (r#"{"path": ""}"#, None),
         ];
         for (text, want) in cases {
             for size in 1..=text.len() {
-                assert_eq!(scan_in_pieces(text, size).as_deref(), want, "{text} by {size}");
+                assert_eq!(
+                    scan_in_pieces(text, size).as_deref(),
+                    want,
+                    "{text} by {size}"
+                );
             }
         }
     }

@@ -71,7 +71,9 @@ impl TextBatch {
 
 /// Letters, digits and `_`, as a regex's `\w` counts them.
 fn word_chars(text: &str) -> usize {
-    text.chars().filter(|c| c.is_alphanumeric() || *c == '_').count()
+    text.chars()
+        .filter(|c| c.is_alphanumeric() || *c == '_')
+        .count()
 }
 
 #[cfg(test)]
@@ -110,7 +112,9 @@ mod tests {
     #[test]
     fn nothing_is_lost_or_reordered() {
         let t0 = Instant::now();
-        let pieces = ["**Wh", "at", " is", " 2+2", "?**", " ", "It", " is", " 4", ".\n"];
+        let pieces = [
+            "**Wh", "at", " is", " 2+2", "?**", " ", "It", " is", " 4", ".\n",
+        ];
         for step in [0u64, 1, 20, 40] {
             let mut batch = TextBatch::default();
             let mut written = String::new();

@@ -212,7 +212,8 @@ impl OllamaProvider {
         let with_tools = !request.tools.is_empty();
         let policy = shared.http.retry_policy();
         retrying(policy, move || {
-            let (shared, body, model) = (Arc::clone(&shared), Arc::clone(&body), Arc::clone(&model));
+            let (shared, body, model) =
+                (Arc::clone(&shared), Arc::clone(&body), Arc::clone(&model));
             async move {
                 shared
                     .attempt(&model, &body, with_tools, capabilities)
