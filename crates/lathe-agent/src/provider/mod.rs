@@ -218,7 +218,10 @@ pub trait Provider: Send + Sync {
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>>;
 
     /// Sends `request` and streams the answer. Transient failures before the first byte are
-    /// retried; nothing is re-sent after output has started.
+    /// retried, each retry told at the start of the stream as a [`Chunk::Notice`] while it
+    /// waits; retries that run out end the stream with the last error. Nothing is re-sent after
+    /// output has started. An error that is not transient (a refusal, an unknown model) on the
+    /// first attempt is this future's `Err`.
     fn chat<'a>(
         &'a self,
         request: &'a ChatRequest,
