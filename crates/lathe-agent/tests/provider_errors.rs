@@ -228,3 +228,37 @@ async fn the_ollama_provider_at_an_openai_url_suggests_the_openai_provider() {
         failure.error()
     );
 }
+
+#[tokio::test]
+async fn capabilities_assumed_while_the_server_was_busy_are_asked_again() {
+    let busy = || ollama::error(503, "busy");
+    let server = ScriptedServer::start(
+        Script::new()
+            // One try and three retries, all busy: assumed for now, and asked again when the
+            // chat request needs them (the wrapper asked first).
+            .once("/api/show", busy())
+            .once("/api/show", busy())
+            .once("/api/show", busy())
+            .once("/api/show", busy())
+            .ollama_models(&[MODEL], &["completion", "tools", "thinking"])
+            .chat(ollama::turn(MODEL).text("a").done())
+            .chat(ollama::turn(MODEL).text("b").done()),
+    )
+    .unwrap();
+    let p = provider(ProviderKind::Ollama, &server.url());
+    turn(p.as_ref(), &request()).await;
+    turn(p.as_ref(), &request()).await;
+    let bodies = server.chat_bodies();
+    for body in &bodies {
+        assert_eq!(
+            body["think"], true,
+            "the busy answer was not kept as what the model can do: {body}"
+        );
+    }
+    let shows = server
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/api/show")
+        .count();
+    assert_eq!(shows, 5, "asked until it answered, then cached");
+}

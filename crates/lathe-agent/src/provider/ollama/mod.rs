@@ -15,6 +15,13 @@ use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+/// What a model can do when the server does not say.
+const ASSUMED: Capabilities = Capabilities {
+    tools: true,
+    thinking: false,
+    context_length: None,
+};
+
 /// Ollama's port when `OLLAMA_HOST` does not give one.
 const DEFAULT_PORT: u16 = 11434;
 
@@ -106,13 +113,15 @@ impl Shared {
             Err(e @ ProviderError::Http { status: 404, .. }) => {
                 return Err(self.explain_not_found(model, e).await);
             }
+            // A server that stayed busy through the retries: assume for this request only, and
+            // ask again next time (the chat request's own retries tell the user they wait).
+            Err(e) if e.is_transient() => {
+                tracing::debug!(error = %e, "no capabilities for {model} this time");
+                return Ok(ASSUMED);
+            }
             // An old server or a proxy without /api/show: assume tools (a refusal will tell),
             // and do not send `think`, which servers refuse for models that cannot think.
-            Err(ProviderError::Http { .. } | ProviderError::Protocol(_)) => Capabilities {
-                tools: true,
-                thinking: false,
-                context_length: None,
-            },
+            Err(ProviderError::Http { .. } | ProviderError::Protocol(_)) => ASSUMED,
             Err(e) => return Err(e),
         };
         self.remember(model, capabilities);
