@@ -262,3 +262,37 @@ async fn capabilities_assumed_while_the_server_was_busy_are_asked_again() {
         .count();
     assert_eq!(shows, 5, "asked until it answered, then cached");
 }
+
+#[tokio::test]
+async fn a_refusal_of_tools_after_a_retry_still_switches_to_the_text_protocol() {
+    // llama.cpp's server while it loads the model, then without --jinja.
+    let server = ScriptedServer::start(
+        Script::new()
+            .chat(openai::error(503, "Loading model"))
+            .chat(openai::error(400, "tools param requires --jinja flag"))
+            .chat(
+                openai::turn(MODEL)
+                    .text("Plain answer.")
+                    .finish("stop")
+                    .done(),
+            ),
+    )
+    .unwrap();
+    let p = provider(ProviderKind::OpenAi, &server.url());
+    let (turn, events) = turn(p.as_ref(), &request()).await;
+    assert_eq!(turn.content, "Plain answer.");
+    assert_eq!(
+        notices(&events),
+        [
+            "model server busy (503): retrying in 0 s (attempt 1 of 3)".to_string(),
+            format!(
+                "the model server refused native tool calls for {MODEL}; switched to the text tool protocol for this model"
+            ),
+        ]
+    );
+    let bodies = server.chat_bodies();
+    assert_eq!(bodies.len(), 3);
+    assert!(bodies[2].get("tools").is_none(), "{}", bodies[2]);
+    // Remembered: the next request goes out in the text protocol at once, without a notice.
+    assert!(!p.capabilities(MODEL).await.unwrap().tools);
+}
