@@ -1,7 +1,7 @@
 //! When and how long to wait before sending a request again.
 //!
 //! Only failures before the first byte of the response body are retried (see
-//! `http::HttpClient::open_stream`): once output has started, a new request would make the model
+//! `http::retrying`): once output has started, a new request would make the model
 //! generate again, so the error is reported instead.
 
 use std::time::Duration;
