@@ -35,6 +35,18 @@ pub enum Event {
         /// How long this stretch of thinking lasted, in milliseconds.
         duration_ms: u64,
     },
+    /// A native tool call is being generated (sent when its name is known, and again when the
+    /// file it works on is): a large `write_file` can take the model many seconds. Nothing runs
+    /// until [`Event::ToolCallSeen`].
+    ToolCallStreaming {
+        /// Position of the call in the turn, from 0.
+        index: usize,
+        /// Tool name as resolved (or as written, when unknown).
+        name: String,
+        /// The file the call works on, once it can be read from the arguments so far.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+    },
     /// The model asked for a tool call (native or recovered from its text).
     ToolCallSeen {
         /// Position of the call in the turn, from 0.
@@ -329,6 +341,11 @@ mod tests {
             },
             Event::TextDelta { text: "hi".into() },
             Event::ThinkingDone { duration_ms: 1200 },
+            Event::ToolCallStreaming {
+                index: 0,
+                name: "write_file".into(),
+                path: Some("notes.md".into()),
+            },
             Event::ToolCallSeen {
                 index: 0,
                 name: "read_file".into(),

@@ -216,6 +216,9 @@ pub struct StreamProcessor {
     thinking_calls: Vec<ParsedCall>,
     thinking_since: Option<Instant>,
     after_call: AfterCall,
+    /// When the last thinking arrived: a call that is generated after it ends the thinking
+    /// there, not when the server gets round to sending the call.
+    last_thinking: Option<Instant>,
 }
 
 impl StreamProcessor {
@@ -233,6 +236,7 @@ impl StreamProcessor {
             thinking_calls: Vec::new(),
             thinking_since: None,
             after_call: AfterCall::Before,
+            last_thinking: None,
         }
     }
 
@@ -247,6 +251,7 @@ impl StreamProcessor {
                 let text = self.thinking_marker.push(&text);
                 self.thinking(&text, emit);
             }
+            Chunk::PartialCall(call) => self.partial_call(call, emit),
             Chunk::ToolCall(call) => {
                 self.end_thinking(emit);
                 self.turn.calls.push(resolve_native(call, &self.names));
@@ -321,6 +326,7 @@ impl StreamProcessor {
         if self.thinking_since.is_none() {
             self.thinking_since = Some(Instant::now());
         }
+        self.last_thinking = Some(Instant::now());
         for segment in self.thinking_scan.push(text) {
             self.apply_thinking(segment, emit);
         }
@@ -339,6 +345,26 @@ impl StreamProcessor {
             self.turn.thinking.push_str(&text);
             emit(Event::ThinkingDelta { text });
         }
+    }
+
+    /// A native call is being generated: the thinking is over (it ended with its last piece,
+    /// not now: Ollama holds a call back until it is whole), and the user is told which call.
+    fn partial_call(&mut self, call: crate::provider::PartialCall, emit: &mut dyn FnMut(Event)) {
+        if let (Some(since), Some(last)) = (self.thinking_since, self.last_thinking) {
+            self.thinking_since = None;
+            let elapsed = last.saturating_duration_since(since);
+            self.turn.thinking_duration =
+                Some(self.turn.thinking_duration.unwrap_or_default() + elapsed);
+            emit(Event::ThinkingDone {
+                duration_ms: elapsed.as_millis() as u64,
+            });
+        }
+        let name = self.names.known(&call.name).unwrap_or(call.name);
+        emit(Event::ToolCallStreaming {
+            index: call.index,
+            name,
+            path: call.path,
+        });
     }
 
     fn end_thinking(&mut self, emit: &mut dyn FnMut(Event)) {

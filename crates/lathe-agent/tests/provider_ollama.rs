@@ -402,7 +402,9 @@ async fn nothing_listening() {
         .unwrap_err();
     assert_eq!(
         failure.error().to_string(),
-        format!("no model server at {url}: start it (ollama serve) or pass --base-url")
+        format!(
+            "no model server at {url}: start Ollama (ollama serve), or pass --base-url with the address of a running server"
+        )
     );
 }
 

@@ -357,7 +357,9 @@ async fn nothing_listening_and_paths_kept() {
         .unwrap_err();
     assert_eq!(
         failure.error().to_string(),
-        format!("no model server at {url}/v1: start it (ollama serve) or pass --base-url")
+        format!(
+            "no model server at {url}/v1: start an OpenAI-compatible server there (llama-server -m MODEL.gguf --port 8080, vllm serve MODEL), or pass --base-url with the address of a running one"
+        )
     );
 
     // A base URL with a path is used as given (llama.cpp serves /chat/completions too).

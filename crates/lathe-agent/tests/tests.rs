@@ -13,6 +13,8 @@ mod agent_repeats;
 mod agent_runner;
 mod parser_families;
 mod parser_fuzz;
+mod provider_errors;
 mod provider_ollama;
 mod provider_openai;
+mod provider_streaming;
 mod text_calls_e2e;

@@ -202,7 +202,9 @@ pub async fn require_model(resolved: &Resolved, provider: &dyn Provider) -> anyh
             resolved.base_url,
             models.join(", ")
         ),
-        _ => String::new(),
+        Ok(_) => String::new(),
+        // Said now, or the user gives a model only to learn that the server is not there.
+        Err(err) => format!(" The server could not be asked for its models: {err}."),
     };
     anyhow::bail!(
         "no model given: pass --model NAME, set LATHE_MODEL, or set name under [model] in .lathe/config.toml.{available}"

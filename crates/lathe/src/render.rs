@@ -1,17 +1,24 @@
-//! Terminal rendering of a run's events: streamed text, a spinner then "Thought for Ns" for
-//! thinking, one line per tool call, coloured diffs for edits, and a closing summary. Plain text
-//! when piped; `--json` writes each event as one JSON line, exactly as stored.
+//! Terminal rendering of a run's events: streamed text (gated and batched, see [`batch`]), a
+//! spinner then "Thought for Ns" for thinking, `Writing <file>…` while a native call is
+//! generated, one line per tool call, coloured diffs for edits, and a closing summary. Plain
+//! text when piped; `--json` writes each event as one JSON line, exactly as stored.
 //!
 //! Every text that came from the model or a tool passes through [`sanitize()`] before it is
 //! written, so only the renderer's own styling reaches the terminal.
 
+pub mod batch;
 mod sanitize;
 mod spinner;
 mod style;
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError, Weak};
+use std::time::Instant;
+
+use batch::TextBatch;
+use lathe_tools::ToolKind;
 
 use lathe_agent::events::{ApprovalDecision, Event, RunReport, RunStatus, ToolStatus};
 use lathe_agent::sink::EventHandler;
@@ -49,6 +56,58 @@ struct State {
     at_line_start: bool,
     /// The end of each running call's output, for the lines shown if it fails.
     output_tails: HashMap<String, String>,
+    /// The last error shown: the closing line of a run that failed with it does not repeat it.
+    shown_error: Option<String>,
+    /// Streamed text not written yet.
+    batch: TextBatch,
+}
+
+/// Wakes the renderer when held text is due ([`batch::BATCH`] after the last write).
+#[derive(Default)]
+struct Flusher {
+    due: Mutex<Option<Instant>>,
+    wake: Condvar,
+    quit: AtomicBool,
+}
+
+impl Flusher {
+    fn at(&self, when: Instant) {
+        let mut due = self.due.lock().unwrap_or_else(PoisonError::into_inner);
+        if due.is_none_or(|d| when < d) {
+            *due = Some(when);
+            self.wake.notify_one();
+        }
+    }
+
+    /// Waits for the next due time; false when the renderer is gone.
+    fn wait(&self) -> bool {
+        let mut due = self.due.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if self.quit.load(Ordering::SeqCst) {
+                return false;
+            }
+            match *due {
+                None => due = self.wake.wait(due).unwrap_or_else(PoisonError::into_inner),
+                Some(at) => {
+                    let now = Instant::now();
+                    if now >= at {
+                        *due = None;
+                        return true;
+                    }
+                    due = self
+                        .wake
+                        .wait_timeout(due, at - now)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0;
+                }
+            }
+        }
+    }
+
+    fn stop(&self) {
+        self.quit.store(true, Ordering::SeqCst);
+        self.wake.notify_one();
+    }
 }
 
 /// Writes events to the terminal.
@@ -57,6 +116,7 @@ pub struct Renderer {
     style: Style,
     spinner: Option<Spinner>,
     state: Mutex<State>,
+    flusher: Arc<Flusher>,
 }
 
 impl Renderer {
@@ -67,15 +127,47 @@ impl Renderer {
         let spinner =
             (mode == OutputMode::Human && style.is_terminal() && Style::stderr_is_terminal())
                 .then(Spinner::start);
-        Arc::new(Renderer {
+        let renderer = Arc::new(Renderer {
             mode,
             style,
             spinner,
             state: Mutex::new(State {
                 at_line_start: true,
                 output_tails: HashMap::new(),
+                shown_error: None,
+                batch: TextBatch::default(),
             }),
-        })
+            flusher: Arc::new(Flusher::default()),
+        });
+        if mode == OutputMode::Human {
+            let flusher = Arc::clone(&renderer.flusher);
+            let renderer = Arc::downgrade(&renderer);
+            let _ = std::thread::Builder::new()
+                .name("text-batch".into())
+                .spawn(move || flush_loop(&flusher, &renderer));
+        }
+        renderer
+    }
+
+    /// Writes held text that has become due.
+    fn flush_due(&self) {
+        let mut state = self.lock();
+        if let Some(text) = state.batch.due(Instant::now()) {
+            self.write_text(&mut state, &text);
+        } else if let Some(at) = state.batch.next_due() {
+            self.flusher.at(at);
+        }
+    }
+
+    /// Writes streamed text, which ends the spinner's wait.
+    fn write_text(&self, state: &mut State, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        if let Some(spinner) = &self.spinner {
+            spinner.stop();
+        }
+        print(state, text);
     }
 
     /// The renderer as the sink's user interface.
@@ -95,6 +187,8 @@ impl Renderer {
             spinner.stop();
         }
         let mut state = self.lock();
+        let held = state.batch.flush();
+        self.write_text(&mut state, &held);
         if !state.at_line_start {
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out);
@@ -105,7 +199,9 @@ impl Renderer {
 
     /// Forgets what the last run left (chat runs several).
     pub fn reset(&self) {
-        self.lock().output_tails.clear();
+        let mut state = self.lock();
+        state.output_tails.clear();
+        state.shown_error = None;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -134,11 +230,35 @@ impl Renderer {
             }
         };
         let s = &self.style;
+        if let Event::TextDelta { text } = event {
+            match state.batch.push(&sanitize(text), Instant::now()) {
+                Some(text) => self.write_text(&mut state, &text),
+                None => {
+                    if let Some(at) = state.batch.next_due() {
+                        self.flusher.at(at);
+                    }
+                }
+            }
+            return;
+        }
+        // Held text goes out before anything else is written, in order; a turn's end (or a
+        // new turn) also closes the first-chunk gate again.
+        let held = match event {
+            Event::TurnStarted { .. } | Event::TurnFinished { .. } | Event::RunFinished { .. } => {
+                state.batch.end_turn()
+            }
+            _ => state.batch.flush(),
+        };
+        self.write_text(&mut state, &held);
         match event {
             Event::TurnStarted { .. } => spin("Working…"),
-            Event::TextDelta { text } => {
-                stop();
-                print(&mut state, &sanitize(text));
+            Event::TextDelta { .. } => {}
+            Event::ToolCallStreaming { name, path, .. } => {
+                // The spinner redraws its line: a line of text left open would be wiped.
+                if self.spinner.is_some() && !state.at_line_start {
+                    print(&mut state, "\n");
+                }
+                spin(&streaming_label(name, path.as_deref()));
             }
             Event::ThinkingDelta { .. } => spin("Thinking…"),
             Event::ThinkingDone { duration_ms } => {
@@ -241,7 +361,9 @@ impl Renderer {
             Event::RunFinished { .. } | Event::RunStarted(_) => {}
             Event::RunResult(report) => {
                 stop();
-                line(&mut state, &end_line(s, report));
+                // An error is printed once: the `error:` line already said it.
+                let shown_error = state.shown_error.take();
+                line(&mut state, &end_line(s, report, shown_error.as_deref()));
                 if let Some(denied) = denied_line(report) {
                     line(&mut state, &s.yellow(&denied));
                     line(&mut state, &s.dim(ALLOW_HINT));
@@ -254,6 +376,7 @@ impl Renderer {
                 }
                 let mut err = std::io::stderr().lock();
                 let _ = writeln!(err, "{}", s.red(&format!("error: {}", sanitize(message))));
+                state.shown_error = Some(message.clone());
             }
         }
     }
@@ -264,6 +387,38 @@ impl Drop for Renderer {
         if let Some(spinner) = &self.spinner {
             spinner.stop();
         }
+        self.flusher.stop();
+        let held = self.lock().batch.flush();
+        if !held.is_empty() {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(held.as_bytes());
+            let _ = out.flush();
+        }
+    }
+}
+
+fn flush_loop(flusher: &Flusher, renderer: &Weak<Renderer>) {
+    while flusher.wait() {
+        match renderer.upgrade() {
+            Some(renderer) => renderer.flush_due(),
+            None => return,
+        }
+    }
+}
+
+/// The spinner while a native call is generated: `Writing notes.md…` for a tool that edits
+/// files once its path is known (its kind is the tool's own answer), else `Calling grep…`.
+fn streaming_label(name: &str, path: Option<&str>) -> String {
+    static KINDS: OnceLock<HashMap<String, ToolKind>> = OnceLock::new();
+    let kinds = KINDS.get_or_init(|| {
+        lathe_tools::Registry::builtin()
+            .definitions()
+            .map(|d| (d.name.clone(), d.kind))
+            .collect()
+    });
+    match (kinds.get(name), path) {
+        (Some(ToolKind::Edit), Some(path)) => format!("Writing {path}…"),
+        _ => format!("Calling {name}…"),
     }
 }
 
@@ -290,8 +445,13 @@ fn line(state: &mut State, text: &str) {
 
 /// The line that closes a run: how it ended, turns, files changed and time.
 /// `Done · 3 turns · 2 files changed (+10 -2) · 12.3 s`, or `... · no files changed · ...`.
-pub fn end_line(s: &Style, report: &RunReport) -> String {
-    let message = report.message.as_deref().map(sanitize);
+/// `shown_error` is the error line printed last: a failure's message equal to it is not repeated.
+pub fn end_line(s: &Style, report: &RunReport, shown_error: Option<&str>) -> String {
+    let message = report
+        .message
+        .as_deref()
+        .filter(|m| shown_error != Some(*m))
+        .map(sanitize);
     let turns = report.turns;
     let turns = format!("{turns} turn{}", if turns == 1 { "" } else { "s" });
     let files = match report.files_changed.len() {
@@ -314,10 +474,10 @@ pub fn end_line(s: &Style, report: &RunReport) -> String {
             "Stopped: {} · {turns} · {files} · {took}",
             message.as_deref().unwrap_or("the turn limit was hit")
         )),
-        RunStatus::Failed => s.red(&format!(
-            "Failed: {} · {turns} · {files} · {took}",
-            message.as_deref().unwrap_or("error")
-        )),
+        RunStatus::Failed => s.red(&match message.as_deref() {
+            Some(message) => format!("Failed: {message} · {turns} · {files} · {took}"),
+            None => format!("Failed · {turns} · {files} · {took}"),
+        }),
         RunStatus::Stopped => {
             s.yellow(&format!("Stopped by the user · {turns} · {files} · {took}"))
         }
@@ -451,6 +611,24 @@ mod tests {
     }
 
     #[test]
+    fn a_call_being_generated_is_named_by_what_its_tool_does() {
+        assert_eq!(
+            streaming_label("write_file", Some("notes.md")),
+            "Writing notes.md…"
+        );
+        assert_eq!(streaming_label("edit_file", Some("a.rs")), "Writing a.rs…");
+        assert_eq!(
+            streaming_label("read_file", Some("a.rs")),
+            "Calling read_file…"
+        );
+        assert_eq!(streaming_label("write_file", None), "Calling write_file…");
+        assert_eq!(
+            streaming_label("mcp__x__y", Some("p")),
+            "Calling mcp__x__y…"
+        );
+    }
+
+    #[test]
     fn commands_that_did_not_exit_zero_failed() {
         let cases = [
             (CommandState::Exited { exit_code: 0 }, false),
@@ -510,17 +688,17 @@ mod tests {
         let s = Style::plain();
         let done = report(RunStatus::Finished, &[("a.rs", 8, 2), ("b.rs", 2, 0)], &[]);
         assert_eq!(
-            end_line(&s, &done),
+            end_line(&s, &done, None),
             "Done · 3 turns · 2 files changed (+10 -2) · 12.3 s"
         );
         let none = report(RunStatus::Finished, &[], &[]);
         assert_eq!(
-            end_line(&s, &none),
+            end_line(&s, &none, None),
             "Done · 3 turns · no files changed · 12.3 s"
         );
         let one = report(RunStatus::MaxTurns, &[("a.rs", 1, 1)], &[]);
         assert_eq!(
-            end_line(&s, &one),
+            end_line(&s, &one, None),
             "Stopped: stopped after 3 turns · 3 turns · 1 file changed (+1 -1) · 12.3 s"
         );
         assert_eq!(denied_line(&none), None);

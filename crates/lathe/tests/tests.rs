@@ -12,6 +12,7 @@ mod mcp_support;
 
 mod chat_pty;
 mod exec_context;
+mod exec_errors;
 mod exec_interrupt;
 mod exec_limits;
 mod exec_parallel;
@@ -19,6 +20,7 @@ mod exec_policy;
 mod exec_providers;
 mod exec_report;
 mod exec_sandbox;
+mod exec_spinner_pty;
 mod exec_task;
 mod exec_terminal;
 mod frontends;

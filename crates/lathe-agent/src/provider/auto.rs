@@ -33,7 +33,27 @@ struct ModelState {
 /// The executor always passes its tool definitions and never adds the text protocol itself.
 pub struct AutoProtocol {
     inner: Arc<dyn Provider>,
-    models: Mutex<HashMap<String, ModelState>>,
+    models: Arc<Models>,
+}
+
+type Models = Mutex<HashMap<String, ModelState>>;
+
+fn with_state<T>(models: &Models, model: &str, f: impl FnOnce(&mut ModelState) -> T) -> T {
+    let mut models = models.lock().unwrap_or_else(|p| p.into_inner());
+    f(models.entry(model.to_string()).or_default())
+}
+
+/// Where a native answer that may still turn out to be a refusal is.
+enum Native {
+    /// Reading the native answer; nothing but notices has come yet.
+    Waiting {
+        stream: ChunkStream,
+        inner: Arc<dyn Provider>,
+        models: Arc<Models>,
+        request: Box<ChatRequest>,
+    },
+    /// Output has started (or the text protocol took over): passed through.
+    Passing(ChunkStream),
 }
 
 impl AutoProtocol {
@@ -41,13 +61,64 @@ impl AutoProtocol {
     pub fn new(inner: Arc<dyn Provider>) -> Self {
         AutoProtocol {
             inner,
-            models: Mutex::new(HashMap::new()),
+            models: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
     fn with_state<T>(&self, model: &str, f: impl FnOnce(&mut ModelState) -> T) -> T {
-        let mut models = self.models.lock().unwrap_or_else(|p| p.into_inner());
-        f(models.entry(model.to_string()).or_default())
+        with_state(&self.models, model, f)
+    }
+
+    /// `stream`, a native answer, or the text protocol's answer when the server refuses the
+    /// tools only after a retry (llama.cpp's server answers 503 while it loads the model, then
+    /// refuses tools without `--jinja`): the refusal then arrives in the stream rather than as
+    /// the error of the first attempt.
+    fn refusal_in_stream(&self, stream: ChunkStream, request: &ChatRequest) -> ChunkStream {
+        let state = Native::Waiting {
+            stream,
+            inner: Arc::clone(&self.inner),
+            models: Arc::clone(&self.models),
+            request: Box::new(request.clone()),
+        };
+        Box::pin(stream::unfold(state, |state| async move {
+            match state {
+                Native::Passing(mut stream) => {
+                    let item = stream.next().await?;
+                    Some((item, Native::Passing(stream)))
+                }
+                Native::Waiting {
+                    mut stream,
+                    inner,
+                    models,
+                    request,
+                } => match stream.next().await? {
+                    Ok(Chunk::Notice(text)) => Some((
+                        Ok(Chunk::Notice(text)),
+                        Native::Waiting {
+                            stream,
+                            inner,
+                            models,
+                            request,
+                        },
+                    )),
+                    Err(ProviderError::ToolsUnsupported { model, message }) => {
+                        tracing::info!(%model, %message, "server refused tools after a retry; switching to the text protocol");
+                        drop(stream);
+                        with_state(&models, &request.model, |s| {
+                            s.text = Some(TextReason::Refused);
+                            s.told = true;
+                        });
+                        let told = Ok(Chunk::Notice(notice(&request.model, TextReason::Refused)));
+                        let text = match inner.chat(&to_text_protocol(&request)).await {
+                            Ok(text) => text,
+                            Err(e) => Box::pin(stream::iter([Err(e)])),
+                        };
+                        Some((told, Native::Passing(text)))
+                    }
+                    other => Some((other, Native::Passing(stream))),
+                },
+            }
+        }))
     }
 
     async fn open(&self, request: &ChatRequest) -> Result<ChunkStream, ProviderError> {
@@ -75,6 +146,9 @@ impl AutoProtocol {
                 {
                     tracing::info!(%model, %message, "server refused tools; switching to the text protocol");
                     self.with_state(&request.model, |s| s.text = Some(TextReason::Refused));
+                }
+                Ok(stream) if request.tool_protocol == ToolProtocol::Auto => {
+                    return Ok(self.refusal_in_stream(stream, request));
                 }
                 other => return other,
             }

@@ -3,14 +3,50 @@
 
 use std::time::Duration;
 
+use super::ProviderKind;
 use crate::text::cut;
 
 /// Something went wrong talking to the model server.
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
     /// Nothing accepted the connection.
-    #[error("no model server at {url}: start it (ollama serve) or pass --base-url")]
+    #[error("{}", no_server_message(*.kind, .url))]
     NoServer {
+        /// The base URL that was tried.
+        url: String,
+        /// The protocol that was asked for: what to start there differs.
+        kind: ProviderKind,
+    },
+    /// The host name of the base URL does not resolve: a typo or no network, not a server
+    /// that is down.
+    #[error(
+        "cannot resolve the host name '{host}' of the model server at {url}: check the name in --base-url (or OLLAMA_HOST, OPENAI_BASE_URL, [model] base_url) and the network"
+    )]
+    UnknownHost {
+        /// The host name.
+        host: String,
+        /// The base URL that was tried.
+        url: String,
+    },
+    /// The server refused the request for want of a valid key (401 or 403).
+    #[error("{}", unauthorized_message(*.status, .url, .body, *.key_sent))]
+    Unauthorized {
+        /// 401 or 403.
+        status: u16,
+        /// The server.
+        url: String,
+        /// What the server said, cut to a readable length.
+        body: String,
+        /// Whether a key was sent at all.
+        key_sent: bool,
+    },
+    /// The server at the URL speaks the other protocol: an OpenAI-compatible server (or
+    /// Ollama's `/v1`) reached with the Ollama provider.
+    #[error(
+        "the server at {url} does not answer Ollama's API (/api/...) but answers the OpenAI-compatible one: pass --provider openai{}",
+        if url.trim_end_matches('/').ends_with("/v1") { ", or drop the /v1 from the URL to use Ollama's own API" } else { "" }
+    )]
+    WrongProtocol {
         /// The base URL that was tried.
         url: String,
     },
@@ -70,6 +106,62 @@ impl ProviderError {
             _ => false,
         }
     }
+
+    /// What the user reads while a transient failure is retried: why, and how long the wait is.
+    pub(crate) fn retry_notice(&self, wait: Duration, retry: u32, retries: u32) -> String {
+        let why = match self {
+            ProviderError::Http { status: 429, .. } => {
+                "model server rate-limited the request (429)".to_string()
+            }
+            ProviderError::Http { status, .. } if *status == 503 => {
+                "model server busy (503)".to_string()
+            }
+            ProviderError::Http { status, .. } => format!("model server unavailable ({status})"),
+            ProviderError::Transport { .. } => "connection to the model server failed".to_string(),
+            other => other.to_string(),
+        };
+        format!(
+            "{why}: retrying in {} (attempt {retry} of {retries})",
+            seconds(wait)
+        )
+    }
+}
+
+/// `2 s`, `0.5 s`: whole seconds when the wait is whole.
+fn seconds(wait: Duration) -> String {
+    let ms = wait.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{:.1} s", wait.as_secs_f64())
+    }
+}
+
+fn no_server_message(kind: ProviderKind, url: &str) -> String {
+    match kind {
+        ProviderKind::Ollama => format!(
+            "no model server at {url}: start Ollama (ollama serve), or pass --base-url with the address of a running server"
+        ),
+        ProviderKind::OpenAi => format!(
+            "no model server at {url}: start an OpenAI-compatible server there (llama-server -m MODEL.gguf --port 8080, vllm serve MODEL), or pass --base-url with the address of a running one"
+        ),
+    }
+}
+
+fn unauthorized_message(status: u16, url: &str, body: &str, key_sent: bool) -> String {
+    let what = if key_sent {
+        "refused the API key"
+    } else {
+        "needs an API key and none was sent"
+    };
+    let body = if body.is_empty() {
+        String::new()
+    } else {
+        format!(": {body}")
+    };
+    format!(
+        "the model server at {url} {what} (http {status}{body}); set OPENAI_API_KEY, or api_key under [model] in the configuration"
+    )
 }
 
 /// Statuses that mean "try again shortly": a proxy or server that is starting, overloaded or
@@ -145,11 +237,14 @@ mod tests {
     fn messages_users_can_act_on() {
         let e = ProviderError::NoServer {
             url: "http://127.0.0.1:11434".into(),
+            kind: ProviderKind::Ollama,
         };
-        assert_eq!(
-            e.to_string(),
-            "no model server at http://127.0.0.1:11434: start it (ollama serve) or pass --base-url"
-        );
+        assert!(e.to_string().contains("(ollama serve)"));
+        let e = ProviderError::NoServer {
+            url: "http://127.0.0.1:8080/v1".into(),
+            kind: ProviderKind::OpenAi,
+        };
+        assert!(!e.to_string().contains("ollama"), "{e}");
         let e = ProviderError::UnknownModel {
             model: "x".into(),
             url: "u".into(),
@@ -195,6 +290,23 @@ mod tests {
     }
 
     #[test]
+    fn retry_notices() {
+        let http = |status| ProviderError::Http {
+            status,
+            body: String::new(),
+            retry_after: None,
+        };
+        assert_eq!(
+            http(503).retry_notice(Duration::from_secs(2), 1, 3),
+            "model server busy (503): retrying in 2 s (attempt 1 of 3)"
+        );
+        assert_eq!(
+            http(502).retry_notice(Duration::from_millis(500), 2, 3),
+            "model server unavailable (502): retrying in 0.5 s (attempt 2 of 3)"
+        );
+    }
+
+    #[test]
     fn transient_errors() {
         let http = |status| ProviderError::Http {
             status,
@@ -212,7 +324,13 @@ mod tests {
             }
             .is_transient()
         );
-        assert!(!ProviderError::NoServer { url: "u".into() }.is_transient());
+        assert!(
+            !ProviderError::NoServer {
+                url: "u".into(),
+                kind: ProviderKind::Ollama
+            }
+            .is_transient()
+        );
         assert!(!ProviderError::MidStream("x".into()).is_transient());
     }
 }

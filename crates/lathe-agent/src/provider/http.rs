@@ -1,9 +1,10 @@
-//! The HTTP side shared by both providers: one reqwest client, retries before the first byte,
-//! and turning a response body into a stream of [`Chunk`]s through a wire decoder.
+//! The HTTP side shared by both providers: one reqwest client, retries before the first byte
+//! (each one told to the user as a [`Chunk::Notice`] while it waits), and turning a response body
+//! into a stream of [`Chunk`]s through a wire decoder.
 
 use super::error::{ProviderError, error_message};
 use super::retry::RetryPolicy;
-use super::{Chunk, ChunkStream, ProviderConfig};
+use super::{Chunk, ChunkStream, ProviderConfig, ProviderKind};
 use crate::text::cut;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
@@ -24,15 +25,21 @@ pub(crate) trait WireDecoder: Send + 'static {
     fn is_finished(&self) -> bool;
 }
 
+#[derive(Clone)]
 pub(crate) struct HttpClient {
     client: reqwest::Client,
     base_url: String,
+    kind: ProviderKind,
     retry: RetryPolicy,
     api_key: Option<String>,
 }
 
 impl HttpClient {
-    pub(crate) fn new(config: &ProviderConfig, base_url: String) -> Result<Self, ProviderError> {
+    pub(crate) fn new(
+        config: &ProviderConfig,
+        base_url: String,
+        kind: ProviderKind,
+    ) -> Result<Self, ProviderError> {
         let url = reqwest::Url::parse(&base_url).map_err(|e| {
             ProviderError::Config(format!("base url '{base_url}' does not parse: {e}"))
         })?;
@@ -53,6 +60,7 @@ impl HttpClient {
         Ok(HttpClient {
             client,
             base_url,
+            kind,
             retry: config.retry,
             api_key: config.api_key.clone(),
         })
@@ -60,6 +68,10 @@ impl HttpClient {
 
     pub(crate) fn base_url(&self) -> &str {
         &self.base_url
+    }
+
+    pub(crate) fn retry_policy(&self) -> RetryPolicy {
+        self.retry
     }
 
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
@@ -101,7 +113,10 @@ impl HttpClient {
         &self,
         builder: reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, ProviderError> {
-        let response = builder.send().await.map_err(|e| self.send_error(&e))?;
+        let response = match builder.send().await {
+            Ok(response) => response,
+            Err(e) => return Err(self.send_error(&e).await),
+        };
         let status = response.status();
         if status.is_success() {
             return Ok(response);
@@ -113,6 +128,14 @@ impl HttpClient {
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
         let body = response.text().await.unwrap_or_default();
+        if matches!(status.as_u16(), 401 | 403) {
+            return Err(ProviderError::Unauthorized {
+                status: status.as_u16(),
+                url: self.base_url.clone(),
+                body: error_message(&body),
+                key_sent: self.api_key.is_some(),
+            });
+        }
         Err(ProviderError::Http {
             status: status.as_u16(),
             body: error_message(&body),
@@ -120,10 +143,20 @@ impl HttpClient {
         })
     }
 
-    fn send_error(&self, e: &reqwest::Error) -> ProviderError {
+    /// A request that got no response. A connection that could not be made is told apart by
+    /// resolving the host again: a name that does not resolve is a typo or a network without
+    /// DNS, which "no server running" would misdescribe.
+    async fn send_error(&self, e: &reqwest::Error) -> ProviderError {
         if e.is_connect() {
+            if let Some(host) = self.unresolvable_host().await {
+                return ProviderError::UnknownHost {
+                    host,
+                    url: self.base_url.clone(),
+                };
+            }
             ProviderError::NoServer {
                 url: self.base_url.clone(),
+                kind: self.kind,
             }
         } else {
             ProviderError::Transport {
@@ -133,14 +166,30 @@ impl HttpClient {
         }
     }
 
-    /// POSTs `body` and waits for the first bytes of the response body. Everything up to that
-    /// point is retried; after it, nothing is.
+    /// The base URL's host when it is a name that does not resolve (IP literals always do).
+    async fn unresolvable_host(&self) -> Option<String> {
+        let url = reqwest::Url::parse(&self.base_url).ok()?;
+        let host = url.host_str()?.to_string();
+        let literal = host.trim_start_matches('[').trim_end_matches(']');
+        if literal.parse::<std::net::IpAddr>().is_ok() {
+            return None;
+        }
+        let port = url.port_or_known_default().unwrap_or(80);
+        let resolves = match tokio::net::lookup_host((host.as_str(), port)).await {
+            Ok(mut addrs) => addrs.next().is_some(),
+            Err(_) => false,
+        };
+        (!resolves).then_some(host)
+    }
+
+    /// POSTs `body` once and waits for the first bytes of the response body; see [`retrying`]
+    /// for the retries up to that point (after it, nothing is retried).
     pub(crate) async fn open_stream(
         &self,
         path: &str,
         body: &Value,
     ) -> Result<(Bytes, BodyStream), ProviderError> {
-        self.with_retries(|| async {
+        {
             let response = self
                 .send(self.request(reqwest::Method::POST, path).json(body))
                 .await?;
@@ -163,8 +212,7 @@ impl HttpClient {
                     }
                 }
             }
-        })
-        .await
+        }
     }
 
     /// GETs `path` and parses the JSON answer.
@@ -191,6 +239,103 @@ impl HttpClient {
         serde_json::from_str(&text)
             .map_err(|e| ProviderError::Protocol(format!("{e} in response '{}'", cut(&text, 200))))
     }
+}
+
+/// The wait a server asked for, when the error carries one.
+fn retry_after(error: &ProviderError) -> Option<Duration> {
+    match error {
+        ProviderError::Http { retry_after, .. } => *retry_after,
+        _ => None,
+    }
+}
+
+/// Where a retried streamed request is.
+enum Attempts<F> {
+    /// The last attempt failed with `error`; `told` once the user was told about the wait.
+    Waiting {
+        attempt: F,
+        retry: u32,
+        error: ProviderError,
+        told: bool,
+    },
+    Streaming(ChunkStream),
+    Ended,
+}
+
+/// Opens a streamed answer with `attempt` (one whole request, its errors already explained),
+/// retrying transient failures before the first byte of the answer.
+///
+/// The first attempt is awaited here, so an error that is not transient (a refusal of tools, an
+/// unknown model) is this function's `Err`, as callers branch on it. After a transient one, the
+/// answer is a stream that first says what happened and how long it waits
+/// ([`Chunk::Notice`]: `model server busy (503): retrying in 2 s (attempt 1 of 3)`), waits
+/// (honouring `Retry-After`), tries again, and then yields the answer's chunks, or the last
+/// error when the retries ran out. Waiting inside the stream is what lets the user see the
+/// notice while it lasts; dropping the stream stops the waiting.
+pub(crate) async fn retrying<F, Fut>(
+    policy: RetryPolicy,
+    mut attempt: F,
+) -> Result<ChunkStream, ProviderError>
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: Future<Output = Result<ChunkStream, ProviderError>> + Send + 'static,
+{
+    let error = match attempt().await {
+        Err(e) if e.is_transient() && policy.retries > 0 => e,
+        other => return other,
+    };
+    let state = Attempts::Waiting {
+        attempt,
+        retry: 1,
+        error,
+        told: false,
+    };
+    Ok(Box::pin(futures::stream::unfold(
+        state,
+        move |mut state| async move {
+            loop {
+                match state {
+                    Attempts::Ended => return None,
+                    Attempts::Streaming(mut stream) => {
+                        let item = stream.next().await?;
+                        return Some((item, Attempts::Streaming(stream)));
+                    }
+                    Attempts::Waiting {
+                        mut attempt,
+                        retry,
+                        error,
+                        told,
+                    } => {
+                        let delay = policy.delay(retry, retry_after(&error));
+                        if !told {
+                            let notice = error.retry_notice(delay, retry, policy.retries);
+                            tracing::debug!(%error, retry, ?delay, "retrying model request");
+                            let state = Attempts::Waiting {
+                                attempt,
+                                retry,
+                                error,
+                                told: true,
+                            };
+                            return Some((Ok(Chunk::Notice(notice)), state));
+                        }
+                        tokio::time::sleep(delay).await;
+                        state = match attempt().await {
+                            Ok(stream) => Attempts::Streaming(stream),
+                            Err(e) if e.is_transient() && retry < policy.retries => {
+                                Attempts::Waiting {
+                                    attempt,
+                                    retry: retry + 1,
+                                    error: e,
+                                    told: false,
+                                }
+                            }
+                            Err(e) => return Some((Err(e), Attempts::Ended)),
+                        };
+                    }
+                }
+            }
+        },
+    )))
 }
 
 /// A reqwest error with its causes, which is where the useful part ("connection reset by

@@ -17,6 +17,7 @@ mod http;
 pub mod ndjson;
 mod ollama;
 mod openai;
+mod partial;
 mod retry;
 pub mod sse;
 mod text_protocol;
@@ -25,6 +26,7 @@ pub use auto::AutoProtocol;
 pub use error::ProviderError;
 pub use ollama::OllamaProvider;
 pub use openai::OpenAiProvider;
+pub use partial::PartialCall;
 pub use retry::RetryPolicy;
 pub use text_protocol::{TEXT_PROTOCOL_STOP, text_protocol_instructions, to_text_protocol};
 
@@ -150,9 +152,15 @@ pub enum Chunk {
     Text(String),
     /// Thinking text.
     Thinking(String),
+    /// A native tool call being generated: sent when its name is known and again when the file
+    /// it works on can be read from its arguments so far (OpenAI-compatible servers stream
+    /// them), or once just before the whole call (Ollama sends calls whole). The whole call
+    /// follows as [`Chunk::ToolCall`]; nothing is run from this one.
+    PartialCall(PartialCall),
     /// A complete native tool call.
     ToolCall(ToolCall),
-    /// A message for the user from the provider layer (sent at most once per cause).
+    /// A message for the user from the provider layer: a switch to the text protocol (once per
+    /// model), a retry and its wait (once per retry).
     Notice(String),
     /// The end of the answer.
     Done(Done),
@@ -210,7 +218,10 @@ pub trait Provider: Send + Sync {
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>>;
 
     /// Sends `request` and streams the answer. Transient failures before the first byte are
-    /// retried; nothing is re-sent after output has started.
+    /// retried, each retry told at the start of the stream as a [`Chunk::Notice`] while it
+    /// waits; retries that run out end the stream with the last error. Nothing is re-sent after
+    /// output has started. An error that is not transient (a refusal, an unknown model) on the
+    /// first attempt is this future's `Err`.
     fn chat<'a>(
         &'a self,
         request: &'a ChatRequest,

@@ -1,7 +1,7 @@
 //! When and how long to wait before sending a request again.
 //!
 //! Only failures before the first byte of the response body are retried (see
-//! `http::HttpClient::open_stream`): once output has started, a new request would make the model
+//! `http::retrying`): once output has started, a new request would make the model
 //! generate again, so the error is reported instead.
 
 use std::time::Duration;
@@ -13,8 +13,11 @@ pub struct RetryPolicy {
     pub retries: u32,
     /// Wait before the first retry; doubled for each next one. By default, 500 ms.
     pub initial_delay: Duration,
-    /// Upper bound for one wait, also for a server's `Retry-After`. By default, 4 s.
+    /// Upper bound for one wait of the backoff. By default, 4 s.
     pub max_delay: Duration,
+    /// Upper bound for a wait the server asked for with `Retry-After` (which is honoured up to
+    /// it, even when it is longer than `max_delay`). By default, 30 s.
+    pub max_retry_after: Duration,
 }
 
 impl Default for RetryPolicy {
@@ -23,6 +26,7 @@ impl Default for RetryPolicy {
             retries: 3,
             initial_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(4),
+            max_retry_after: Duration::from_secs(30),
         }
     }
 }
@@ -42,14 +46,15 @@ impl RetryPolicy {
             retries,
             initial_delay: Duration::ZERO,
             max_delay: Duration::ZERO,
+            max_retry_after: Duration::ZERO,
         }
     }
 
     /// The wait before retry number `retry` (1-based), honouring the server's `Retry-After`
-    /// within `max_delay`.
+    /// within `max_retry_after`.
     pub fn delay(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
         if let Some(after) = retry_after {
-            return after.min(self.max_delay);
+            return after.min(self.max_retry_after);
         }
         let factor = 1u32
             .checked_shl(retry.saturating_sub(1))
@@ -81,9 +86,14 @@ mod tests {
             p.delay(1, Some(Duration::from_secs(1))),
             Duration::from_secs(1)
         );
+        // Longer than the backoff's cap: the server knows when it will be back.
+        assert_eq!(
+            p.delay(1, Some(Duration::from_secs(10))),
+            Duration::from_secs(10)
+        );
         assert_eq!(
             p.delay(1, Some(Duration::from_secs(600))),
-            Duration::from_secs(4)
+            Duration::from_secs(30)
         );
         assert_eq!(RetryPolicy::immediate(2).delay(2, None), Duration::ZERO);
     }

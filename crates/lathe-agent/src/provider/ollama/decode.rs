@@ -5,6 +5,7 @@ use crate::message::ToolCall;
 use crate::provider::error::ProviderError;
 use crate::provider::http::WireDecoder;
 use crate::provider::ndjson::NdjsonDecoder;
+use crate::provider::partial::{PartialCall, path_of};
 use crate::provider::{Chunk, Done, Usage};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -15,6 +16,8 @@ pub(crate) struct OllamaDecoder {
     lines: NdjsonDecoder,
     done: bool,
     failed: bool,
+    /// Calls seen so far.
+    calls: usize,
 }
 
 impl OllamaDecoder {
@@ -51,7 +54,14 @@ impl OllamaDecoder {
         }
         if let Some(calls) = message["tool_calls"].as_array() {
             for call in calls {
-                out.push_back(Ok(Chunk::ToolCall(tool_call(call))));
+                let call = tool_call(call);
+                out.push_back(Ok(Chunk::PartialCall(PartialCall {
+                    index: self.calls,
+                    name: call.name.clone(),
+                    path: path_of(&call.arguments),
+                })));
+                self.calls += 1;
+                out.push_back(Ok(Chunk::ToolCall(call)));
             }
         }
         if value["done"].as_bool() == Some(true) {
@@ -130,6 +140,22 @@ mod tests {
     }
 
     #[test]
+    fn a_whole_call_is_announced_with_its_path() {
+        let out = decode(
+            b"{\"message\":{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"function\":{\"name\":\"write_file\",\"arguments\":{\"content\":\"x\",\"path\":\"notes.md\"}}}]},\"done\":false}\n",
+        );
+        assert_eq!(
+            out[0].as_ref().unwrap(),
+            &Chunk::PartialCall(PartialCall {
+                index: 0,
+                name: "write_file".into(),
+                path: Some("notes.md".into())
+            })
+        );
+        assert!(matches!(out[1], Ok(Chunk::ToolCall(_))));
+    }
+
+    #[test]
     fn lines_to_chunks() {
         let out = decode(
             b"{\"message\":{\"role\":\"assistant\",\"content\":\"\",\"thinking\":\"hm\"},\"done\":false}\n\
@@ -137,7 +163,21 @@ mod tests {
               {\"message\":{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"function\":{\"name\":\"f\",\"arguments\":{\"a\":1}}},{\"id\":\"c2\",\"function\":{\"name\":\"g\",\"arguments\":\"{\\\"b\\\":2}\"}}]},\"done\":false}\n\
               {\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":true,\"done_reason\":\"stop\",\"eval_count\":5}\n",
         );
-        let chunks: Vec<Chunk> = out.into_iter().map(Result::unwrap).collect();
+        let all: Vec<Chunk> = out.into_iter().map(Result::unwrap).collect();
+        // Each whole call is announced just before it, with its position.
+        let partial = |index, name: &str| {
+            Chunk::PartialCall(PartialCall {
+                index,
+                name: name.into(),
+                path: None,
+            })
+        };
+        assert_eq!(all[2], partial(0, "f"));
+        assert_eq!(all[4], partial(1, "g"));
+        let chunks: Vec<Chunk> = all
+            .into_iter()
+            .filter(|c| !matches!(c, Chunk::PartialCall(_)))
+            .collect();
         assert_eq!(chunks[0], Chunk::Thinking("hm".into()));
         assert_eq!(chunks[1], Chunk::Text("Hi".into()));
         assert_eq!(

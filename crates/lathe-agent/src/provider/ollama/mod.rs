@@ -5,7 +5,7 @@ mod decode;
 pub(crate) use decode::OllamaDecoder;
 
 use super::error::{ProviderError, refuses_tools};
-use super::http::{HttpClient, chunk_stream};
+use super::http::{HttpClient, chunk_stream, retrying};
 use super::{
     Capabilities, ChatRequest, ChunkStream, Provider, ProviderConfig, ProviderKind, Think,
 };
@@ -13,13 +13,25 @@ use crate::message::Message;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+/// What a model can do when the server does not say.
+const ASSUMED: Capabilities = Capabilities {
+    tools: true,
+    thinking: false,
+    context_length: None,
+};
 
 /// Ollama's port when `OLLAMA_HOST` does not give one.
 const DEFAULT_PORT: u16 = 11434;
 
 /// A client for Ollama's native API.
 pub struct OllamaProvider {
+    shared: Arc<Shared>,
+}
+
+/// What a retried request needs after the call that started it returned.
+struct Shared {
     http: HttpClient,
     capabilities: Mutex<HashMap<String, Capabilities>>,
 }
@@ -29,8 +41,10 @@ impl OllamaProvider {
     pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
         let base = config.base_url.trim_end_matches('/').to_string();
         Ok(OllamaProvider {
-            http: HttpClient::new(&config, base)?,
-            capabilities: Mutex::new(HashMap::new()),
+            shared: Arc::new(Shared {
+                http: HttpClient::new(&config, base, ProviderKind::Ollama)?,
+                capabilities: Mutex::new(HashMap::new()),
+            }),
         })
     }
 
@@ -68,7 +82,9 @@ impl OllamaProvider {
         };
         format!("{scheme}://{authority}{path}")
     }
+}
 
+impl Shared {
     fn cached(&self, model: &str) -> Option<Capabilities> {
         self.capabilities
             .lock()
@@ -97,13 +113,15 @@ impl OllamaProvider {
             Err(e @ ProviderError::Http { status: 404, .. }) => {
                 return Err(self.explain_not_found(model, e).await);
             }
+            // A server that stayed busy through the retries: assume for this request only, and
+            // ask again next time (the chat request's own retries tell the user they wait).
+            Err(e) if e.is_transient() => {
+                tracing::debug!(error = %e, "no capabilities for {model} this time");
+                return Ok(ASSUMED);
+            }
             // An old server or a proxy without /api/show: assume tools (a refusal will tell),
             // and do not send `think`, which servers refuse for models that cannot think.
-            Err(ProviderError::Http { .. } | ProviderError::Protocol(_)) => Capabilities {
-                tools: true,
-                thinking: false,
-                context_length: None,
-            },
+            Err(ProviderError::Http { .. } | ProviderError::Protocol(_)) => ASSUMED,
             Err(e) => return Err(e),
         };
         self.remember(model, capabilities);
@@ -128,7 +146,9 @@ impl OllamaProvider {
             .unwrap_or_default())
     }
 
-    /// A 404 for `model`: an unknown model, with the list, unless the server does have it.
+    /// A 404 for `model`: an unknown model, with the list, unless the server does have it; a
+    /// server without Ollama's API that answers the OpenAI-compatible one is the wrong
+    /// protocol.
     async fn explain_not_found(&self, model: &str, original: ProviderError) -> ProviderError {
         match self.models().await {
             Ok(available) if !available.iter().any(|m| same_model(m, model)) => {
@@ -138,35 +158,78 @@ impl OllamaProvider {
                     available,
                 }
             }
-            _ => original,
+            Ok(_) => original,
+            Err(_) if self.speaks_openai().await => ProviderError::WrongProtocol {
+                url: self.http.base_url().to_string(),
+            },
+            Err(_) => original,
         }
     }
 
-    async fn open(&self, request: &ChatRequest) -> Result<ChunkStream, ProviderError> {
-        let capabilities = self.fetch_capabilities(&request.model).await?;
-        let body = request_body(request, &capabilities);
-        match self.http.open_stream("/api/chat", &body).await {
+    /// Whether the server answers the OpenAI-compatible model list: at `{base}/models` for a
+    /// base URL that ends in `/v1`, else at `{base}/v1/models`.
+    async fn speaks_openai(&self) -> bool {
+        let base = self.http.base_url().trim_end_matches('/');
+        let path = if base.ends_with("/v1") {
+            "/models"
+        } else {
+            "/v1/models"
+        };
+        match self.http.get_json(path).await {
+            Ok(list) => list["data"].is_array(),
+            Err(_) => base.ends_with("/v1"),
+        }
+    }
+
+    /// One `/api/chat` request, its errors explained.
+    async fn attempt(
+        &self,
+        model: &str,
+        body: &Value,
+        with_tools: bool,
+        capabilities: Capabilities,
+    ) -> Result<ChunkStream, ProviderError> {
+        match self.http.open_stream("/api/chat", body).await {
             Ok((first, rest)) => Ok(chunk_stream(first, rest, OllamaDecoder::default())),
             Err(e @ ProviderError::Http { status: 404, .. }) => {
-                Err(self.explain_not_found(&request.model, e).await)
+                Err(self.explain_not_found(model, e).await)
             }
-            Err(ProviderError::Http { body, .. })
-                if !request.tools.is_empty() && refuses_tools(&body) =>
-            {
+            Err(ProviderError::Http { body, .. }) if with_tools && refuses_tools(&body) => {
                 self.remember(
-                    &request.model,
+                    model,
                     Capabilities {
                         tools: false,
                         ..capabilities
                     },
                 );
                 Err(ProviderError::ToolsUnsupported {
-                    model: request.model.clone(),
+                    model: model.to_string(),
                     message: body,
                 })
             }
             Err(e) => Err(e),
         }
+    }
+}
+
+impl OllamaProvider {
+    async fn open(&self, request: &ChatRequest) -> Result<ChunkStream, ProviderError> {
+        let shared = Arc::clone(&self.shared);
+        let capabilities = shared.fetch_capabilities(&request.model).await?;
+        let body = Arc::new(request_body(request, &capabilities));
+        let model: Arc<str> = Arc::from(request.model.as_str());
+        let with_tools = !request.tools.is_empty();
+        let policy = shared.http.retry_policy();
+        retrying(policy, move || {
+            let (shared, body, model) =
+                (Arc::clone(&shared), Arc::clone(&body), Arc::clone(&model));
+            async move {
+                shared
+                    .attempt(&model, &body, with_tools, capabilities)
+                    .await
+            }
+        })
+        .await
     }
 }
 
@@ -291,18 +354,18 @@ impl Provider for OllamaProvider {
     }
 
     fn base_url(&self) -> &str {
-        self.http.base_url()
+        self.shared.http.base_url()
     }
 
     fn capabilities<'a>(
         &'a self,
         model: &'a str,
     ) -> BoxFuture<'a, Result<Capabilities, ProviderError>> {
-        Box::pin(self.fetch_capabilities(model))
+        Box::pin(self.shared.fetch_capabilities(model))
     }
 
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
-        Box::pin(self.models())
+        Box::pin(self.shared.models())
     }
 
     fn chat<'a>(

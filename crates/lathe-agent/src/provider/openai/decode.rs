@@ -4,25 +4,31 @@
 use crate::message::ToolCall;
 use crate::provider::error::ProviderError;
 use crate::provider::http::WireDecoder;
+use crate::provider::partial::{PartialCall, PathScan, path_of};
 use crate::provider::sse::{SseDecoder, SseEvent};
 use crate::provider::{Chunk, Done, Usage};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 
 /// A call being assembled from `delta.tool_calls` fragments.
-struct PartialCall {
+struct Assembling {
     index: i64,
     id: Option<String>,
     name: String,
     arguments: String,
     /// A server that sent arguments as an object instead of a string.
     arguments_value: Option<Value>,
+    /// Looks for the file the call works on as the arguments stream in.
+    scan: PathScan,
+    /// Whether the user was told of the call (by name), and of its path.
+    told_name: bool,
+    told_path: bool,
 }
 
 #[derive(Default)]
 pub(crate) struct OpenAiDecoder {
     events: SseDecoder,
-    calls: Vec<PartialCall>,
+    calls: Vec<Assembling>,
     finish_reason: Option<String>,
     usage: Option<Usage>,
     done: bool,
@@ -91,7 +97,7 @@ impl OpenAiDecoder {
         }
         if let Some(fragments) = delta["tool_calls"].as_array() {
             for fragment in fragments {
-                self.fragment(fragment);
+                self.fragment(fragment, out);
             }
         }
         if let Some(reason) = choice["finish_reason"].as_str() {
@@ -101,7 +107,7 @@ impl OpenAiDecoder {
 
     /// Adds one `tool_calls` fragment: `index` says which call; a new non-empty id on an index
     /// already seen starts another call (servers that put every call at index 0).
-    fn fragment(&mut self, fragment: &Value) {
+    fn fragment(&mut self, fragment: &Value, out: &mut VecDeque<Result<Chunk, ProviderError>>) {
         let index = fragment["index"]
             .as_i64()
             .or_else(|| self.calls.last().map(|c| c.index))
@@ -115,15 +121,19 @@ impl OpenAiDecoder {
             }
             (found, _) => found,
         };
+        let position = at.unwrap_or(self.calls.len());
         let call = match at {
             Some(at) => &mut self.calls[at],
             None => {
-                self.calls.push(PartialCall {
+                self.calls.push(Assembling {
                     index,
                     id: None,
                     name: String::new(),
                     arguments: String::new(),
                     arguments_value: None,
+                    scan: PathScan::default(),
+                    told_name: false,
+                    told_path: false,
                 });
                 self.calls.last_mut().expect("just pushed")
             }
@@ -137,10 +147,29 @@ impl OpenAiDecoder {
                 call.name.push_str(name);
             }
         }
+        let mut path = None;
         match &function["arguments"] {
-            Value::String(s) => call.arguments.push_str(s),
+            Value::String(s) => {
+                call.arguments.push_str(s);
+                path = call.scan.feed(s);
+            }
             Value::Null => {}
-            other => call.arguments_value = Some(other.clone()),
+            other => {
+                call.arguments_value = Some(other.clone());
+                path = path_of(other);
+            }
+        }
+        if call.name.is_empty() || call.told_path {
+            return;
+        }
+        if path.is_some() || !call.told_name {
+            call.told_name = true;
+            call.told_path = path.is_some();
+            out.push_back(Ok(Chunk::PartialCall(PartialCall {
+                index: position,
+                name: call.name.clone(),
+                path,
+            })));
         }
     }
 
@@ -236,7 +265,11 @@ mod tests {
             "data: [DONE]\n\n".to_string(),
         ]
         .concat();
-        let chunks: Vec<Chunk> = decode(&text).into_iter().map(Result::unwrap).collect();
+        let chunks: Vec<Chunk> = decode(&text)
+            .into_iter()
+            .map(Result::unwrap)
+            .filter(|c| !matches!(c, Chunk::PartialCall(_)))
+            .collect();
         let call = |id: &str, name: &str, args: Value| {
             Chunk::ToolCall(ToolCall {
                 id: Some(id.into()),
@@ -256,6 +289,39 @@ mod tests {
                     completion_tokens: Some(3)
                 })
             })
+        );
+    }
+
+    #[test]
+    fn a_streaming_call_is_announced_by_name_then_once_its_path_is_whole() {
+        let text = [
+            delta(json!({"tool_calls": [{"index": 0, "id": "a", "function": {"name": "write_file", "arguments": ""}}]})),
+            delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"path\": \"no"}}]})),
+            delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": "tes.md\", \"content\": \""}}]})),
+            delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": "# Notes\\n\"}"}}]})),
+            delta(json!({"tool_calls": [{"index": 1, "id": "b", "function": {"name": "grep", "arguments": "{\"pattern\": \"x\"}"}}]})),
+            "data: [DONE]\n\n".to_string(),
+        ]
+        .concat();
+        let partial: Vec<PartialCall> = decode(&text)
+            .into_iter()
+            .filter_map(|c| match c {
+                Ok(Chunk::PartialCall(p)) => Some(p),
+                _ => None,
+            })
+            .collect();
+        let call = |index, name: &str, path: Option<&str>| PartialCall {
+            index,
+            name: name.into(),
+            path: path.map(str::to_string),
+        };
+        assert_eq!(
+            partial,
+            [
+                call(0, "write_file", None),
+                call(0, "write_file", Some("notes.md")),
+                call(1, "grep", None),
+            ]
         );
     }
 
@@ -304,7 +370,10 @@ mod tests {
             "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n".to_string(),
         ]
         .concat();
-        let out = decode(&text);
+        let out: Vec<_> = decode(&text)
+            .into_iter()
+            .filter(|c| !matches!(c, Ok(Chunk::PartialCall(_))))
+            .collect();
         assert!(
             matches!(&out[0], Ok(Chunk::ToolCall(c)) if c.arguments == Value::String("{\"content\": \"abc".into()))
         );

@@ -6,18 +6,23 @@ mod decode;
 pub(crate) use decode::OpenAiDecoder;
 
 use super::error::{ProviderError, refuses_tools};
-use super::http::{HttpClient, chunk_stream};
+use super::http::{HttpClient, chunk_stream, retrying};
 use super::{Capabilities, ChatRequest, ChunkStream, Provider, ProviderConfig, ProviderKind};
 use crate::message::{Message, ToolCall};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// A client for an OpenAI-compatible server.
 pub struct OpenAiProvider {
-    http: HttpClient,
+    shared: Arc<Shared>,
     echo_reasoning: bool,
+}
+
+/// What a retried request needs after the call that started it returned.
+struct Shared {
+    http: HttpClient,
     /// Models whose server refused tools.
     no_tools: Mutex<HashSet<String>>,
 }
@@ -29,12 +34,30 @@ impl OpenAiProvider {
         let base = normalise_base(&config.base_url)?;
         config.api_key = resolve_api_key(config.api_key.take(), |name| std::env::var(name).ok());
         Ok(OpenAiProvider {
-            http: HttpClient::new(&config, base)?,
+            shared: Arc::new(Shared {
+                http: HttpClient::new(&config, base, ProviderKind::OpenAi)?,
+                no_tools: Mutex::new(HashSet::new()),
+            }),
             echo_reasoning: config.echo_reasoning,
-            no_tools: Mutex::new(HashSet::new()),
         })
     }
 
+    async fn open(&self, request: &ChatRequest) -> Result<ChunkStream, ProviderError> {
+        let shared = Arc::clone(&self.shared);
+        let body = Arc::new(request_body(request, self.echo_reasoning));
+        let model: Arc<str> = Arc::from(request.model.as_str());
+        let with_tools = !request.tools.is_empty();
+        let policy = shared.http.retry_policy();
+        retrying(policy, move || {
+            let (shared, body, model) =
+                (Arc::clone(&shared), Arc::clone(&body), Arc::clone(&model));
+            async move { shared.attempt(&model, &body, with_tools).await }
+        })
+        .await
+    }
+}
+
+impl Shared {
     async fn models(&self) -> Result<Vec<String>, ProviderError> {
         let list = self.http.get_json("/models").await?;
         Ok(list["data"]
@@ -48,29 +71,32 @@ impl OpenAiProvider {
             .unwrap_or_default())
     }
 
-    async fn open(&self, request: &ChatRequest) -> Result<ChunkStream, ProviderError> {
-        let body = request_body(request, self.echo_reasoning);
-        match self.http.open_stream("/chat/completions", &body).await {
+    /// One `/chat/completions` request, its errors explained.
+    async fn attempt(
+        &self,
+        model: &str,
+        body: &Value,
+        with_tools: bool,
+    ) -> Result<ChunkStream, ProviderError> {
+        match self.http.open_stream("/chat/completions", body).await {
             Ok((first, rest)) => Ok(chunk_stream(first, rest, OpenAiDecoder::default())),
             Err(e @ ProviderError::Http { status: 404, .. }) => match self.models().await {
-                Ok(available) if !available.contains(&request.model) => {
+                Ok(available) if !available.iter().any(|m| m == model) => {
                     Err(ProviderError::UnknownModel {
-                        model: request.model.clone(),
+                        model: model.to_string(),
                         url: self.http.base_url().to_string(),
                         available,
                     })
                 }
                 _ => Err(e),
             },
-            Err(ProviderError::Http { body, .. })
-                if !request.tools.is_empty() && refuses_tools(&body) =>
-            {
+            Err(ProviderError::Http { body, .. }) if with_tools && refuses_tools(&body) => {
                 self.no_tools
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .insert(request.model.clone());
+                    .insert(model.to_string());
                 Err(ProviderError::ToolsUnsupported {
-                    model: request.model.clone(),
+                    model: model.to_string(),
                     message: body,
                 })
             }
@@ -200,7 +226,7 @@ impl Provider for OpenAiProvider {
     }
 
     fn base_url(&self) -> &str {
-        self.http.base_url()
+        self.shared.http.base_url()
     }
 
     fn capabilities<'a>(
@@ -209,6 +235,7 @@ impl Provider for OpenAiProvider {
     ) -> BoxFuture<'a, Result<Capabilities, ProviderError>> {
         // No standard way to ask; assume tools until the server refuses them.
         let refused = self
+            .shared
             .no_tools
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -223,7 +250,7 @@ impl Provider for OpenAiProvider {
     }
 
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
-        Box::pin(self.models())
+        Box::pin(self.shared.models())
     }
 
     fn chat<'a>(
