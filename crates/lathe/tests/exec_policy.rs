@@ -65,7 +65,10 @@ fn auto_mode_runs_safe_and_normal_commands_and_stops_at_a_dangerous_one() {
         .as_str()
         .unwrap()
         .to_owned();
-    assert!(told.starts_with("the user denied this:"), "{told}");
+    assert!(
+        told.starts_with("this call needs the user's approval, and this run has no terminal"),
+        "{told}"
+    );
 }
 
 #[test]
