@@ -232,6 +232,8 @@ pub struct StreamProcessor {
     text_loop: RepetitionGuard,
     thinking_loop: RepetitionGuard,
     repetition: Option<Repetition>,
+    /// The text received since the last native call (the rest a cut answer drops).
+    since_native_call: String,
 }
 
 impl StreamProcessor {
@@ -252,6 +254,7 @@ impl StreamProcessor {
             text_loop: RepetitionGuard::default(),
             thinking_loop: RepetitionGuard::default(),
             repetition: None,
+            since_native_call: String::new(),
         }
     }
 
@@ -267,6 +270,9 @@ impl StreamProcessor {
                 if self.repetition.is_none() {
                     self.repetition = self.text_loop.push(&text);
                 }
+                if !self.turn.calls.is_empty() {
+                    self.since_native_call.push_str(&text);
+                }
                 let text = self.text_marker.push(&text);
                 self.content(&text, emit);
             }
@@ -280,6 +286,7 @@ impl StreamProcessor {
             Chunk::ToolCall(call) => {
                 self.end_thinking(emit);
                 self.turn.calls.push(resolve_native(call, &self.names));
+                self.since_native_call.clear();
             }
             Chunk::Notice(message) => {
                 emit(Event::Notice {
@@ -385,6 +392,13 @@ impl StreamProcessor {
     /// Ends the answer: flushes held text, settles the calls, emits one
     /// [`Event::ToolCallSeen`] per call, and returns the turn.
     pub fn finish(mut self, emit: &mut dyn FnMut(Event)) -> AssistantTurn {
+        self.flush(emit);
+        self.settle(emit)
+    }
+
+    /// Lets out what is held back (a possible marker, tag or call start), as the end of the
+    /// answer decides it.
+    fn flush(&mut self, emit: &mut dyn FnMut(Event)) {
         let thinking_tail = self.thinking_marker.finish();
         self.thinking(&thinking_tail, emit);
         let text_tail = self.text_marker.finish();
@@ -398,7 +412,10 @@ impl StreamProcessor {
         let segments = self.text_scan.finish();
         self.apply_text(segments, emit);
         self.end_thinking(emit);
+    }
 
+    /// The turn with its calls settled; one [`Event::ToolCallSeen`] per call.
+    fn settle(mut self, emit: &mut dyn FnMut(Event)) -> AssistantTurn {
         let mut turn = std::mem::take(&mut self.turn);
         turn.task_complete = self.text_marker.seen || self.thinking_marker.seen;
         let native = turn.calls.len();
@@ -426,34 +443,37 @@ impl StreamProcessor {
 }
 
 impl StreamProcessor {
-    /// Ends an answer whose stream broke: keeps what was complete when it broke (the text
-    /// shown, native calls, calls written in full in the text) and drops the rest (a call cut
-    /// half-way, text held back to decide a marker or a tag). Emits one
+    /// Ends an answer whose stream broke: keeps what was complete when it broke (the text,
+    /// native calls, calls written in full before the break) and drops the rest (a call cut
+    /// half-way, and after a native call the text that followed it). Emits one
     /// [`Event::ToolCallSeen`] per call kept.
     pub fn finish_cut(mut self, emit: &mut dyn FnMut(Event)) -> AssistantTurn {
-        self.end_thinking(emit);
-        let mut turn = std::mem::take(&mut self.turn);
-        turn.task_complete = false;
-        let native = turn.calls.len();
-        for call in std::mem::take(&mut self.text_calls) {
-            let duplicate = turn.calls[..native]
-                .iter()
-                .any(|n| n.name == call.name && n.arguments == call.arguments);
-            if !duplicate {
-                turn.calls.push(call);
-            }
+        let (text_calls, thinking_calls, malformed) = (
+            self.text_calls.len(),
+            self.thinking_calls.len(),
+            self.turn.malformed.len(),
+        );
+        self.flush(emit);
+        // Whatever the end made a call of was cut.
+        self.text_calls.truncate(text_calls);
+        self.thinking_calls.truncate(thinking_calls);
+        self.turn.malformed.truncate(malformed);
+        if !self.turn.calls.is_empty() && !self.since_native_call.is_empty() {
+            // What came after the last native call is the cut rest: the part of it shown ends
+            // the text.
+            let rest = &self.since_native_call;
+            let content = &self.turn.content;
+            let shown = (1..=rest.len().min(content.len()))
+                .rev()
+                .filter(|&k| rest.is_char_boundary(k))
+                .find(|&k| content.ends_with(&rest[..k]))
+                .unwrap_or(0);
+            let keep = content.len() - shown;
+            self.turn.content.truncate(keep);
         }
-        if turn.calls.is_empty() {
-            turn.calls = std::mem::take(&mut self.thinking_calls);
-        }
-        for (index, call) in turn.calls.iter().enumerate() {
-            emit(Event::ToolCallSeen {
-                index,
-                name: call.name.clone(),
-                arguments: call.arguments.clone(),
-            });
-        }
-        turn
+        self.text_marker.seen = false;
+        self.thinking_marker.seen = false;
+        self.settle(emit)
     }
 }
 
@@ -762,11 +782,19 @@ fn cut_repeats(text: &mut String) -> usize {
         return 0;
     };
     let mut keep = text.len() - span + period;
+    // To the end of the line the round ends in, when it ends within one more round.
+    if let Some(newline) = text.as_bytes()[keep..]
+        .iter()
+        .take(period)
+        .position(|&b| b == b'\n')
+    {
+        keep += newline + 1;
+    }
     while !text.is_char_boundary(keep) {
         keep += 1;
     }
     let cut = text.len() - keep;
-    let rounds = cut / period;
+    let rounds = cut.div_ceil(period);
     text.truncate(keep);
     text.push_str(&format!(
         "\n[... the same text {rounds} more times: the reply was stopped here for repeating itself]"
