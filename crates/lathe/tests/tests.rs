@@ -18,6 +18,7 @@ mod exec_parallel;
 mod exec_policy;
 mod exec_providers;
 mod exec_sandbox;
+mod exec_stream;
 mod exec_task;
 mod exec_terminal;
 mod frontends;

@@ -2,7 +2,7 @@
 //!
 //! Each iteration builds a request (system prompt, history, tool definitions) and keeps it
 //! inside the window ([`ContextWindow`]); the provider streams the answer through
-//! [`collect_turn`]; the [`ToolRunner`] runs the calls; the results go back into the history.
+//! [`collect_turn_with`]; the [`ToolRunner`] runs the calls; the results go back into the history.
 //! It ends when the model answers without a call (the completion marker counts only there, never
 //! next to a call whose result the model has not seen), at the turn limit, on an error it cannot
 //! recover from, or when the user stops it. It does not itself stream, run tools, or summarise.
@@ -99,7 +99,7 @@ impl ExecutorConfig {
 /// How one attempt at a turn's answer went wrong.
 enum Attempt {
     /// The answer was cut (connection lost, silent past the idle timeout).
-    Cut(StreamError),
+    Cut(Box<StreamError>),
     /// The server refused or failed for good.
     Failed(ProviderError),
 }
@@ -388,7 +388,7 @@ impl Executor {
         let mut emit = move |event: Event| sink.emit(event);
         let retries = self.config.stream_retries;
         let mut cuts = 0;
-        let mut turn_data = loop {
+        let turn_data = loop {
             let error = match self.attempt(&request, cancel, &mut emit).await {
                 Ok(turn_data) => break turn_data,
                 Err(Attempt::Failed(error)) => return Err(self.fail(error.to_string())),
@@ -401,7 +401,7 @@ impl Executor {
                             if n == 1 { "" } else { "s" },
                         ),
                     });
-                    break failure.partial;
+                    break Box::new(failure).partial;
                 }
                 Err(Attempt::Cut(failure)) => failure.error,
             };
@@ -440,11 +440,9 @@ impl Executor {
                 partial.content = format!("{}\n\n{INTERRUPTED_BY_USER}", partial.content);
             }
         }
+        // The user saw it whole, and it stays the run's answer; the history keeps what fits.
         if let Some(cut) = shorten_turn(&mut message, turn_budget(self.context.window())) {
             tracing::info!(cut, "kept a reply too long for the window shortened");
-            if let Message::Assistant(kept) = &message {
-                turn_data.content = kept.content.clone();
-            }
         }
         self.push(message);
         self.sink.emit(Event::TurnFinished {
@@ -484,17 +482,19 @@ impl Executor {
                 quiet = silence.next() => match quiet {
                     Quiet::Report(seconds) => emit(Event::Waiting { seconds }),
                     Quiet::Stalled(after) => {
-                        return Err(Attempt::Cut(StreamError {
+                        return Err(Attempt::Cut(Box::new(StreamError {
                             error: ProviderError::Stalled { after },
                             partial: AssistantTurn::default(),
-                        }));
+                        })));
                     }
                 },
             }
         };
         match collect_turn_with(stream, Arc::clone(&self.names), cancel, emit, limits).await {
             Ok(turn) => Ok(turn),
-            Err(failure) if failure.error.is_lost_mid_stream() => Err(Attempt::Cut(failure)),
+            Err(failure) if failure.error.is_lost_mid_stream() => {
+                Err(Attempt::Cut(Box::new(failure)))
+            }
             Err(failure) => Err(Attempt::Failed(failure.error)),
         }
     }

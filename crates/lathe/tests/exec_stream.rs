@@ -1,0 +1,60 @@
+//! `lathe exec` when the model's stream breaks: `[model] idle_timeout` from the configuration,
+//! what the user is told while the answer is asked for again, and the same as JSON events.
+
+use std::time::Duration;
+
+use lathe_testkit::{Response, Script};
+
+use crate::agent_harness::*;
+
+/// A server that first stays silent, then loses the connection mid-answer, then answers.
+fn faulty() -> Script {
+    Script::new()
+        .chat(
+            Response::new(200)
+                .delay(Duration::from_secs(120))
+                .text("{}\n"),
+        )
+        .chat(reply().text("Hel").unfinished().then_drop_connection())
+        .chat(reply().text("Hello.").done())
+}
+
+#[test]
+fn a_silent_then_cut_answer_is_asked_for_again_and_the_user_told() {
+    let h = Harness::new(faulty());
+    h.write(".lathe/config.toml", "[model]\nidle_timeout = \"1s\"\n");
+    let output = h.exec("say hello", &[]);
+    assert_exit(&output, 0);
+    let out = stdout(&output);
+    assert!(
+        out.contains("the model sent nothing for 1 s, the idle timeout; retrying (1 of 2); the answer starts over"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "connection to the model lost mid-answer; retrying (2 of 2); the answer starts over"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("Hello."), "{out}");
+    let bodies = h.bodies();
+    assert_eq!(bodies.len(), 3);
+    assert_eq!(bodies[0]["messages"], bodies[2]["messages"]);
+}
+
+#[test]
+fn json_output_carries_the_restarts() {
+    let h = Harness::new(faulty());
+    h.write(".lathe/config.toml", "[model]\nidle_timeout = 1\n");
+    let output = h.exec("say hello", &["--json"]);
+    assert_exit(&output, 0);
+    let events = json_lines(&output);
+    let restarts = of_type(&events, "answer_restarted");
+    assert_eq!(restarts.len(), 2, "{events:?}");
+    assert_eq!(restarts[0]["attempt"], 1);
+    assert_eq!(restarts[0]["retries"], 2);
+    assert_eq!(
+        restarts[1]["message"],
+        "connection to the model lost mid-answer; retrying (2 of 2)"
+    );
+}
