@@ -1111,4 +1111,52 @@ mod tests {
             |e| matches!(e, Event::Notice { message } if message.contains("its reply was stopped"))
         ));
     }
+
+    #[tokio::test]
+    async fn a_loop_in_the_thinking_is_stopped_too() {
+        let piece = Chunk::Thinking("Wait, let me reconsider. ".into());
+        let stream: ChunkStream = Box::pin(futures::stream::repeat_with(move || Ok(piece.clone())));
+        let turn = collect_turn(
+            stream,
+            Arc::new(ToolNames::new(["read_file"])),
+            &CancellationToken::new(),
+            &mut |_| {},
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            turn.repetition.map(|r| r.snippet()).as_deref(),
+            Some("Wait, let me reconsider.")
+        );
+        assert!(turn.thinking.len() < 200, "{}", turn.thinking);
+    }
+
+    #[test]
+    fn a_cut_answer_keeps_complete_calls_and_drops_a_half_written_one() {
+        let complete =
+            "<tool_call>{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}</tool_call>";
+        let mut p = StreamProcessor::new(Arc::new(ToolNames::new(["read_file"])));
+        let mut events = Vec::new();
+        p.push(Chunk::Text(format!("Reading. {complete}")), &mut |e| {
+            events.push(e)
+        });
+        p.push(
+            Chunk::Text("<tool_call>{\"name\": \"read_file\", \"arguments\": {\"pa".into()),
+            &mut |e| events.push(e),
+        );
+        let turn = p.finish_cut(&mut |e| events.push(e));
+        assert_eq!(turn.calls.len(), 1, "{turn:?}");
+        assert_eq!(turn.calls[0].arguments["path"], "a");
+        assert_eq!(turn.content, "Reading. ");
+        assert!(turn.malformed.is_empty());
+        // Cut before the first call ended: no call at all, the text kept.
+        let mut p = StreamProcessor::new(Arc::new(ToolNames::new(["read_file"])));
+        p.push(
+            Chunk::Text("Let me read. <tool_call>{\"name\": \"read_file\", \"argu".into()),
+            &mut |_| {},
+        );
+        let turn = p.finish_cut(&mut |_| {});
+        assert!(turn.calls.is_empty(), "{turn:?}");
+        assert!(turn.content.starts_with("Let me read."), "{turn:?}");
+    }
 }
