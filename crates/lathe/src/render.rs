@@ -243,7 +243,13 @@ impl Renderer {
                     ),
                 );
             }
-            Event::Waiting { seconds } => spin(&format!("waiting for the model ({seconds}s)")),
+            Event::Waiting { seconds } => {
+                // The spinner redraws its line: text left open would be wiped.
+                if self.spinner.is_some() && !state.at_line_start {
+                    print(&mut state, "\n");
+                }
+                spin(&format!("waiting for the model ({seconds}s)"));
+            }
             Event::AnswerRestarted { message, .. } => {
                 stop();
                 if !state.at_line_start {
