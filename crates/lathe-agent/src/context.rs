@@ -199,13 +199,17 @@ const OUTPUT_CAP_MAX: u64 = 16_384;
 /// ...and at least this many.
 const OUTPUT_CAP_MIN: u64 = 256;
 
-/// The per-turn output cap (`num_predict`, `max_tokens`) sent when none is configured: a
-/// quarter of a `window`-token window, between 256 and 16,384 tokens. A quarter leaves room
-/// for the prompt, the tools and the reply itself in the next request; 16,384 tokens (about
-/// 55 KB of code) is more than any one reply of a local model should take, and stops a model
-/// that never ends its reply after minutes, not hours.
-pub fn default_output_cap(window: u64) -> u32 {
-    let cap = (window / OUTPUT_CAP_DIVISOR).clamp(OUTPUT_CAP_MIN, OUTPUT_CAP_MAX);
+/// The per-turn output cap (`num_predict`, `max_tokens`) sent when none is configured, for a
+/// `window`-token window and a prompt estimated at `prompt` tokens: a quarter of the window,
+/// at most 16,384 tokens and at most what the window has left after the prompt, but never
+/// under 256. A quarter leaves room for the prompt, the tools and the reply itself in the next
+/// request; 16,384 tokens (about 55 KB of code) is more than any one reply of a local model
+/// should take, and stops a model that never ends its reply after minutes, not hours.
+pub fn default_output_cap(window: u64, prompt: u64) -> u32 {
+    let cap = (window / OUTPUT_CAP_DIVISOR)
+        .min(OUTPUT_CAP_MAX)
+        .min(window.saturating_sub(prompt))
+        .max(OUTPUT_CAP_MIN);
     u32::try_from(cap).unwrap_or(u32::MAX)
 }
 
@@ -514,10 +518,13 @@ mod tests {
 
     #[test]
     fn the_default_output_cap_is_a_quarter_of_the_window_within_bounds() {
-        assert_eq!(default_output_cap(32_768), 8_192);
-        assert_eq!(default_output_cap(8_192), 2_048);
-        assert_eq!(default_output_cap(262_144), 16_384);
-        assert_eq!(default_output_cap(512), 256);
+        assert_eq!(default_output_cap(32_768, 3_000), 8_192);
+        assert_eq!(default_output_cap(8_192, 1_000), 2_048);
+        assert_eq!(default_output_cap(262_144, 3_000), 16_384);
+        assert_eq!(default_output_cap(512, 100), 256);
+        // Never more than the window has left after the prompt, and never under 256.
+        assert_eq!(default_output_cap(32_768, 30_000), 2_768);
+        assert_eq!(default_output_cap(32_768, 40_000), 256);
     }
 
     #[test]

@@ -375,7 +375,7 @@ impl Executor {
         });
         let mut options = self.config.options.clone();
         if options.max_tokens.is_none() {
-            options.max_tokens = Some(default_output_cap(self.context.window()));
+            options.max_tokens = Some(default_output_cap(self.context.window(), estimate));
         }
         let request = ChatRequest {
             model: self.config.model.clone(),
