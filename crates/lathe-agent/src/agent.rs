@@ -224,6 +224,29 @@ impl AgentBuilder {
         self
     }
 
+    /// The longest the model may stay silent, waiting for its first token or between two
+    /// pieces of its answer, before the answer counts as cut (and is asked for again, see
+    /// [`stream_retries`](AgentBuilder::stream_retries)); `None` waits for ever. Silence is
+    /// reported every few seconds as [`Event::Waiting`].
+    ///
+    /// By default, [`DEFAULT_IDLE_TIMEOUT`](crate::executor::DEFAULT_IDLE_TIMEOUT) (600 s).
+    pub fn idle_timeout(mut self, timeout: Option<std::time::Duration>) -> Self {
+        self.config.idle_timeout = timeout;
+        self
+    }
+
+    /// How many times a turn whose answer was cut before any complete tool call (connection
+    /// lost, idle timeout) is asked for again, and the pause before the first retry (it
+    /// doubles for each next one).
+    ///
+    /// By default, [`DEFAULT_STREAM_RETRIES`](crate::executor::DEFAULT_STREAM_RETRIES) (2),
+    /// after 1 s.
+    pub fn stream_retries(mut self, retries: u32, delay: std::time::Duration) -> Self {
+        self.config.stream_retries = retries;
+        self.config.stream_retry_delay = delay;
+        self
+    }
+
     /// The agent, with a fresh system prompt for the workspace (with its `AGENTS.md`).
     ///
     /// Fails when the gate cannot be made: a permission rule that does not parse.
@@ -323,6 +346,11 @@ mod tests {
         assert_eq!(config.options, ChatOptions::default());
         assert_eq!(config.tool_protocol, ToolProtocol::Auto);
         assert_eq!(config.context_window, None);
+        assert_eq!(
+            config.idle_timeout,
+            Some(std::time::Duration::from_secs(600))
+        );
+        assert_eq!(config.stream_retries, 2);
         let runner = agent.executor().runner();
         assert_eq!(runner.registry().names(), Registry::builtin().names());
         assert!(Arc::ptr_eq(runner.session(), &p.tools));
@@ -349,6 +377,8 @@ mod tests {
             .options(options.clone())
             .tool_protocol(ToolProtocol::Text)
             .context_window(4000)
+            .idle_timeout(None)
+            .stream_retries(5, std::time::Duration::from_millis(7))
             .sink(EventSink::new(store, id.clone(), Arc::new(|_: &Event| {})))
             .build()
             .unwrap();
@@ -361,6 +391,14 @@ mod tests {
                 config.context_window
             ),
             (7, ToolProtocol::Text, Some(4000))
+        );
+        assert_eq!(
+            (
+                config.idle_timeout,
+                config.stream_retries,
+                config.stream_retry_delay
+            ),
+            (None, 5, std::time::Duration::from_millis(7))
         );
         assert_eq!(config.options, options);
         assert_eq!(agent.executor().runner().registry().names(), ["read_file"]);

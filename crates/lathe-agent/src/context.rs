@@ -192,6 +192,68 @@ impl ContextWindow {
     }
 }
 
+/// The output cap sent when none is configured is this share of the window...
+const OUTPUT_CAP_DIVISOR: u64 = 4;
+/// ...at most this many tokens...
+const OUTPUT_CAP_MAX: u64 = 16_384;
+/// ...and at least this many.
+const OUTPUT_CAP_MIN: u64 = 256;
+
+/// The per-turn output cap (`num_predict`, `max_tokens`) sent when none is configured, for a
+/// `window`-token window and a prompt estimated at `prompt` tokens: a quarter of the window,
+/// at most 16,384 tokens and at most what the window has left after the prompt, but never
+/// under 256. A quarter leaves room for the prompt, the tools and the reply itself in the next
+/// request; 16,384 tokens (about 55 KB of code) is more than any one reply of a local model
+/// should take, and stops a model that never ends its reply after minutes, not hours.
+pub fn default_output_cap(window: u64, prompt: u64) -> u32 {
+    let cap = (window / OUTPUT_CAP_DIVISOR)
+        .min(OUTPUT_CAP_MAX)
+        .min(window.saturating_sub(prompt))
+        .max(OUTPUT_CAP_MIN);
+    u32::try_from(cap).unwrap_or(u32::MAX)
+}
+
+/// The most tokens of its text and thinking one assistant turn keeps in the history: half of
+/// a `window`-token window (a turn as long as the window could never be sent again).
+pub fn turn_budget(window: u64) -> u64 {
+    (window / 2).max(64)
+}
+
+/// Shortens an assistant turn whose text and thinking together are estimated above `budget`
+/// tokens: its thinking goes first, then the middle of its text, keeping the head and the tail
+/// and saying how much was cut. Calls are kept whole. Returns the characters cut, or `None`
+/// when the turn fits.
+pub fn shorten_turn(message: &mut Message, budget: u64) -> Option<usize> {
+    let Message::Assistant(turn) = message else {
+        return None;
+    };
+    let size = |t: &crate::message::AssistantMessage| {
+        text_tokens(&t.content) + t.thinking.as_deref().map_or(0, text_tokens)
+    };
+    if size(turn) <= budget {
+        return None;
+    }
+    let mut cut = 0;
+    if let Some(thinking) = turn.thinking.take() {
+        cut += thinking.chars().count();
+    }
+    if text_tokens(&turn.content) > budget {
+        // About 3.5 bytes a token; half of what fits before the cut, half after.
+        let keep_chars = (budget * 7 / 2 / 2) as usize;
+        let chars: Vec<char> = turn.content.chars().collect();
+        if chars.len() > keep_chars * 2 {
+            let head: String = chars[..keep_chars].iter().collect();
+            let tail: String = chars[chars.len() - keep_chars..].iter().collect();
+            let removed = chars.len() - keep_chars * 2;
+            cut += removed;
+            turn.content = format!(
+                "{head}\n[... {removed} characters cut here: this reply was too long to keep whole in the context ...]\n{tail}"
+            );
+        }
+    }
+    Some(cut)
+}
+
 #[derive(Clone, Copy)]
 enum Pass {
     Thinking,
@@ -452,5 +514,45 @@ mod tests {
         assert_eq!(text_tokens(""), 0);
         assert_eq!(text_tokens("abcdefg"), 2);
         assert!(text_tokens(&"x".repeat(3_500)) == 1_000);
+    }
+
+    #[test]
+    fn the_default_output_cap_is_a_quarter_of_the_window_within_bounds() {
+        assert_eq!(default_output_cap(32_768, 3_000), 8_192);
+        assert_eq!(default_output_cap(8_192, 1_000), 2_048);
+        assert_eq!(default_output_cap(262_144, 3_000), 16_384);
+        assert_eq!(default_output_cap(512, 100), 256);
+        // Never more than the window has left after the prompt, and never under 256.
+        assert_eq!(default_output_cap(32_768, 30_000), 2_768);
+        assert_eq!(default_output_cap(32_768, 40_000), 256);
+    }
+
+    #[test]
+    fn a_turn_longer_than_its_budget_keeps_its_head_and_tail() {
+        let call = ToolCall::new("read_file", json!({"path": "a"}));
+        let text = format!("HEAD {} TAIL", "word ".repeat(20_000));
+        let mut message = Message::Assistant(AssistantMessage {
+            content: text.clone(),
+            thinking: Some("t".repeat(5_000)),
+            tool_calls: vec![call.clone()],
+        });
+        let cut = shorten_turn(&mut message, 1_000).unwrap();
+        let Message::Assistant(kept) = &message else {
+            unreachable!()
+        };
+        assert!(kept.content.starts_with("HEAD "), "{}", kept.content);
+        assert!(kept.content.ends_with(" TAIL"));
+        assert!(kept.content.contains("characters cut here"));
+        assert!(
+            text_tokens(&kept.content) <= 1_100,
+            "{}",
+            kept.content.len()
+        );
+        assert!(cut > 90_000, "{cut}");
+        assert_eq!(kept.thinking, None);
+        assert_eq!(kept.tool_calls, [call]);
+        let mut short = Message::assistant("fits");
+        assert_eq!(shorten_turn(&mut short, 1_000), None);
+        assert_eq!(short, Message::assistant("fits"));
     }
 }

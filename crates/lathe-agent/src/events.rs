@@ -142,6 +142,23 @@ pub enum Event {
         /// The message.
         message: String,
     },
+    /// Nothing has come from the model for a while (a model loading, a slow or stuck server):
+    /// sent every few seconds of silence (5 by default), never more often.
+    Waiting {
+        /// How long it has been silent, in whole seconds.
+        seconds: u64,
+    },
+    /// The answer of this turn was cut (the connection was lost, or the model was silent past
+    /// the idle timeout) and is asked for again: the text and thinking shown since the turn
+    /// started are void, and the answer starts over.
+    AnswerRestarted {
+        /// Which retry this is, from 1.
+        attempt: u32,
+        /// How many retries a turn gets.
+        retries: u32,
+        /// For humans: `connection to the model lost mid-answer; retrying (1 of 2)`.
+        message: String,
+    },
     /// A model turn ended.
     TurnFinished {
         /// 1-based number of the model turn.
@@ -394,6 +411,12 @@ mod tests {
                     what: Watched::GitHook,
                     keys: Vec::new(),
                 }],
+                message: "m".into(),
+            },
+            Event::Waiting { seconds: 5 },
+            Event::AnswerRestarted {
+                attempt: 1,
+                retries: 2,
                 message: "m".into(),
             },
             Event::RunFinished {

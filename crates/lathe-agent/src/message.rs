@@ -107,6 +107,61 @@ impl Message {
     }
 }
 
+/// What an assistant message says when the user stopped it: appended to the partial answer
+/// (or alone, when nothing had come yet), so the model knows its reply was cut.
+pub const INTERRUPTED_BY_USER: &str = "[interrupted by the user]";
+
+/// Appends `message` to `history`, merging it into the last message when both are from the
+/// user, or both from the assistant: chat templates that require the roles to alternate
+/// (Gemma's, Mistral's) refuse two in a row. User texts are joined by a blank line; assistant
+/// turns join their texts and thinking and keep all their calls, in order. Returns whether it
+/// merged.
+pub fn push_merged(history: &mut Vec<Message>, message: Message) -> bool {
+    match (history.last_mut(), message) {
+        (Some(Message::User { content }), Message::User { content: more }) => {
+            join_text(content, &more);
+            true
+        }
+        (Some(Message::Assistant(last)), Message::Assistant(more)) => {
+            join_text(&mut last.content, &more.content);
+            match (&mut last.thinking, more.thinking) {
+                (Some(thinking), Some(extra)) => join_text(thinking, &extra),
+                (thinking @ None, extra) => *thinking = extra,
+                (Some(_), None) => {}
+            }
+            last.tool_calls.extend(more.tool_calls);
+            true
+        }
+        (_, message) => {
+            history.push(message);
+            false
+        }
+    }
+}
+
+/// `messages` with every run of user messages, and of assistant messages, merged into one
+/// (see [`push_merged`]): for histories stored before the merging, or by another program.
+pub fn merged(messages: impl IntoIterator<Item = Message>) -> Vec<Message> {
+    let mut out = Vec::new();
+    for message in messages {
+        push_merged(&mut out, message);
+    }
+    out
+}
+
+fn join_text(text: &mut String, more: &str) {
+    let more = more.trim();
+    if more.is_empty() {
+        return;
+    }
+    if !text.trim().is_empty() {
+        text.push_str("\n\n");
+    } else {
+        text.clear();
+    }
+    text.push_str(more);
+}
+
 impl ToolCall {
     /// A call without an id.
     pub fn new(name: impl Into<String>, arguments: Value) -> Self {
@@ -164,6 +219,45 @@ mod tests {
         );
         let back: Vec<Message> = serde_json::from_value(value).unwrap();
         assert_eq!(back, history);
+    }
+
+    #[test]
+    fn consecutive_messages_of_one_role_merge() {
+        let call = ToolCall::new("read_file", json!({"path": "a"}));
+        let history = merged([
+            Message::system("s"),
+            Message::user("first task"),
+            Message::user("  "),
+            Message::user("a malformed call: write it again"),
+            Message::Assistant(AssistantMessage {
+                content: "Reading.".into(),
+                thinking: None,
+                tool_calls: vec![call.clone()],
+            }),
+            Message::Assistant(AssistantMessage {
+                content: String::new(),
+                thinking: Some("then b".into()),
+                tool_calls: vec![ToolCall::new("read_file", json!({"path": "b"}))],
+            }),
+            Message::tool_result(&call, "a"),
+            Message::user("next"),
+        ]);
+        assert_eq!(history.len(), 5, "{history:#?}");
+        assert_eq!(
+            history[1],
+            Message::user("first task\n\na malformed call: write it again")
+        );
+        let Message::Assistant(turn) = &history[2] else {
+            panic!("{history:?}")
+        };
+        assert_eq!(turn.content, "Reading.");
+        assert_eq!(turn.thinking.as_deref(), Some("then b"));
+        assert_eq!(turn.tool_calls.len(), 2);
+        // A system message or a result between two user messages keeps them apart.
+        assert_eq!(history[4], Message::user("next"));
+        let mut h = vec![Message::user("")];
+        assert!(push_merged(&mut h, Message::user("b")));
+        assert_eq!(h, [Message::user("b")]);
     }
 
     #[test]

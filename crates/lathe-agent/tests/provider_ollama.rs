@@ -326,7 +326,7 @@ async fn dropped_connection_after_output_is_not_sent_again() {
         .await
         .unwrap_err();
     assert!(
-        matches!(failure.error(), ProviderError::MidStream(_)),
+        matches!(failure.error(), ProviderError::ConnectionLost(_)),
         "{failure:?}"
     );
     assert_eq!(
@@ -498,7 +498,9 @@ async fn stream_that_ends_without_done_is_an_error() {
     let failure = try_turn(p.as_ref(), &request(vec![Message::user("x")]))
         .await
         .unwrap_err();
-    assert!(matches!(failure.error(), ProviderError::MidStream(m) if m.contains("ended before")));
+    assert!(
+        matches!(failure.error(), ProviderError::ConnectionLost(m) if m.contains("ended before"))
+    );
 }
 
 #[tokio::test]

@@ -317,7 +317,7 @@ async fn retry_before_first_byte_but_not_after() {
     let failure = try_turn(p.as_ref(), &request(vec![Message::user("x")]))
         .await
         .unwrap_err();
-    assert!(matches!(failure.error(), ProviderError::MidStream(_)));
+    assert!(matches!(failure.error(), ProviderError::ConnectionLost(_)));
     assert_eq!(server.chat_requests().len(), 1);
 }
 
@@ -345,7 +345,7 @@ async fn end_without_done_marker() {
     let failure = try_turn(p.as_ref(), &request(vec![Message::user("x")]))
         .await
         .unwrap_err();
-    assert!(matches!(failure.error(), ProviderError::MidStream(_)));
+    assert!(matches!(failure.error(), ProviderError::ConnectionLost(_)));
 }
 
 #[tokio::test]

@@ -11,6 +11,7 @@ mod common;
 mod agent_executor;
 mod agent_repeats;
 mod agent_runner;
+mod agent_turns;
 mod parser_families;
 mod parser_fuzz;
 mod provider_errors;

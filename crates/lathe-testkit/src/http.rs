@@ -192,28 +192,26 @@ pub(crate) async fn write_response<W: AsyncWrite + Unpin>(
     writer.write_all(head.as_bytes()).await?;
     writer.flush().await?;
     for part in &response.parts {
-        let bytes: &[u8] = match part {
-            Part::Text(t) => t.as_bytes(),
-            Part::Bytes(b) => b,
-            Part::DelayMs(ms) => {
-                tokio::time::sleep(Duration::from_millis(*ms)).await;
-                continue;
-            }
-        };
-        if bytes.is_empty() {
-            // An empty chunk would end a chunked body early.
+        if let Part::DelayMs(ms) = part {
+            tokio::time::sleep(Duration::from_millis(*ms)).await;
             continue;
         }
-        if response.framing == Framing::Chunked {
-            writer
-                .write_all(format!("{:x}\r\n", bytes.len()).as_bytes())
-                .await?;
-            writer.write_all(bytes).await?;
-            writer.write_all(b"\r\n").await?;
-        } else {
-            writer.write_all(bytes).await?;
+        for bytes in part.pieces() {
+            if bytes.is_empty() {
+                // An empty chunk would end a chunked body early.
+                continue;
+            }
+            if response.framing == Framing::Chunked {
+                writer
+                    .write_all(format!("{:x}\r\n", bytes.len()).as_bytes())
+                    .await?;
+                writer.write_all(bytes).await?;
+                writer.write_all(b"\r\n").await?;
+            } else {
+                writer.write_all(bytes).await?;
+            }
+            writer.flush().await?;
         }
-        writer.flush().await?;
     }
     if response.drop_connection {
         return Ok(());

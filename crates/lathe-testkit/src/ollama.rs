@@ -122,6 +122,21 @@ impl OllamaTurn {
         self.unfinished()
     }
 
+    /// The lines so far, then a content chunk of `text` sent over and over until `max_bytes`
+    /// were sent or the client hangs up (a model that never stops), then a `done` line.
+    pub fn repeating(self, text: &str, max_bytes: u64) -> Response {
+        let line = json!({
+            "model": self.model,
+            "created_at": CREATED_AT,
+            "message": {"role": "assistant", "content": text},
+            "done": false,
+        });
+        let done = turn(&self.model).done();
+        let mut response = self.unfinished().repeat(format!("{line}\n"), max_bytes);
+        response.parts.extend(done.parts);
+        response
+    }
+
     /// The response with the lines so far and no `done` line.
     pub fn unfinished(self) -> Response {
         let mut response = Response::new(200).header("content-type", "application/x-ndjson");

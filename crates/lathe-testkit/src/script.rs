@@ -170,6 +170,36 @@ pub enum Part {
     Bytes(Vec<u8>),
     /// A pause before the next part, in milliseconds.
     DelayMs(u64),
+    /// `text` sent again and again, one piece after another, until `max_bytes` of it were sent
+    /// or the client hangs up: a model that never stops. The server counts what it sent
+    /// ([`ScriptedServer::bytes_sent`](crate::ScriptedServer::bytes_sent)) and the clients that
+    /// hung up ([`ScriptedServer::hang_ups`](crate::ScriptedServer::hang_ups)).
+    Repeat {
+        /// One piece.
+        text: String,
+        /// Where the server stops on its own (then the following parts are sent).
+        max_bytes: u64,
+    },
+}
+
+impl Part {
+    /// The pieces this part sends, in order (a `Repeat` as many as fit in its `max_bytes`).
+    pub(crate) fn pieces(&self) -> Box<dyn Iterator<Item = &[u8]> + Send + '_> {
+        match self {
+            Part::Text(t) => Box::new(std::iter::once(t.as_bytes())),
+            Part::Bytes(b) => Box::new(std::iter::once(b.as_slice())),
+            Part::DelayMs(_) => Box::new(std::iter::empty()),
+            Part::Repeat { text, max_bytes } => {
+                let piece = text.as_bytes();
+                let times = if piece.is_empty() {
+                    0
+                } else {
+                    (*max_bytes as usize).div_ceil(piece.len())
+                };
+                Box::new(std::iter::repeat_n(piece, times))
+            }
+        }
+    }
 }
 
 /// An HTTP response: status, headers and the body in parts.
@@ -248,14 +278,22 @@ impl Response {
         self
     }
 
-    /// All body bytes, delays ignored.
+    /// Appends `text` sent over and over until `max_bytes` of it were sent or the client hangs
+    /// up (see [`Part::Repeat`]).
+    pub fn repeat(mut self, text: impl Into<String>, max_bytes: u64) -> Self {
+        self.parts.push(Part::Repeat {
+            text: text.into(),
+            max_bytes,
+        });
+        self
+    }
+
+    /// All body bytes, delays ignored (a repeated part as often as it would be sent).
     pub fn body_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
         for part in &self.parts {
-            match part {
-                Part::Text(t) => out.extend_from_slice(t.as_bytes()),
-                Part::Bytes(b) => out.extend_from_slice(b),
-                Part::DelayMs(_) => {}
+            for piece in part.pieces() {
+                out.extend_from_slice(piece);
             }
         }
         out

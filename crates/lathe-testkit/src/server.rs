@@ -18,6 +18,43 @@ struct State {
     routes: Vec<Route>,
     used: Vec<bool>,
     requests: Vec<RecordedRequest>,
+    bytes_sent: u64,
+    hang_ups: u64,
+}
+
+/// Counts what is written through it into the server's state.
+struct Counting<'a> {
+    stream: &'a mut TcpStream,
+    state: &'a Mutex<State>,
+}
+
+impl tokio::io::AsyncWrite for Counting<'_> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        let this = &mut *self;
+        let poll = std::pin::Pin::new(&mut *this.stream).poll_write(cx, buf);
+        if let std::task::Poll::Ready(Ok(n)) = &poll {
+            lock(this.state).bytes_sent += *n as u64;
+        }
+        poll
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut *self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut *self.stream).poll_shutdown(cx)
+    }
 }
 
 /// A scripted model server on `127.0.0.1`, stopped when dropped.
@@ -46,6 +83,8 @@ impl ScriptedServer {
             routes: script.routes,
             used,
             requests: Vec::new(),
+            bytes_sent: 0,
+            hang_ups: 0,
         }));
         let (shutdown, stopped) = oneshot::channel();
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -111,6 +150,19 @@ impl ScriptedServer {
         let mut state = lock(&self.state);
         state.routes.push(route);
         state.used.push(false);
+    }
+
+    /// The bytes written to clients so far (heads and bodies; the request listing aside). A
+    /// test can tell from it that a client stopped reading an endless reply
+    /// ([`Part::Repeat`](crate::Part::Repeat)) early, without timing anything.
+    pub fn bytes_sent(&self) -> u64 {
+        lock(&self.state).bytes_sent
+    }
+
+    /// How many responses the client hung up on before their end (the connection closed or
+    /// reset under a write).
+    pub fn hang_ups(&self) -> u64 {
+        lock(&self.state).hang_ups
     }
 
     /// How many once-routes have not been used yet.
@@ -190,7 +242,23 @@ async fn handle(mut stream: TcpStream, state: Arc<Mutex<State>>) -> io::Result<(
             Ok(())
         }
         Reply::Respond(response) => {
-            write_response(&mut stream, &response).await?;
+            let written = write_response(
+                &mut Counting {
+                    stream: &mut stream,
+                    state: &state,
+                },
+                &response,
+            )
+            .await;
+            if let Err(e) = &written
+                && matches!(
+                    e.kind(),
+                    io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+                )
+            {
+                lock(&state).hang_ups += 1;
+            }
+            written?;
             if response.drop_connection {
                 stream.set_zero_linger()?;
             }
@@ -294,6 +362,43 @@ mod tests {
         .unwrap();
         assert!(raw_request(&server, "GET /m HTTP/1.1\r\n\r\n").starts_with(b"HTTP/1.1 500"));
         assert!(raw_request(&server, "POST /m HTTP/1.1\r\n\r\n").starts_with(b"HTTP/1.1 204"));
+    }
+
+    #[test]
+    fn an_endless_reply_stops_when_the_client_hangs_up_and_is_counted() {
+        let server = ScriptedServer::start(
+            Script::new().chat(
+                Response::new(200)
+                    .text("start\n")
+                    .repeat("again\n", 1 << 30)
+                    .text("end\n"),
+            ),
+        )
+        .unwrap();
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+        stream
+            .write_all(b"POST /api/chat HTTP/1.1\r\ncontent-length: 0\r\n\r\n")
+            .unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while seen.len() < 100_000 {
+            let n = stream.read(&mut buf).unwrap();
+            assert!(n > 0, "the reply ended early");
+            seen.extend_from_slice(&buf[..n]);
+        }
+        drop(stream);
+        while server.hang_ups() == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(server.bytes_sent() >= 100_000);
+        assert!(
+            server.bytes_sent() < 1 << 30,
+            "it stopped when the client left"
+        );
+        assert!(String::from_utf8_lossy(&seen).contains("start\n"));
+        // The same part ends on its own at its limit, and what follows is sent.
+        let r = Response::new(200).repeat("ab", 5).text("!");
+        assert_eq!(r.body_bytes(), b"ababab!");
     }
 
     #[test]

@@ -55,6 +55,10 @@ pub struct ModelConfig {
     pub max_tokens: Option<u32>,
     /// `auto`, `native` or `text`. By default, `auto`.
     pub tool_protocol: Option<ToolProtocol>,
+    /// How long the model may stay silent (before its first token, or between two pieces of
+    /// its answer) before the answer counts as cut and is asked for again: seconds or `"10m"`;
+    /// 0 never. By default, 600 seconds.
+    pub idle_timeout: Option<crate::config::Timeout>,
 }
 
 /// The `[agent]` section.
@@ -123,6 +127,8 @@ pub struct Resolved {
     pub max_turns: u32,
     /// Never ask (`--dangerously-skip-approvals`).
     pub skip_approvals: bool,
+    /// The longest silence of the model (`[model] idle_timeout`); `None` waits for ever.
+    pub idle_timeout: Option<std::time::Duration>,
 }
 
 /// Resolves the model side from `args`, the environment (read through `env`) and `setup`.
@@ -182,12 +188,23 @@ pub fn resolve(
             .unwrap_or(ApprovalMode::Ask),
         max_turns: setup.config.agent.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
         skip_approvals: args.dangerously_skip_approvals,
+        idle_timeout: match model_config.idle_timeout {
+            None => Some(lathe_agent::executor::DEFAULT_IDLE_TIMEOUT),
+            Some(timeout) => timeout.0,
+        },
     })
 }
 
 /// The provider for `resolved`.
 pub fn provider(resolved: &Resolved) -> anyhow::Result<Arc<dyn Provider>> {
-    let config = ProviderConfig::new(resolved.base_url.clone()).api_key(resolved.api_key.clone());
+    // The agent watches the model's silence itself (`[model] idle_timeout`, which says what
+    // happened and retries); the client's own read timeout is only a backstop behind it.
+    let backstop = resolved
+        .idle_timeout
+        .map(|idle| idle + std::time::Duration::from_secs(30));
+    let config = ProviderConfig::new(resolved.base_url.clone())
+        .api_key(resolved.api_key.clone())
+        .read_timeout(backstop);
     connect(resolved.provider, config).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
@@ -311,6 +328,7 @@ impl Resolved {
             .max_turns(self.max_turns)
             .options(self.options.clone())
             .tool_protocol(self.tool_protocol)
+            .idle_timeout(self.idle_timeout)
     }
 }
 
@@ -390,6 +408,28 @@ mod tests {
             (r.approval, r.max_turns, r.model),
             (ApprovalMode::Ask, 50, None)
         );
+    }
+
+    #[test]
+    fn the_idle_timeout_is_seconds_and_zero_never() {
+        let idle = |text: &str| resolve(&setup(text), &ModelArgs::default(), |_| None).unwrap();
+        assert_eq!(
+            idle("").idle_timeout,
+            Some(std::time::Duration::from_secs(600))
+        );
+        assert_eq!(
+            idle("[model]\nidle_timeout = 45\n").idle_timeout,
+            Some(std::time::Duration::from_secs(45))
+        );
+        assert_eq!(
+            idle("[model]\nidle_timeout = \"2m\"\n").idle_timeout,
+            Some(std::time::Duration::from_secs(120))
+        );
+        assert_eq!(idle("[model]\nidle_timeout = 0\n").idle_timeout, None);
+        let err = toml::from_str::<crate::config::Config>("[model]\nidle_timeout = \"soon\"\n")
+            .unwrap_err();
+        assert!(err.to_string().contains("idle_timeout"), "{err}");
+        assert!(err.to_string().contains("\"10m\""), "{err}");
     }
 
     #[test]

@@ -68,6 +68,60 @@ impl Config {
     }
 }
 
+/// A timeout in the configuration: whole seconds (`600`), or a duration string of a number
+/// and a unit (`"90s"`, `"10m"`, `"1h"`); `0` means never.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeout(pub Option<std::time::Duration>);
+
+impl Timeout {
+    fn parse(text: &str) -> Option<Timeout> {
+        let text = text.trim();
+        let split = text
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len());
+        let (number, unit) = text.split_at(split);
+        let number: u64 = number.parse().ok()?;
+        let scale = match unit.trim() {
+            "" | "s" | "sec" | "secs" => 1,
+            "m" | "min" | "mins" => 60,
+            "h" => 3600,
+            _ => return None,
+        };
+        Some(Timeout::seconds(number.checked_mul(scale)?))
+    }
+
+    fn seconds(seconds: u64) -> Timeout {
+        Timeout((seconds > 0).then(|| std::time::Duration::from_secs(seconds)))
+    }
+}
+
+impl<'de> Deserialize<'de> for Timeout {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        const EXPECTED: &str =
+            "seconds (600), or a number and a unit such as \"90s\", \"10m\" or \"1h\"; 0 never";
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Timeout;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(EXPECTED)
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Timeout, E> {
+                Ok(Timeout::seconds(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Timeout, E> {
+                u64::try_from(v)
+                    .map(Timeout::seconds)
+                    .map_err(|_| E::custom(format!("a negative timeout ({v}): give {EXPECTED}")))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Timeout, E> {
+                Timeout::parse(v)
+                    .ok_or_else(|| E::custom(format!("'{v}' is not a timeout: give {EXPECTED}")))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
 /// The user's own configuration file.
 fn user_file() -> Option<PathBuf> {
     crate::state::config_dir().map(|dir| dir.join("config.toml"))
@@ -257,6 +311,28 @@ mod tests {
         let table: toml::Table =
             toml::from_str("[shell]\nsandbox_unavailable = \"maybe\"\n").unwrap();
         assert!(Config::deserialize(toml::Value::Table(table)).is_err());
+    }
+
+    #[test]
+    fn timeouts_are_seconds_or_a_duration_string() {
+        let parse = |text: &str| {
+            toml::from_str::<toml::Table>(&format!("t = {text}")).unwrap()["t"]
+                .clone()
+                .try_into::<Timeout>()
+        };
+        let secs = |n| Timeout(Some(std::time::Duration::from_secs(n)));
+        assert_eq!(parse("600").unwrap(), secs(600));
+        assert_eq!(parse("\"90s\"").unwrap(), secs(90));
+        assert_eq!(parse("\"10m\"").unwrap(), secs(600));
+        assert_eq!(parse("\"1h\"").unwrap(), secs(3600));
+        assert_eq!(parse("0").unwrap(), Timeout(None));
+        assert_eq!(parse("\"0s\"").unwrap(), Timeout(None));
+        let err = parse("\"ten minutes\"").unwrap_err().to_string();
+        assert!(
+            err.contains("'ten minutes' is not a timeout: give seconds"),
+            "{err}"
+        );
+        assert!(parse("-5").unwrap_err().to_string().contains("negative"));
     }
 
     #[test]

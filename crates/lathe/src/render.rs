@@ -347,6 +347,23 @@ impl Renderer {
                     ),
                 );
             }
+            Event::Waiting { seconds } => {
+                // The spinner redraws its line: text left open would be wiped.
+                if self.spinner.is_some() && !state.at_line_start {
+                    print(&mut state, "\n");
+                }
+                spin(&format!("waiting for the model ({seconds}s)"));
+            }
+            Event::AnswerRestarted { message, .. } => {
+                stop();
+                if !state.at_line_start {
+                    print(&mut state, "\n");
+                }
+                line(
+                    &mut state,
+                    &s.yellow(&format!("{}; the answer starts over", sanitize(message))),
+                );
+            }
             Event::Notice { message } => {
                 stop();
                 line(&mut state, &s.dim(&format!("note: {}", sanitize(message))));

@@ -2,7 +2,7 @@
 //!
 //! Each iteration builds a request (system prompt, history, tool definitions) and keeps it
 //! inside the window ([`ContextWindow`]); the provider streams the answer through
-//! [`collect_turn`]; the [`ToolRunner`] runs the calls; the results go back into the history.
+//! [`collect_turn_with`]; the [`ToolRunner`] runs the calls; the results go back into the history.
 //! It ends when the model answers without a call (the completion marker counts only there, never
 //! next to a call whose result the model has not seen), at the turn limit, on an error it cannot
 //! recover from, or when the user stops it. It does not itself stream or run tools.
@@ -15,7 +15,7 @@
 mod guard;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -23,21 +23,33 @@ use tokio_util::sync::CancellationToken;
 use lathe_store::SessionStatus;
 use lathe_tools::ToolKind;
 
-use crate::context::{ContextWindow, ResultNote};
+use crate::context::{ContextWindow, ResultNote, default_output_cap, shorten_turn, turn_budget};
 use crate::events::{AnswerSource, Event, RunReport, RunStatus};
-use crate::message::Message;
+use crate::message::{INTERRUPTED_BY_USER, Message, merged, push_merged};
 use crate::parser::{ToolNames, malformed_call_message};
 use crate::prompt::{PromptInputs, system_prompt};
-use crate::provider::{ChatOptions, ChatRequest, Provider, ToolProtocol};
+use crate::provider::{
+    ChatOptions, ChatRequest, ChunkStream, Provider, ProviderError, ToolProtocol,
+};
 use crate::runner::summary::RunTally;
 use crate::runner::{CallResult, PlannedCall, STOPPED_BEFORE_RUNNING, ToolRunner};
 use crate::sink::EventSink;
-use crate::stream::{AssistantTurn, collect_turn};
+use crate::stream::{
+    AssistantTurn, Quiet, Silence, StreamError, StreamLimits, WAITING_EVERY, collect_turn_with,
+};
 
 pub use guard::{NUDGE, Repeat, RepeatGuard, asks_for_change, claims_change};
 
 /// The default limit on model turns in one run.
 pub const DEFAULT_MAX_TURNS: u32 = 50;
+
+/// How long the model may stay silent, before or during its answer, by default: 10 minutes
+/// (a large model loading from disk can take minutes before its first token).
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How many times a turn whose answer was cut (connection lost, idle timeout) is asked for
+/// again, by default.
+pub const DEFAULT_STREAM_RETRIES: u32 = 2;
 
 /// The result of a call that a stopped Lathe never answered, on resume.
 const INTERRUPTED: &str = "this call was interrupted: Lathe stopped before it finished, so its \
@@ -68,6 +80,17 @@ pub struct ExecutorConfig {
     pub tool_protocol: ToolProtocol,
     /// The window context shortening keeps within, in tokens. By default, `options.num_ctx`.
     pub context_window: Option<u64>,
+    /// The longest the model may stay silent, waiting for its first token or between two
+    /// pieces of its answer; past it the answer counts as cut. `None` waits for ever. By
+    /// default, [`DEFAULT_IDLE_TIMEOUT`].
+    pub idle_timeout: Option<Duration>,
+    /// How often silence is reported ([`Event::Waiting`]). By default, every 5 s.
+    pub waiting_every: Duration,
+    /// How many times a turn whose answer was cut before any tool call is asked for again.
+    /// By default, [`DEFAULT_STREAM_RETRIES`].
+    pub stream_retries: u32,
+    /// The pause before the first such retry; it doubles for each next one. By default, 1 s.
+    pub stream_retry_delay: Duration,
 }
 
 impl ExecutorConfig {
@@ -79,8 +102,20 @@ impl ExecutorConfig {
             options: ChatOptions::default(),
             tool_protocol: ToolProtocol::Auto,
             context_window: None,
+            idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
+            waiting_every: WAITING_EVERY,
+            stream_retries: DEFAULT_STREAM_RETRIES,
+            stream_retry_delay: Duration::from_secs(1),
         }
     }
+}
+
+/// How one attempt at a turn's answer went wrong.
+enum Attempt {
+    /// The answer was cut (connection lost, silent past the idle timeout).
+    Cut(Box<StreamError>),
+    /// The server refused or failed for good.
+    Failed(ProviderError),
 }
 
 /// How a run ended.
@@ -158,8 +193,16 @@ impl Executor {
     /// Continues a stored conversation: `history` without its old system prompt goes after the
     /// fresh one. Nothing is stored again. Calls left without a result (a run killed mid-turn)
     /// get one saying so, since servers refuse a call without its result.
+    ///
+    /// Runs of user messages, and of assistant messages, are merged into one (sessions stored
+    /// before Lathe merged them hold two in a row after a failed turn).
     pub fn resume(&mut self, history: Vec<Message>) {
         let mut pending: std::collections::VecDeque<crate::message::ToolCall> = Default::default();
+        let history = merged(
+            history
+                .into_iter()
+                .filter(|m| !matches!(m, Message::System { .. })),
+        );
         for message in history {
             match message {
                 Message::System { .. } => continue,
@@ -176,7 +219,7 @@ impl Executor {
             if let Message::Assistant(turn) = &message {
                 pending.extend(turn.tool_calls.iter().cloned());
             }
-            self.history.push(message);
+            push_merged(&mut self.history, message);
         }
         for call in pending.drain(..) {
             self.history.push(Message::tool_result(&call, INTERRUPTED));
@@ -213,9 +256,12 @@ impl Executor {
         &self.runner
     }
 
+    /// Records `message` and adds it to the history, merged into the last message when both
+    /// are the user's or both the assistant's (see [`push_merged`]): the store keeps each as
+    /// it came, and reading it back merges them the same way.
     fn push(&mut self, message: Message) {
         self.sink.record_message(&message);
-        self.history.push(message);
+        push_merged(&mut self.history, message);
     }
 
     /// Runs `task` until the model is done, a limit is hit, an error ends it, or `cancel` fires.
@@ -263,8 +309,9 @@ impl Executor {
                 self.answer_unrun(&turn, STOPPED_BEFORE_RUNNING);
                 break (RunStatus::Stopped, None);
             }
-            let malformed: Vec<String> =
+            let mut malformed: Vec<String> =
                 turn.malformed.iter().map(malformed_call_message).collect();
+            malformed.extend(turn.note.clone());
             if turn.calls.is_empty() {
                 if !malformed.is_empty() {
                     self.push(Message::user(malformed.join("\n")));
@@ -409,6 +456,14 @@ impl Executor {
 
     /// One request and its streamed answer, recorded in the history. `Err` is the message of
     /// an error the run cannot recover from (already emitted).
+    ///
+    /// An answer cut before it held a complete tool call (the connection lost, the model
+    /// silent past the idle timeout) is asked for again, up to
+    /// [`ExecutorConfig::stream_retries`] times, and its partial text never reaches the
+    /// history. An answer cut after complete calls keeps its text and those calls, which run as
+    /// usual: asking again would make the model decide anew, and running them is what it had
+    /// asked for; only the cut rest is lost. When the retries run out the run fails, and the
+    /// history ends with the user's message.
     async fn model_turn(
         &mut self,
         turn: u32,
@@ -427,38 +482,78 @@ impl Executor {
             turn,
             model: self.config.model.clone(),
         });
+        let mut options = self.config.options.clone();
+        if options.max_tokens.is_none() {
+            options.max_tokens = Some(default_output_cap(self.context.window(), estimate));
+        }
         let request = ChatRequest {
             model: self.config.model.clone(),
             messages: self.history.clone(),
             tools: self.tools.clone(),
-            options: self.config.options.clone(),
+            options,
             tool_protocol: self.config.tool_protocol,
         };
-        let opened = tokio::select! {
-            opened = self.provider.chat(&request) => opened,
-            () = cancel.cancelled() => {
-                let turn = AssistantTurn { cancelled: true, ..AssistantTurn::default() };
-                return Ok(turn);
-            }
-        };
-        let stream = opened.map_err(|err| self.fail(err.to_string()))?;
         let sink = self.sink.clone();
         let mut emit = move |event: Event| sink.emit(event);
-        let collected = collect_turn(stream, Arc::clone(&self.names), cancel, &mut emit).await;
-        let turn_data = match collected {
-            Ok(turn_data) => turn_data,
-            Err(failure) => {
-                let partial = failure.partial.content.trim();
-                if !partial.is_empty() {
-                    self.push(Message::assistant(partial));
+        let retries = self.config.stream_retries;
+        let mut cuts = 0;
+        let turn_data = loop {
+            let error = match self.attempt(&request, cancel, &mut emit).await {
+                Ok(turn_data) => break turn_data,
+                Err(Attempt::Failed(error)) => return Err(self.fail(error.to_string())),
+                Err(Attempt::Cut(failure)) if !failure.partial.calls.is_empty() => {
+                    let n = failure.partial.calls.len();
+                    emit(Event::Notice {
+                        message: format!(
+                            "{}; running the {n} complete tool call{} it had sent (the rest of the answer is lost)",
+                            cut_reason(&failure.error),
+                            if n == 1 { "" } else { "s" },
+                        ),
+                    });
+                    break Box::new(failure).partial;
                 }
-                return Err(self.fail(failure.error.to_string()));
+                Err(Attempt::Cut(failure)) => failure.error,
+            };
+            if cuts >= retries {
+                let tries = retries + 1;
+                return Err(self.fail(format!(
+                    "{error}; gave up after {tries} tr{}. Check the model server (its log says why the answer stopped) and ask again",
+                    if tries == 1 { "y" } else { "ies" }
+                )));
+            }
+            cuts += 1;
+            emit(Event::AnswerRestarted {
+                attempt: cuts,
+                retries,
+                message: format!("{}; retrying ({cuts} of {retries})", cut_reason(&error)),
+            });
+            let delay = self.config.stream_retry_delay * 2u32.saturating_pow(cuts - 1);
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = cancel.cancelled() => {
+                    break AssistantTurn { cancelled: true, ..AssistantTurn::default() };
+                }
             }
         };
         if let Some(actual) = turn_data.usage.and_then(|u| u.prompt_tokens) {
             self.context.calibrate(estimate, actual);
         }
-        self.push(turn_data.to_message());
+        let mut message = turn_data.to_message();
+        if turn_data.cancelled
+            && let Message::Assistant(partial) = &mut message
+        {
+            // The model should know its reply was cut, and by whom.
+            if partial.content.is_empty() {
+                partial.content = INTERRUPTED_BY_USER.to_owned();
+            } else {
+                partial.content = format!("{}\n\n{INTERRUPTED_BY_USER}", partial.content);
+            }
+        }
+        // The user saw it whole, and it stays the run's answer; the history keeps what fits.
+        if let Some(cut) = shorten_turn(&mut message, turn_budget(self.context.window())) {
+            tracing::info!(cut, "kept a reply too long for the window shortened");
+        }
+        self.push(message);
         self.sink.emit(Event::TurnFinished {
             turn,
             finish_reason: turn_data.finish_reason.clone(),
@@ -466,6 +561,51 @@ impl Executor {
             task_complete: turn_data.task_complete,
         });
         Ok(turn_data)
+    }
+
+    /// Sends `request` once and reads its answer, reporting silence meanwhile.
+    async fn attempt(
+        &self,
+        request: &ChatRequest,
+        cancel: &CancellationToken,
+        emit: &mut (dyn FnMut(Event) + Send),
+    ) -> Result<AssistantTurn, Attempt> {
+        let limits = StreamLimits {
+            idle_timeout: self.config.idle_timeout,
+            waiting_every: self.config.waiting_every,
+            stop_repetition: true,
+        };
+        let mut silence = Silence::new(limits);
+        let opening = self.provider.chat(request);
+        tokio::pin!(opening);
+        let stream: ChunkStream = loop {
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => {
+                    return Ok(AssistantTurn { cancelled: true, ..AssistantTurn::default() });
+                }
+                opened = &mut opening => match opened {
+                    Ok(stream) => break stream,
+                    Err(error) => return Err(Attempt::Failed(error)),
+                },
+                quiet = silence.next() => match quiet {
+                    Quiet::Report(seconds) => emit(Event::Waiting { seconds }),
+                    Quiet::Stalled(after) => {
+                        return Err(Attempt::Cut(Box::new(StreamError {
+                            error: ProviderError::Stalled { after },
+                            partial: AssistantTurn::default(),
+                        })));
+                    }
+                },
+            }
+        };
+        match collect_turn_with(stream, Arc::clone(&self.names), cancel, emit, limits).await {
+            Ok(turn) => Ok(turn),
+            Err(failure) if failure.error.is_lost_mid_stream() => {
+                Err(Attempt::Cut(Box::new(failure)))
+            }
+            Err(failure) => Err(Attempt::Failed(failure.error)),
+        }
     }
 
     fn fail(&self, message: String) -> String {
@@ -547,5 +687,16 @@ impl Executor {
 
     fn set_status(&self, status: SessionStatus) {
         self.sink.update_status(status);
+    }
+}
+
+/// What the user is told about a cut answer, before what happens next.
+fn cut_reason(error: &ProviderError) -> String {
+    match error {
+        ProviderError::Stalled { after } => format!(
+            "the model sent nothing for {} s, the idle timeout",
+            after.as_secs()
+        ),
+        _ => "connection to the model lost mid-answer".to_owned(),
     }
 }

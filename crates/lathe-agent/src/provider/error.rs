@@ -86,9 +86,22 @@ pub enum ProviderError {
         /// What happened.
         message: String,
     },
-    /// The stream broke or reported an error after output had started.
+    /// The stream reported an error after output had started (the server's own message).
     #[error("the model stream failed: {0}")]
     MidStream(String),
+    /// The connection broke, or the body ended, after output had started and before the model
+    /// finished: the answer is cut, and asking again may work.
+    #[error("connection to the model lost mid-answer: {0}")]
+    ConnectionLost(String),
+    /// Nothing arrived for longer than the idle timeout while waiting for the answer.
+    #[error(
+        "the model sent nothing for {} s, the idle timeout (raise [model] idle_timeout if the model is slow to start)",
+        .after.as_secs()
+    )]
+    Stalled {
+        /// How long it was silent.
+        after: Duration,
+    },
     /// The server sent something that is not the expected wire format.
     #[error("unexpected response from the model server: {0}")]
     Protocol(String),
@@ -105,6 +118,15 @@ impl ProviderError {
             ProviderError::Http { status, .. } => RETRYABLE_STATUSES.contains(status),
             _ => false,
         }
+    }
+
+    /// Whether the answer was cut by the connection (lost, or silent past the idle timeout)
+    /// rather than refused by the server: the turn may be asked for again.
+    pub fn is_lost_mid_stream(&self) -> bool {
+        matches!(
+            self,
+            ProviderError::ConnectionLost(_) | ProviderError::Stalled { .. }
+        )
     }
 
     /// What the user reads while a transient failure is retried: why, and how long the wait is.

@@ -394,10 +394,8 @@ pub(crate) fn chunk_stream<D: WireDecoder>(
             match st.body.next().await {
                 Some(Ok(bytes)) => st.decoder.feed(&bytes, &mut st.out),
                 Some(Err(e)) => {
-                    st.out.push_back(Err(ProviderError::MidStream(format!(
-                        "connection lost: {}",
-                        describe(&e)
-                    ))));
+                    st.out
+                        .push_back(Err(ProviderError::ConnectionLost(describe(&e))));
                     st.ended = true;
                 }
                 None => {

@@ -62,7 +62,7 @@ pub fn provider(kind: ProviderKind, url: &str) -> Arc<dyn Provider> {
 #[derive(Debug)]
 pub enum Failure {
     Open(ProviderError),
-    Stream(StreamError),
+    Stream(Box<StreamError>),
 }
 
 impl Failure {
@@ -85,7 +85,7 @@ pub async fn try_turn(
         events.push(e)
     })
     .await
-    .map_err(Failure::Stream)?;
+    .map_err(|e| Failure::Stream(Box::new(e)))?;
     Ok((turn, events))
 }
 

@@ -115,7 +115,7 @@ impl WireDecoder for OllamaDecoder {
         lines.finish(|line| self.line(line, out));
         if !self.done && !self.failed {
             self.failed = true;
-            out.push_back(Err(ProviderError::MidStream(
+            out.push_back(Err(ProviderError::ConnectionLost(
                 "the stream ended before the model finished".into(),
             )));
         }
@@ -229,7 +229,10 @@ mod tests {
     #[test]
     fn missing_done_and_garbage_are_errors() {
         let out = decode(b"{\"message\":{\"content\":\"a\"},\"done\":false}\n");
-        assert!(matches!(out.last(), Some(Err(ProviderError::MidStream(_)))));
+        assert!(matches!(
+            out.last(),
+            Some(Err(ProviderError::ConnectionLost(_)))
+        ));
         let out = decode(b"<html>oops</html>\n");
         assert!(matches!(out.as_slice(), [Err(ProviderError::Protocol(_))]));
     }

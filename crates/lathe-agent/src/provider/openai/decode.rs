@@ -219,7 +219,9 @@ impl WireDecoder for OpenAiDecoder {
                 self.end(out);
             } else {
                 self.fail(
-                    ProviderError::MidStream("the stream ended before the model finished".into()),
+                    ProviderError::ConnectionLost(
+                        "the stream ended before the model finished".into(),
+                    ),
                     out,
                 );
             }
@@ -355,7 +357,10 @@ mod tests {
         let out = decode("event: error\ndata: boom\n\n");
         assert!(matches!(&out[0], Err(ProviderError::MidStream(m)) if m.starts_with("boom")));
         let out = decode(&delta(json!({"content": "cut"})));
-        assert!(matches!(out.last(), Some(Err(ProviderError::MidStream(_)))));
+        assert!(matches!(
+            out.last(),
+            Some(Err(ProviderError::ConnectionLost(_)))
+        ));
         // A finish reason without [DONE] is a complete answer.
         let out = decode(
             "data: {\"choices\":[{\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}]}\n\n",
