@@ -1,5 +1,5 @@
 //! Approval prompts at the terminal: y (once), n (with an optional reason for the model), a
-//! (always, for this session).
+//! (always, for this session). Ctrl-C at the question denies the call and stops the turn.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use lathe_agent::approval::{ApprovalDecision, ApprovalRequest, Approver};
 use lathe_agent::sink::EventSink;
 
-use super::input::Input;
+use super::input::{Input, Purpose, Read};
 use crate::render::Renderer;
 
 /// Asks at the terminal.
@@ -61,10 +61,26 @@ impl Approver for TerminalApprover {
                 crate::render::sanitize(&request.scope.to_string())
             );
             loop {
-                let Some(answer) = self.input.line(&question).await else {
-                    return ApprovalDecision::Deny {
-                        message: Some("nobody answered the approval prompt (input closed)".into()),
-                    };
+                let answer = match self.input.read(&question, Purpose::Answer).await {
+                    Read::Line(answer) => answer,
+                    Read::Interrupted { .. } => {
+                        // The line editor read Ctrl-C as a key: it stops the turn as a Ctrl-C
+                        // during the turn does (the front end listens for SIGINT).
+                        // SAFETY: kill on this process's own id.
+                        unsafe {
+                            libc::kill(libc::getpid(), libc::SIGINT);
+                        }
+                        return ApprovalDecision::Deny {
+                            message: Some("the user stopped the turn (Ctrl-C)".into()),
+                        };
+                    }
+                    Read::Eof => {
+                        return ApprovalDecision::Deny {
+                            message: Some(
+                                "nobody answered the approval prompt (input closed)".into(),
+                            ),
+                        };
+                    }
                 };
                 match parse_answer(&answer) {
                     Some('y') => return ApprovalDecision::AllowOnce,

@@ -1,10 +1,11 @@
 //! Ctrl-C as a stream of interrupts: the first stops the current turn (running commands are
-//! killed through cancellation), the second exits.
+//! killed through cancellation), the second exits. "Second" means within a few seconds and with
+//! nothing typed in between ([`Rearm`]).
 
 use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio_util::sync::CancellationToken;
@@ -40,6 +41,57 @@ impl Interrupts {
         if self.rx.recv().await.is_none() {
             std::future::pending::<()>().await;
         }
+    }
+}
+
+/// How long a Ctrl-C waits for the second one that exits.
+pub const REARM_WINDOW: Duration = Duration::from_secs(3);
+
+/// For tests only: the re-arm window in milliseconds, instead of [`REARM_WINDOW`].
+pub const REARM_WINDOW_ENV: &str = "LATHE_CHAT_CTRL_C_WINDOW_MS";
+
+/// The "press Ctrl-C again to exit" state: set by a Ctrl-C, it lasts [`REARM_WINDOW`] and ends
+/// at any other input, so that a Ctrl-C long after the last one (to clear a draft, say) does
+/// not exit.
+#[derive(Debug)]
+pub struct Rearm {
+    window: Duration,
+    since: Option<Instant>,
+}
+
+impl Rearm {
+    /// Not armed; the window from [`REARM_WINDOW_ENV`] when set.
+    pub fn new() -> Self {
+        let window = std::env::var(REARM_WINDOW_ENV)
+            .ok()
+            .and_then(|ms| ms.trim().parse().ok())
+            .map(Duration::from_millis)
+            .unwrap_or(REARM_WINDOW);
+        Rearm {
+            window,
+            since: None,
+        }
+    }
+
+    /// A Ctrl-C: the next one within the window exits.
+    pub fn arm(&mut self) {
+        self.since = Some(Instant::now());
+    }
+
+    /// Other input: the next Ctrl-C is a first one again.
+    pub fn disarm(&mut self) {
+        self.since = None;
+    }
+
+    /// Whether a Ctrl-C now is the second one.
+    pub fn armed(&self) -> bool {
+        self.since.is_some_and(|since| since.elapsed() < self.window)
+    }
+}
+
+impl Default for Rearm {
+    fn default() -> Self {
+        Rearm::new()
     }
 }
 
