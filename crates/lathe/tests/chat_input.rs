@@ -130,6 +130,13 @@ fn history_is_kept_across_chats() {
     let file = h.data.join("chat_history");
     let saved = std::fs::read_to_string(&file).unwrap();
     assert!(saved.contains("remember this task"), "{saved:?}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+    assert_eq!(
+        mode & 0o077,
+        0,
+        "the history is readable by others: {mode:o}"
+    );
 
     let mut term = Terminal::start(&h, &["--approval", "read-only"]);
     term.wait_for("> ");
@@ -164,11 +171,8 @@ fn ctrl_c_clears_a_draft_after_stopping_a_turn_and_re_arms() {
         .chat(reply().text("And here.").done());
     let h = Harness::new(script);
     let window = window_ms.to_string();
-    let mut term = Terminal::start_with_env(
-        &h,
-        &[],
-        &[("LATHE_CHAT_CTRL_C_WINDOW_MS", window.as_str())],
-    );
+    let mut term =
+        Terminal::start_with_env(&h, &[], &[("LATHE_CHAT_CTRL_C_WINDOW_MS", window.as_str())]);
     term.wait_for("> ");
     term.type_line("a long task");
     term.wait_for("Working on it");
@@ -182,10 +186,16 @@ fn ctrl_c_clears_a_draft_after_stopping_a_turn_and_re_arms() {
     term.ctrl_c();
     term.type_line("next task");
     term.wait_for("Still here.");
-    assert!(term.child.try_wait().unwrap().is_none(), "{}", term.screen());
+    assert!(
+        term.child.try_wait().unwrap().is_none(),
+        "{}",
+        term.screen()
+    );
     let bodies = h.bodies();
     assert_eq!(
-        user_texts(bodies.last().unwrap()).last().map(String::as_str),
+        user_texts(bodies.last().unwrap())
+            .last()
+            .map(String::as_str),
         Some("next task"),
         "the draft was cleared: {}",
         term.screen()
@@ -200,7 +210,11 @@ fn ctrl_c_clears_a_draft_after_stopping_a_turn_and_re_arms() {
     term.wait_for_n("press Ctrl-C again to exit", 2);
     term.type_line("last task");
     term.wait_for("And here.");
-    assert!(term.child.try_wait().unwrap().is_none(), "{}", term.screen());
+    assert!(
+        term.child.try_wait().unwrap().is_none(),
+        "{}",
+        term.screen()
+    );
     term.type_line("/exit");
     assert_eq!(term.wait_exit(), 0);
 }
@@ -209,8 +223,7 @@ fn ctrl_c_clears_a_draft_after_stopping_a_turn_and_re_arms() {
 #[test]
 fn ctrl_c_twice_on_an_empty_prompt_exits() {
     let h = Harness::new(Script::new());
-    let mut term =
-        Terminal::start_with_env(&h, &[], &[("LATHE_CHAT_CTRL_C_WINDOW_MS", "600000")]);
+    let mut term = Terminal::start_with_env(&h, &[], &[("LATHE_CHAT_CTRL_C_WINDOW_MS", "600000")]);
     term.wait_for("> ");
     term.ctrl_c();
     term.wait_for("press Ctrl-C again to exit");
@@ -235,7 +248,10 @@ fn status_shows_the_model_server_session_window_tokens_and_mode() {
         "{screen}"
     );
     assert!(screen.contains(&format!("session    {id}")), "{screen}");
-    assert!(screen.contains("tokens (") && screen.contains("(estimated)"), "{screen}");
+    assert!(
+        screen.contains("tokens (") && screen.contains("(estimated)"),
+        "{screen}"
+    );
     assert!(screen.contains("tokens     0 in, 0 out"), "{screen}");
     assert!(screen.contains("approval   auto"), "{screen}");
     assert!(
@@ -302,7 +318,10 @@ fn init_has_the_model_write_agents_md() {
     let script = Script::new()
         .chat(
             reply()
-                .tool_call("write_file", json!({"path": "AGENTS.md", "content": content}))
+                .tool_call(
+                    "write_file",
+                    json!({"path": "AGENTS.md", "content": content}),
+                )
                 .done(),
         )
         .chat(reply().text("Wrote AGENTS.md.").done())
@@ -331,10 +350,48 @@ fn init_has_the_model_write_agents_md() {
     let bodies = h.bodies();
     let asked = user_texts(&bodies[2]);
     assert!(
-        asked.last().unwrap().starts_with("AGENTS.md already exists"),
+        asked
+            .last()
+            .unwrap()
+            .starts_with("AGENTS.md already exists"),
         "{asked:?}"
     );
     assert_eq!(h.read("AGENTS.md"), content);
+    term.type_line("/exit");
+    assert_eq!(term.wait_exit(), 0);
+}
+
+/// Ctrl-C at an approval question (read by the line editor as a key, not a signal) denies the
+/// call and stops the turn, as Ctrl-C during the turn does; the chat goes on.
+#[test]
+fn ctrl_c_at_an_approval_question_stops_the_turn() {
+    let script = Script::new()
+        .chat(
+            reply()
+                .tool_call("shell", json!({"command": "echo hi > made.txt"}))
+                .done(),
+        )
+        .chat(reply().text("Back again.").done());
+    let h = Harness::new(script);
+    let mut term = Terminal::start(&h, &[]);
+    term.wait_for("> ");
+    term.type_line("make a file");
+    term.wait_for("Allow? [y]es / [n]o / [a]lways");
+    term.ctrl_c();
+    term.wait_for("stopping the turn");
+    let events = wait_for_run_end(&h, 1);
+    assert_eq!(events.last().unwrap()["status"], "stopped", "{events:#?}");
+    assert!(!h.ws.join("made.txt").exists());
+    term.wait_for_after("stopping the turn", "> ");
+    term.type_line("still there?");
+    term.wait_for("Back again.");
+    let bodies = h.bodies();
+    assert_eq!(
+        bodies.len(),
+        2,
+        "the stopped turn asked nothing more: {}",
+        term.screen()
+    );
     term.type_line("/exit");
     assert_eq!(term.wait_exit(), 0);
 }

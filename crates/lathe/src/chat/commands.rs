@@ -3,10 +3,10 @@
 
 use std::io::Write;
 
-use lathe_agent::{Agent, ContextWindow};
 use lathe_agent::approval::ApprovalMode;
 use lathe_agent::events::Event;
 use lathe_agent::provider::{Provider, ProviderKind};
+use lathe_agent::{Agent, ContextWindow};
 use lathe_store::{SessionFilter, SessionId, Store};
 
 use crate::agent_setup::Resolved;

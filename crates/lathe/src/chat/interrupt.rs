@@ -85,7 +85,8 @@ impl Rearm {
 
     /// Whether a Ctrl-C now is the second one.
     pub fn armed(&self) -> bool {
-        self.since.is_some_and(|since| since.elapsed() < self.window)
+        self.since
+            .is_some_and(|since| since.elapsed() < self.window)
     }
 }
 

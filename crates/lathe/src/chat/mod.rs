@@ -87,6 +87,8 @@ struct Parts<'a> {
     renderer: &'a Arc<Renderer>,
     input: &'a Arc<Input>,
     terminate: &'a CancellationToken,
+    /// The running turn, for a Ctrl-C at an approval question.
+    turn: &'a approver::CurrentTurn,
 }
 
 impl Parts<'_> {
@@ -95,11 +97,14 @@ impl Parts<'_> {
         let tools = agent_setup::tool_session(self.setup, &id)?;
         let owner = agent_setup::own_session(&id)?;
         let sink = EventSink::new(self.store.clone(), id.clone(), self.renderer.handler());
-        let approver = Arc::new(TerminalApprover::new(
-            Arc::clone(self.input),
-            Arc::clone(self.renderer),
-            sink.clone(),
-        ));
+        let approver = Arc::new(
+            TerminalApprover::new(
+                Arc::clone(self.input),
+                Arc::clone(self.renderer),
+                sink.clone(),
+            )
+            .stopping(Arc::clone(self.turn)),
+        );
         let agent = agent_setup::build(
             self.resolved
                 .configure(Agent::builder(
@@ -195,6 +200,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     let input = Arc::new(Input::with_history(Some(input::history_path())));
     // Each turn's cancellation is a child of this one, which a termination signal cancels.
     let terminate = CancellationToken::new();
+    let turn = approver::CurrentTurn::default();
     let parts = Parts {
         setup: &setup,
         resolved: &resolved,
@@ -203,6 +209,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         renderer: &renderer,
         input: &input,
         terminate: &terminate,
+        turn: &turn,
     };
     let mut live = parts.open(id, &model, resolved.approval)?;
     let style = *renderer.style();
@@ -302,6 +309,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         }
         renderer.reset();
         let cancel = terminate.child_token();
+        *turn.lock().unwrap_or_else(|e| e.into_inner()) = Some(cancel.clone());
         let run = live.agent.run(&task, &cancel);
         tokio::pin!(run);
         let mut stopping = false;
@@ -319,7 +327,9 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
                 }
             }
         }
-        if stopping {
+        *turn.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        // Stopped by Ctrl-C, during the turn or at an approval question.
+        if stopping || cancel.is_cancelled() {
             rearm.arm();
         }
     }
