@@ -2,6 +2,8 @@
 //! paste, multi-line input, history across chats, Ctrl-C that clears a draft and re-arms, and
 //! the slash commands `/status`, `/clear` and `/init`.
 
+use std::io::Write;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -394,4 +396,35 @@ fn ctrl_c_at_an_approval_question_stops_the_turn() {
     );
     term.type_line("/exit");
     assert_eq!(term.wait_exit(), 0);
+}
+
+/// Without a terminal, chat reads plain lines, one message each, and what a terminal would have
+/// sent as keys (arrows, a bell) never reaches the model.
+#[test]
+fn piped_lines_are_messages_without_control_bytes() {
+    let script = Script::new()
+        .chat(reply().text("First.").done())
+        .chat(reply().text("Second.").done());
+    let h = Harness::new(script);
+    let mut chat = h
+        .lathe()
+        .args(["chat", "--model", MODEL, "--base-url", &h.server.url()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    chat.stdin
+        .take()
+        .unwrap()
+        .write_all(b"what does the\x1b[D\x1b[A code say\x07\nsecond question\n")
+        .unwrap();
+    let out = chat.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let bodies = h.bodies();
+    assert_eq!(bodies.len(), 2, "{out:?}");
+    assert_eq!(
+        user_texts(&bodies[1]),
+        ["what does the code say", "second question"]
+    );
 }

@@ -146,7 +146,7 @@ impl Parts<'_> {
         // A clear screen, where there is a screen; the new session's id either way.
         if std::io::stdout().is_terminal() {
             let mut out = std::io::stdout().lock();
-            let _ = out.write_all(b"\x1b[H\x1b[2J\x1b[3J");
+            let _ = out.write_all(b"\x1b[H\x1b[2J");
             let _ = out.flush();
         }
         say(&style.dim(&format!(
@@ -302,7 +302,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
             None => line.to_owned(),
         };
         if !live.titled {
-            if let Err(err) = store.set_title(&live.id, &agent_setup::session_title(line)) {
+            if let Err(err) = store.set_title(&live.id, &agent_setup::session_title(&task)) {
                 tracing::warn!("cannot title session {}: {err}", live.id);
             }
             live.titled = true;
