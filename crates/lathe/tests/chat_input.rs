@@ -428,3 +428,37 @@ fn piped_lines_are_messages_without_control_bytes() {
         ["what does the code say", "second question"]
     );
 }
+
+/// A chat ended by a signal while its prompt holds the terminal leaves the terminal as it found
+/// it (echo and line input back), not in the line editor's raw mode.
+#[test]
+fn a_signal_at_the_prompt_gives_the_terminal_back() {
+    use nix::sys::termios::LocalFlags;
+    let h = Harness::new(Script::new());
+    let mut term = Terminal::start(&h, &[]);
+    let before = term.local_flags();
+    assert!(before.contains(LocalFlags::ICANON | LocalFlags::ECHO));
+    term.wait_for("> ");
+    let start = Instant::now();
+    while term.local_flags().contains(LocalFlags::ICANON) {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the prompt never took the terminal"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(term.child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert_eq!(term.wait_exit(), 128 + 15, "{}", term.screen());
+    let after = term.local_flags();
+    assert!(
+        after.contains(LocalFlags::ICANON | LocalFlags::ECHO),
+        "{after:?}; the screen:\n{}",
+        term.screen()
+    );
+    // Bracketed paste is off again too.
+    term.wait_for_after("> ", "\x1b[?2004l");
+}

@@ -132,6 +132,13 @@ impl Terminal {
         self.master.flush().unwrap();
     }
 
+    /// The terminal's line settings now (the master shares them with the chat's side).
+    pub(crate) fn local_flags(&self) -> nix::sys::termios::LocalFlags {
+        nix::sys::termios::tcgetattr(&self.master)
+            .expect("tcgetattr")
+            .local_flags
+    }
+
     pub(crate) fn ctrl_c(&mut self) {
         self.master.write_all(b"\x03").unwrap();
         self.master.flush().unwrap();

@@ -14,8 +14,8 @@
 use std::borrow::Cow;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use rustyline::completion::Completer;
 use rustyline::highlight::Highlighter;
@@ -279,7 +279,32 @@ impl ConditionalEventHandler for Typed {
     }
 }
 
+/// The terminal's settings before the line editor first changed them.
+static TERMINAL: OnceLock<libc::termios> = OnceLock::new();
+
+/// Puts the terminal back as the chat found it, for an exit while the line editor may hold it
+/// (a signal at the prompt): echo, line input and no bracketed paste, not the editor's raw mode.
+pub fn restore_terminal() {
+    let Some(saved) = TERMINAL.get() else {
+        return;
+    };
+    // SAFETY: tcsetattr on standard input with settings read from it.
+    unsafe {
+        libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, saved);
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(b"\x1b[?2004l");
+    let _ = out.flush();
+}
+
 fn start_editor(history: Option<PathBuf>) -> rustyline::Result<std::sync::mpsc::Sender<Request>> {
+    // SAFETY: tcgetattr on standard input, into a zeroed termios it fills.
+    unsafe {
+        let mut saved: libc::termios = std::mem::zeroed();
+        if libc::tcgetattr(libc::STDIN_FILENO, &mut saved) == 0 {
+            let _ = TERMINAL.set(saved);
+        }
+    }
     let config = Config::builder()
         .max_history_size(HISTORY_ENTRIES)?
         .history_ignore_dups(true)?

@@ -104,6 +104,7 @@ const EXIT_DRAIN: Duration = Duration::from_secs(2);
 /// interrupted, after the events emitted so far, so that nothing is left behind and
 /// `lathe sessions` tells the truth.
 fn end_interrupted(tools: &Session, sink: &EventSink) {
+    super::input::restore_terminal();
     tools.shutdown();
     sink.update_status(SessionStatus::Interrupted);
     // On the way out a panic of the terminal renderer (raised again by the flush) must not
