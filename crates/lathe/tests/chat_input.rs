@@ -120,6 +120,7 @@ fn a_bracketed_paste_of_four_lines_is_one_message() {
 fn history_is_kept_across_chats() {
     let script = Script::new()
         .chat(reply().text("First chat.").done())
+        .chat(reply().text("A big one.").done())
         .chat(reply().text("Second chat.").done());
     let h = Harness::new(script);
     let mut term = Terminal::start(&h, &["--approval", "read-only"]);
@@ -127,11 +128,18 @@ fn history_is_kept_across_chats() {
     term.type_line("remember this task");
     term.wait_for("First chat.");
     term.wait_for_after("First chat.", "> ");
+    // Too big to keep (over 8 KiB): sent, not remembered.
+    let big = "y".repeat(9000);
+    term.type_raw(&format!("\x1b[200~{big}\x1b[201~\r"));
+    term.wait_for("A big one.");
+    term.wait_for_after("A big one.", "> ");
     term.type_raw(CTRL_D);
     assert_eq!(term.wait_exit(), 0, "{}", term.screen());
     let file = h.data.join("chat_history");
     let saved = std::fs::read_to_string(&file).unwrap();
     assert!(saved.contains("remember this task"), "{saved:?}");
+    assert!(!saved.contains("yyyy"), "{saved:?}");
+    assert_eq!(user_texts(&h.bodies()[1]).last(), Some(&big));
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&file).unwrap().permissions().mode();
     assert_eq!(

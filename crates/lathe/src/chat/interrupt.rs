@@ -24,15 +24,23 @@ pub struct Interrupts {
 
 impl Interrupts {
     /// Starts listening for Ctrl-C (SIGINT). From now on SIGINT no longer kills the process.
+    ///
+    /// The handler is in place when this returns: the line editor sets a SIGINT handler of its
+    /// own while it reads a line and puts back the one it found, so this must come first.
     pub fn listen() -> Self {
         let (tx, rx) = unbounded_channel();
-        tokio::spawn(async move {
-            while tokio::signal::ctrl_c().await.is_ok() {
-                if tx.send(()).is_err() {
-                    break;
-                }
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
+            Ok(mut signals) => {
+                tokio::spawn(async move {
+                    while signals.recv().await.is_some() {
+                        if tx.send(()).is_err() {
+                            break;
+                        }
+                    }
+                });
             }
-        });
+            Err(err) => tracing::warn!("cannot listen for Ctrl-C: {err}"),
+        }
         Interrupts { rx }
     }
 

@@ -197,6 +197,8 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         None => agent_setup::create_session(&store, &setup, &resolved, &model, None)?,
     };
     let renderer = Renderer::new(OutputMode::Human);
+    // Before the line editor first reads (see `Interrupts::listen`).
+    let mut interrupts = Interrupts::listen();
     let input = Arc::new(Input::with_history(Some(input::history_path())));
     // Each turn's cancellation is a child of this one, which a termination signal cancels.
     let terminate = CancellationToken::new();
@@ -241,7 +243,6 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         live.id
     )));
 
-    let mut interrupts = Interrupts::listen();
     let prompt = style.bold("> ");
     // Set by a Ctrl-C (one that stopped a turn, or one at an empty prompt): the next Ctrl-C
     // within the window, with nothing typed in between, exits.
