@@ -15,22 +15,31 @@ use lathe_testkit::Script;
 use crate::agent_harness::*;
 
 /// Generous: the machine is slow and shared. Nothing here asserts a duration.
-const DEADLINE: Duration = Duration::from_secs(60);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(60);
 
-struct Terminal {
-    child: Child,
+/// `lathe chat` in a pseudo-terminal, and what it showed.
+pub(crate) struct Terminal {
+    pub(crate) child: Child,
     master: std::fs::File,
     screen: Arc<Mutex<String>>,
 }
 
 impl Terminal {
-    fn start(h: &Harness, args: &[&str]) -> Terminal {
+    pub(crate) fn start(h: &Harness, args: &[&str]) -> Terminal {
+        Terminal::start_with_env(h, args, &[])
+    }
+
+    /// As [`Terminal::start`], with `env` set for the chat.
+    pub(crate) fn start_with_env(h: &Harness, args: &[&str], env: &[(&str, &str)]) -> Terminal {
         let pty = nix::pty::openpty(None, None).expect("openpty");
         let slave: OwnedFd = pty.slave;
         let mut cmd = h.lathe();
         cmd.args(["chat", "--model", MODEL, "--base-url", &h.server.url()])
             .args(args);
         cmd.env("NO_COLOR", "1").env("TERM", "xterm");
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
         cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
             .stdout(Stdio::from(slave.try_clone().unwrap()))
             .stderr(Stdio::from(slave));
@@ -71,12 +80,12 @@ impl Terminal {
         }
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         self.screen.lock().unwrap().clone()
     }
 
     /// Waits until `text` has appeared `count` times on the screen.
-    fn wait_for_n(&self, text: &str, count: usize) {
+    pub(crate) fn wait_for_n(&self, text: &str, count: usize) {
         let start = Instant::now();
         while self.screen().matches(text).count() < count {
             assert!(
@@ -88,22 +97,54 @@ impl Terminal {
         }
     }
 
-    fn wait_for(&self, text: &str) {
+    /// Waits until `text` has appeared after the last `marker` on the screen (a prompt after
+    /// an answer, say).
+    pub(crate) fn wait_for_after(&self, marker: &str, text: &str) {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if let Some(at) = screen.rfind(marker)
+                && screen[at + marker.len()..].contains(text)
+            {
+                return;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "waited for {text:?} after {marker:?}; the screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub(crate) fn wait_for(&self, text: &str) {
         self.wait_for_n(text, 1);
     }
 
-    fn type_line(&mut self, line: &str) {
+    /// Types `bytes` as they are (keys, escape sequences), without Enter.
+    pub(crate) fn type_raw(&mut self, bytes: &str) {
+        self.master.write_all(bytes.as_bytes()).unwrap();
+        self.master.flush().unwrap();
+    }
+
+    pub(crate) fn type_line(&mut self, line: &str) {
         self.master.write_all(line.as_bytes()).unwrap();
         self.master.write_all(b"\r").unwrap();
         self.master.flush().unwrap();
     }
 
-    fn ctrl_c(&mut self) {
+    /// The terminal's line settings now (the master shares them with the chat's side).
+    pub(crate) fn local_flags(&self) -> nix::sys::termios::LocalFlags {
+        nix::sys::termios::tcgetattr(&self.master)
+            .expect("tcgetattr")
+            .local_flags
+    }
+
+    pub(crate) fn ctrl_c(&mut self) {
         self.master.write_all(b"\x03").unwrap();
         self.master.flush().unwrap();
     }
 
-    fn wait_exit(&mut self) -> i32 {
+    pub(crate) fn wait_exit(&mut self) -> i32 {
         let start = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -147,7 +188,7 @@ fn wait_until_gone(marker: &str) {
 }
 
 /// Waits until the newest session's events hold `runs` finished runs, and returns them.
-fn wait_for_run_end(h: &Harness, runs: usize) -> Vec<serde_json::Value> {
+pub(crate) fn wait_for_run_end(h: &Harness, runs: usize) -> Vec<serde_json::Value> {
     let start = Instant::now();
     loop {
         let events = h.stored_events();

@@ -10,6 +10,7 @@
 mod agent_harness;
 mod mcp_support;
 
+mod chat_input;
 mod chat_pty;
 mod exec_context;
 mod exec_errors;

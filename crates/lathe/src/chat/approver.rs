@@ -1,22 +1,29 @@
 //! Approval prompts at the terminal: y (once), n (with an optional reason for the model), a
-//! (always, for this session).
+//! (always, for this session). Ctrl-C at the question denies the call and stops the turn.
 
 use std::io::Write;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use tokio_util::sync::CancellationToken;
 
 use futures::future::BoxFuture;
 
 use lathe_agent::approval::{ApprovalDecision, ApprovalRequest, Approver};
 use lathe_agent::sink::EventSink;
 
-use super::input::Input;
+use super::input::{Input, Purpose, Read};
 use crate::render::Renderer;
+
+/// The turn a Ctrl-C at an approval question stops: the front end sets each turn's token
+/// before the turn runs.
+pub type CurrentTurn = Arc<Mutex<Option<CancellationToken>>>;
 
 /// Asks at the terminal.
 pub struct TerminalApprover {
     input: Arc<Input>,
     renderer: Arc<Renderer>,
     sink: EventSink,
+    turn: Option<CurrentTurn>,
 }
 
 impl TerminalApprover {
@@ -28,6 +35,35 @@ impl TerminalApprover {
             input,
             renderer,
             sink,
+            turn: None,
+        }
+    }
+
+    /// A Ctrl-C at the question cancels the token in `turn` before the call is denied, so the
+    /// turn asks the model nothing more. Without one, the Ctrl-C is sent to this process as a
+    /// SIGINT (the front end's own Ctrl-C handling stops the turn).
+    pub fn stopping(mut self, turn: CurrentTurn) -> Self {
+        self.turn = Some(turn);
+        self
+    }
+
+    fn stop_turn(&self) {
+        let token = self
+            .turn
+            .as_ref()
+            .and_then(|turn| turn.lock().ok().and_then(|t| t.clone()));
+        match token {
+            Some(token) => {
+                let style = *self.renderer.style();
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{}", style.yellow("stopping the turn…"));
+                let _ = out.flush();
+                token.cancel();
+            }
+            // SAFETY: kill on this process's own id.
+            None => unsafe {
+                libc::kill(libc::getpid(), libc::SIGINT);
+            },
         }
     }
 }
@@ -61,10 +97,23 @@ impl Approver for TerminalApprover {
                 crate::render::sanitize(&request.scope.to_string())
             );
             loop {
-                let Some(answer) = self.input.line(&question).await else {
-                    return ApprovalDecision::Deny {
-                        message: Some("nobody answered the approval prompt (input closed)".into()),
-                    };
+                let answer = match self.input.read(&question, Purpose::Answer).await {
+                    Read::Line(answer) => answer,
+                    Read::Interrupted { .. } => {
+                        // The line editor read Ctrl-C as a key: it stops the turn as a Ctrl-C
+                        // during the turn does.
+                        self.stop_turn();
+                        return ApprovalDecision::Deny {
+                            message: Some("the user stopped the turn (Ctrl-C)".into()),
+                        };
+                    }
+                    Read::Eof => {
+                        return ApprovalDecision::Deny {
+                            message: Some(
+                                "nobody answered the approval prompt (input closed)".into(),
+                            ),
+                        };
+                    }
                 };
                 match parse_answer(&answer) {
                     Some('y') => return ApprovalDecision::AllowOnce,

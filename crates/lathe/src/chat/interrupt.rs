@@ -1,10 +1,11 @@
 //! Ctrl-C as a stream of interrupts: the first stops the current turn (running commands are
-//! killed through cancellation), the second exits.
+//! killed through cancellation), the second exits. "Second" means within a few seconds and with
+//! nothing typed in between ([`Rearm`]).
 
 use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio_util::sync::CancellationToken;
@@ -23,15 +24,23 @@ pub struct Interrupts {
 
 impl Interrupts {
     /// Starts listening for Ctrl-C (SIGINT). From now on SIGINT no longer kills the process.
+    ///
+    /// The handler is in place when this returns: the line editor sets a SIGINT handler of its
+    /// own while it reads a line and puts back the one it found, so this must come first.
     pub fn listen() -> Self {
         let (tx, rx) = unbounded_channel();
-        tokio::spawn(async move {
-            while tokio::signal::ctrl_c().await.is_ok() {
-                if tx.send(()).is_err() {
-                    break;
-                }
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
+            Ok(mut signals) => {
+                tokio::spawn(async move {
+                    while signals.recv().await.is_some() {
+                        if tx.send(()).is_err() {
+                            break;
+                        }
+                    }
+                });
             }
-        });
+            Err(err) => tracing::warn!("cannot listen for Ctrl-C: {err}"),
+        }
         Interrupts { rx }
     }
 
@@ -43,6 +52,58 @@ impl Interrupts {
     }
 }
 
+/// How long a Ctrl-C waits for the second one that exits.
+pub const REARM_WINDOW: Duration = Duration::from_secs(3);
+
+/// For tests only: the re-arm window in milliseconds, instead of [`REARM_WINDOW`].
+pub const REARM_WINDOW_ENV: &str = "LATHE_CHAT_CTRL_C_WINDOW_MS";
+
+/// The "press Ctrl-C again to exit" state: set by a Ctrl-C, it lasts [`REARM_WINDOW`] and ends
+/// at any other input, so that a Ctrl-C long after the last one (to clear a draft, say) does
+/// not exit.
+#[derive(Debug)]
+pub struct Rearm {
+    window: Duration,
+    since: Option<Instant>,
+}
+
+impl Rearm {
+    /// Not armed; the window from [`REARM_WINDOW_ENV`] when set.
+    pub fn new() -> Self {
+        let window = std::env::var(REARM_WINDOW_ENV)
+            .ok()
+            .and_then(|ms| ms.trim().parse().ok())
+            .map(Duration::from_millis)
+            .unwrap_or(REARM_WINDOW);
+        Rearm {
+            window,
+            since: None,
+        }
+    }
+
+    /// A Ctrl-C: the next one within the window exits.
+    pub fn arm(&mut self) {
+        self.since = Some(Instant::now());
+    }
+
+    /// Other input: the next Ctrl-C is a first one again.
+    pub fn disarm(&mut self) {
+        self.since = None;
+    }
+
+    /// Whether a Ctrl-C now is the second one.
+    pub fn armed(&self) -> bool {
+        self.since
+            .is_some_and(|since| since.elapsed() < self.window)
+    }
+}
+
+impl Default for Rearm {
+    fn default() -> Self {
+        Rearm::new()
+    }
+}
+
 /// How long ending the session waits for the events queued before it to be saved: a second
 /// Ctrl-C means now, and a terminal that stopped reading must not hold the exit up.
 const EXIT_DRAIN: Duration = Duration::from_secs(2);
@@ -51,6 +112,7 @@ const EXIT_DRAIN: Duration = Duration::from_secs(2);
 /// interrupted, after the events emitted so far, so that nothing is left behind and
 /// `lathe sessions` tells the truth.
 fn end_interrupted(tools: &Session, sink: &EventSink) {
+    super::input::restore_terminal();
     tools.shutdown();
     sink.update_status(SessionStatus::Interrupted);
     // On the way out a panic of the terminal renderer (raised again by the flush) must not

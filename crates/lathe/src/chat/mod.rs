@@ -1,7 +1,8 @@
 //! `lathe chat`: an interactive, multi-turn session in the terminal. Output streams as it comes;
 //! calls that need approval ask (y / n / a); Ctrl-C once stops the current turn (running
-//! commands are killed), twice exits; slash commands switch the model or the approval mode.
-//! `--resume ID` continues a stored session.
+//! commands are killed), twice exits; slash commands show the status, start over, write
+//! AGENTS.md, switch the model or the approval mode. `--resume ID` continues a stored session.
+//! On a terminal, the input line is a line editor with history (see [`input`]).
 
 pub mod approver;
 mod commands;
@@ -16,8 +17,10 @@ use clap::Args;
 use tokio_util::sync::CancellationToken;
 
 use lathe_agent::Agent;
+use lathe_agent::approval::ApprovalMode;
 use lathe_agent::sink::{EventSink, stored_history};
-use lathe_store::SessionStatus;
+use lathe_store::{SessionId, SessionStatus};
+use lathe_tools::Session;
 
 use crate::agent_setup::{self, ModelArgs};
 use crate::cli::CommonArgs;
@@ -25,8 +28,8 @@ use crate::render::{OutputMode, Renderer};
 use crate::setup::Setup;
 use approver::TerminalApprover;
 use commands::{Command, Outcome};
-use input::Input;
-use interrupt::{Interrupts, end_on_termination, exit_now};
+use input::{Input, Purpose, Read};
+use interrupt::{Interrupts, Rearm, end_on_termination, exit_now};
 
 /// `lathe chat`.
 #[derive(Debug, Args)]
@@ -61,6 +64,112 @@ fn restore(args: &mut ModelArgs, session: &lathe_store::Session) {
     }
 }
 
+/// One stored session of the chat and what runs in it: `/clear` ends it and opens another.
+struct Live {
+    id: SessionId,
+    tools: Arc<Session>,
+    sink: EventSink,
+    agent: Agent,
+    /// Ends the session on SIGTERM or SIGHUP.
+    terminating: tokio::task::JoinHandle<()>,
+    /// Whether the session has its title (from the first message).
+    titled: bool,
+    // Held until the session ends, however it ends: `lathe sessions` sees whether it runs.
+    _owner: agent_setup::SessionOwner,
+}
+
+/// What a session is opened with.
+struct Parts<'a> {
+    setup: &'a Setup,
+    resolved: &'a agent_setup::Resolved,
+    provider: &'a Arc<dyn lathe_agent::provider::Provider>,
+    store: &'a lathe_store::Store,
+    renderer: &'a Arc<Renderer>,
+    input: &'a Arc<Input>,
+    terminate: &'a CancellationToken,
+    /// The running turn, for a Ctrl-C at an approval question.
+    turn: &'a approver::CurrentTurn,
+}
+
+impl Parts<'_> {
+    /// Opens session `id`, with `model` and approval `mode`.
+    fn open(&self, id: SessionId, model: &str, mode: ApprovalMode) -> anyhow::Result<Live> {
+        let tools = agent_setup::tool_session(self.setup, &id)?;
+        let owner = agent_setup::own_session(&id)?;
+        let sink = EventSink::new(self.store.clone(), id.clone(), self.renderer.handler());
+        let approver = Arc::new(
+            TerminalApprover::new(
+                Arc::clone(self.input),
+                Arc::clone(self.renderer),
+                sink.clone(),
+            )
+            .stopping(Arc::clone(self.turn)),
+        );
+        let agent = agent_setup::build(
+            self.resolved
+                .configure(Agent::builder(
+                    Arc::clone(self.provider),
+                    model.to_owned(),
+                    Arc::clone(&tools),
+                ))
+                .approval(mode)
+                .permissions(self.setup.config.permissions.clone())
+                .approver(approver)
+                .sink(sink.clone()),
+        )?;
+        let terminating =
+            end_on_termination(Arc::clone(&tools), sink.clone(), self.terminate.clone());
+        Ok(Live {
+            id,
+            tools,
+            sink,
+            agent,
+            terminating,
+            titled: false,
+            _owner: owner,
+        })
+    }
+}
+
+impl Parts<'_> {
+    /// `/clear`: ends `live` and opens a new session with its model and approval mode.
+    fn clear(&self, live: Live) -> anyhow::Result<Live> {
+        let model = live.agent.model().to_owned();
+        let mode = live.agent.gate().mode();
+        live.close(self.store);
+        drop(live);
+        let mut resolved = self.resolved.clone();
+        resolved.approval = mode;
+        let id = agent_setup::create_session(self.store, self.setup, &resolved, &model, None)?;
+        let live = self.open(id, &model, mode)?;
+        let style = self.renderer.style();
+        // A clear screen, where there is a screen; the new session's id either way.
+        if std::io::stdout().is_terminal() {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(b"\x1b[H\x1b[2J");
+            let _ = out.flush();
+        }
+        say(&style.dim(&format!(
+            "── new conversation · session {} · {model} · approval {mode}",
+            live.id
+        )));
+        Ok(live)
+    }
+}
+
+impl Live {
+    /// Ends the session at the prompt: its commands stop, and it is done, not running.
+    fn close(&self, store: &lathe_store::Store) {
+        self.terminating.abort();
+        self.tools.shutdown();
+        if let Ok(session) = store.session(self.id.as_str())
+            && session.status == SessionStatus::Running
+        {
+            let _ = store.update_session_status(&self.id, SessionStatus::Completed);
+        }
+    }
+}
+
 /// Runs `lathe chat`.
 pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode> {
     let store = crate::sessions_cmd::open_store()?;
@@ -87,30 +196,26 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         Some(session) => session.id.clone(),
         None => agent_setup::create_session(&store, &setup, &resolved, &model, None)?,
     };
-    let tools = agent_setup::tool_session(&setup, &id)?;
-    // Held until this process ends, however it ends: `lathe sessions` sees whether it runs.
-    let _owner = agent_setup::own_session(&id)?;
     let renderer = Renderer::new(OutputMode::Human);
-    let input = Arc::new(Input::start());
-    let sink = EventSink::new(store.clone(), id.clone(), renderer.handler());
-    let approver = Arc::new(TerminalApprover::new(
-        Arc::clone(&input),
-        Arc::clone(&renderer),
-        sink.clone(),
-    ));
-    let mut agent = agent_setup::build(
-        resolved
-            .configure(Agent::builder(
-                Arc::clone(&provider),
-                model.clone(),
-                Arc::clone(&tools),
-            ))
-            .permissions(setup.config.permissions.clone())
-            .approver(approver)
-            .sink(sink.clone()),
-    )?;
+    // Before the line editor first reads (see `Interrupts::listen`).
+    let mut interrupts = Interrupts::listen();
+    let input = Arc::new(Input::with_history(Some(input::history_path())));
+    // Each turn's cancellation is a child of this one, which a termination signal cancels.
+    let terminate = CancellationToken::new();
+    let turn = approver::CurrentTurn::default();
+    let parts = Parts {
+        setup: &setup,
+        resolved: &resolved,
+        provider: &provider,
+        store: &store,
+        renderer: &renderer,
+        input: &input,
+        terminate: &terminate,
+        turn: &turn,
+    };
+    let mut live = parts.open(id, &model, resolved.approval)?;
     let style = *renderer.style();
-    let mut titled = resumed.as_ref().is_some_and(|s| s.title.is_some());
+    live.titled = resumed.as_ref().is_some_and(|s| s.title.is_some());
     if let Some(session) = &resumed {
         let history = stored_history(&store, &session.id)?;
         let turns = history
@@ -123,7 +228,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
             &style,
             RESUME_TAIL_LINES,
         );
-        agent.resume(history);
+        live.agent.resume(history);
         say(&style.dim(&format!(
             "resumed session {} ({turns} earlier messages from you)",
             session.id
@@ -133,63 +238,80 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         }
     }
     say(&style.dim(&format!(
-        "lathe chat · {model} · approval {} · session {id}\nType a task, /help for commands, Ctrl-C to stop a turn, twice to exit.",
-        agent.gate().mode()
+        "lathe chat · {model} · approval {} · session {}\nType a task, /help for commands and keys, Ctrl-C to stop a turn, Ctrl-D to exit.",
+        live.agent.gate().mode(),
+        live.id
     )));
 
-    let mut interrupts = Interrupts::listen();
-    // Each turn's cancellation is a child of this one, which a termination signal cancels.
-    let terminate = CancellationToken::new();
-    let terminating = end_on_termination(Arc::clone(&tools), sink.clone(), terminate.clone());
     let prompt = style.bold("> ");
-    // Set by a Ctrl-C (one that stopped a turn, or one at the prompt): the next Ctrl-C, with
-    // nothing typed in between, exits. Two presses exit however quickly the turn stopped.
-    let mut armed = false;
+    // Set by a Ctrl-C (one that stopped a turn, or one at an empty prompt): the next Ctrl-C
+    // within the window, with nothing typed in between, exits.
+    let mut rearm = Rearm::new();
     loop {
-        let line = loop {
+        let read = loop {
             tokio::select! {
-                line = input.line(&prompt) => break line,
-                () = interrupts.next() => {
-                    if armed {
-                        exit_now(&tools, &sink);
+                read = input.read(&prompt, Purpose::Message) => match read {
+                    // Ctrl-C read as a key at an empty prompt (the line editor's terminal).
+                    Read::Interrupted { typed } => {
+                        if rearm.armed() && !typed {
+                            exit_now(&live.tools, &live.sink);
+                        }
+                        rearm.arm();
+                        say(&style.dim("(press Ctrl-C again to exit, or type /exit)"));
                     }
-                    armed = true;
+                    read => break read,
+                },
+                // SIGINT: Ctrl-C where the terminal is not the line editor's (a pipe).
+                () = interrupts.next() => {
+                    if rearm.armed() {
+                        exit_now(&live.tools, &live.sink);
+                    }
+                    rearm.arm();
                     say(&style.dim("\n(press Ctrl-C again to exit, or type /exit)"));
                 }
             }
         };
-        armed = false;
-        let Some(line) = line else {
+        rearm.disarm();
+        let Read::Line(line) = read else {
             break;
         };
         let line = line.trim();
         if line.is_empty() {
             continue;
         }
-        if let Some(command) = Command::parse(line) {
-            match commands::apply(
-                command,
-                &mut agent,
-                provider.as_ref(),
-                &store,
-                &setup,
-                &style,
-            )
-            .await
-            {
-                Outcome::Continue => continue,
-                Outcome::Exit => break,
+        let task = match Command::parse(line) {
+            Some(command) => {
+                let cx = commands::Context {
+                    agent: &mut live.agent,
+                    provider: provider.as_ref(),
+                    store: &store,
+                    setup: &setup,
+                    resolved: &resolved,
+                    session: &live.id,
+                    style: &style,
+                };
+                match commands::apply(command, cx).await {
+                    Outcome::Continue => continue,
+                    Outcome::Exit => break,
+                    Outcome::Clear => {
+                        live = parts.clear(live)?;
+                        continue;
+                    }
+                    Outcome::Run(task) => task,
+                }
             }
-        }
-        if !titled {
-            if let Err(err) = store.set_title(&id, &agent_setup::session_title(line)) {
-                tracing::warn!("cannot title session {id}: {err}");
+            None => line.to_owned(),
+        };
+        if !live.titled {
+            if let Err(err) = store.set_title(&live.id, &agent_setup::session_title(&task)) {
+                tracing::warn!("cannot title session {}: {err}", live.id);
             }
-            titled = true;
+            live.titled = true;
         }
         renderer.reset();
         let cancel = terminate.child_token();
-        let run = agent.run(line, &cancel);
+        *turn.lock().unwrap_or_else(|e| e.into_inner()) = Some(cancel.clone());
+        let run = live.agent.run(&task, &cancel);
         tokio::pin!(run);
         let mut stopping = false;
         loop {
@@ -197,7 +319,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
                 _ = &mut run => break,
                 () = interrupts.next() => {
                     if stopping {
-                        exit_now(&tools, &sink);
+                        exit_now(&live.tools, &live.sink);
                     }
                     stopping = true;
                     renderer.pause();
@@ -206,16 +328,13 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
                 }
             }
         }
-        armed = stopping;
+        *turn.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        // Stopped by Ctrl-C, during the turn or at an approval question.
+        if stopping || cancel.is_cancelled() {
+            rearm.arm();
+        }
     }
-    terminating.abort();
-    tools.shutdown();
-    // A chat that ended at the prompt is done, not running.
-    if let Ok(session) = store.session(id.as_str())
-        && session.status == SessionStatus::Running
-    {
-        let _ = store.update_session_status(&id, SessionStatus::Completed);
-    }
+    live.close(&store);
     Ok(ExitCode::SUCCESS)
 }
 
