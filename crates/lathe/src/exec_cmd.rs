@@ -123,12 +123,17 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
         approval: resolved.approval.to_string(),
         max_turns: resolved.max_turns,
     }));
+    let cancel = CancellationToken::new();
     let approver: Arc<dyn Approver> = if interactive {
-        Arc::new(TerminalApprover::new(
-            Arc::new(Input::start()),
-            Arc::clone(&renderer),
-            sink.clone(),
-        ))
+        // Ctrl-C at an approval question stops the run there: the model is asked nothing more.
+        Arc::new(
+            TerminalApprover::new(
+                Arc::new(Input::start()),
+                Arc::clone(&renderer),
+                sink.clone(),
+            )
+            .stopping(Arc::new(std::sync::Mutex::new(Some(cancel.clone())))),
+        )
     } else {
         Arc::new(Refuse(NON_INTERACTIVE_DENIAL.to_owned()))
     };
@@ -139,7 +144,6 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
             .approver(approver)
             .sink(sink.clone()),
     )?;
-    let cancel = CancellationToken::new();
     let mut interrupts = Interrupts::listen();
     let terminating = end_on_termination(Arc::clone(&tools), sink.clone(), cancel.clone());
     let watcher = {

@@ -406,6 +406,31 @@ fn ctrl_c_at_an_approval_question_stops_the_turn() {
     assert_eq!(term.wait_exit(), 0);
 }
 
+/// In `lathe exec` too, Ctrl-C at an approval question stops the run there: the call is not
+/// run, the model is asked nothing more, and exec exits 130.
+#[test]
+fn ctrl_c_at_an_approval_question_stops_exec() {
+    let script = Script::new()
+        .chat(
+            reply()
+                .tool_call("shell", json!({"command": "echo hi > made.txt"}))
+                .done(),
+        )
+        .chat(reply().text("Carrying on without it.").done());
+    let h = Harness::new(script);
+    let mut term = Terminal::exec(&h, "make a file", &[]);
+    term.wait_for("Allow? [y]es / [n]o / [a]lways");
+    term.ctrl_c();
+    assert_eq!(term.wait_exit(), 130, "{}", term.screen());
+    assert!(!h.ws.join("made.txt").exists());
+    assert_eq!(
+        h.bodies().len(),
+        1,
+        "the stopped run asked nothing more: {}",
+        term.screen()
+    );
+}
+
 /// Without a terminal, chat reads plain lines, one message each, and what a terminal would have
 /// sent as keys (arrows, a bell) never reaches the model.
 #[test]

@@ -31,11 +31,26 @@ impl Terminal {
 
     /// As [`Terminal::start`], with `env` set for the chat.
     pub(crate) fn start_with_env(h: &Harness, args: &[&str], env: &[(&str, &str)]) -> Terminal {
+        let url = h.server.url();
+        let mut all = vec!["chat", "--model", MODEL, "--base-url", &url];
+        all.extend_from_slice(args);
+        Terminal::run(h, &all, env)
+    }
+
+    /// `lathe exec PROMPT` with the model flags and `args`, in a pseudo-terminal.
+    pub(crate) fn exec(h: &Harness, prompt: &str, args: &[&str]) -> Terminal {
+        let url = h.server.url();
+        let mut all = vec!["exec", prompt, "--model", MODEL, "--base-url", &url];
+        all.extend_from_slice(args);
+        Terminal::run(h, &all, &[])
+    }
+
+    /// `lathe ARGS` in a pseudo-terminal that is its controlling terminal.
+    fn run(h: &Harness, args: &[&str], env: &[(&str, &str)]) -> Terminal {
         let pty = nix::pty::openpty(None, None).expect("openpty");
         let slave: OwnedFd = pty.slave;
         let mut cmd = h.lathe();
-        cmd.args(["chat", "--model", MODEL, "--base-url", &h.server.url()])
-            .args(args);
+        cmd.args(args);
         cmd.env("NO_COLOR", "1").env("TERM", "xterm");
         for (name, value) in env {
             cmd.env(name, value);
@@ -55,7 +70,7 @@ impl Terminal {
                 Ok(())
             });
         }
-        let child = cmd.spawn().expect("spawn lathe chat");
+        let child = cmd.spawn().expect("spawn lathe");
         drop(cmd);
         let master = std::fs::File::from(pty.master);
         let screen = Arc::new(Mutex::new(String::new()));
