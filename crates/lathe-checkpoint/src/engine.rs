@@ -214,7 +214,7 @@ impl Checkpoints {
                     shadow.drop_open(&pending)?;
                     return Ok(None);
                 }
-                shadow.end(&StepKind::Turn, turn, &snapshot.tree, &pending.claimed)?;
+                shadow.end(&StepKind::Turn, turn, &snapshot.tree, &pending.claimed, &[])?;
                 Ok(Some(stat(shadow, &pending.tree, &snapshot.tree)?))
             }
         }
@@ -254,7 +254,11 @@ impl Checkpoints {
         let state = History::of(&steps);
         let chosen: Vec<&Step> = steps
             .iter()
-            .filter(|s| s.kind == StepKind::Turn && !state.undone.contains(&s.id))
+            .filter(|s| {
+                s.kind == StepKind::Turn
+                    && (!state.undone.contains(&s.id)
+                        || (force == Force::Yes && state.partly.contains(&s.id)))
+            })
             .filter(|s| match target {
                 UndoTarget::Last => true,
                 UndoTarget::Since(n) => s.turn >= n,
@@ -420,7 +424,7 @@ fn close(shadow: &Shadow, open: &OpenTurn, tree: &str) -> Result<()> {
         shadow.drop_open(open)
     } else {
         shadow
-            .end(&StepKind::Turn, open.turn, tree, &open.claimed)
+            .end(&StepKind::Turn, open.turn, tree, &open.claimed, &[])
             .map(|_| ())
     }
 }
@@ -429,6 +433,8 @@ fn close(shadow: &Shadow, open: &OpenTurn, tree: &str) -> Result<()> {
 struct History {
     /// Turn steps currently undone.
     undone: HashSet<String>,
+    /// Turn steps whose undo left files alone (changed since): a forced undo may finish them.
+    partly: HashSet<String>,
     /// Undo steps not taken back, oldest first (cleared by a turn).
     redoable: Vec<String>,
     /// A turn that ran after the newest undo.
@@ -439,6 +445,7 @@ impl History {
     fn of(steps: &[Step]) -> History {
         let mut history = History {
             undone: HashSet::new(),
+            partly: HashSet::new(),
             redoable: Vec::new(),
             turn_after_undo: None,
         };
@@ -452,6 +459,13 @@ impl History {
                 }
                 StepKind::Undo { targets } => {
                     history.undone.extend(targets.iter().cloned());
+                    for t in targets {
+                        if step.left_alone.is_empty() {
+                            history.partly.remove(t);
+                        } else {
+                            history.partly.insert(t.clone());
+                        }
+                    }
                     history.redoable.push(step.id.clone());
                     history.turn_after_undo = None;
                 }
@@ -461,6 +475,7 @@ impl History {
                     {
                         for t in targets {
                             history.undone.remove(t);
+                            history.partly.remove(t);
                         }
                     }
                     history.redoable.retain(|id| id != target);
@@ -526,7 +541,7 @@ fn put_back(
         })?;
         return Ok(Ok(report));
     }
-    report.step = Some(shadow.end(&kind, newest_turn, &after.tree, &[])?);
+    report.step = Some(shadow.end(&kind, newest_turn, &after.tree, &[], &report.conflicts)?);
     Ok(Ok(report))
 }
 

@@ -145,6 +145,7 @@ impl Files {
                         before: String::new(),
                         after: String::new(),
                         claimed: Vec::new(),
+                        left_alone: Vec::new(),
                     });
                 }
                 CheckpointKind::Undo | CheckpointKind::Redo
@@ -166,6 +167,7 @@ impl Files {
                         before: String::new(),
                         after: String::new(),
                         claimed: Vec::new(),
+                        left_alone: Vec::new(),
                     });
                 }
                 _ => {}

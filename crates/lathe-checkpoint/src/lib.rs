@@ -118,6 +118,9 @@ pub struct Step {
     pub after: String,
     /// The files the file tools said they changed in it (shell commands say nothing).
     pub claimed: Vec<PathBuf>,
+    /// For an undo or redo: the files it left alone because they had changed since (a forced
+    /// undo of the same turns can still take them back).
+    pub left_alone: Vec<PathBuf>,
 }
 
 /// What a step was.

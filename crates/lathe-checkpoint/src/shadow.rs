@@ -310,6 +310,7 @@ impl Shadow {
                         before: before_tree,
                         after: tree,
                         claimed: meta.claimed,
+                        left_alone: meta.left_alone,
                     });
                 }
             }
@@ -327,7 +328,7 @@ impl Shadow {
 
     /// Records the state before `turn` changes anything.
     pub(crate) fn begin(&self, turn: u32, tree: &str) -> Result<String> {
-        self.commit(tree, &Meta::message(MetaKind::Before, turn, &[], &[]))
+        self.commit(tree, &Meta::message(MetaKind::Before, turn, &[], &[], &[]))
     }
 
     /// Records the state after a step.
@@ -337,13 +338,17 @@ impl Shadow {
         turn: u32,
         tree: &str,
         claimed: &[PathBuf],
+        left_alone: &[PathBuf],
     ) -> Result<String> {
         let (kind, targets) = match kind {
             StepKind::Turn => (MetaKind::Turn, Vec::new()),
             StepKind::Undo { targets } => (MetaKind::Undo, targets.clone()),
             StepKind::Redo { target } => (MetaKind::Redo, vec![target.clone()]),
         };
-        self.commit(tree, &Meta::message(kind, turn, &targets, claimed))
+        self.commit(
+            tree,
+            &Meta::message(kind, turn, &targets, claimed, left_alone),
+        )
     }
 
     /// Takes back an open turn's before-commit when the turn changed nothing.
@@ -396,10 +401,17 @@ struct Meta {
     turn: u32,
     targets: Vec<String>,
     claimed: Vec<PathBuf>,
+    left_alone: Vec<PathBuf>,
 }
 
 impl Meta {
-    fn message(kind: MetaKind, turn: u32, targets: &[String], claimed: &[PathBuf]) -> String {
+    fn message(
+        kind: MetaKind,
+        turn: u32,
+        targets: &[String],
+        claimed: &[PathBuf],
+        left_alone: &[PathBuf],
+    ) -> String {
         let kind = match kind {
             MetaKind::Before => "before",
             MetaKind::Turn => "turn",
@@ -412,6 +424,9 @@ impl Meta {
         }
         for path in claimed {
             message.push_str(&format!("claim: {}\n", path.display()));
+        }
+        for path in left_alone {
+            message.push_str(&format!("left: {}\n", path.display()));
         }
         message
     }
@@ -435,6 +450,7 @@ impl Meta {
                 "turn" => meta.turn = value.trim().parse().unwrap_or(0),
                 "targets" => meta.targets = value.split_whitespace().map(str::to_owned).collect(),
                 "claim" => meta.claimed.push(PathBuf::from(value)),
+                "left" => meta.left_alone.push(PathBuf::from(value)),
                 _ => {}
             }
         }

@@ -164,20 +164,31 @@ async fn a_file_changed_after_the_turn_is_left_alone_unless_forced() {
     assert_eq!(f.read("mine.txt"), b"user\n", "the user's change is kept");
     assert_eq!(f.read("other.txt"), b"base\n");
 
-    // The turn counts as undone now; undoing `--turn 1` again with force takes the rest.
-    let forced = checkpoints.undo(UndoTarget::Since(1), Force::Yes).unwrap();
-    assert_eq!(forced, Err(Nothing::ToUndo));
-    // Redo, then a forced undo overwrites the user's change.
-    checkpoints.redo(Force::No).unwrap().unwrap();
-    assert_eq!(f.read("other.txt"), b"agent\n");
-    assert_eq!(f.read("mine.txt"), b"user\n");
+    // Without force there is nothing more to undo; with force, the same undo finishes the turn.
+    assert_eq!(
+        checkpoints.undo(UndoTarget::Last, Force::No).unwrap(),
+        Err(Nothing::ToUndo)
+    );
     let forced = checkpoints
         .undo(UndoTarget::Last, Force::Yes)
         .unwrap()
         .unwrap();
-    assert!(forced.conflicts.is_empty(), "{forced:?}");
+    assert_eq!(
+        forced.restored,
+        [std::path::PathBuf::from("mine.txt")],
+        "{forced:?}"
+    );
     assert_eq!(f.read("mine.txt"), b"base\n");
-    assert_eq!(f.read("other.txt"), b"base\n");
+    // Each undo is its own step: two redos put back the agent's files, the user's last.
+    checkpoints.redo(Force::No).unwrap().unwrap();
+    assert_eq!(f.read("mine.txt"), b"user\n");
+    checkpoints.redo(Force::No).unwrap().unwrap();
+    assert_eq!(f.read("other.txt"), b"agent\n");
+    assert_eq!(
+        f.read("mine.txt"),
+        b"user\n",
+        "the user's version stays: it was not the turn's"
+    );
 }
 
 #[tokio::test]
