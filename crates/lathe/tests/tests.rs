@@ -30,3 +30,4 @@ mod policy_cmd;
 mod sandbox_cli;
 mod tool_cli;
 mod trust;
+mod undo_cli;
