@@ -17,16 +17,24 @@
 //! [`CheckpointHook`] is the agent loop's seam: a [`lathe_tools::Hook`] that snapshots before
 //! the first call of a turn whose effects are not read-only.
 //!
-//! ```no_run
-//! # fn main() -> Result<(), lathe_checkpoint::Error> {
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use lathe_checkpoint::{Checkpoints, Force, UndoTarget};
-//! let checkpoints = Checkpoints::builder("/home/me/.local/share/lathe", "/work/project", "s1")
-//!     .build()?;
+//! let (data, workspace) = (tempfile::tempdir()?, tempfile::tempdir()?);
+//! let notes = workspace.path().join("notes.txt");
+//! std::fs::write(&notes, "before\n")?;
+//!
+//! let checkpoints = Checkpoints::builder(data.path(), workspace.path(), "s1").build()?;
 //! checkpoints.before_change(1)?;
-//! std::fs::write("/work/project/notes.txt", "changed by turn 1\n").unwrap();
-//! checkpoints.after_turn(1)?;
-//! let undone = checkpoints.undo(UndoTarget::Last, Force::No)?;
+//! std::fs::write(&notes, "changed by turn 1\n")?; // a tool, or any program
+//! let stat = checkpoints.after_turn(1)?.expect("turn 1 changed a file");
+//! assert_eq!((stat.files, stat.added, stat.removed), (1, 1, 1));
+//!
+//! let undone = checkpoints.undo(UndoTarget::Last, Force::No)?.expect("something to undo");
 //! assert!(undone.conflicts.is_empty());
+//! assert_eq!(std::fs::read_to_string(&notes)?, "before\n");
+//! checkpoints.redo(Force::No)?.expect("the undo can be taken back");
+//! assert_eq!(std::fs::read_to_string(&notes)?, "changed by turn 1\n");
 //! # Ok(())
 //! # }
 //! ```

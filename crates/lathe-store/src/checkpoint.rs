@@ -194,6 +194,40 @@ mod tests {
         assert_eq!(store.checkpoints(&other).unwrap().len(), 1);
     }
 
+    #[test]
+    fn each_row_keeps_its_kind_and_plain_saves_are_before_copies() {
+        let store = Store::open_in_memory().unwrap();
+        let id = store.create_session(NewSession::default()).unwrap();
+        let before = FileSnapshot::Contents(b"old".to_vec());
+        store
+            .save_checkpoint(&id, 1, Path::new("a"), &before)
+            .unwrap();
+        for kind in [
+            CheckpointKind::After,
+            CheckpointKind::Undo,
+            CheckpointKind::Redo,
+        ] {
+            store
+                .save_file_state(&id, 1, kind, Path::new("a"), &FileSnapshot::Absent)
+                .unwrap();
+        }
+        let kinds: Vec<CheckpointKind> = store
+            .checkpoints(&id)
+            .unwrap()
+            .into_iter()
+            .map(|c| c.kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                CheckpointKind::Before,
+                CheckpointKind::After,
+                CheckpointKind::Undo,
+                CheckpointKind::Redo
+            ]
+        );
+    }
+
     #[cfg(unix)]
     #[test]
     fn non_utf8_paths_restore_to_the_same_file() {
