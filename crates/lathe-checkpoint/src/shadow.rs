@@ -204,7 +204,12 @@ impl Shadow {
             .into_iter()
             .flatten()
             .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with("index-"))
+            .filter(|e| {
+                // Not a lock file: git writes the next index there, and it may be half written.
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.starts_with("index-") && !name.ends_with(".lock")
+            })
             .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
             .max();
         if let Some((_, path)) = newest {
