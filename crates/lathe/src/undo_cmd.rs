@@ -76,10 +76,10 @@ pub fn diff(common: &crate::cli::CommonArgs, args: DiffArgs) -> anyhow::Result<E
     } else {
         checkpoints.diff(args.turn)?
     };
-    let Some(text) = text.filter(|t| !t.is_empty()) else {
-        let what = args
-            .turn
-            .map_or_else(|| "this session".to_owned(), |n| format!("turn {n}"));
+    let what = args
+        .turn
+        .map_or_else(|| "this session".to_owned(), |n| format!("turn {n}"));
+    let Some(text) = text else {
         eprintln!(
             "no changes recorded for {what} of session {}{}",
             short(&session),
@@ -87,6 +87,14 @@ pub fn diff(common: &crate::cli::CommonArgs, args: DiffArgs) -> anyhow::Result<E
         );
         return Ok(ExitCode::from(crate::EXIT_FAILURE));
     };
+    if text.is_empty() {
+        // Steps were recorded, and their net change is nothing: undone, or changed back.
+        println!(
+            "the changes of {what} (session {}) add up to nothing now: they were undone or changed back",
+            short(&session)
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
     out.flush()?;

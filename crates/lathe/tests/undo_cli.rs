@@ -131,6 +131,9 @@ fn undo_redo_and_diff_of_the_newest_session_in_the_workspace() {
     let (code, out, _) = f.lathe(&["undo"]);
     assert_eq!(code, 1);
     assert!(out.starts_with("nothing to undo"), "{out}");
+    let (code, out, _) = f.lathe(&["diff"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("add up to nothing now"), "{out}");
 
     let (code, out, _) = f.lathe(&["redo", "--session", &f.session[..8]]);
     assert_eq!(code, 0, "{out}");
