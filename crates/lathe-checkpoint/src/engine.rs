@@ -10,7 +10,7 @@ use lathe_store::{SessionId, Store};
 
 use crate::fallback::Files;
 use crate::restore::{self, Change, Entry};
-use crate::shadow::{OpenTurn, Shadow};
+use crate::shadow::{NewStep, OpenTurn, Shadow};
 use crate::{
     DiffStat, Error, Force, Nothing, Restored, Result, Step, StepKind, Uncovered, UndoTarget,
 };
@@ -155,20 +155,23 @@ impl Checkpoints {
             return Ok(());
         };
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open.is_none() {
+            *open = shadow.open_turn();
+        }
         if open.as_ref().is_some_and(|o| o.turn == turn) {
             return Ok(());
         }
         let snapshot = shadow.snapshot()?;
-        if let Some(stale) = open.take().or(shadow.steps()?.1) {
+        if let Some(stale) = open.take() {
             close(shadow, &stale, &snapshot.tree)?;
         }
-        let commit = shadow.begin(turn, &snapshot.tree)?;
-        *open = Some(OpenTurn {
+        let begun = OpenTurn {
             turn,
-            commit,
             tree: snapshot.tree,
             claimed: Vec::new(),
-        });
+        };
+        shadow.set_open(&begun)?;
+        *open = Some(begun);
         Ok(())
     }
 
@@ -202,19 +205,26 @@ impl Checkpoints {
             Backend::Files(files) => files.after(turn),
             Backend::Git(shadow) => {
                 let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-                let pending = match open.take() {
-                    Some(o) => Some(o),
-                    None => shadow.steps()?.1,
-                };
-                let Some(pending) = pending.filter(|o| o.turn == turn) else {
+                let Some(pending) = open
+                    .take()
+                    .or_else(|| shadow.open_turn())
+                    .filter(|o| o.turn == turn)
+                else {
                     return Ok(None);
                 };
                 let snapshot = shadow.snapshot()?;
+                shadow.clear_open();
                 if snapshot.tree == pending.tree {
-                    shadow.drop_open(&pending)?;
                     return Ok(None);
                 }
-                shadow.end(&StepKind::Turn, turn, &snapshot.tree, &pending.claimed, &[])?;
+                shadow.record(&NewStep {
+                    kind: &StepKind::Turn,
+                    turn,
+                    before: &pending.tree,
+                    after: &snapshot.tree,
+                    claimed: &pending.claimed,
+                    left_alone: &[],
+                })?;
                 Ok(Some(stat(shadow, &pending.tree, &snapshot.tree)?))
             }
         }
@@ -223,7 +233,7 @@ impl Checkpoints {
     /// The session's steps, oldest first.
     pub fn steps(&self) -> Result<Vec<Step>> {
         match &self.backend {
-            Backend::Git(shadow) => Ok(shadow.steps()?.0),
+            Backend::Git(shadow) => shadow.steps(),
             Backend::Files(files) => files.steps(),
         }
     }
@@ -250,7 +260,7 @@ impl Checkpoints {
             Backend::Git(shadow) => shadow,
         };
         self.close_stale(shadow)?;
-        let steps = shadow.steps()?.0;
+        let steps = shadow.steps()?;
         let state = History::of(&steps);
         let chosen: Vec<&Step> = steps
             .iter()
@@ -307,7 +317,7 @@ impl Checkpoints {
             Backend::Git(shadow) => shadow,
         };
         self.close_stale(shadow)?;
-        let steps = shadow.steps()?.0;
+        let steps = shadow.steps()?;
         let state = History::of(&steps);
         if let Some(turn) = state.turn_after_undo {
             return Ok(Err(Nothing::RedoAfterTurn { turn }));
@@ -360,7 +370,7 @@ impl Checkpoints {
             Backend::Files(files) => return files.diff(turn, args.contains(&"-p")),
             Backend::Git(shadow) => shadow,
         };
-        let steps = shadow.steps()?.0;
+        let steps = shadow.steps()?;
         let span: Vec<&Step> = steps
             .iter()
             .filter(|s| turn.is_none_or(|n| s.turn == n && s.kind == StepKind::Turn))
@@ -380,7 +390,7 @@ impl Checkpoints {
     /// workspace as it is: the undo then covers it.
     fn close_stale(&self, shadow: &Shadow) -> Result<()> {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(stale) = open.take().or(shadow.steps()?.1) {
+        if let Some(stale) = open.take().or_else(|| shadow.open_turn()) {
             let snapshot = shadow.snapshot()?;
             close(shadow, &stale, &snapshot.tree)?;
         }
@@ -418,15 +428,20 @@ fn theirs(
     Ok(theirs)
 }
 
-/// Ends an open turn with `tree`, or takes it back when nothing changed.
+/// Ends an open turn with `tree` (recording it only when something changed).
 fn close(shadow: &Shadow, open: &OpenTurn, tree: &str) -> Result<()> {
-    if open.tree == tree {
-        shadow.drop_open(open)
-    } else {
-        shadow
-            .end(&StepKind::Turn, open.turn, tree, &open.claimed, &[])
-            .map(|_| ())
+    shadow.clear_open();
+    if open.tree != tree {
+        shadow.record(&NewStep {
+            kind: &StepKind::Turn,
+            turn: open.turn,
+            before: &open.tree,
+            after: tree,
+            claimed: &open.claimed,
+            left_alone: &[],
+        })?;
     }
+    Ok(())
 }
 
 /// The undo state a session's steps add up to.
@@ -516,8 +531,6 @@ fn put_back(
         return Ok(Ok(report));
     }
     let before = shadow.snapshot()?;
-    let newest_turn = report.turns.iter().copied().max().unwrap_or(0);
-    let begun = shadow.begin(newest_turn, &before.tree)?;
     let mut removed = Vec::new();
     for change in todo {
         match restore::apply(&shadow.git, &change) {
@@ -532,16 +545,16 @@ fn put_back(
     }
     restore::prune_empty_parents(&shadow.git.work_tree, &removed);
     let after = shadow.snapshot()?;
-    if after.tree == before.tree {
-        shadow.drop_open(&OpenTurn {
-            turn: newest_turn,
-            commit: begun,
-            tree: before.tree,
-            claimed: Vec::new(),
-        })?;
-        return Ok(Ok(report));
+    if after.tree != before.tree {
+        report.step = Some(shadow.record(&NewStep {
+            kind: &kind,
+            turn: report.turns.iter().copied().max().unwrap_or(0),
+            before: &before.tree,
+            after: &after.tree,
+            claimed: &[],
+            left_alone: &report.conflicts,
+        })?);
     }
-    report.step = Some(shadow.end(&kind, newest_turn, &after.tree, &[], &report.conflicts)?);
     Ok(Ok(report))
 }
 

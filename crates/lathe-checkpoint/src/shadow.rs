@@ -127,7 +127,32 @@ impl Shadow {
                 Some(&drop),
             )?;
         }
-        let tree = trimmed(self.git.run(["write-tree"])?);
+        // Nothing changed and the index is as the last write-tree left it: the same tree.
+        let cache = self.state_file("tree");
+        let stamp = || {
+            let meta = std::fs::metadata(&self.git.index).ok()?;
+            let mtime = meta
+                .modified()
+                .ok()?
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()?;
+            Some(format!("{} {}", meta.len(), mtime.as_nanos()))
+        };
+        let cached = std::fs::read_to_string(&cache).ok().and_then(|text| {
+            let (tree, seen) = text.trim().split_once(' ')?;
+            (update.is_empty() && drop.is_empty() && Some(seen) == stamp().as_deref())
+                .then(|| tree.to_owned())
+        });
+        let tree = match cached {
+            Some(tree) => tree,
+            None => {
+                let tree = trimmed(self.git.run(["write-tree"])?);
+                if let Some(seen) = stamp() {
+                    let _ = std::fs::write(&cache, format!("{tree} {seen}\n"));
+                }
+                tree
+            }
+        };
         uncovered.sort();
         uncovered.dedup();
         Ok(Snapshot { tree, uncovered })
@@ -228,29 +253,10 @@ impl Shadow {
         }
     }
 
-    /// Adds a commit of `tree` with `message` on top of the session's ref.
-    pub(crate) fn commit(&self, tree: &str, message: &str) -> Result<String> {
-        let parent = self.head()?;
-        let mut args = vec!["commit-tree".to_owned(), tree.to_owned()];
-        if let Some(parent) = &parent {
-            args.push("-p".into());
-            args.push(parent.clone());
-        }
-        args.push("-m".into());
-        args.push(message.to_owned());
-        let commit = trimmed(self.git.run(&args)?);
-        let mut update = vec!["update-ref", self.reference.as_str(), commit.as_str()];
-        if let Some(parent) = &parent {
-            update.push(parent.as_str());
-        }
-        self.git.run(&update)?;
-        Ok(commit)
-    }
-
-    /// The session's steps, oldest first, and the before-snapshot of a turn that has not ended.
-    pub(crate) fn steps(&self) -> Result<(Vec<Step>, Option<OpenTurn>)> {
+    /// The session's steps, oldest first.
+    pub(crate) fn steps(&self) -> Result<Vec<Step>> {
         if self.head()?.is_none() {
-            return Ok((Vec::new(), None));
+            return Ok(Vec::new());
         }
         self.steps_of(&self.reference)
     }
@@ -263,13 +269,13 @@ impl Shadow {
         let mut steps = Vec::new();
         for reference in String::from_utf8_lossy(&refs).lines() {
             if reference != self.reference && reference.ends_with("/head") {
-                steps.extend(self.steps_of(reference)?.0);
+                steps.extend(self.steps_of(reference)?);
             }
         }
         Ok(steps)
     }
 
-    fn steps_of(&self, reference: &str) -> Result<(Vec<Step>, Option<OpenTurn>)> {
+    fn steps_of(&self, reference: &str) -> Result<Vec<Step>> {
         let log = self.git.run([
             "log",
             "--first-parent",
@@ -288,14 +294,13 @@ impl Shadow {
             .collect();
         commits.reverse();
         let mut steps = Vec::new();
-        let mut open = None;
-        let mut before: Option<(String, String, u32)> = None;
+        let mut before: Option<String> = None;
         for (commit, tree, meta) in commits {
             match meta.kind {
                 None => continue,
-                Some(MetaKind::Before) => before = Some((commit, tree, meta.turn)),
+                Some(MetaKind::Before) => before = Some(tree),
                 Some(kind) => {
-                    let Some((_, before_tree, _)) = before.take() else {
+                    let Some(before_tree) = before.take() else {
                         continue;
                     };
                     let kind = match kind {
@@ -320,65 +325,86 @@ impl Shadow {
                 }
             }
         }
-        if let Some((commit, tree, turn)) = before {
-            open = Some(OpenTurn {
-                turn,
-                commit,
-                tree,
-                claimed: Vec::new(),
-            });
-        }
-        Ok((steps, open))
+        Ok(steps)
     }
 
-    /// Records the state before `turn` changes anything.
-    pub(crate) fn begin(&self, turn: u32, tree: &str) -> Result<String> {
-        self.commit(tree, &Meta::message(MetaKind::Before, turn, &[], &[], &[]))
-    }
-
-    /// Records the state after a step.
-    pub(crate) fn end(
-        &self,
-        kind: &StepKind,
-        turn: u32,
-        tree: &str,
-        claimed: &[PathBuf],
-        left_alone: &[PathBuf],
-    ) -> Result<String> {
-        let (kind, targets) = match kind {
+    /// Records a step: a commit of the state before (on the session's newest), and one of the
+    /// state after on top of it; the session's ref moves once, to the second.
+    pub(crate) fn record(&self, step: &NewStep<'_>) -> Result<String> {
+        let parent = self.head()?;
+        let before_message = Meta::message(MetaKind::Before, step.turn, &[], &[], &[]);
+        let before = self.commit_tree(step.before, parent.as_deref(), &before_message)?;
+        let (kind, targets) = match step.kind {
             StepKind::Turn => (MetaKind::Turn, Vec::new()),
             StepKind::Undo { targets } => (MetaKind::Undo, targets.clone()),
             StepKind::Redo { target } => (MetaKind::Redo, vec![target.clone()]),
         };
-        self.commit(
-            tree,
-            &Meta::message(kind, turn, &targets, claimed, left_alone),
-        )
+        let message = Meta::message(kind, step.turn, &targets, step.claimed, step.left_alone);
+        let after = self.commit_tree(step.after, Some(&before), &message)?;
+        let mut update = vec!["update-ref", self.reference.as_str(), after.as_str()];
+        if let Some(parent) = &parent {
+            update.push(parent.as_str());
+        }
+        self.git.run(&update)?;
+        Ok(after)
     }
 
-    /// Takes back an open turn's before-commit when the turn changed nothing.
-    pub(crate) fn drop_open(&self, open: &OpenTurn) -> Result<()> {
-        let parent = self
-            .git
-            .run(["rev-parse", "--verify", "-q", &format!("{}^", open.commit)])
-            .ok()
-            .map(trimmed);
-        match parent {
-            Some(parent) => self.git.run([
-                "update-ref",
-                self.reference.as_str(),
-                parent.as_str(),
-                open.commit.as_str(),
-            ])?,
-            None => self.git.run([
-                "update-ref",
-                "-d",
-                self.reference.as_str(),
-                open.commit.as_str(),
-            ])?,
-        };
-        Ok(())
+    fn commit_tree(&self, tree: &str, parent: Option<&str>, message: &str) -> Result<String> {
+        let mut args = vec!["commit-tree", tree];
+        if let Some(parent) = parent {
+            args.extend(["-p", parent]);
+        }
+        args.extend(["-m", message]);
+        Ok(trimmed(self.git.run(&args)?))
     }
+
+    /// The turn this session began and did not end (it is running, or its process died).
+    pub(crate) fn open_turn(&self) -> Option<OpenTurn> {
+        let text = std::fs::read_to_string(self.state_file("open")).ok()?;
+        let (turn, tree) = text.trim().split_once(' ')?;
+        Some(OpenTurn {
+            turn: turn.parse().ok()?,
+            tree: tree.to_owned(),
+            claimed: Vec::new(),
+        })
+    }
+
+    /// Notes the state before a turn: a small file, not a commit, since most turns that begin
+    /// a change are recorded only when they end.
+    pub(crate) fn set_open(&self, open: &OpenTurn) -> Result<()> {
+        let path = self.state_file("open");
+        std::fs::write(&path, format!("{} {}\n", open.turn, open.tree))
+            .map_err(|e| Error::io(&path, e))
+    }
+
+    /// Forgets the open turn.
+    pub(crate) fn clear_open(&self) {
+        let _ = std::fs::remove_file(self.state_file("open"));
+    }
+
+    /// A file of this session's next to its index: `open-<session>`, `tree-<session>`.
+    fn state_file(&self, what: &str) -> PathBuf {
+        let name = self
+            .git
+            .index
+            .file_name()
+            .map(|n| {
+                n.to_string_lossy()
+                    .replacen("index-", &format!("{what}-"), 1)
+            })
+            .unwrap_or_default();
+        self.git.index.with_file_name(name)
+    }
+}
+
+/// A step to record.
+pub(crate) struct NewStep<'a> {
+    pub(crate) kind: &'a StepKind,
+    pub(crate) turn: u32,
+    pub(crate) before: &'a str,
+    pub(crate) after: &'a str,
+    pub(crate) claimed: &'a [PathBuf],
+    pub(crate) left_alone: &'a [PathBuf],
 }
 
 /// A turn whose before-state was recorded and whose end was not (it is running, or its process
@@ -386,7 +412,6 @@ impl Shadow {
 #[derive(Debug, Clone)]
 pub(crate) struct OpenTurn {
     pub(crate) turn: u32,
-    pub(crate) commit: String,
     pub(crate) tree: String,
     /// Paths the file tools said they change.
     pub(crate) claimed: Vec<PathBuf>,

@@ -238,3 +238,25 @@ async fn undo_since_a_turn_takes_back_every_later_turn_and_the_diff_shows_each()
         Err(Nothing::RedoAfterTurn { turn: 4 })
     );
 }
+
+#[tokio::test]
+async fn a_turn_whose_process_died_is_ended_and_undone_by_the_next_process() {
+    let f = Fixture::new(&[("a.txt", "a\n")]);
+    {
+        let checkpoints = f.checkpoints("s1");
+        let agent = f.agent(checkpoints);
+        agent.hook.begin_turn(1);
+        agent
+            .call(
+                "shell",
+                json!({"command": "echo changed > a.txt && echo new > b.txt"}),
+            )
+            .await;
+        // The process dies here: the turn never ends.
+    }
+    let later = f.checkpoints("s1");
+    let undone = later.undo(UndoTarget::Last, Force::No).unwrap().unwrap();
+    assert_eq!(undone.turns, [1]);
+    assert_eq!(f.read("a.txt"), b"a\n");
+    assert!(!f.path("b.txt").exists());
+}
