@@ -47,7 +47,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 echo "building lathe and the checkpoint_bench example (release)" >&2
-(cd "$ROOT" && cargo build --release -q -p lathe && cargo build --release -q -p lathe-checkpoint --example checkpoint_bench)
+# One invocation, so both share one feature set and one build of the dependencies.
+(cd "$ROOT" && cargo build --release -q -p lathe --bin lathe -p lathe-checkpoint --example checkpoint_bench)
 
 # A git with no user configuration, for the reference and the set-up alike.
 export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1
@@ -134,19 +135,26 @@ for tree in $TREES; do
     turn=$((turn + 1)); "$BENCH" begin "$LATHE_DATA_DIR" "$dir" "$session" "$turn"
     first=$(( ($(now_ns) - start) / 1000 ))
     git -C "$dir" status --porcelain >/dev/null
+    "$BENCH" end "$LATHE_DATA_DIR" "$dir" "$session" "$turn"
+    # As in a session: the previous turn has ended, then its next one begins (and, here, ends
+    # without a change, untimed).
     for _ in $(seq "$RUNS"); do
         turn=$((turn + 1))
         time_once "$tree-snap" "$BENCH" begin "$LATHE_DATA_DIR" "$dir" "$session" "$turn"
+        "$BENCH" end "$LATHE_DATA_DIR" "$dir" "$session" "$turn"
         time_once "$tree-status" git -C "$dir" status --porcelain
     done
     for i in $(seq "$RUNS"); do
         turn=$((turn + 1))
         echo "change $i" >>"$file"
         time_once "$tree-snap1" "$BENCH" begin "$LATHE_DATA_DIR" "$dir" "$session" "$turn"
+        "$BENCH" end "$LATHE_DATA_DIR" "$dir" "$session" "$turn"
         echo "again $i" >>"$file"
         time_once "$tree-status1" git -C "$dir" status --porcelain
     done
     cp "$WORK/original" "$file"
+    turn=$((turn + 1))
+    "$BENCH" begin "$LATHE_DATA_DIR" "$dir" "$session" "$turn"
     "$BENCH" end "$LATHE_DATA_DIR" "$dir" "$session" "$turn"
     for i in $(seq "$RUNS"); do
         turn=$((turn + 1))
