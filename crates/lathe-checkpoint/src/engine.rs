@@ -81,12 +81,13 @@ impl Builder {
             .clone()
             .or_else(|| std::env::var_os("PATH"))
             .unwrap_or_default();
-        let backend = if crate::git::available(&path) {
+        let backend = if let Some(program) = crate::git::find(&path) {
             Backend::Git(Shadow::open(
                 &self.data_dir,
                 &self.workspace,
                 &self.session,
                 self.max_file_size,
+                program,
                 path,
             )?)
         } else {

@@ -36,21 +36,23 @@ pub(crate) struct Git {
     pub(crate) index: PathBuf,
     /// The user's `.git/info/exclude`, when the workspace has one.
     pub(crate) user_exclude: Option<PathBuf>,
-    /// The `PATH` git is found on (and runs with).
+    /// The `git` program.
+    pub(crate) program: PathBuf,
+    /// The `PATH` git runs with (its own helpers are found through it).
     pub(crate) search_path: OsString,
 }
 
-/// Whether the `git` binary can be started (it is on `PATH`).
-pub(crate) fn available(search_path: &OsStr) -> bool {
-    Command::new("git")
-        .arg("--version")
-        .env_clear()
-        .env("PATH", search_path)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+/// The `git` program on `search_path` (a `PATH` value), found as `execvp` would find it but
+/// without starting anything: a snapshot must not pay for a `git --version`.
+pub(crate) fn find(search_path: &OsStr) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(search_path)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map(|dir| dir.join("git"))
+        .find(|path| {
+            std::fs::metadata(path)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 impl Git {
@@ -60,7 +62,7 @@ impl Git {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let mut command = Command::new("git");
+        let mut command = Command::new(&self.program);
         for (key, _) in std::env::vars_os() {
             if key.to_string_lossy().starts_with("GIT_") {
                 command.env_remove(&key);

@@ -37,6 +37,7 @@ impl Shadow {
         workspace: &Path,
         session: &str,
         max_file_size: u64,
+        program: PathBuf,
         search_path: std::ffi::OsString,
     ) -> Result<Shadow> {
         let workspace = workspace
@@ -52,6 +53,7 @@ impl Shadow {
             work_tree: workspace.clone(),
             index: dir.join(format!("index-{}", ref_safe(session))),
             user_exclude: user_exclude.is_file().then_some(user_exclude),
+            program,
             search_path,
         };
         git.init()?;
