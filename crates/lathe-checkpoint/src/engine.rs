@@ -239,8 +239,9 @@ impl Checkpoints {
         }
     }
 
-    /// What snapshots leave out now: ignored paths, files over the size limit, nested
-    /// repositories (empty in the fallback, which covers only the file tools' changes).
+    /// What snapshots leave out: ignored paths (now), files over the size limit and nested
+    /// repositories (as the newest snapshot found them); empty in the fallback, which covers
+    /// only the file tools' changes.
     pub fn uncovered(&self) -> Result<Vec<Uncovered>> {
         match &self.backend {
             Backend::Git(shadow) => shadow.uncovered(),
@@ -304,7 +305,8 @@ impl Checkpoints {
             .into_values()
             .filter(|c| !others.contains(&c.path))
             .collect();
-        let mut restored = put_back(shadow, changes, force, kind, turns)?;
+        let base = &steps.last().expect("a step was chosen").after;
+        let mut restored = put_back(shadow, base, changes, force, kind, turns)?;
         if let Ok(report) = &mut restored {
             report.others = others;
         }
@@ -349,7 +351,8 @@ impl Checkpoints {
         let kind = StepKind::Redo {
             target: undo.id.clone(),
         };
-        put_back(shadow, changes, force, kind, turns)
+        let base = &steps.last().expect("an undo was found").after;
+        put_back(shadow, base, changes, force, kind, turns)
     }
 
     /// A unified diff of what a turn changed (`Some(n)`: the turn steps of turn `n`; `None`:
@@ -502,9 +505,12 @@ impl History {
     }
 }
 
-/// Puts `changes` back where the files are as expected (or all, forced), recorded as a step.
+/// Puts `changes` back where the files are as expected (or all, forced), recorded as a step
+/// whose states are `base` (the session's newest) with the changed paths as they were on disk
+/// before and after.
 fn put_back(
     shadow: &Shadow,
+    base: &str,
     changes: Vec<Change>,
     force: Force,
     kind: StepKind,
@@ -531,7 +537,9 @@ fn put_back(
     if todo.is_empty() {
         return Ok(Ok(report));
     }
-    let before = shadow.snapshot()?;
+    let todo_paths: Vec<&Path> = todo.iter().map(|c| c.path.as_path()).collect();
+    let overlay = shadow.overlay(base, &todo_paths)?;
+    let before = overlay.tree()?;
     let mut removed = Vec::new();
     for change in todo {
         match restore::apply(&shadow.git, &change) {
@@ -545,13 +553,13 @@ fn put_back(
         }
     }
     restore::prune_empty_parents(&shadow.git.work_tree, &removed);
-    let after = shadow.snapshot()?;
-    if after.tree != before.tree {
+    let after = overlay.tree()?;
+    if after != before {
         report.step = Some(shadow.record(&NewStep {
             kind: &kind,
             turn: report.turns.iter().copied().max().unwrap_or(0),
-            before: &before.tree,
-            after: &after.tree,
+            before: &before,
+            after: &after,
             claimed: &[],
             left_alone: &report.conflicts,
         })?);

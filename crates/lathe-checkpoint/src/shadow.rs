@@ -157,13 +157,17 @@ impl Shadow {
         };
         uncovered.sort();
         uncovered.dedup();
+        self.save_left_out(&uncovered);
         Ok(Snapshot { tree, uncovered })
     }
 
     /// What snapshots leave out: ignored paths (directories collapsed) and files over the size
     /// limit. Walks the ignored part of the tree: for messages, not for every snapshot.
     pub(crate) fn uncovered(&self) -> Result<Vec<Uncovered>> {
-        let mut found = self.snapshot()?.uncovered;
+        let mut found = match self.saved_left_out() {
+            Some(found) => found,
+            None => self.snapshot()?.uncovered,
+        };
         self.write_excludes()?;
         let ignored = self.git.run([
             "ls-files",
@@ -180,6 +184,41 @@ impl Shadow {
         found.sort();
         found.dedup();
         Ok(found)
+    }
+
+    /// Keeps what the snapshot left out (large files, nested repositories) for
+    /// [`Shadow::uncovered`], which then needs no snapshot of its own.
+    fn save_left_out(&self, uncovered: &[Uncovered]) {
+        let mut text = String::new();
+        for item in uncovered {
+            match item {
+                Uncovered::TooLarge { path, size } => {
+                    text.push_str(&format!("large {size} {}\n", path.display()))
+                }
+                Uncovered::NestedRepository(path) => {
+                    text.push_str(&format!("nested {}\n", path.display()))
+                }
+                Uncovered::Ignored(_) => {}
+            }
+        }
+        let _ = std::fs::write(self.state_file("left-out"), text);
+    }
+
+    fn saved_left_out(&self) -> Option<Vec<Uncovered>> {
+        let text = std::fs::read_to_string(self.state_file("left-out")).ok()?;
+        let mut found = Vec::new();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("large ") {
+                let (size, path) = rest.split_once(' ')?;
+                found.push(Uncovered::TooLarge {
+                    path: PathBuf::from(path),
+                    size: size.parse().ok()?,
+                });
+            } else if let Some(path) = line.strip_prefix("nested ") {
+                found.push(Uncovered::NestedRepository(PathBuf::from(path)));
+            }
+        }
+        Some(found)
     }
 
     /// The shadow's own exclude file: always `.git`, Lathe's own directories, and the root
@@ -396,6 +435,45 @@ impl Shadow {
             })
             .unwrap_or_default();
         self.git.index.with_file_name(name)
+    }
+}
+
+/// A tree built from another with a few paths taken from the work tree: the states around an
+/// undo, which changes only those paths, without a walk of the whole tree.
+pub(crate) struct Overlay {
+    git: Git,
+    paths: Vec<u8>,
+}
+
+impl Shadow {
+    /// An overlay of `paths` on tree `base`, in an index file of its own.
+    pub(crate) fn overlay(&self, base: &str, paths: &[&Path]) -> Result<Overlay> {
+        let mut git = self.git.clone();
+        git.index = self.state_file("overlay");
+        let _ = std::fs::remove_file(&git.index);
+        git.run(["read-tree", base])?;
+        let mut list = Vec::new();
+        for path in paths {
+            push(&mut list, bytes_of(path));
+        }
+        Ok(Overlay { git, paths: list })
+    }
+}
+
+impl Overlay {
+    /// The base with the paths as they are on disk now.
+    pub(crate) fn tree(&self) -> Result<String> {
+        self.git.run_with_input(
+            ["update-index", "-z", "--add", "--remove", "--stdin"],
+            Some(&self.paths),
+        )?;
+        Ok(trimmed(self.git.run(["write-tree"])?))
+    }
+}
+
+impl Drop for Overlay {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.git.index);
     }
 }
 
