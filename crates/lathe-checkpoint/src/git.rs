@@ -21,6 +21,10 @@ const SETTINGS: &[&str] = &[
     "core.fileMode=true",
     "core.quotePath=false",
     "core.untrackedCache=false",
+    // The session's index is private and rebuilt at will: no checksum over it on every write
+    // (megabytes on a large tree), and the compact format.
+    "index.skipHash=true",
+    "index.version=4",
     "gc.auto=0",
     "maintenance.auto=false",
     "advice.detachedHead=false",
