@@ -16,6 +16,39 @@ pub enum FileSnapshot {
     Contents(Vec<u8>),
 }
 
+/// What a checkpoint row records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CheckpointKind {
+    /// The file before the turn first changed it.
+    Before,
+    /// The file as the turn left it.
+    After,
+    /// A mark: the turn was undone (the path names the undo).
+    Undo,
+    /// A mark: an undo of the turn was taken back (the path names the undo).
+    Redo,
+}
+
+impl CheckpointKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            CheckpointKind::Before => "before",
+            CheckpointKind::After => "after",
+            CheckpointKind::Undo => "undo",
+            CheckpointKind::Redo => "redo",
+        }
+    }
+
+    fn parse(text: &str) -> CheckpointKind {
+        match text {
+            "after" => CheckpointKind::After,
+            "undo" => CheckpointKind::Undo,
+            "redo" => CheckpointKind::Redo,
+            _ => CheckpointKind::Before,
+        }
+    }
+}
+
 /// A stored checkpoint.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Checkpoint {
@@ -24,6 +57,8 @@ pub struct Checkpoint {
     pub id: i64,
     /// The turn that was about to change the file.
     pub turn: u32,
+    /// What the row records.
+    pub kind: CheckpointKind,
     /// The file, as the caller gave it (exact bytes, even when not UTF-8).
     pub path: PathBuf,
     /// What the file held.
@@ -43,6 +78,20 @@ impl Store {
         path: &Path,
         snapshot: &FileSnapshot,
     ) -> Result<i64> {
+        self.save_file_state(session, turn, CheckpointKind::Before, path, snapshot)
+    }
+
+    /// Saves a row of `kind` for `path` in `turn`, and returns its id.
+    ///
+    /// Fails with [`Error::NoSession`](crate::Error::NoSession) if the session does not exist.
+    pub fn save_file_state(
+        &self,
+        session: &SessionId,
+        turn: u32,
+        kind: CheckpointKind,
+        path: &Path,
+        snapshot: &FileSnapshot,
+    ) -> Result<i64> {
         let content = match snapshot {
             FileSnapshot::Absent => None,
             FileSnapshot::Contents(bytes) => Some(bytes.as_slice()),
@@ -52,10 +101,17 @@ impl Store {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         touch(&tx, session, now)?;
         tx.prepare_cached(
-            "INSERT INTO checkpoints (session_id, turn, path, content, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO checkpoints (session_id, turn, path, content, created_at, kind) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?
-        .execute(params![session, turn, path::to_sql(path), content, now])?;
+        .execute(params![
+            session,
+            turn,
+            path::to_sql(path),
+            content,
+            now,
+            kind.as_str()
+        ])?;
         let id = tx.last_insert_rowid();
         tx.commit()?;
         Ok(id)
@@ -68,7 +124,7 @@ impl Store {
         ensure_session(&tx, session)?;
         let checkpoints = tx
             .prepare_cached(
-                "SELECT id, turn, path, content, created_at FROM checkpoints \
+                "SELECT id, turn, path, content, created_at, kind FROM checkpoints \
                  WHERE session_id = ?1 ORDER BY id",
             )?
             .query_map([session], |row| {
@@ -76,6 +132,7 @@ impl Store {
                 Ok(Checkpoint {
                     id: row.get(0)?,
                     turn: row.get(1)?,
+                    kind: CheckpointKind::parse(&row.get::<_, String>(5)?),
                     path: row.get::<_, SqlPath>(2)?.0,
                     snapshot: content.map_or(FileSnapshot::Absent, FileSnapshot::Contents),
                     created_at: row.get(4)?,
@@ -135,6 +192,40 @@ mod tests {
             .collect();
         assert_eq!(got, want);
         assert_eq!(store.checkpoints(&other).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn each_row_keeps_its_kind_and_plain_saves_are_before_copies() {
+        let store = Store::open_in_memory().unwrap();
+        let id = store.create_session(NewSession::default()).unwrap();
+        let before = FileSnapshot::Contents(b"old".to_vec());
+        store
+            .save_checkpoint(&id, 1, Path::new("a"), &before)
+            .unwrap();
+        for kind in [
+            CheckpointKind::After,
+            CheckpointKind::Undo,
+            CheckpointKind::Redo,
+        ] {
+            store
+                .save_file_state(&id, 1, kind, Path::new("a"), &FileSnapshot::Absent)
+                .unwrap();
+        }
+        let kinds: Vec<CheckpointKind> = store
+            .checkpoints(&id)
+            .unwrap()
+            .into_iter()
+            .map(|c| c.kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                CheckpointKind::Before,
+                CheckpointKind::After,
+                CheckpointKind::Undo,
+                CheckpointKind::Redo
+            ]
+        );
     }
 
     #[cfg(unix)]

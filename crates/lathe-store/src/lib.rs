@@ -50,7 +50,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rusqlite::{Connection, Transaction, params};
 
-pub use checkpoint::{Checkpoint, FileSnapshot};
+pub use checkpoint::{Checkpoint, CheckpointKind, FileSnapshot};
 pub use error::{Error, Result};
 pub use id::SessionId;
 pub use log::{Event, Message};

@@ -73,9 +73,15 @@ CREATE TABLE trusted_configs (
 );
 ";
 
+/// Version 4: what a checkpoint row records (a file before or after a turn, or an undo or redo
+/// mark), for the checkpoints' fallback without git.
+const V4: &str = "
+ALTER TABLE checkpoints ADD COLUMN kind TEXT NOT NULL DEFAULT 'before';
+";
+
 /// Migration `i` takes a database from version `i` to version `i + 1`. Append only: a released
 /// migration never changes.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build writes.
 pub(crate) const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -43,6 +43,13 @@ pub enum Command {
     Chat(crate::chat::ChatArgs),
     /// Stored sessions: list them, show one's transcript.
     Sessions(crate::sessions_cmd::SessionsArgs),
+    /// Take back a session's newest turn (or every turn since --turn N): files it changed,
+    /// created or deleted, as they were; files changed since by someone else are left alone.
+    Undo(crate::undo_cmd::UndoArgs),
+    /// Take back the newest undo.
+    Redo(crate::undo_cmd::RedoArgs),
+    /// What a session (or one turn, --turn N) changed, as a unified diff (--stat: a summary).
+    Diff(crate::undo_cmd::DiffArgs),
     /// Serve Lathe's tools to an MCP client (stdio, or streamable HTTP with --listen).
     Mcp(crate::mcp::McpArgs),
     /// The safety policy: `lathe policy check -- COMMAND` decides a command as the agent would.

@@ -14,6 +14,7 @@ mod signals;
 mod state;
 mod tool_cmd;
 mod trust;
+mod undo_cmd;
 
 use std::process::ExitCode;
 
@@ -67,6 +68,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Exec(args) => exec_cmd::run(&common, args).await,
         Command::Chat(args) => chat::run(&common, args).await,
         Command::Sessions(args) => sessions_cmd::run(&common, args),
+        Command::Undo(args) => undo_cmd::undo(&common, args),
+        Command::Redo(args) => undo_cmd::redo(&common, args),
+        Command::Diff(args) => undo_cmd::diff(&common, args),
         Command::Mcp(args) => mcp::run(&common, args).await,
         Command::Policy(args) => policy_cmd::run(&common, args),
         Command::Trust(args) => trust::run(&common, args),

@@ -36,3 +36,4 @@ mod readme_transcript;
 mod sandbox_cli;
 mod tool_cli;
 mod trust;
+mod undo_cli;

@@ -1,0 +1,400 @@
+//! Checkpoints without git: a copy of each file the file tools change, before and after the
+//! turn, in the sessions database. Shell commands' changes are not seen, so not covered.
+//!
+//! An undo writes one `undo` mark per turn it undid, all named `#N` for the N-th undo; a redo
+//! writes `redo` marks with the same name.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use lathe_store::{Checkpoint, CheckpointKind, FileSnapshot, SessionId, Store};
+
+use crate::{DiffStat, Error, Force, Nothing, Restored, Result, Step, StepKind, UndoTarget};
+
+#[derive(Debug)]
+pub(crate) struct Files {
+    store: Store,
+    session: SessionId,
+    root: PathBuf,
+    /// Paths copied in each turn by this process.
+    seen: Mutex<BTreeMap<u32, Vec<PathBuf>>>,
+}
+
+/// A turn's files: the oldest copy before, the newest after, and whether it is undone now.
+#[derive(Debug, Default)]
+struct Turn {
+    before: BTreeMap<PathBuf, FileSnapshot>,
+    after: BTreeMap<PathBuf, FileSnapshot>,
+    first_id: i64,
+    undone_by: Option<String>,
+}
+
+impl Files {
+    pub(crate) fn new(store: Store, session: SessionId, root: PathBuf) -> Files {
+        Files {
+            store,
+            session,
+            root,
+            seen: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn relative(&self, path: &Path) -> PathBuf {
+        path.strip_prefix(&self.root).unwrap_or(path).to_path_buf()
+    }
+
+    fn read(&self, path: &Path) -> Result<FileSnapshot> {
+        let full = self.root.join(path);
+        match std::fs::read(&full) {
+            Ok(bytes) => Ok(FileSnapshot::Contents(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(FileSnapshot::Absent),
+            Err(e) => Err(Error::io(&full, e)),
+        }
+    }
+
+    pub(crate) fn before(&self, turn: u32, path: &Path) -> Result<()> {
+        let path = self.relative(path);
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let paths = seen.entry(turn).or_default();
+        if paths.contains(&path) {
+            return Ok(());
+        }
+        let snapshot = self.read(&path)?;
+        self.store.save_file_state(
+            &self.session,
+            turn,
+            CheckpointKind::Before,
+            &path,
+            &snapshot,
+        )?;
+        paths.push(path);
+        Ok(())
+    }
+
+    pub(crate) fn after(&self, turn: u32) -> Result<Option<DiffStat>> {
+        let paths = self
+            .seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&turn)
+            .unwrap_or_default();
+        let turns = self.turns()?;
+        let mut stat = DiffStat::default();
+        for path in paths {
+            let now = self.read(&path)?;
+            let before = turns
+                .get(&turn)
+                .and_then(|t| t.before.get(&path))
+                .cloned()
+                .unwrap_or(FileSnapshot::Absent);
+            if before != now {
+                stat.files += 1;
+                let (added, removed) = lines_changed(&before, &now);
+                stat.added += added;
+                stat.removed += removed;
+            }
+            self.store
+                .save_file_state(&self.session, turn, CheckpointKind::After, &path, &now)?;
+        }
+        Ok((stat.files > 0).then_some(stat))
+    }
+
+    fn rows(&self) -> Result<Vec<Checkpoint>> {
+        Ok(self.store.checkpoints(&self.session)?)
+    }
+
+    fn turns(&self) -> Result<BTreeMap<u32, Turn>> {
+        let mut turns: BTreeMap<u32, Turn> = BTreeMap::new();
+        for row in self.rows()? {
+            let turn = turns.entry(row.turn).or_default();
+            if turn.first_id == 0 {
+                turn.first_id = row.id;
+            }
+            match row.kind {
+                CheckpointKind::Before => {
+                    turn.before.entry(row.path).or_insert(row.snapshot);
+                }
+                CheckpointKind::After => {
+                    turn.after.insert(row.path, row.snapshot);
+                }
+                CheckpointKind::Undo => {
+                    turn.undone_by = Some(row.path.to_string_lossy().into_owned());
+                }
+                CheckpointKind::Redo => turn.undone_by = None,
+            }
+        }
+        Ok(turns)
+    }
+
+    pub(crate) fn steps(&self) -> Result<Vec<Step>> {
+        let mut steps = Vec::new();
+        let mut marks: HashSet<(CheckpointKind, String)> = HashSet::new();
+        for row in self.rows()? {
+            let label = row.path.to_string_lossy().into_owned();
+            match row.kind {
+                CheckpointKind::Before
+                    if !steps
+                        .iter()
+                        .any(|s: &Step| s.kind == StepKind::Turn && s.turn == row.turn) =>
+                {
+                    steps.push(Step {
+                        id: format!("turn-{}", row.turn),
+                        turn: row.turn,
+                        kind: StepKind::Turn,
+                        before: String::new(),
+                        after: String::new(),
+                        claimed: Vec::new(),
+                        left_alone: Vec::new(),
+                    });
+                }
+                CheckpointKind::Undo | CheckpointKind::Redo
+                    if marks.insert((row.kind, label.clone())) =>
+                {
+                    let kind = if row.kind == CheckpointKind::Undo {
+                        StepKind::Undo {
+                            targets: vec![format!("turn-{}", row.turn)],
+                        }
+                    } else {
+                        StepKind::Redo {
+                            target: label.clone(),
+                        }
+                    };
+                    steps.push(Step {
+                        id: label,
+                        turn: row.turn,
+                        kind,
+                        before: String::new(),
+                        after: String::new(),
+                        claimed: Vec::new(),
+                        left_alone: Vec::new(),
+                    });
+                }
+                _ => {}
+            }
+        }
+        Ok(steps)
+    }
+
+    pub(crate) fn undo(
+        &self,
+        target: UndoTarget,
+        force: Force,
+    ) -> Result<std::result::Result<Restored, Nothing>> {
+        let turns = self.turns()?;
+        let mut chosen: Vec<u32> = turns
+            .iter()
+            .filter(|(n, t)| {
+                t.undone_by.is_none()
+                    && !t.after.is_empty()
+                    && match target {
+                        UndoTarget::Last => true,
+                        UndoTarget::Since(since) => **n >= since,
+                    }
+            })
+            .map(|(n, _)| *n)
+            .collect();
+        if target == UndoTarget::Last {
+            chosen = chosen.last().copied().into_iter().collect();
+        }
+        if chosen.is_empty() {
+            return Ok(Err(Nothing::ToUndo));
+        }
+        // Per path: back to the oldest turn's copy before, expected as the newest left it.
+        let mut changes: BTreeMap<PathBuf, (FileSnapshot, FileSnapshot)> = BTreeMap::new();
+        for n in &chosen {
+            let turn = &turns[n];
+            for (path, before) in &turn.before {
+                let after = turn
+                    .after
+                    .get(path)
+                    .cloned()
+                    .unwrap_or(FileSnapshot::Absent);
+                changes
+                    .entry(path.clone())
+                    .and_modify(|c| c.1 = after.clone())
+                    .or_insert((before.clone(), after));
+            }
+        }
+        let label = format!("#{}", self.next_mark()?);
+        let mut report = self.put_back(changes, force)?;
+        for n in &chosen {
+            self.store.save_file_state(
+                &self.session,
+                *n,
+                CheckpointKind::Undo,
+                Path::new(&label),
+                &FileSnapshot::Absent,
+            )?;
+        }
+        report.turns = chosen;
+        report.step = Some(label);
+        Ok(Ok(report))
+    }
+
+    pub(crate) fn redo(&self, force: Force) -> Result<std::result::Result<Restored, Nothing>> {
+        let turns = self.turns()?;
+        let Some(label) = turns
+            .values()
+            .filter_map(|t| t.undone_by.as_ref())
+            .max_by_key(|l| l.trim_start_matches('#').parse::<u64>().unwrap_or(0))
+            .cloned()
+        else {
+            return Ok(Err(Nothing::ToRedo));
+        };
+        let chosen: Vec<u32> = turns
+            .iter()
+            .filter(|(_, t)| t.undone_by.as_deref() == Some(label.as_str()))
+            .map(|(n, _)| *n)
+            .collect();
+        let newest = chosen.iter().max().copied().unwrap_or(0);
+        if let Some((n, _)) = turns
+            .iter()
+            .find(|(n, t)| **n > newest && t.undone_by.is_none())
+        {
+            return Ok(Err(Nothing::RedoAfterTurn { turn: *n }));
+        }
+        let mut changes: BTreeMap<PathBuf, (FileSnapshot, FileSnapshot)> = BTreeMap::new();
+        for n in chosen.iter().rev() {
+            let turn = &turns[n];
+            for (path, before) in &turn.before {
+                let after = turn
+                    .after
+                    .get(path)
+                    .cloned()
+                    .unwrap_or(FileSnapshot::Absent);
+                changes
+                    .entry(path.clone())
+                    .and_modify(|c| c.1 = before.clone())
+                    .or_insert((after, before.clone()));
+            }
+        }
+        let mut report = self.put_back(changes, force)?;
+        for n in &chosen {
+            self.store.save_file_state(
+                &self.session,
+                *n,
+                CheckpointKind::Redo,
+                Path::new(&label),
+                &FileSnapshot::Absent,
+            )?;
+        }
+        report.turns = chosen;
+        report.step = Some(label);
+        Ok(Ok(report))
+    }
+
+    fn next_mark(&self) -> Result<u64> {
+        Ok(self
+            .rows()?
+            .iter()
+            .filter(|r| r.kind == CheckpointKind::Undo)
+            .filter_map(|r| {
+                r.path
+                    .to_string_lossy()
+                    .trim_start_matches('#')
+                    .parse::<u64>()
+                    .ok()
+            })
+            .max()
+            .unwrap_or(0)
+            + 1)
+    }
+
+    /// Each path to its target `.0` where it holds the expected `.1` now (or forced).
+    fn put_back(
+        &self,
+        changes: BTreeMap<PathBuf, (FileSnapshot, FileSnapshot)>,
+        force: Force,
+    ) -> Result<Restored> {
+        let mut report = Restored::default();
+        for (path, (target, expected)) in changes {
+            let now = self.read(&path)?;
+            if now == target {
+                continue;
+            }
+            if now != expected && force == Force::No {
+                report.conflicts.push(path);
+                continue;
+            }
+            match write(&self.root.join(&path), &target) {
+                Ok(()) => report.restored.push(path),
+                Err(err) => report.failed.push((path, err.to_string())),
+            }
+        }
+        Ok(report)
+    }
+
+    pub(crate) fn diff(&self, turn: Option<u32>, patch: bool) -> Result<Option<String>> {
+        let turns = self.turns()?;
+        let mut text = String::new();
+        for (n, t) in &turns {
+            if turn.is_some_and(|want| want != *n) {
+                continue;
+            }
+            for (path, before) in &t.before {
+                let after = t.after.get(path).cloned().unwrap_or(FileSnapshot::Absent);
+                let (added, removed) = lines_changed(before, &after);
+                if patch {
+                    let old = String::from_utf8_lossy(contents(before)).into_owned();
+                    let new = String::from_utf8_lossy(contents(&after)).into_owned();
+                    let shown = path.to_string_lossy();
+                    text.push_str(
+                        &similar::TextDiff::from_lines(&old, &new)
+                            .unified_diff()
+                            .header(&format!("a/{shown}"), &format!("b/{shown}"))
+                            .to_string(),
+                    );
+                } else {
+                    text.push_str(&format!(" {} | +{added} -{removed}\n", path.display()));
+                }
+            }
+        }
+        Ok((!text.is_empty()).then_some(text))
+    }
+}
+
+fn contents(snapshot: &FileSnapshot) -> &[u8] {
+    match snapshot {
+        FileSnapshot::Absent => &[],
+        FileSnapshot::Contents(bytes) => bytes,
+    }
+}
+
+fn lines_changed(before: &FileSnapshot, after: &FileSnapshot) -> (u64, u64) {
+    let (old, new) = (
+        String::from_utf8_lossy(contents(before)),
+        String::from_utf8_lossy(contents(after)),
+    );
+    let diff = similar::TextDiff::from_lines(old.as_ref(), new.as_ref());
+    let mut counts = (0, 0);
+    for change in diff.iter_all_changes() {
+        match change.tag() {
+            similar::ChangeTag::Insert => counts.0 += 1,
+            similar::ChangeTag::Delete => counts.1 += 1,
+            similar::ChangeTag::Equal => {}
+        }
+    }
+    counts
+}
+
+/// Writes a file's copy back (atomically, keeping its permissions), or removes it.
+fn write(path: &Path, snapshot: &FileSnapshot) -> std::io::Result<()> {
+    match snapshot {
+        FileSnapshot::Absent => match std::fs::remove_file(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        },
+        FileSnapshot::Contents(bytes) => {
+            let parent = path.parent().unwrap_or(Path::new("."));
+            std::fs::create_dir_all(parent)?;
+            let mut file = tempfile::NamedTempFile::new_in(parent)?;
+            std::io::Write::write_all(&mut file, bytes)?;
+            if let Ok(meta) = std::fs::metadata(path) {
+                file.as_file().set_permissions(meta.permissions())?;
+            }
+            file.persist(path).map_err(|e| e.error)?;
+            Ok(())
+        }
+    }
+}

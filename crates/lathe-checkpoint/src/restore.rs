@@ -1,0 +1,203 @@
+//! Putting files back as a tree holds them: only the paths a step changed, each checked first
+//! against the state the step left, so that nobody else's later change is overwritten.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::git::{Git, bytes_of, path_of, split_nul};
+use crate::{Error, Result};
+
+const MODE_FILE: u32 = 0o100644;
+const MODE_EXEC: u32 = 0o100755;
+const MODE_LINK: u32 = 0o120000;
+const MODE_GITLINK: u32 = 0o160000;
+
+/// A path's state in a tree or on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// Not there.
+    Absent,
+    /// A file or symbolic link, by git mode and blob id.
+    Present { mode: u32, blob: String },
+    /// Something a tree cannot hold here (a directory where a file was, an unreadable file).
+    Other,
+}
+
+/// One path to put back: what must be there now, and what to put.
+#[derive(Debug, Clone)]
+pub(crate) struct Change {
+    pub(crate) path: PathBuf,
+    pub(crate) expected: Entry,
+    pub(crate) target: Entry,
+}
+
+/// The paths changed from tree `from` to tree `to`, each with its state in both.
+pub(crate) fn changed(git: &Git, from: &str, to: &str) -> Result<Vec<(PathBuf, Entry, Entry)>> {
+    let out = git.run(["diff-tree", "-r", "-z", "--no-renames", "--raw", from, to])?;
+    let mut fields = split_nul(&out);
+    let mut changes = Vec::new();
+    while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
+        let meta = String::from_utf8_lossy(meta);
+        let parts: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
+        let [old_mode, new_mode, old_blob, new_blob, ..] = parts[..] else {
+            continue;
+        };
+        let entry = |mode: &str, blob: &str| {
+            let mode = u32::from_str_radix(mode, 8).unwrap_or(0);
+            if mode == 0 {
+                Entry::Absent
+            } else {
+                Entry::Present {
+                    mode,
+                    blob: blob.to_owned(),
+                }
+            }
+        };
+        let (old, new) = (entry(old_mode, old_blob), entry(new_mode, new_blob));
+        let gitlink = |e: &Entry| matches!(e, Entry::Present { mode, .. } if *mode == MODE_GITLINK);
+        if gitlink(&old) || gitlink(&new) {
+            continue;
+        }
+        changes.push((path_of(path), old, new));
+    }
+    Ok(changes)
+}
+
+/// The state of each path on disk now.
+pub(crate) fn current(git: &Git, paths: &[&Path]) -> Result<BTreeMap<PathBuf, Entry>> {
+    let mut states = BTreeMap::new();
+    let mut to_hash: Vec<(PathBuf, u32)> = Vec::new();
+    for path in paths {
+        let full = git.work_tree.join(path);
+        let state = match std::fs::symlink_metadata(&full) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Entry::Absent,
+            Err(_) => Entry::Other,
+            Ok(meta) if meta.file_type().is_symlink() => match std::fs::read_link(&full) {
+                Ok(target) => {
+                    let blob = git.run_with_input(
+                        ["hash-object", "--stdin", "--no-filters"],
+                        Some(bytes_of(&target)),
+                    )?;
+                    Entry::Present {
+                        mode: MODE_LINK,
+                        blob: crate::shadow::trimmed(blob),
+                    }
+                }
+                Err(_) => Entry::Other,
+            },
+            Ok(meta) if meta.is_file() => {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = if meta.permissions().mode() & 0o111 != 0 {
+                    MODE_EXEC
+                } else {
+                    MODE_FILE
+                };
+                to_hash.push((path.to_path_buf(), mode));
+                continue;
+            }
+            Ok(_) => Entry::Other,
+        };
+        states.insert(path.to_path_buf(), state);
+    }
+    if !to_hash.is_empty() {
+        let mut input = Vec::new();
+        for (path, _) in &to_hash {
+            input.extend_from_slice(bytes_of(&git.work_tree.join(path)));
+            input.push(b'\n');
+        }
+        let out = git.run_with_input(
+            ["hash-object", "--no-filters", "--stdin-paths"],
+            Some(&input),
+        )?;
+        let blobs = String::from_utf8_lossy(&out);
+        for ((path, mode), blob) in to_hash.into_iter().zip(blobs.lines()) {
+            states.insert(
+                path,
+                Entry::Present {
+                    mode,
+                    blob: blob.to_owned(),
+                },
+            );
+        }
+    }
+    Ok(states)
+}
+
+/// Whether a path's state on disk is the one expected, for git: same kind, same exec bit, same
+/// bytes.
+pub(crate) fn same(now: &Entry, expected: &Entry) -> bool {
+    now == expected
+}
+
+/// Writes `target` at `path` (or removes it), keeping the permission bits a file has now apart
+/// from the exec bits the target says.
+pub(crate) fn apply(git: &Git, change: &Change) -> Result<()> {
+    let full = git.work_tree.join(&change.path);
+    let io = |e| Error::io(&full, e);
+    match &change.target {
+        Entry::Absent | Entry::Other => match std::fs::symlink_metadata(&full) {
+            Ok(meta) if meta.is_dir() => Err(Error::io(
+                &full,
+                std::io::Error::other("a directory is there now"),
+            )),
+            Ok(_) => std::fs::remove_file(&full).map_err(io),
+            Err(_) => Ok(()),
+        },
+        Entry::Present { mode, blob } => {
+            let bytes = git.run(["cat-file", "blob", blob.as_str()])?;
+            let parent = full.parent().unwrap_or(&git.work_tree);
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+            let existing = std::fs::symlink_metadata(&full).ok();
+            if existing.as_ref().is_some_and(|m| m.is_dir()) {
+                return Err(Error::io(
+                    &full,
+                    std::io::Error::other("a directory is there now"),
+                ));
+            }
+            if *mode == MODE_LINK {
+                if existing.is_some() {
+                    std::fs::remove_file(&full).map_err(io)?;
+                }
+                return std::os::unix::fs::symlink(path_of(&bytes), &full).map_err(io);
+            }
+            use std::os::unix::fs::PermissionsExt;
+            let mut perm = existing
+                .as_ref()
+                .filter(|m| m.is_file())
+                .map_or(0o644, |m| m.permissions().mode() & 0o7777);
+            if *mode == MODE_EXEC {
+                perm |= (perm & 0o444) >> 2;
+            } else {
+                perm &= !0o111;
+            }
+            // Atomic: a reader sees the old file or the restored one, never half of it.
+            let mut file = tempfile::NamedTempFile::new_in(parent).map_err(io)?;
+            std::io::Write::write_all(&mut file, &bytes).map_err(io)?;
+            file.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(perm))
+                .map_err(io)?;
+            if existing
+                .as_ref()
+                .is_some_and(|m| m.file_type().is_symlink())
+            {
+                std::fs::remove_file(&full).map_err(io)?;
+            }
+            file.persist(&full).map_err(|e| Error::io(&full, e.error))?;
+            Ok(())
+        }
+    }
+}
+
+/// Removes the directories left empty above removed files, up to the work tree.
+pub(crate) fn prune_empty_parents(root: &Path, removed: &[PathBuf]) {
+    for path in removed {
+        let mut dir = path.parent();
+        while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+            // `remove_dir` refuses a directory that is not empty: exactly the check wanted.
+            if std::fs::remove_dir(root.join(d)).is_err() {
+                break;
+            }
+            dir = d.parent();
+        }
+    }
+}

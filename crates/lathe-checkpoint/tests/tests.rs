@@ -1,0 +1,7 @@
+//! The checkpoints' integration tests: one binary, a module per file.
+
+mod coverage;
+mod fallback;
+mod sessions;
+mod support;
+mod turns;

@@ -1,0 +1,293 @@
+//! `lathe undo`, `lathe redo` and `lathe diff`: a session's checkpoints, taken back, put back
+//! again, and shown.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+
+use lathe_checkpoint::{Checkpoints, Coverage, Force, Nothing, Restored, Uncovered, UndoTarget};
+use lathe_store::{Session, SessionFilter, Store};
+
+/// At most this many uncovered paths are named; the rest are counted.
+const UNCOVERED_SHOWN: usize = 5;
+
+/// `lathe undo`.
+#[derive(Debug, Args)]
+pub struct UndoArgs {
+    /// The session (an id or a unique prefix; default: the newest session of this workspace).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Undo every turn from turn N on (default: the newest turn not undone yet).
+    #[arg(long, value_name = "N")]
+    pub turn: Option<u32>,
+    /// Also overwrite files changed since the turn by someone else.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `lathe redo`.
+#[derive(Debug, Args)]
+pub struct RedoArgs {
+    /// The session (an id or a unique prefix; default: the newest session of this workspace).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Also overwrite files changed since the undo by someone else.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `lathe diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The session (an id or a unique prefix; default: the newest session of this workspace).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Only what turn N changed (default: the whole session).
+    #[arg(long, value_name = "N")]
+    pub turn: Option<u32>,
+    /// Files and line counts instead of the diff.
+    #[arg(long)]
+    pub stat: bool,
+}
+
+/// Runs `lathe undo`.
+pub fn undo(common: &crate::cli::CommonArgs, args: UndoArgs) -> anyhow::Result<ExitCode> {
+    let (session, checkpoints) = open(common, args.session.as_deref())?;
+    let target = args.turn.map_or(UndoTarget::Last, UndoTarget::Since);
+    let result = checkpoints.undo(target, force(args.force))?;
+    report(&session, &checkpoints, "undid", result)
+}
+
+/// Runs `lathe redo`.
+pub fn redo(common: &crate::cli::CommonArgs, args: RedoArgs) -> anyhow::Result<ExitCode> {
+    let (session, checkpoints) = open(common, args.session.as_deref())?;
+    let result = checkpoints.redo(force(args.force))?;
+    report(&session, &checkpoints, "redid", result)
+}
+
+/// Runs `lathe diff`.
+pub fn diff(common: &crate::cli::CommonArgs, args: DiffArgs) -> anyhow::Result<ExitCode> {
+    let (session, checkpoints) = open(common, args.session.as_deref())?;
+    let text = if args.stat {
+        checkpoints.diff_stat(args.turn)?
+    } else {
+        checkpoints.diff(args.turn)?
+    };
+    let what = args
+        .turn
+        .map_or_else(|| "this session".to_owned(), |n| format!("turn {n}"));
+    let Some(text) = text else {
+        eprintln!(
+            "no changes recorded for {what} of session {}{}",
+            short(&session),
+            coverage_hint(&checkpoints)
+        );
+        return Ok(ExitCode::from(crate::EXIT_FAILURE));
+    };
+    if text.is_empty() {
+        // Steps were recorded, and their net change is nothing: undone, or changed back.
+        println!(
+            "the changes of {what} (session {}) add up to nothing now: they were undone or changed back",
+            short(&session)
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn force(yes: bool) -> Force {
+    if yes { Force::Yes } else { Force::No }
+}
+
+/// The session asked for (or the newest of the workspace) and its checkpoints.
+fn open(
+    common: &crate::cli::CommonArgs,
+    session: Option<&str>,
+) -> anyhow::Result<(Session, Checkpoints)> {
+    let store = crate::sessions_cmd::open_store()?;
+    let session = match session {
+        Some(id) => store.session(id)?,
+        None => newest_here(common, &store)?,
+    };
+    let checkpoints = Checkpoints::builder(
+        crate::state::data_dir(),
+        &session.workspace,
+        session.id.as_str(),
+    )
+    .store(store)
+    .build()
+    .with_context(|| format!("cannot open the checkpoints of session {}", short(&session)))?;
+    if checkpoints.coverage() == Coverage::FileTools {
+        eprintln!("lathe: {}", checkpoints.coverage().note());
+    }
+    Ok((session, checkpoints))
+}
+
+fn newest_here(common: &crate::cli::CommonArgs, store: &Store) -> anyhow::Result<Session> {
+    let root = match &common.workspace {
+        Some(dir) => dir.clone(),
+        None => crate::setup::default_workspace()?,
+    };
+    let root = root.canonicalize().unwrap_or(root);
+    store
+        .list_sessions(&SessionFilter {
+            workspace: Some(root.clone()),
+            limit: Some(1),
+        })?
+        .into_iter()
+        .next()
+        .with_context(|| {
+            format!(
+                "no session has run in {}: name one with --session ID (see `lathe sessions list`)",
+                root.display()
+            )
+        })
+}
+
+fn short(session: &Session) -> String {
+    session.id.as_str().chars().take(8).collect()
+}
+
+fn report(
+    session: &Session,
+    checkpoints: &Checkpoints,
+    verb: &str,
+    result: Result<Restored, Nothing>,
+) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    let restored = match result {
+        Ok(restored) => restored,
+        Err(nothing) => {
+            writeln!(
+                out,
+                "{nothing} (session {}){}",
+                short(session),
+                coverage_hint(checkpoints)
+            )?;
+            return Ok(ExitCode::from(crate::EXIT_FAILURE));
+        }
+    };
+    let turns = match restored.turns.as_slice() {
+        [one] => format!("turn {one}"),
+        many => format!(
+            "turns {}",
+            many.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    writeln!(
+        out,
+        "{verb} {turns} of session {}: {} file{} put back",
+        short(session),
+        restored.restored.len(),
+        if restored.restored.len() == 1 {
+            ""
+        } else {
+            "s"
+        }
+    )?;
+    for path in &restored.restored {
+        writeln!(out, "  {}", path.display())?;
+    }
+    if !restored.others.is_empty() {
+        writeln!(out, "left alone, changed by another session:")?;
+        for path in &restored.others {
+            writeln!(out, "  {}", path.display())?;
+        }
+    }
+    if !restored.failed.is_empty() {
+        writeln!(out, "could not put back:")?;
+        for (path, why) in &restored.failed {
+            writeln!(out, "  {}: {why}", path.display())?;
+        }
+    }
+    if !restored.conflicts.is_empty() {
+        writeln!(
+            out,
+            "left alone, changed since by someone else (run again with --force to overwrite them):"
+        )?;
+        for path in &restored.conflicts {
+            writeln!(out, "  {}", path.display())?;
+        }
+    }
+    let uncovered = uncovered_line(checkpoints);
+    if !uncovered.is_empty() {
+        writeln!(out, "{uncovered}")?;
+    }
+    out.flush()?;
+    if restored.conflicts.is_empty() && restored.failed.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Ok(ExitCode::from(crate::EXIT_FAILURE))
+    }
+}
+
+/// What undo does not cover, in one line (empty when everything is covered).
+fn uncovered_line(checkpoints: &Checkpoints) -> String {
+    let Ok(uncovered) = checkpoints.uncovered() else {
+        return String::new();
+    };
+    let mut ignored: Vec<PathBuf> = Vec::new();
+    let mut large: Vec<(PathBuf, u64)> = Vec::new();
+    let mut nested: Vec<PathBuf> = Vec::new();
+    for item in uncovered {
+        match item {
+            Uncovered::Ignored(path) => ignored.push(path),
+            Uncovered::TooLarge { path, size } => large.push((path, size)),
+            Uncovered::NestedRepository(path) => nested.push(path),
+        }
+    }
+    let mut parts = Vec::new();
+    if !large.is_empty() {
+        parts.push(format!(
+            "files over {} MiB: {}",
+            lathe_checkpoint::DEFAULT_MAX_FILE_SIZE / (1024 * 1024),
+            names(large.iter().map(|(p, size)| format!(
+                "{} ({} MiB)",
+                p.display(),
+                size / (1024 * 1024)
+            )))
+        ));
+    }
+    if !ignored.is_empty() {
+        parts.push(format!(
+            "ignored: {}",
+            names(ignored.iter().map(|p| p.display().to_string()))
+        ));
+    }
+    if !nested.is_empty() {
+        parts.push(format!(
+            "nested repositories: {}",
+            names(nested.iter().map(|p| p.display().to_string()))
+        ));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("not covered by undo: {}", parts.join("; "))
+    }
+}
+
+fn names(items: impl ExactSizeIterator<Item = String>) -> String {
+    let total = items.len();
+    let mut shown: Vec<String> = items.take(UNCOVERED_SHOWN).collect();
+    if total > UNCOVERED_SHOWN {
+        shown.push(format!("and {} more", total - UNCOVERED_SHOWN));
+    }
+    shown.join(", ")
+}
+
+fn coverage_hint(checkpoints: &Checkpoints) -> &'static str {
+    match checkpoints.coverage() {
+        Coverage::Workspace => "",
+        Coverage::FileTools => " (without git only the file tools' changes are recorded)",
+    }
+}
