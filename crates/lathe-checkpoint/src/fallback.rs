@@ -146,6 +146,7 @@ impl Files {
                         after: String::new(),
                         claimed: Vec::new(),
                         left_alone: Vec::new(),
+                        at: Some(row.created_at),
                     });
                 }
                 CheckpointKind::Undo | CheckpointKind::Redo
@@ -168,6 +169,7 @@ impl Files {
                         after: String::new(),
                         claimed: Vec::new(),
                         left_alone: Vec::new(),
+                        at: Some(row.created_at),
                     });
                 }
                 _ => {}
@@ -182,21 +184,7 @@ impl Files {
         force: Force,
     ) -> Result<std::result::Result<Restored, Nothing>> {
         let turns = self.turns()?;
-        let mut chosen: Vec<u32> = turns
-            .iter()
-            .filter(|(n, t)| {
-                t.undone_by.is_none()
-                    && !t.after.is_empty()
-                    && match target {
-                        UndoTarget::Last => true,
-                        UndoTarget::Since(since) => **n >= since,
-                    }
-            })
-            .map(|(n, _)| *n)
-            .collect();
-        if target == UndoTarget::Last {
-            chosen = chosen.last().copied().into_iter().collect();
-        }
+        let chosen = Self::chosen(&turns, target);
         if chosen.is_empty() {
             return Ok(Err(Nothing::ToUndo));
         }
@@ -230,6 +218,72 @@ impl Files {
         report.turns = chosen;
         report.step = Some(label);
         Ok(Ok(report))
+    }
+
+    /// The turns an undo of `target` takes back (not undone yet, with changes recorded).
+    fn chosen(turns: &BTreeMap<u32, Turn>, target: UndoTarget) -> Vec<u32> {
+        let chosen: Vec<u32> = turns
+            .iter()
+            .filter(|(n, t)| {
+                t.undone_by.is_none()
+                    && !t.after.is_empty()
+                    && match target {
+                        UndoTarget::Last => true,
+                        UndoTarget::Since(since) => **n >= since,
+                    }
+            })
+            .map(|(n, _)| *n)
+            .collect();
+        match target {
+            UndoTarget::Last => chosen.last().copied().into_iter().collect(),
+            UndoTarget::Since(_) => chosen,
+        }
+    }
+
+    pub(crate) fn undo_paths(&self, target: UndoTarget) -> Result<Vec<PathBuf>> {
+        let turns = self.turns()?;
+        let mut paths: Vec<PathBuf> = Self::chosen(&turns, target)
+            .iter()
+            .flat_map(|n| turns[n].before.keys().cloned())
+            .collect();
+        paths.sort();
+        paths.dedup();
+        Ok(paths)
+    }
+
+    /// The files of a turn step (an undo or redo step: of the turns it concerned, the other
+    /// way round).
+    pub(crate) fn files(&self, step: &Step) -> Result<Vec<crate::FileStat>> {
+        let turns = self.turns()?;
+        let (numbers, back): (Vec<u32>, bool) = match &step.kind {
+            StepKind::Turn => (vec![step.turn], false),
+            StepKind::Undo { targets } => (
+                targets
+                    .iter()
+                    .filter_map(|t| t.strip_prefix("turn-")?.parse().ok())
+                    .collect(),
+                true,
+            ),
+            StepKind::Redo { .. } => (vec![step.turn], false),
+        };
+        let mut files = Vec::new();
+        for n in numbers {
+            let Some(turn) = turns.get(&n) else { continue };
+            for (path, before) in &turn.before {
+                let after = turn.after.get(path).cloned().unwrap_or(FileSnapshot::Absent);
+                if *before == after {
+                    continue;
+                }
+                let (added, removed) = lines_changed(before, &after);
+                let (added, removed) = if back { (removed, added) } else { (added, removed) };
+                files.push(crate::FileStat {
+                    path: path.clone(),
+                    added: Some(added),
+                    removed: Some(removed),
+                });
+            }
+        }
+        Ok(files)
     }
 
     pub(crate) fn redo(&self, force: Force) -> Result<std::result::Result<Restored, Nothing>> {

@@ -321,22 +321,23 @@ impl Shadow {
             "log",
             "--first-parent",
             "-z",
-            "--format=%H%x01%T%x01%B",
+            "--format=%H%x01%T%x01%ct%x01%B",
             reference,
         ])?;
-        let mut commits: Vec<(String, String, Meta)> = split_nul(&log)
+        let mut commits: Vec<(String, String, Option<i64>, Meta)> = split_nul(&log)
             .filter_map(|entry| {
                 let text = String::from_utf8_lossy(entry);
-                let mut parts = text.splitn(3, '\x01');
+                let mut parts = text.splitn(4, '\x01');
                 let commit = parts.next()?.trim().to_owned();
                 let tree = parts.next()?.to_owned();
-                Some((commit, tree, Meta::parse(parts.next()?)))
+                let seconds = parts.next()?.trim().parse::<i64>().ok();
+                Some((commit, tree, seconds, Meta::parse(parts.next()?)))
             })
             .collect();
         commits.reverse();
         let mut steps = Vec::new();
         let mut before: Option<String> = None;
-        for (commit, tree, meta) in commits {
+        for (commit, tree, seconds, meta) in commits {
             match meta.kind {
                 None => continue,
                 Some(MetaKind::Before) => before = Some(tree),
@@ -362,6 +363,7 @@ impl Shadow {
                         after: tree,
                         claimed: meta.claimed,
                         left_alone: meta.left_alone,
+                        at: seconds.map(|s| lathe_store::Timestamp::from_millis(s * 1000)),
                     });
                 }
             }
