@@ -118,6 +118,25 @@ async fn a_write_is_listed_restored_and_a_later_change_by_the_user_is_not_overwr
     let forced = call(&client, "checkpoint_restore", json!({"turn": 1, "force": true})).await;
     assert_eq!(forced.is_error, Some(false), "{forced:?}");
     assert!(!ws.join("notes.txt").exists(), "{forced:?}");
+
+    // The MCP session is a stored session: `lathe sessions show` lists its checkpoints.
+    let id = structured(&listed)["session"]
+        .as_str()
+        .expect("the session id")
+        .to_owned();
+    let show = std::process::Command::new(env!("CARGO_BIN_EXE_lathe"))
+        .args(["sessions", "show", &id])
+        .env("LATHE_DATA_DIR", fixture.data_dir())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&show.stdout);
+    assert!(show.status.success(), "{shown}");
+    assert!(shown.contains("running · mcp checkpoint-test"), "{shown}");
+    assert!(
+        shown.contains("step 2 · turn 2 · turn · 1 file +0 -1"),
+        "{shown}"
+    );
+    assert!(shown.contains(&format!("lathe undo --session {id}")), "{shown}");
     client.cancel().await.expect("the client closes");
 }
 
