@@ -303,7 +303,7 @@ impl Checkpoints {
     /// Empty when there is nothing to undo.
     pub fn undo_paths(&self, target: UndoTarget, force: Force) -> Result<Vec<PathBuf>> {
         let shadow = match &self.backend {
-            Backend::Files(files) => return files.undo_paths(target),
+            Backend::Files(files) => return files.undo_paths(target, force),
             Backend::Git(shadow) => shadow,
         };
         let steps = shadow.steps()?;

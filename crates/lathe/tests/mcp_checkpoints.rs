@@ -115,7 +115,12 @@ async fn a_write_is_listed_restored_and_a_later_change_by_the_user_is_not_overwr
     );
 
     // Forced, it goes.
-    let forced = call(&client, "checkpoint_restore", json!({"turn": 1, "force": true})).await;
+    let forced = call(
+        &client,
+        "checkpoint_restore",
+        json!({"turn": 1, "force": true}),
+    )
+    .await;
     assert_eq!(forced.is_error, Some(false), "{forced:?}");
     assert!(!ws.join("notes.txt").exists(), "{forced:?}");
 
@@ -136,7 +141,10 @@ async fn a_write_is_listed_restored_and_a_later_change_by_the_user_is_not_overwr
         shown.contains("step 2 · turn 2 · turn · 1 file +0 -1"),
         "{shown}"
     );
-    assert!(shown.contains(&format!("lathe undo --session {id}")), "{shown}");
+    assert!(
+        shown.contains(&format!("lathe undo --session {id}")),
+        "{shown}"
+    );
     client.cancel().await.expect("the client closes");
 }
 
@@ -147,9 +155,19 @@ async fn two_mcp_sessions_keep_separate_histories() {
     let first = connect(&fixture, "first").await;
     let second = connect(&fixture, "second").await;
 
-    let a = call(&first, "write_file", json!({"path": "a.txt", "content": "a\n"})).await;
+    let a = call(
+        &first,
+        "write_file",
+        json!({"path": "a.txt", "content": "a\n"}),
+    )
+    .await;
     assert_eq!(a.is_error, Some(false), "{a:?}");
-    let b = call(&second, "write_file", json!({"path": "b.txt", "content": "b\n"})).await;
+    let b = call(
+        &second,
+        "write_file",
+        json!({"path": "b.txt", "content": "b\n"}),
+    )
+    .await;
     assert_eq!(b.is_error, Some(false), "{b:?}");
 
     let listed = text(&call(&first, "checkpoint_list", json!({})).await);
@@ -166,7 +184,10 @@ async fn two_mcp_sessions_keep_separate_histories() {
     assert_eq!(again.is_error, Some(true), "{again:?}");
     assert!(text(&again).contains("nothing to undo"), "{again:?}");
     let listed = text(&call(&second, "checkpoint_list", json!({})).await);
-    assert!(listed.contains("b.txt") && !listed.contains("a.txt"), "{listed}");
+    assert!(
+        listed.contains("b.txt") && !listed.contains("a.txt"),
+        "{listed}"
+    );
     first.cancel().await.expect("closes");
     second.cancel().await.expect("closes");
 }
