@@ -52,6 +52,7 @@ pub struct Builder {
     max_file_size: u64,
     search_path: Option<OsString>,
     store: Option<Store>,
+    gc: crate::shadow::Gc,
 }
 
 impl Builder {
@@ -75,6 +76,17 @@ impl Builder {
         self
     }
 
+    /// Runs `git gc --auto` on the shadow repository after every `steps` recorded steps, packing
+    /// once more than `loose_objects` objects are loose. By default, every 50 steps at git's own
+    /// threshold (6700).
+    pub fn gc(mut self, steps: u32, loose_objects: u32) -> Self {
+        self.gc = crate::shadow::Gc {
+            every: steps.max(1),
+            loose: loose_objects,
+        };
+        self
+    }
+
     /// Opens (creating if needed) the session's checkpoints.
     pub fn build(self) -> Result<Checkpoints> {
         let path = self
@@ -90,6 +102,7 @@ impl Builder {
                 self.max_file_size,
                 program,
                 path,
+                self.gc,
             )?)
         } else {
             let store = self.store.ok_or(Error::Unavailable)?;
@@ -138,6 +151,7 @@ impl Checkpoints {
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             search_path: None,
             store: None,
+            gc: crate::shadow::Gc::default(),
         }
     }
 

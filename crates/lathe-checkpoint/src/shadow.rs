@@ -22,6 +22,26 @@ pub(crate) struct Shadow {
     /// Directories inside the workspace that are Lathe's own (its data directory), relative.
     excluded: Vec<PathBuf>,
     max_file_size: u64,
+    /// `git gc --auto` after this many steps, and its threshold of loose objects.
+    gc: Gc,
+}
+
+/// When the shadow repository is packed: `git gc --auto` after `every` recorded steps (of all
+/// the workspace's sessions), which packs once more than `loose` objects are loose.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Gc {
+    pub(crate) every: u32,
+    pub(crate) loose: u32,
+}
+
+impl Default for Gc {
+    fn default() -> Self {
+        // git's own threshold; a check every 50 steps costs one process in 50 turns.
+        Gc {
+            every: 50,
+            loose: 6700,
+        }
+    }
 }
 
 /// What one snapshot saw.
@@ -39,6 +59,7 @@ impl Shadow {
         max_file_size: u64,
         program: PathBuf,
         search_path: std::ffi::OsString,
+        gc: Gc,
     ) -> Result<Shadow> {
         let workspace = workspace
             .canonicalize()
@@ -69,6 +90,7 @@ impl Shadow {
             reference: format!("refs/lathe/{}/head", ref_safe(session)),
             excluded,
             max_file_size,
+            gc,
         })
     }
 
@@ -481,7 +503,40 @@ impl Shadow {
             update.push(parent.as_str());
         }
         self.git.run(&update)?;
+        self.collect_garbage();
         Ok(after)
+    }
+
+    /// Every few steps, `git gc --auto`: it packs the loose objects snapshots leave (one per
+    /// changed file and directory) once there are many, and detaches itself to do it, so the
+    /// turn does not wait. Unreachable objects are never pruned: a session's index and its open
+    /// turn hold objects no ref reaches; they go into a cruft pack instead.
+    fn collect_garbage(&self) {
+        let counter = self.git.git_dir.with_file_name("steps-since-gc");
+        let steps = std::fs::read_to_string(&counter)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+            .unwrap_or(0)
+            + 1;
+        if steps < self.gc.every {
+            let _ = std::fs::write(&counter, format!("{steps}\n"));
+            return;
+        }
+        let _ = std::fs::write(&counter, "0\n");
+        let threshold = format!("gc.auto={}", self.gc.loose);
+        if let Err(err) = self.git.run([
+            "-c",
+            threshold.as_str(),
+            "-c",
+            "gc.pruneExpire=never",
+            "-c",
+            "gc.cruftPacks=true",
+            "gc",
+            "--auto",
+            "--quiet",
+        ]) {
+            tracing::debug!("git gc --auto of the shadow repository: {err}");
+        }
     }
 
     fn commit_tree(&self, tree: &str, parent: Option<&str>, message: &str) -> Result<String> {
