@@ -12,7 +12,8 @@ use crate::fallback::Files;
 use crate::restore::{self, Change, Entry};
 use crate::shadow::{NewStep, OpenTurn, Shadow};
 use crate::{
-    DiffStat, Error, Force, Nothing, Restored, Result, Step, StepKind, Uncovered, UndoTarget,
+    DiffStat, Error, FileStat, Force, Nothing, Restored, Result, Step, StepKind, Uncovered,
+    UndoTarget,
 };
 
 /// Files larger than this are not snapshotted (10 MiB): build outputs and data sets would make
@@ -51,6 +52,7 @@ pub struct Builder {
     max_file_size: u64,
     search_path: Option<OsString>,
     store: Option<Store>,
+    gc: crate::shadow::Gc,
 }
 
 impl Builder {
@@ -74,6 +76,17 @@ impl Builder {
         self
     }
 
+    /// Runs `git gc --auto` on the shadow repository after every `steps` recorded steps, packing
+    /// once more than `loose_objects` objects are loose. By default, every 50 steps at git's own
+    /// threshold (6700).
+    pub fn gc(mut self, steps: u32, loose_objects: u32) -> Self {
+        self.gc = crate::shadow::Gc {
+            every: steps.max(1),
+            loose: loose_objects,
+        };
+        self
+    }
+
     /// Opens (creating if needed) the session's checkpoints.
     pub fn build(self) -> Result<Checkpoints> {
         let path = self
@@ -89,6 +102,7 @@ impl Builder {
                 self.max_file_size,
                 program,
                 path,
+                self.gc,
             )?)
         } else {
             let store = self.store.ok_or(Error::Unavailable)?;
@@ -137,6 +151,7 @@ impl Checkpoints {
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             search_path: None,
             store: None,
+            gc: crate::shadow::Gc::default(),
         }
     }
 
@@ -263,23 +278,7 @@ impl Checkpoints {
         };
         self.close_stale(shadow)?;
         let steps = shadow.steps()?;
-        let state = History::of(&steps);
-        let chosen: Vec<&Step> = steps
-            .iter()
-            .filter(|s| {
-                s.kind == StepKind::Turn
-                    && (!state.undone.contains(&s.id)
-                        || (force == Force::Yes && state.partly.contains(&s.id)))
-            })
-            .filter(|s| match target {
-                UndoTarget::Last => true,
-                UndoTarget::Since(n) => s.turn >= n,
-            })
-            .collect();
-        let chosen = match target {
-            UndoTarget::Last => chosen.last().copied().into_iter().collect(),
-            UndoTarget::Since(_) => chosen,
-        };
+        let chosen = choose(&steps, target, force);
         if chosen.is_empty() {
             return Ok(Err(Nothing::ToUndo));
         }
@@ -311,6 +310,79 @@ impl Checkpoints {
             report.others = others;
         }
         Ok(restored)
+    }
+
+    /// The files [`Checkpoints::undo`] with the same arguments would put back (before checking
+    /// which of them changed since), relative to the workspace: what an approval judges.
+    /// Empty when there is nothing to undo.
+    pub fn undo_paths(&self, target: UndoTarget, force: Force) -> Result<Vec<PathBuf>> {
+        let shadow = match &self.backend {
+            Backend::Files(files) => return files.undo_paths(target, force),
+            Backend::Git(shadow) => shadow,
+        };
+        let steps = shadow.steps()?;
+        // A turn left open (its process died) is ended by the undo first: then it is the
+        // newest turn, and its files are among those put back.
+        let open = shadow.open_turn();
+        let mut paths = match &open {
+            Some(open) => self.open_paths(shadow, &open.tree)?,
+            None => Vec::new(),
+        };
+        let chosen = match (target, &open) {
+            (UndoTarget::Last, Some(_)) => Vec::new(),
+            _ => choose(&steps, target, force),
+        };
+        for step in chosen {
+            for (path, _, _) in restore::changed(&shadow.git, &step.before, &step.after)? {
+                paths.push(path);
+            }
+        }
+        paths.sort();
+        paths.dedup();
+        Ok(paths)
+    }
+
+    /// The files a step changed, with their line counts. In the fallback without git, an undo
+    /// or redo step shows the files of the turns it concerned.
+    pub fn files(&self, step: &Step) -> Result<Vec<FileStat>> {
+        let shadow = match &self.backend {
+            Backend::Files(files) => return files.files(step),
+            Backend::Git(shadow) => shadow,
+        };
+        let out = shadow.git.run([
+            "diff-tree",
+            "-r",
+            "--no-renames",
+            "--numstat",
+            "-z",
+            step.before.as_str(),
+            step.after.as_str(),
+        ])?;
+        let mut files = Vec::new();
+        for record in crate::git::split_nul(&out) {
+            let text = String::from_utf8_lossy(record);
+            let mut fields = text.splitn(3, '\t');
+            let (Some(added), Some(removed), Some(path)) =
+                (fields.next(), fields.next(), fields.next())
+            else {
+                continue;
+            };
+            files.push(FileStat {
+                path: PathBuf::from(path),
+                added: added.parse().ok(),
+                removed: removed.parse().ok(),
+            });
+        }
+        Ok(files)
+    }
+
+    /// The paths changed since the open turn began (the workspace as it is now).
+    fn open_paths(&self, shadow: &Shadow, before: &str) -> Result<Vec<PathBuf>> {
+        let now = shadow.snapshot()?;
+        Ok(restore::changed(&shadow.git, before, &now.tree)?
+            .into_iter()
+            .map(|(path, _, _)| path)
+            .collect())
     }
 
     /// Takes back the newest undo that is not taken back yet, unless a turn ran since.
@@ -399,6 +471,28 @@ impl Checkpoints {
             close(shadow, &stale, &snapshot.tree)?;
         }
         Ok(())
+    }
+}
+
+/// The turn steps an undo of `target` takes back: those not undone yet (and, forced, those
+/// whose undo left files alone), the newest only or every one from turn N on.
+fn choose(steps: &[Step], target: UndoTarget, force: Force) -> Vec<&Step> {
+    let state = History::of(steps);
+    let chosen: Vec<&Step> = steps
+        .iter()
+        .filter(|s| {
+            s.kind == StepKind::Turn
+                && (!state.undone.contains(&s.id)
+                    || (force == Force::Yes && state.partly.contains(&s.id)))
+        })
+        .filter(|s| match target {
+            UndoTarget::Last => true,
+            UndoTarget::Since(n) => s.turn >= n,
+        })
+        .collect();
+    match target {
+        UndoTarget::Last => chosen.last().copied().into_iter().collect(),
+        UndoTarget::Since(_) => chosen,
     }
 }
 

@@ -28,6 +28,8 @@ struct Turn {
     after: BTreeMap<PathBuf, FileSnapshot>,
     first_id: i64,
     undone_by: Option<String>,
+    /// The undo that undid it left files alone (changed since): a forced undo may finish it.
+    partly: bool,
 }
 
 impl Files {
@@ -47,7 +49,14 @@ impl Files {
     fn read(&self, path: &Path) -> Result<FileSnapshot> {
         let full = self.root.join(path);
         match std::fs::read(&full) {
-            Ok(bytes) => Ok(FileSnapshot::Contents(bytes)),
+            Ok(bytes) => {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = std::fs::metadata(&full)
+                    .map_err(|e| Error::io(&full, e))?
+                    .permissions()
+                    .mode();
+                Ok(FileSnapshot::Contents(encode(mode & 0o7777, &bytes)))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(FileSnapshot::Absent),
             Err(e) => Err(Error::io(&full, e)),
         }
@@ -88,7 +97,7 @@ impl Files {
                 .and_then(|t| t.before.get(&path))
                 .cloned()
                 .unwrap_or(FileSnapshot::Absent);
-            if before != now {
+            if !same(&before, &now) {
                 stat.files += 1;
                 let (added, removed) = lines_changed(&before, &now);
                 stat.added += added;
@@ -120,8 +129,14 @@ impl Files {
                 }
                 CheckpointKind::Undo => {
                     turn.undone_by = Some(row.path.to_string_lossy().into_owned());
+                    // The mark's content lists the files the undo left alone.
+                    turn.partly =
+                        matches!(&row.snapshot, FileSnapshot::Contents(left) if !left.is_empty());
                 }
-                CheckpointKind::Redo => turn.undone_by = None,
+                CheckpointKind::Redo => {
+                    turn.undone_by = None;
+                    turn.partly = false;
+                }
             }
         }
         Ok(turns)
@@ -146,6 +161,7 @@ impl Files {
                         after: String::new(),
                         claimed: Vec::new(),
                         left_alone: Vec::new(),
+                        at: Some(row.created_at),
                     });
                 }
                 CheckpointKind::Undo | CheckpointKind::Redo
@@ -168,6 +184,7 @@ impl Files {
                         after: String::new(),
                         claimed: Vec::new(),
                         left_alone: Vec::new(),
+                        at: Some(row.created_at),
                     });
                 }
                 _ => {}
@@ -182,21 +199,7 @@ impl Files {
         force: Force,
     ) -> Result<std::result::Result<Restored, Nothing>> {
         let turns = self.turns()?;
-        let mut chosen: Vec<u32> = turns
-            .iter()
-            .filter(|(n, t)| {
-                t.undone_by.is_none()
-                    && !t.after.is_empty()
-                    && match target {
-                        UndoTarget::Last => true,
-                        UndoTarget::Since(since) => **n >= since,
-                    }
-            })
-            .map(|(n, _)| *n)
-            .collect();
-        if target == UndoTarget::Last {
-            chosen = chosen.last().copied().into_iter().collect();
-        }
+        let chosen = Self::chosen(&turns, target, force);
         if chosen.is_empty() {
             return Ok(Err(Nothing::ToUndo));
         }
@@ -218,18 +221,94 @@ impl Files {
         }
         let label = format!("#{}", self.next_mark()?);
         let mut report = self.put_back(changes, force)?;
+        let left = left_alone(&report.conflicts);
         for n in &chosen {
             self.store.save_file_state(
                 &self.session,
                 *n,
                 CheckpointKind::Undo,
                 Path::new(&label),
-                &FileSnapshot::Absent,
+                &left,
             )?;
         }
         report.turns = chosen;
         report.step = Some(label);
         Ok(Ok(report))
+    }
+
+    /// The turns an undo of `target` takes back (not undone yet, with changes recorded; forced,
+    /// also those whose undo left files alone).
+    fn chosen(turns: &BTreeMap<u32, Turn>, target: UndoTarget, force: Force) -> Vec<u32> {
+        let chosen: Vec<u32> = turns
+            .iter()
+            .filter(|(n, t)| {
+                (t.undone_by.is_none() || (force == Force::Yes && t.partly))
+                    && !t.after.is_empty()
+                    && match target {
+                        UndoTarget::Last => true,
+                        UndoTarget::Since(since) => **n >= since,
+                    }
+            })
+            .map(|(n, _)| *n)
+            .collect();
+        match target {
+            UndoTarget::Last => chosen.last().copied().into_iter().collect(),
+            UndoTarget::Since(_) => chosen,
+        }
+    }
+
+    pub(crate) fn undo_paths(&self, target: UndoTarget, force: Force) -> Result<Vec<PathBuf>> {
+        let turns = self.turns()?;
+        let mut paths: Vec<PathBuf> = Self::chosen(&turns, target, force)
+            .iter()
+            .flat_map(|n| turns[n].before.keys().cloned())
+            .collect();
+        paths.sort();
+        paths.dedup();
+        Ok(paths)
+    }
+
+    /// The files of a turn step (an undo or redo step: of the turns it concerned, the other
+    /// way round).
+    pub(crate) fn files(&self, step: &Step) -> Result<Vec<crate::FileStat>> {
+        let turns = self.turns()?;
+        let (numbers, back): (Vec<u32>, bool) = match &step.kind {
+            StepKind::Turn => (vec![step.turn], false),
+            StepKind::Undo { targets } => (
+                targets
+                    .iter()
+                    .filter_map(|t| t.strip_prefix("turn-")?.parse().ok())
+                    .collect(),
+                true,
+            ),
+            StepKind::Redo { .. } => (vec![step.turn], false),
+        };
+        let mut files = Vec::new();
+        for n in numbers {
+            let Some(turn) = turns.get(&n) else { continue };
+            for (path, before) in &turn.before {
+                let after = turn
+                    .after
+                    .get(path)
+                    .cloned()
+                    .unwrap_or(FileSnapshot::Absent);
+                if same(before, &after) {
+                    continue;
+                }
+                let (added, removed) = lines_changed(before, &after);
+                let (added, removed) = if back {
+                    (removed, added)
+                } else {
+                    (added, removed)
+                };
+                files.push(crate::FileStat {
+                    path: path.clone(),
+                    added: Some(added),
+                    removed: Some(removed),
+                });
+            }
+        }
+        Ok(files)
     }
 
     pub(crate) fn redo(&self, force: Force) -> Result<std::result::Result<Restored, Nothing>> {
@@ -310,10 +389,10 @@ impl Files {
         let mut report = Restored::default();
         for (path, (target, expected)) in changes {
             let now = self.read(&path)?;
-            if now == target {
+            if same(&now, &target) {
                 continue;
             }
-            if now != expected && force == Force::No {
+            if !same(&now, &expected) && force == Force::No {
                 report.conflicts.push(path);
                 continue;
             }
@@ -354,10 +433,63 @@ impl Files {
     }
 }
 
+/// A stored copy starts with the file's permission bits: `\0lathe-mode 755\n`, then the bytes.
+/// (Copies saved before modes were kept have no such line; their mode is left as it is.)
+const MODE_MARK: &[u8] = b"\0lathe-mode ";
+
+fn encode(mode: u32, bytes: &[u8]) -> Vec<u8> {
+    let mut out = MODE_MARK.to_vec();
+    out.extend_from_slice(format!("{mode:o}\n").as_bytes());
+    out.extend_from_slice(bytes);
+    out
+}
+
+/// A stored copy's mode (when it was kept) and bytes.
+fn decode(stored: &[u8]) -> (Option<u32>, &[u8]) {
+    let Some(rest) = stored.strip_prefix(MODE_MARK) else {
+        return (None, stored);
+    };
+    let Some(end) = rest.iter().position(|b| *b == b'\n') else {
+        return (None, stored);
+    };
+    let mode = std::str::from_utf8(&rest[..end])
+        .ok()
+        .and_then(|m| u32::from_str_radix(m, 8).ok());
+    match mode {
+        Some(mode) => (Some(mode), &rest[end + 1..]),
+        None => (None, stored),
+    }
+}
+
+/// Whether two copies hold the same file: the same bytes, and the same mode where both know it.
+fn same(a: &FileSnapshot, b: &FileSnapshot) -> bool {
+    match (a, b) {
+        (FileSnapshot::Absent, FileSnapshot::Absent) => true,
+        (FileSnapshot::Contents(a), FileSnapshot::Contents(b)) => {
+            let ((mode_a, a), (mode_b, b)) = (decode(a), decode(b));
+            a == b && (mode_a.is_none() || mode_b.is_none() || mode_a == mode_b)
+        }
+        _ => false,
+    }
+}
+
+/// The mark of an undo: the files it left alone, NUL-separated (`Absent`: none).
+fn left_alone(conflicts: &[PathBuf]) -> FileSnapshot {
+    if conflicts.is_empty() {
+        return FileSnapshot::Absent;
+    }
+    let mut list = Vec::new();
+    for path in conflicts {
+        list.extend_from_slice(path.as_os_str().as_encoded_bytes());
+        list.push(0);
+    }
+    FileSnapshot::Contents(list)
+}
+
 fn contents(snapshot: &FileSnapshot) -> &[u8] {
     match snapshot {
         FileSnapshot::Absent => &[],
-        FileSnapshot::Contents(bytes) => bytes,
+        FileSnapshot::Contents(stored) => decode(stored).1,
     }
 }
 
@@ -378,20 +510,30 @@ fn lines_changed(before: &FileSnapshot, after: &FileSnapshot) -> (u64, u64) {
     counts
 }
 
-/// Writes a file's copy back (atomically, keeping its permissions), or removes it.
+/// Writes a file's copy back (atomically, with the mode it had; a copy without one keeps the
+/// file's permissions), or removes it.
 fn write(path: &Path, snapshot: &FileSnapshot) -> std::io::Result<()> {
     match snapshot {
         FileSnapshot::Absent => match std::fs::remove_file(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             other => other,
         },
-        FileSnapshot::Contents(bytes) => {
+        FileSnapshot::Contents(stored) => {
+            use std::os::unix::fs::PermissionsExt;
+            let (mode, bytes) = decode(stored);
             let parent = path.parent().unwrap_or(Path::new("."));
             std::fs::create_dir_all(parent)?;
             let mut file = tempfile::NamedTempFile::new_in(parent)?;
             std::io::Write::write_all(&mut file, bytes)?;
-            if let Ok(meta) = std::fs::metadata(path) {
-                file.as_file().set_permissions(meta.permissions())?;
+            match mode {
+                Some(mode) => file
+                    .as_file()
+                    .set_permissions(std::fs::Permissions::from_mode(mode))?,
+                None => {
+                    if let Ok(meta) = std::fs::metadata(path) {
+                        file.as_file().set_permissions(meta.permissions())?;
+                    }
+                }
             }
             file.persist(path).map_err(|e| e.error)?;
             Ok(())

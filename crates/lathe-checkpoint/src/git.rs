@@ -90,11 +90,15 @@ impl Git {
         for setting in SETTINGS {
             command.arg("-c").arg(setting);
         }
-        if let Some(exclude) = &self.user_exclude {
-            command
-                .arg("-c")
-                .arg(format!("core.excludesFile={}", exclude.display()));
-        }
+        // The user's `.git/info/exclude` stands in for the global excludes file, which is not
+        // read (as for the configuration: nothing of the user's global git set-up applies).
+        let excludes = match &self.user_exclude {
+            Some(exclude) => exclude.display().to_string(),
+            None => "/dev/null".to_owned(),
+        };
+        command
+            .arg("-c")
+            .arg(format!("core.excludesFile={excludes}"));
         command.args(args);
         command
     }

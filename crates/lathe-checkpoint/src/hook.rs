@@ -55,19 +55,33 @@ impl CheckpointHook {
             .after_turn(self.turn.load(Ordering::SeqCst))
     }
 
-    fn may_change(&self, effects: &[Effect], session: &Session) -> bool {
-        effects.iter().any(|effect| match effect {
-            Effect::Command { command, cwd, .. } => {
-                let root = session.workspace().root();
-                let mut ctx = AnalysisContext::new(root, &self.home);
-                if let Some(cwd) = cwd {
-                    ctx = ctx.with_cwd(root.join(cwd));
-                }
-                !lathe_policy::analyze(command, &ctx).is_safe()
-            }
-            other => !other.only_reads(),
-        })
+    /// Whether a call with these effects may change the workspace: see [`changes_workspace`].
+    pub fn may_change(&self, effects: &[Effect], session: &Session) -> bool {
+        may_change(effects, session, &self.home)
     }
+}
+
+/// Whether a call with these effects may change the workspace (and so is snapshotted before
+/// it runs): a write, an edit, a shell command that is not read-only, anything unknown.
+pub fn changes_workspace(effects: &[Effect], session: &Session) -> bool {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    may_change(effects, session, &home)
+}
+
+fn may_change(effects: &[Effect], session: &Session, home: &std::path::Path) -> bool {
+    effects.iter().any(|effect| match effect {
+        Effect::Command { command, cwd, .. } => {
+            let root = session.workspace().root();
+            let mut ctx = AnalysisContext::new(root, home);
+            if let Some(cwd) = cwd {
+                ctx = ctx.with_cwd(root.join(cwd));
+            }
+            !lathe_policy::analyze(command, &ctx).is_safe()
+        }
+        other => !other.only_reads(),
+    })
 }
 
 impl Hook for CheckpointHook {

@@ -51,7 +51,7 @@ mod shadow;
 use std::path::PathBuf;
 
 pub use engine::{Builder, Checkpoints, Coverage, DEFAULT_MAX_FILE_SIZE};
-pub use hook::CheckpointHook;
+pub use hook::{CheckpointHook, changes_workspace};
 
 /// A fault of the checkpoint machinery (not of the user's request).
 #[derive(Debug, thiserror::Error)]
@@ -129,6 +129,8 @@ pub struct Step {
     /// For an undo or redo: the files it left alone because they had changed since (a forced
     /// undo of the same turns can still take them back).
     pub left_alone: Vec<PathBuf>,
+    /// When it was recorded, where known.
+    pub at: Option<lathe_store::Timestamp>,
 }
 
 /// What a step was.
@@ -213,6 +215,17 @@ impl std::fmt::Display for Nothing {
             ),
         }
     }
+}
+
+/// One file a step changed, with its line counts (`None` for a binary file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileStat {
+    /// The path, relative to the workspace.
+    pub path: PathBuf,
+    /// Lines added (`None`: binary).
+    pub added: Option<u64>,
+    /// Lines removed (`None`: binary).
+    pub removed: Option<u64>,
 }
 
 /// The size of what a step changed.

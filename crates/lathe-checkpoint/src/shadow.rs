@@ -1,7 +1,7 @@
 //! The shadow repository: one per workspace in Lathe's data directory, one index file and one
 //! ref namespace per session. A snapshot is the tree of the work tree as git sees it (honouring
-//! `.gitignore`, the user's `.git/info/exclude` and the root `.ignore`), without files over the
-//! size limit; a step is a pair of commits (the state before, the state after) on the session's
+//! `.gitignore` and `.ignore` at every level and the user's `.git/info/exclude`, as ripgrep does;
+//! not the global gitignore), without files over the size limit; a step is a pair of commits (the state before, the state after) on the session's
 //! ref `refs/lathe/<session>/head`.
 
 use std::path::{Path, PathBuf};
@@ -22,6 +22,26 @@ pub(crate) struct Shadow {
     /// Directories inside the workspace that are Lathe's own (its data directory), relative.
     excluded: Vec<PathBuf>,
     max_file_size: u64,
+    /// `git gc --auto` after this many steps, and its threshold of loose objects.
+    gc: Gc,
+}
+
+/// When the shadow repository is packed: `git gc --auto` after `every` recorded steps (of all
+/// the workspace's sessions), which packs once more than `loose` objects are loose.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Gc {
+    pub(crate) every: u32,
+    pub(crate) loose: u32,
+}
+
+impl Default for Gc {
+    fn default() -> Self {
+        // git's own threshold; a check every 50 steps costs one process in 50 turns.
+        Gc {
+            every: 50,
+            loose: 6700,
+        }
+    }
 }
 
 /// What one snapshot saw.
@@ -39,6 +59,7 @@ impl Shadow {
         max_file_size: u64,
         program: PathBuf,
         search_path: std::ffi::OsString,
+        gc: Gc,
     ) -> Result<Shadow> {
         let workspace = workspace
             .canonicalize()
@@ -69,6 +90,7 @@ impl Shadow {
             reference: format!("refs/lathe/{}/head", ref_safe(session)),
             excluded,
             max_file_size,
+            gc,
         })
     }
 
@@ -77,15 +99,13 @@ impl Shadow {
     pub(crate) fn snapshot(&self) -> Result<Snapshot> {
         self.write_excludes()?;
         self.seed_index();
-        let listing = self.git.run([
-            "ls-files",
-            "-z",
-            "-t",
-            "--modified",
-            "--deleted",
-            "--others",
-            "--exclude-standard",
-        ])?;
+        let mut listing = self.listing()?;
+        if self.nested_ignores_changed(&listing)? {
+            // New patterns: files they ignore leave the index, and the tree is listed again.
+            self.write_excludes()?;
+            self.drop_ignored()?;
+            listing = self.listing()?;
+        }
         let mut update = Vec::new();
         let mut drop = Vec::new();
         let mut uncovered = Vec::new();
@@ -161,6 +181,84 @@ impl Shadow {
         Ok(Snapshot { tree, uncovered })
     }
 
+    /// What changed in the work tree since the session's index: `ls-files -t` tags and paths.
+    fn listing(&self) -> Result<Vec<u8>> {
+        self.git.run([
+            "ls-files",
+            "-z",
+            "-t",
+            "--modified",
+            "--deleted",
+            "--others",
+            "--exclude-standard",
+        ])
+    }
+
+    /// The workspace's `.ignore` files below its root (git reads only `.gitignore` at every
+    /// level), as known to the shadow repository: found in the index once, then kept up to
+    /// date from each snapshot's listing, which names every `.ignore` created, changed or
+    /// deleted. True when they changed (then the exclude file must be written again).
+    fn nested_ignores_changed(&self, listing: &[u8]) -> Result<bool> {
+        let known_file = self.ignore_list_file();
+        let existed = known_file.exists();
+        let mut known: Vec<PathBuf> = match std::fs::read(&known_file) {
+            Ok(bytes) => split_nul(&bytes).map(path_of).collect(),
+            Err(_) => {
+                let found = self.git.run(["ls-files", "-z", "--cached"])?;
+                split_nul(&found)
+                    .filter(|p| is_nested_ignore(p))
+                    .map(path_of)
+                    .collect()
+            }
+        };
+        let seen: Vec<&[u8]> = split_nul(listing)
+            .filter_map(|entry| entry.split_first_chunk::<2>().map(|(_, path)| path))
+            .filter(|path| is_nested_ignore(path))
+            .collect();
+        if seen.is_empty() && existed {
+            return Ok(false);
+        }
+        let changed = !seen.is_empty() || !known.is_empty();
+        for path in seen {
+            let path = path_of(path);
+            let present = self.git.work_tree.join(&path).is_file();
+            known.retain(|p| *p != path);
+            if present {
+                known.push(path);
+            }
+        }
+        known.sort();
+        let mut bytes = Vec::new();
+        for path in &known {
+            push(&mut bytes, bytes_of(path));
+        }
+        std::fs::write(&known_file, bytes).map_err(|e| Error::io(&known_file, e))?;
+        Ok(changed)
+    }
+
+    /// Takes the files the exclude patterns ignore now out of the session's index.
+    fn drop_ignored(&self) -> Result<()> {
+        let ignored = self.git.run([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--ignored",
+            "--exclude-standard",
+        ])?;
+        if !ignored.is_empty() {
+            self.git.run_with_input(
+                ["update-index", "-z", "--force-remove", "--stdin"],
+                Some(&ignored),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The list of nested `.ignore` files, shared by the workspace's sessions.
+    fn ignore_list_file(&self) -> PathBuf {
+        self.git.git_dir.with_file_name("ignore-files")
+    }
+
     /// What snapshots leave out: ignored paths (directories collapsed) and files over the size
     /// limit. Walks the ignored part of the tree: for messages, not for every snapshot.
     pub(crate) fn uncovered(&self) -> Result<Vec<Uncovered>> {
@@ -221,8 +319,9 @@ impl Shadow {
         Some(found)
     }
 
-    /// The shadow's own exclude file: always `.git`, Lathe's own directories, and the root
-    /// `.ignore` (whose patterns mean at the root what they mean in `info/exclude`).
+    /// The shadow's own exclude file: always `.git`, Lathe's own directories, the root
+    /// `.ignore` (whose patterns mean at the root what they mean in `info/exclude`) and the
+    /// `.ignore` files below it, anchored at their directories.
     fn write_excludes(&self) -> Result<()> {
         let mut text = String::from(ALWAYS_EXCLUDED);
         for dir in &self.excluded {
@@ -233,6 +332,21 @@ impl Shadow {
         if let Ok(ignore) = std::fs::read_to_string(self.git.work_tree.join(".ignore")) {
             text.push_str(&ignore);
             text.push('\n');
+        }
+        // `.ignore` files below the root, their patterns anchored at their directories.
+        if let Ok(list) = std::fs::read(self.ignore_list_file()) {
+            for path in split_nul(&list).map(path_of) {
+                let Ok(ignore) = std::fs::read_to_string(self.git.work_tree.join(&path)) else {
+                    continue;
+                };
+                let dir = path.parent().unwrap_or(Path::new(""));
+                for line in ignore.lines() {
+                    if let Some(pattern) = anchored(&dir.to_string_lossy(), line) {
+                        text.push_str(&pattern);
+                        text.push('\n');
+                    }
+                }
+            }
         }
         let info = self.git.git_dir.join("info");
         let path = info.join("exclude");
@@ -321,22 +435,23 @@ impl Shadow {
             "log",
             "--first-parent",
             "-z",
-            "--format=%H%x01%T%x01%B",
+            "--format=%H%x01%T%x01%ct%x01%B",
             reference,
         ])?;
-        let mut commits: Vec<(String, String, Meta)> = split_nul(&log)
+        let mut commits: Vec<(String, String, Option<i64>, Meta)> = split_nul(&log)
             .filter_map(|entry| {
                 let text = String::from_utf8_lossy(entry);
-                let mut parts = text.splitn(3, '\x01');
+                let mut parts = text.splitn(4, '\x01');
                 let commit = parts.next()?.trim().to_owned();
                 let tree = parts.next()?.to_owned();
-                Some((commit, tree, Meta::parse(parts.next()?)))
+                let seconds = parts.next()?.trim().parse::<i64>().ok();
+                Some((commit, tree, seconds, Meta::parse(parts.next()?)))
             })
             .collect();
         commits.reverse();
         let mut steps = Vec::new();
         let mut before: Option<String> = None;
-        for (commit, tree, meta) in commits {
+        for (commit, tree, seconds, meta) in commits {
             match meta.kind {
                 None => continue,
                 Some(MetaKind::Before) => before = Some(tree),
@@ -362,6 +477,7 @@ impl Shadow {
                         after: tree,
                         claimed: meta.claimed,
                         left_alone: meta.left_alone,
+                        at: seconds.map(|s| lathe_store::Timestamp::from_millis(s * 1000)),
                     });
                 }
             }
@@ -387,7 +503,40 @@ impl Shadow {
             update.push(parent.as_str());
         }
         self.git.run(&update)?;
+        self.collect_garbage();
         Ok(after)
+    }
+
+    /// Every few steps, `git gc --auto`: it packs the loose objects snapshots leave (one per
+    /// changed file and directory) once there are many, and detaches itself to do it, so the
+    /// turn does not wait. Unreachable objects are never pruned: a session's index and its open
+    /// turn hold objects no ref reaches; they go into a cruft pack instead.
+    fn collect_garbage(&self) {
+        let counter = self.git.git_dir.with_file_name("steps-since-gc");
+        let steps = std::fs::read_to_string(&counter)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+            .unwrap_or(0)
+            + 1;
+        if steps < self.gc.every {
+            let _ = std::fs::write(&counter, format!("{steps}\n"));
+            return;
+        }
+        let _ = std::fs::write(&counter, "0\n");
+        let threshold = format!("gc.auto={}", self.gc.loose);
+        if let Err(err) = self.git.run([
+            "-c",
+            threshold.as_str(),
+            "-c",
+            "gc.pruneExpire=never",
+            "-c",
+            "gc.cruftPacks=true",
+            "gc",
+            "--auto",
+            "--quiet",
+        ]) {
+            tracing::debug!("git gc --auto of the shadow repository: {err}");
+        }
     }
 
     fn commit_tree(&self, tree: &str, parent: Option<&str>, message: &str) -> Result<String> {
@@ -568,6 +717,35 @@ impl Meta {
     }
 }
 
+/// Whether a path from git is a `.ignore` below the root.
+fn is_nested_ignore(path: &[u8]) -> bool {
+    path.ends_with(b"/.ignore")
+}
+
+/// A line of the `.ignore` in `dir` (relative to the root) as a pattern of the root's exclude
+/// file, meaning the same files: a pattern without an inner `/` matches at any depth below
+/// `dir`, one with a `/` is relative to `dir`. `None` for blank lines and comments.
+fn anchored(dir: &str, line: &str) -> Option<String> {
+    let line = line.trim_end_matches(['\r', ' ']);
+    if line.is_empty() || line.starts_with('#') {
+        return None;
+    }
+    let (bang, pattern) = match line.strip_prefix('!') {
+        Some(rest) => ("!", rest),
+        None => ("", line),
+    };
+    let body = pattern.strip_suffix('/').unwrap_or(pattern);
+    if body.is_empty() {
+        return None;
+    }
+    let anchored = if body.contains('/') {
+        format!("{bang}/{dir}/{}", pattern.trim_start_matches('/'))
+    } else {
+        format!("{bang}/{dir}/**/{pattern}")
+    };
+    Some(anchored)
+}
+
 fn push(list: &mut Vec<u8>, path: &[u8]) {
     list.extend_from_slice(path);
     list.push(0);
@@ -600,4 +778,23 @@ pub(crate) fn ref_safe(text: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::anchored;
+
+    #[test]
+    fn nested_ignore_patterns_are_anchored_at_their_directory() {
+        assert_eq!(anchored("sub", "*.log").as_deref(), Some("/sub/**/*.log"));
+        assert_eq!(anchored("sub", "build/").as_deref(), Some("/sub/**/build/"));
+        assert_eq!(anchored("sub", "/build/").as_deref(), Some("/sub/build/"));
+        assert_eq!(anchored("a/b", "x/y").as_deref(), Some("/a/b/x/y"));
+        assert_eq!(
+            anchored("sub", "!keep.log").as_deref(),
+            Some("!/sub/**/keep.log")
+        );
+        assert_eq!(anchored("sub", "# a comment"), None);
+        assert_eq!(anchored("sub", "   "), None);
+    }
 }

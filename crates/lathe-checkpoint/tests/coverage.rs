@@ -93,3 +93,41 @@ async fn the_users_exclude_file_is_honoured() {
         "{diff}"
     );
 }
+
+#[tokio::test]
+async fn ignore_files_below_the_root_are_honoured_as_ripgrep_does() {
+    let f = Fixture::new(&[("a.txt", "a\n"), ("sub/keep.txt", "k\n")]);
+    let checkpoints = f.checkpoints("s1");
+    checkpoints.before_change(1).unwrap();
+    std::fs::write(f.path("sub/.ignore"), "*.log\n/build/\n").unwrap();
+    std::fs::create_dir_all(f.path("sub/deep")).unwrap();
+    std::fs::create_dir_all(f.path("sub/build")).unwrap();
+    std::fs::write(f.path("sub/x.log"), "x\n").unwrap();
+    std::fs::write(f.path("sub/deep/y.log"), "y\n").unwrap();
+    std::fs::write(f.path("sub/build/z"), "z\n").unwrap();
+    std::fs::write(f.path("x.log"), "root's own\n").unwrap();
+    std::fs::write(f.path("sub/keep.txt"), "changed\n").unwrap();
+    checkpoints.after_turn(1).unwrap().unwrap();
+    let diff = checkpoints.diff_stat(Some(1)).unwrap().unwrap();
+    assert!(diff.contains("sub/keep.txt"), "{diff}");
+    assert!(diff.contains("sub/.ignore"), "{diff}");
+    // The .ignore of sub/ speaks of sub/ only.
+    assert!(diff.contains(" x.log"), "{diff}");
+    for ignored in ["sub/x.log", "sub/deep/y.log", "sub/build"] {
+        assert!(!diff.contains(ignored), "{ignored} in {diff}");
+    }
+    let uncovered = checkpoints.uncovered().unwrap();
+    assert!(
+        uncovered.contains(&Uncovered::Ignored(PathBuf::from("sub/x.log"))),
+        "{uncovered:?}"
+    );
+
+    // A later .ignore's patterns take out what an earlier snapshot held, as ripgrep would.
+    checkpoints.before_change(2).unwrap();
+    std::fs::write(f.path("sub/.ignore"), "*.log\n/build/\nkeep.txt\n").unwrap();
+    std::fs::write(f.path("sub/keep.txt"), "changed again\n").unwrap();
+    checkpoints.after_turn(2).unwrap().unwrap();
+    let diff = checkpoints.diff_stat(Some(2)).unwrap().unwrap();
+    assert!(diff.contains("sub/keep.txt"), "{diff}");
+    assert!(diff.contains("sub/.ignore"), "{diff}");
+}

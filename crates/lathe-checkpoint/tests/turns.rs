@@ -260,3 +260,46 @@ async fn a_turn_whose_process_died_is_ended_and_undone_by_the_next_process() {
     assert_eq!(f.read("a.txt"), b"a\n");
     assert!(!f.path("b.txt").exists());
 }
+
+#[test]
+fn the_shadow_repository_is_packed_after_enough_steps() {
+    let f = Fixture::new(&[("a.txt", "a\n")]);
+    // git estimates the loose objects from one of its 256 directories (`objects/17`): a
+    // thousand files (fixed contents, so fixed ids) put some there.
+    std::fs::create_dir(f.path("many")).unwrap();
+    for i in 0..1000 {
+        std::fs::write(f.path(&format!("many/{i}")), format!("{i}\n")).unwrap();
+    }
+    let checkpoints = lathe_checkpoint::Checkpoints::builder(&f.data, &f.root, "s1")
+        .gc(2, 1)
+        .build()
+        .unwrap();
+    for turn in 1..=2 {
+        checkpoints.before_change(turn).unwrap();
+        std::fs::write(f.path("a.txt"), format!("turn {turn}\n")).unwrap();
+        checkpoints.after_turn(turn).unwrap().expect("a step");
+    }
+    let packs = || {
+        let Ok(repos) = std::fs::read_dir(f.data.join("checkpoints")) else {
+            return 0;
+        };
+        repos
+            .flatten()
+            .filter_map(|repo| std::fs::read_dir(repo.path().join("git/objects/pack")).ok())
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
+            .count()
+    };
+    // `git gc --auto` detaches itself: wait for its pack.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while packs() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no pack after two steps with gc every 2 steps"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // The history is whole after it.
+    assert_eq!(checkpoints.steps().unwrap().len(), 2);
+}

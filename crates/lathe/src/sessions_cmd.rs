@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use lathe_agent::events::{Event, FileChange};
 use lathe_agent::message::Message;
@@ -95,19 +95,28 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
         SessionsAction::Show { id, json } => {
             let mut session = store.session(&id)?;
             settle(&store, &mut session);
+            let data_dir = crate::state::data_dir();
             if json {
                 let messages = store.messages(&session.id)?;
                 let events = store.events(&session.id)?;
-                let value = json!({"session": session, "messages": messages, "events": events});
+                let checkpoints = checkpoints_json(&store, &session, &data_dir);
+                let value = json!({
+                    "session": session,
+                    "messages": messages,
+                    "events": events,
+                    "checkpoints": checkpoints,
+                });
                 serde_json::to_writer_pretty(&mut out, &value)?;
                 writeln!(out)?;
             } else {
                 let history = stored_history(&store, &session.id)?;
                 let calls = Calls::from_events(&store.events(&session.id)?);
+                let style = Style::for_stdout();
+                write!(out, "{}", transcript(&session, &history, calls, &style))?;
                 write!(
                     out,
-                    "{}",
-                    transcript(&session, &history, calls, &Style::for_stdout())
+                    "\n{}",
+                    checkpoints_section(&store, &session, &data_dir, &style)
                 )?;
             }
         }
@@ -298,6 +307,122 @@ fn conversation(history: &[Message], mut calls: Calls, style: &Style) -> String 
     out
 }
 
+/// A session's checkpoints (kept under `data_dir`), opened read for `sessions show`.
+fn open_checkpoints(
+    store: &Store,
+    session: &Session,
+    data_dir: &std::path::Path,
+) -> Result<lathe_checkpoint::Checkpoints, String> {
+    lathe_checkpoint::Checkpoints::builder(data_dir, &session.workspace, session.id.as_str())
+        .store(store.clone())
+        .build()
+        .map_err(|err| err.to_string())
+}
+
+/// The steps of a session's checkpoints with their files, as what `sessions show` prints: one
+/// line per step (step, turn, what, files, `+/-`), its files below, and how to undo.
+pub fn checkpoints_section(
+    store: &Store,
+    session: &Session,
+    data_dir: &std::path::Path,
+    style: &Style,
+) -> String {
+    let mut out = format!("{}\n", style.bold("checkpoints"));
+    let checkpoints = match open_checkpoints(store, session, data_dir) {
+        Ok(checkpoints) => checkpoints,
+        Err(why) => {
+            out.push_str(&format!("  cannot be read: {why}\n"));
+            return out;
+        }
+    };
+    let steps = match checkpoints.steps() {
+        Ok(steps) => steps,
+        Err(err) => {
+            out.push_str(&format!("  cannot be read: {err}\n"));
+            return out;
+        }
+    };
+    if steps.is_empty() {
+        out.push_str("  none: this session changed no files\n");
+        return out;
+    }
+    for (n, step) in steps.iter().enumerate() {
+        let files = checkpoints.files(step).unwrap_or_default();
+        let added: u64 = files.iter().filter_map(|f| f.added).sum();
+        let removed: u64 = files.iter().filter_map(|f| f.removed).sum();
+        let what = match &step.kind {
+            lathe_checkpoint::StepKind::Turn => "turn".to_owned(),
+            lathe_checkpoint::StepKind::Undo { .. } => "undo".to_owned(),
+            lathe_checkpoint::StepKind::Redo { .. } => "redo".to_owned(),
+        };
+        out.push_str(&format!(
+            "  step {} · turn {} · {what} · {} file{} +{added} -{removed}\n",
+            n + 1,
+            step.turn,
+            files.len(),
+            if files.len() == 1 { "" } else { "s" },
+        ));
+        for file in &files {
+            let counts = match (file.added, file.removed) {
+                (Some(a), Some(r)) => format!("+{a} -{r}"),
+                _ => "(binary)".to_owned(),
+            };
+            out.push_str(&style.dim(&format!("    {} {counts}", file.path.display())));
+            out.push('\n');
+        }
+        if !step.left_alone.is_empty() {
+            out.push_str(&format!(
+                "    left alone (changed since): {}\n",
+                step.left_alone
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    let id = session.id.as_str();
+    out.push_str(&format!(
+        "  undo the newest turn: lathe undo --session {id} (from turn N on: --turn N) · review: lathe diff --session {id}\n"
+    ));
+    if checkpoints.coverage() == lathe_checkpoint::Coverage::FileTools {
+        out.push_str(&format!("  {}\n", checkpoints.coverage().note()));
+    }
+    out
+}
+
+fn checkpoints_json(store: &Store, session: &Session, data_dir: &std::path::Path) -> Value {
+    let Ok(checkpoints) = open_checkpoints(store, session, data_dir) else {
+        return Value::Null;
+    };
+    let Ok(steps) = checkpoints.steps() else {
+        return Value::Null;
+    };
+    steps
+        .iter()
+        .enumerate()
+        .map(|(n, step)| {
+            let files = checkpoints.files(step).unwrap_or_default();
+            json!({
+                "step": n + 1,
+                "id": step.id,
+                "turn": step.turn,
+                "kind": match step.kind {
+                    lathe_checkpoint::StepKind::Turn => "turn",
+                    lathe_checkpoint::StepKind::Undo { .. } => "undo",
+                    lathe_checkpoint::StepKind::Redo { .. } => "redo",
+                },
+                "at": step.at.map(|t| t.to_string()),
+                "files": files.iter().map(|f| json!({
+                    "path": f.path.display().to_string(),
+                    "added": f.added,
+                    "removed": f.removed,
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect()
+}
+
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -322,6 +447,52 @@ mod tests {
             })
             .unwrap();
         (store, id)
+    }
+
+    #[test]
+    fn show_lists_a_sessions_checkpoints_and_says_when_there_are_none() {
+        let dirs = tempfile::tempdir().unwrap();
+        let ws = dirs.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(ws.join("a.txt"), "one\n").unwrap();
+        let store = Store::open_in_memory().unwrap();
+        let new = |title: &str| NewSession {
+            workspace: ws.canonicalize().unwrap(),
+            provider: "ollama".into(),
+            model: "qwen3".into(),
+            approval: "auto".into(),
+            title: Some(title.into()),
+            ..NewSession::default()
+        };
+        let data = dirs.path().join("data");
+        let idle = store.create_session(new("idle")).unwrap();
+        let idle = store.session(idle.as_str()).unwrap();
+        let text = checkpoints_section(&store, &idle, &data, &Style::plain());
+        assert_eq!(text, "checkpoints\n  none: this session changed no files\n");
+
+        let busy = store.create_session(new("busy")).unwrap();
+        let checkpoints = lathe_checkpoint::Checkpoints::builder(&data, &ws, busy.as_str())
+            .build()
+            .unwrap();
+        checkpoints.before_change(1).unwrap();
+        std::fs::write(ws.join("a.txt"), "one\ntwo\nthree\n").unwrap();
+        std::fs::write(ws.join("b.txt"), "b\n").unwrap();
+        checkpoints.after_turn(1).unwrap().expect("a step");
+        let busy = store.session(busy.as_str()).unwrap();
+        let text = checkpoints_section(&store, &busy, &data, &Style::plain());
+        assert!(
+            text.contains("  step 1 · turn 1 · turn · 2 files +3 -0\n"),
+            "{text}"
+        );
+        assert!(text.contains("    a.txt +2 -0\n"), "{text}");
+        assert!(text.contains("    b.txt +1 -0\n"), "{text}");
+        assert!(
+            text.contains(&format!("lathe undo --session {}", busy.id)),
+            "{text}"
+        );
+        let json = checkpoints_json(&store, &busy, &data);
+        assert_eq!(json[0]["files"][0]["path"], "a.txt", "{json}");
+        assert_eq!(json[0]["turn"], 1, "{json}");
     }
 
     #[test]

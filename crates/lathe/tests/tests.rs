@@ -26,6 +26,7 @@ mod exec_stream;
 mod exec_task;
 mod exec_terminal;
 mod frontends;
+mod mcp_checkpoints;
 mod mcp_conformance;
 mod mcp_http;
 mod mcp_protocol;

@@ -4,6 +4,7 @@
 //! [`McpArgs`] and [`run`].
 
 mod approve;
+mod checkpoint;
 mod classify;
 mod convert;
 mod gate;
@@ -86,7 +87,9 @@ pub async fn run(common: &CommonArgs, args: McpArgs) -> anyhow::Result<ExitCode>
         .or(setup.config.mcp.session_timeout.map(Duration::from_secs))
         .unwrap_or(sessions::DEFAULT_SESSION_TIMEOUT);
     let timeout = (!timeout.is_zero()).then_some(timeout);
-    let shared = server::Shared::new(Registry::builtin(), gates, &root, new_session);
+    let mut registry = Registry::builtin();
+    checkpoint::register(&mut registry);
+    let shared = server::Shared::new(registry, gates, &root, new_session);
     let signal = match &args.listen {
         Some(addr) => http::serve(shared, addr, args.allow_remote, timeout).await?,
         None => stdio::serve(shared).await?,

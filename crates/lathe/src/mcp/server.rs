@@ -23,7 +23,10 @@ use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use lathe_checkpoint::changes_workspace;
+
 use super::approve::ElicitationApprover;
+use super::checkpoint::{self, SessionCheckpoints};
 use super::convert;
 use super::gate::{self, GateConfig};
 use super::progress::Forwarder;
@@ -52,7 +55,7 @@ impl Shared {
             "Lathe's coding tools over the workspace {}. Paths are relative to the workspace \
              root. Read a file with read_file before changing it with edit_file or write_file. \
              A shell command that outlives its timeout moves to the background: read its output \
-             with command_output and stop it with kill_command. Approval mode: {}.",
+             with command_output and stop it with kill_command. Each call that changes files              is a checkpoint: list them with checkpoint_list, take one back with              checkpoint_restore. Approval mode: {}.",
             workspace.display(),
             gates.mode()
         );
@@ -249,8 +252,16 @@ impl LatheServer {
                 None,
             ));
         };
+        let client = context
+            .peer
+            .peer_info()
+            .map(|info| info.client_info.name.clone())
+            .filter(|name| !name.is_empty())
+            .unwrap_or_else(|| "an MCP client".to_owned());
+        // Before the call is prepared: a restore's effects are the files its checkpoints hold.
+        let checkpoints = SessionCheckpoints::of(&session, self.shared.gates.mode(), &client);
         // A dispatcher is two `Arc`s: one per call, over the session's own gate.
-        let dispatcher = Dispatcher::new(Arc::clone(registry), gate);
+        let dispatcher = Dispatcher::new(Arc::clone(registry), Arc::clone(&gate));
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         let call = match dispatcher.prepare(&request.name, arguments, &session) {
             Ok(call) => call,
@@ -300,7 +311,20 @@ impl LatheServer {
             serde_json::json!({"event": "call started", "tool": name, "id": call_id}),
         )
         .await;
-        let outcome = dispatcher.run(authorized, ctx).await;
+        // A call that may change the workspace is a turn of its own, recorded around it; the
+        // checkpoint tools record their own steps.
+        let own = checkpoint::is_checkpoint_tool(&name);
+        let hook = (!own && changes_workspace(&authorized.info().effects, &ctx.session))
+            .then(|| checkpoints.hook(&ctx.session))
+            .flatten();
+        let dispatcher = match &hook {
+            Some(hook) => Dispatcher::new(Arc::clone(registry), gate)
+                .with_hook(Arc::clone(hook) as Arc<dyn lathe_tools::Hook>),
+            None => dispatcher,
+        };
+        let outcome = checkpoints
+            .around(hook, own, dispatcher.run(authorized, ctx))
+            .await;
         if let Some((forwarder, _)) = forwarder {
             forwarder.finish().await;
         }
