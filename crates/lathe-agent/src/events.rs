@@ -125,6 +125,10 @@ pub enum Event {
         /// The paths.
         paths: Vec<String>,
     },
+    /// A model turn's calls changed files, and the change was recorded as a checkpoint: `lathe
+    /// undo --session ID` (or `/undo` in chat) takes it back. Sent after the turn's calls, only
+    /// when the workspace differs from before them (shell commands' changes included).
+    CheckpointCreated(Checkpoint),
     /// A call changed a place whose code can later run outside the sandbox: the workspace's
     /// `.lathe/` (its configuration), git's hooks, configuration or attributes.
     WorkspaceChanged {
@@ -194,6 +198,23 @@ pub enum Event {
     RunResult(RunReport),
 }
 
+/// A turn's recorded change: the seed's `filesChanged` with its checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// The checkpoint's id (a step of the session's checkpoints, as `lathe sessions show`
+    /// lists them).
+    pub step: String,
+    /// The turn, numbered across the whole session (`lathe undo --turn N`, `/diff N`,
+    /// `/rewind N`).
+    pub turn: u32,
+    /// The files the turn changed, with lines added and removed.
+    pub files: Vec<ChangedFile>,
+    /// Lines added, over all files.
+    pub added: u64,
+    /// Lines removed, over all files.
+    pub removed: u64,
+}
+
 /// How a headless run is set up, as its first event says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunStart {
@@ -232,6 +253,10 @@ pub struct RunReport {
     pub turns: u32,
     /// Files changed, in the order they were first changed, with lines added and removed.
     pub files_changed: Vec<ChangedFile>,
+    /// The ids of the checkpoints the run's turns recorded, oldest first (see
+    /// [`Event::CheckpointCreated`]).
+    #[serde(default)]
+    pub checkpoints: Vec<String>,
     /// Calls that were denied (by the user, the policy, or because nobody could be asked).
     pub denied: Vec<DeniedCall>,
     /// True when the model tried to change files and every such call was denied, so nothing

@@ -12,6 +12,7 @@ mod mcp_support;
 
 mod chat_input;
 mod chat_pty;
+mod exec_checkpoints;
 mod exec_context;
 mod exec_errors;
 mod exec_interrupt;
