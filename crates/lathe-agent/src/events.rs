@@ -129,6 +129,17 @@ pub enum Event {
     /// undo --session ID` (or `/undo` in chat) takes it back. Sent after the turn's calls, only
     /// when the workspace differs from before them (shell commands' changes included).
     CheckpointCreated(Checkpoint),
+    /// The conversation was cut back to before a turn (chat's `/rewind N`): the stored
+    /// messages from `first_message` to `last_message` (their seqs in the session's history)
+    /// are no longer part of it, and a resumed session does not see them.
+    ConversationRewound {
+        /// The session-wide turn it was cut back to before.
+        turn: u32,
+        /// The seq of the first message cut.
+        first_message: u64,
+        /// The seq of the last message cut.
+        last_message: u64,
+    },
     /// A call changed a place whose code can later run outside the sandbox: the workspace's
     /// `.lathe/` (its configuration), git's hooks, configuration or attributes.
     WorkspaceChanged {

@@ -289,7 +289,10 @@ impl Renderer {
                 let secs = ((*duration_ms as f64) / 1000.0).round().max(1.0) as u64;
                 line(&mut state, &s.dim(&format!("Thought for {secs}s")));
             }
-            Event::ToolCallSeen { .. } | Event::FilesChanged { .. } => {}
+            // Chat's /rewind says what it did itself.
+            Event::ToolCallSeen { .. }
+            | Event::FilesChanged { .. }
+            | Event::ConversationRewound { .. } => {}
             Event::CheckpointCreated(checkpoint) => {
                 if self.undo_hints() == UndoHints::Chat {
                     stop();
@@ -539,14 +542,16 @@ pub fn end_line(s: &Style, report: &RunReport, shown_error: Option<&str>) -> Str
     }
 }
 
-/// The line after a chat turn that changed files: `2 files changed (+10 -2) · /diff · /undo`.
+/// The line after a chat turn that changed files: `2 files changed (+10 -2) · /diff · /undo ·
+/// turn 3` (the number `/diff N` and `/rewind N` take).
 pub fn checkpoint_line(checkpoint: &lathe_agent::events::Checkpoint) -> String {
     let n = checkpoint.files.len();
     format!(
-        "{n} file{} changed (+{} -{}) · /diff · /undo",
+        "{n} file{} changed (+{} -{}) · /diff · /undo · turn {}",
         if n == 1 { "" } else { "s" },
         checkpoint.added,
-        checkpoint.removed
+        checkpoint.removed,
+        checkpoint.turn
     )
 }
 

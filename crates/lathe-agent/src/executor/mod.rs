@@ -162,6 +162,8 @@ struct TurnMark {
     /// The history's length before the turn: before its task's message, for a task's first
     /// turn.
     len: usize,
+    /// The seq of the newest stored message then.
+    stored: u64,
 }
 
 impl Executor {
@@ -273,12 +275,30 @@ impl Executor {
     /// before the task's message), and returns the messages cut; `None` when this process
     /// did not run that turn (an earlier process of a resumed session did, or no one yet).
     /// The next turns are numbered on from the newest, so numbers are never reused.
+    ///
+    /// The stored history is cut too ([`Event::ConversationRewound`]), so a later `--resume`
+    /// goes on from here.
     pub fn rewind(&mut self, turn: u32) -> Option<Vec<Message>> {
         let at = self.marks.iter().position(|m| m.turn == turn)?;
-        let len = self.marks[at].len.min(self.history.len());
+        let mark = self.marks[at];
+        let len = mark.len.min(self.history.len());
         self.marks.truncate(at);
         self.context.forget_from(len);
+        let newest = self.sink.recorded_messages();
+        if newest > mark.stored {
+            self.sink.emit(Event::ConversationRewound {
+                turn,
+                first_message: mark.stored + 1,
+                last_message: newest,
+            });
+        }
         Some(self.history.split_off(len))
+    }
+
+    /// Whether [`Executor::rewind`] can cut back to before session turn `turn`: this process
+    /// ran it, and no rewind cut it yet.
+    pub fn can_rewind(&self, turn: u32) -> bool {
+        self.marks.iter().any(|m| m.turn == turn)
     }
 
     /// The conversation so far, as sent (old results may be shortened).
@@ -325,7 +345,7 @@ impl Executor {
     pub async fn run(&mut self, task: &str, cancel: &CancellationToken) -> RunOutcome {
         let began = Instant::now();
         self.set_status(SessionStatus::Running);
-        let before_task = self.history.len();
+        let before_task = (self.history.len(), self.sink.recorded_messages());
         self.push(Message::user(task));
         let wants_change = asks_for_change(task);
         let mut tally = RunTally::default();
@@ -351,10 +371,10 @@ impl Executor {
                 break (RunStatus::Stopped, None);
             }
             turns += 1;
-            let mark = if turns == 1 {
+            let (mark, stored) = if turns == 1 {
                 before_task
             } else {
-                self.history.len()
+                (self.history.len(), self.sink.recorded_messages())
             };
             let asked = Instant::now();
             let turn = self.model_turn(turns, cancel).await;
@@ -362,6 +382,7 @@ impl Executor {
             self.marks.push(TurnMark {
                 turn: session_turn,
                 len: mark,
+                stored,
             });
             tally.model_time += asked.elapsed();
             let turn = match turn {
