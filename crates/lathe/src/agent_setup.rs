@@ -72,6 +72,9 @@ pub struct AgentConfig {
     /// Record the workspace around each turn's changes, for `lathe undo` and `/undo`. By
     /// default, true.
     pub checkpoints: Option<bool>,
+    /// Before the first change, create and switch to the branch `lathe/<session id>` when the
+    /// workspace is a git repository with a clean tree. By default, false.
+    pub git_branch: Option<bool>,
 }
 
 /// Flags `exec` and `chat` share.
@@ -93,6 +96,10 @@ pub struct ModelArgs {
     /// Never ask, not even for critical commands (deny rules and read-only still refuse).
     #[arg(long)]
     pub dangerously_skip_approvals: bool,
+    /// Before the first change, switch to a new branch lathe/<session id> (the workspace must
+    /// be a git repository with a clean tree; or `[agent] git_branch = true`).
+    #[arg(long)]
+    pub branch: bool,
 }
 
 /// `ollama` or `openai` (also `openai-compatible`), as flags and stored sessions spell them.
@@ -134,6 +141,8 @@ pub struct Resolved {
     pub idle_timeout: Option<std::time::Duration>,
     /// Keep checkpoints (`[agent] checkpoints`).
     pub checkpoints: bool,
+    /// A branch per session (`--branch`, `[agent] git_branch`).
+    pub git_branch: bool,
 }
 
 /// Resolves the model side from `args`, the environment (read through `env`) and `setup`.
@@ -194,6 +203,7 @@ pub fn resolve(
         max_turns: setup.config.agent.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
         skip_approvals: args.dangerously_skip_approvals,
         checkpoints: setup.config.agent.checkpoints.unwrap_or(true),
+        git_branch: args.branch || setup.config.agent.git_branch.unwrap_or(false),
         idle_timeout: match model_config.idle_timeout {
             None => Some(lathe_agent::executor::DEFAULT_IDLE_TIMEOUT),
             Some(timeout) => timeout.0,
@@ -387,15 +397,24 @@ impl Resolved {
     }
 
     /// `builder` with the checkpoints of stored session `id` (see [`checkpoints`]), numbering
-    /// turns on from the `turns_before` the session had.
+    /// turns on from the `turns_before` the session had, and with the branch per session when
+    /// it is asked for (its line goes to `sink`).
     pub fn with_checkpoints(
         &self,
         builder: AgentBuilder,
         setup: &Setup,
         id: &SessionId,
         turns_before: u32,
+        sink: &lathe_agent::sink::EventSink,
     ) -> AgentBuilder {
-        let builder = builder.turns_before(turns_before);
+        let mut builder = builder.turns_before(turns_before);
+        if self.git_branch {
+            builder = builder.hook(Arc::new(crate::branch::BranchHook::new(
+                &setup.root,
+                id.as_str(),
+                sink.clone(),
+            )));
+        }
         match checkpoints(self, setup, id) {
             Some(checkpoints) => builder.checkpoints(checkpoints),
             None => builder,
@@ -456,6 +475,7 @@ mod tests {
             base_url: Some("http://flag:2/v1".into()),
             approval: Some(ApprovalMode::ReadOnly),
             dangerously_skip_approvals: false,
+            branch: false,
         };
         let r = resolve(&setup, &args, env).unwrap();
         assert_eq!(

@@ -143,6 +143,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
         &setup,
         &id,
         0,
+        &sink,
     );
     let mut agent = agent_setup::build(
         builder

@@ -201,3 +201,91 @@ fn two_concurrent_sessions_each_undo_only_their_own() {
     assert!(!h.ws.join("b.txt").exists());
     assert_eq!(h.read("shared.txt"), "untouched\n");
 }
+
+/// `git ARGS` in the workspace, as the user's own repository; its output.
+fn git(h: &Harness, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(&h.ws)
+        .env("HOME", h.dir.path())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn repository(h: &Harness) {
+    git(h, &["init", "-q", "-b", "main"]);
+    h.write("README", "hello\n");
+    git(h, &["add", "README"]);
+    git(h, &["commit", "-q", "-m", "first"]);
+}
+
+#[test]
+fn branch_on_a_clean_repository_switches_before_the_first_change() {
+    let h = Harness::new(writes("a.txt"));
+    repository(&h);
+    let output = h.exec("write your file", &["--approval", "auto", "--branch"]);
+    assert_exit(&output, 0);
+    let session = h.newest_session();
+    let branch = format!("lathe/{}", session.id);
+    assert_eq!(git(&h, &["rev-parse", "--abbrev-ref", "HEAD"]), branch);
+    assert!(
+        stdout(&output).contains(&format!("switched to a new branch {branch}")),
+        "{}",
+        stdout(&output)
+    );
+    assert_eq!(h.read("a.txt"), "a.txt by its session\n");
+    // The checkpoints never touched the user's repository: its history is the user's.
+    assert_eq!(git(&h, &["log", "--format=%s", "--all"]), "first");
+}
+
+#[test]
+fn branch_on_a_dirty_tree_or_outside_a_repository_says_why_not() {
+    let h = Harness::new(writes("a.txt"));
+    repository(&h);
+    h.write("README", "changed by the user\n");
+    h.write(".lathe/config.toml", "[agent]\ngit_branch = true\n");
+    h.trust();
+    let output = h.exec("write your file", &["--approval", "auto"]);
+    assert_exit(&output, 0);
+    assert_eq!(git(&h, &["rev-parse", "--abbrev-ref", "HEAD"]), "main");
+    assert!(
+        stdout(&output).contains("the working tree has uncommitted changes"),
+        "{}",
+        stdout(&output)
+    );
+
+    let h = Harness::new(writes("a.txt"));
+    let output = h.exec("write your file", &["--approval", "auto", "--branch"]);
+    assert_exit(&output, 0);
+    assert!(
+        stdout(&output).contains("the workspace is not a git repository"),
+        "{}",
+        stdout(&output)
+    );
+    assert_eq!(
+        h.read("a.txt"),
+        "a.txt by its session\n",
+        "the change is made anyway"
+    );
+}
+
+#[test]
+fn branch_on_a_detached_head_says_so() {
+    let h = Harness::new(writes("a.txt"));
+    repository(&h);
+    git(&h, &["checkout", "-q", "--detach"]);
+    let output = h.exec("write your file", &["--approval", "auto", "--branch"]);
+    assert_exit(&output, 0);
+    assert!(
+        stdout(&output).contains("HEAD is detached"),
+        "{}",
+        stdout(&output)
+    );
+}

@@ -114,6 +114,7 @@ impl Parts<'_> {
             self.setup,
             &id,
             agent_setup::stored_turns(self.store, &id),
+            &sink,
         );
         let agent = agent_setup::build(
             builder
