@@ -489,6 +489,7 @@ mod tests {
                     description: "shell \"cargo fmt\"".into(),
                     reason: "no terminal".into(),
                 }],
+                checkpoints: vec!["3f2a".into()],
                 changes_denied: false,
                 usage: TokenTotals {
                     prompt_tokens: 5,
@@ -498,6 +499,24 @@ mod tests {
                 model_ms: 4,
                 tool_ms: 3,
             }),
+            Event::CheckpointCreated(Checkpoint {
+                step: "3f2a".into(),
+                turn: 4,
+                files: vec![ChangedFile {
+                    path: "gone.sh".into(),
+                    added: 0,
+                    removed: 2,
+                    created: false,
+                    deleted: true,
+                }],
+                added: 0,
+                removed: 2,
+            }),
+            Event::ConversationRewound {
+                turn: 3,
+                first_message: 7,
+                last_message: 12,
+            },
         ];
         for event in events {
             let value = serde_json::to_value(&event).unwrap();

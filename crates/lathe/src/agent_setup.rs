@@ -96,7 +96,7 @@ pub struct ModelArgs {
     /// Never ask, not even for critical commands (deny rules and read-only still refuse).
     #[arg(long)]
     pub dangerously_skip_approvals: bool,
-    /// Before the first change, switch to a new branch lathe/<session id> (the workspace must
+    /// Before the first change, switch to a new branch lathe/SESSION_ID (the workspace must
     /// be a git repository with a clean tree; or `[agent] git_branch = true`).
     #[arg(long)]
     pub branch: bool,

@@ -381,7 +381,7 @@ pub async fn apply(command: Command, cx: Context<'_>) -> Outcome {
             }
         }
         Command::Diff { turn, stat } => {
-            let said = match parse_turn(turn.as_deref(), true) {
+            let said = match parse_turn(turn.as_deref()) {
                 Ok(turn) => diff(&cx, turn, stat),
                 Err(said) => said,
             };
@@ -398,7 +398,7 @@ pub async fn apply(command: Command, cx: Context<'_>) -> Outcome {
             let _ = write!(out, "{said}");
         }
         Command::Rewind(turn) => {
-            let said = match parse_turn(turn.as_deref(), false) {
+            let said = match parse_turn(turn.as_deref()) {
                 Ok(Some(turn)) => rewind(cx.agent, cx.session, turn, style),
                 Ok(None) => format!(
                     "{}\n",
@@ -424,9 +424,8 @@ pub async fn apply(command: Command, cx: Context<'_>) -> Outcome {
 
 /// The turn of `/diff N` or `/rewind N`; `Err` is what to say about an argument that is not
 /// one.
-fn parse_turn(arg: Option<&str>, optional: bool) -> Result<Option<u32>, String> {
+fn parse_turn(arg: Option<&str>) -> Result<Option<u32>, String> {
     match arg {
-        None if optional => Ok(None),
         None => Ok(None),
         Some(text) => match text.parse::<u32>() {
             Ok(n) if n >= 1 => Ok(Some(n)),
@@ -610,13 +609,8 @@ mod tests {
             Command::parse("/rewind 2"),
             Some(Command::Rewind(Some("2".into())))
         );
-        assert_eq!(
-            parse_turn(Some("0"), false)
-                .unwrap_err()
-                .contains("not a turn"),
-            true
-        );
-        assert_eq!(parse_turn(Some("4"), false), Ok(Some(4)));
+        assert!(parse_turn(Some("0")).unwrap_err().contains("not a turn"));
+        assert_eq!(parse_turn(Some("4")), Ok(Some(4)));
     }
 
     #[test]
