@@ -412,7 +412,7 @@ impl Renderer {
                 stop();
                 // An error is printed once: the `error:` line already said it.
                 let shown_error = state.shown_error.take();
-                line(&mut state, &end_line(s, report, shown_error.as_deref()));
+                // Above the end line, which keeps its place under the answer.
                 if self.undo_hints() == UndoHints::Exec
                     && !report.checkpoints.is_empty()
                     && let Some(id) = &report.session_id
@@ -422,6 +422,7 @@ impl Renderer {
                         &s.dim(&format!("undo: lathe undo --session {id}")),
                     );
                 }
+                line(&mut state, &end_line(s, report, shown_error.as_deref()));
                 if let Some(denied) = denied_line(report) {
                     line(&mut state, &s.yellow(&denied));
                     line(&mut state, &s.dim(ALLOW_HINT));
