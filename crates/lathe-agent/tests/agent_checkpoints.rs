@@ -15,7 +15,7 @@ use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
 use lathe_agent::sink::EventSink;
 use lathe_agent::{Agent, AgentBuilder};
 use lathe_checkpoint::{Checkpoints, Force, UndoTarget};
-use lathe_testkit::{Script, ScriptedServer, ollama};
+use lathe_testkit::{Response, Script, ScriptedServer, ollama};
 use lathe_tools::{Session, ToolConfig, Workspace};
 
 const MODEL: &str = "qwen3:8b";
@@ -204,4 +204,30 @@ async fn rewind_cuts_the_conversation_back_to_before_a_task() {
     );
     // Numbers are not reused: the new task's turn is the fifth.
     assert_eq!(agent.executor().session_turns(), 5);
+}
+
+#[tokio::test]
+async fn rewinding_a_task_merged_into_a_failed_one_gives_that_message_back() {
+    // The first task's only answer is a refusal: the run fails, and the history ends with its
+    // message; the next task joins that message.
+    let script = Script::new()
+        .chat(Response::json(400, &json!({"error": "bad request"})))
+        .chat(write("a.txt", "x\n").done())
+        .chat(ollama::turn(MODEL).text("Done.").done());
+    let s = Setup::new(script);
+    let mut agent = s
+        .builder()
+        .checkpoints(Arc::clone(&s.checkpoints))
+        .build()
+        .unwrap();
+    agent.run("first", &CancellationToken::new()).await;
+    let after_failure = agent.executor().history().to_vec();
+    assert!(
+        matches!(after_failure.last(), Some(Message::User { content }) if content == "first"),
+        "{after_failure:?}"
+    );
+    agent.run("second", &CancellationToken::new()).await;
+    let turn = s.created()[0].turn;
+    agent.rewind(turn).expect("the second task's turn ran here");
+    assert_eq!(agent.executor().history(), after_failure.as_slice());
 }

@@ -155,7 +155,7 @@ pub struct Executor {
 }
 
 /// Where a model turn began in the history.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct TurnMark {
     /// The session-wide turn number.
     turn: u32,
@@ -164,6 +164,9 @@ struct TurnMark {
     len: usize,
     /// The seq of the newest stored message then.
     stored: u64,
+    /// The message at `len - 1` as it was before the turn's task was merged into it (a task
+    /// after a failed turn joins the user message the history ended with).
+    merged_into: Option<Message>,
 }
 
 impl Executor {
@@ -280,7 +283,7 @@ impl Executor {
     /// goes on from here.
     pub fn rewind(&mut self, turn: u32) -> Option<Vec<Message>> {
         let at = self.marks.iter().position(|m| m.turn == turn)?;
-        let mark = self.marks[at];
+        let mark = self.marks[at].clone();
         let len = mark.len.min(self.history.len());
         self.marks.truncate(at);
         self.context.forget_from(len);
@@ -292,7 +295,14 @@ impl Executor {
                 last_message: newest,
             });
         }
-        Some(self.history.split_off(len))
+        let mut cut = self.history.split_off(len);
+        if let Some(before) = mark.merged_into
+            && let Some(joined) = self.history.last_mut()
+        {
+            // The task had joined the message before it: that message gets back what it had.
+            cut.insert(0, std::mem::replace(joined, before));
+        }
+        Some(cut)
     }
 
     /// Whether [`Executor::rewind`] can cut back to before session turn `turn`: this process
@@ -346,7 +356,9 @@ impl Executor {
         let began = Instant::now();
         self.set_status(SessionStatus::Running);
         let before_task = (self.history.len(), self.sink.recorded_messages());
+        let last = self.history.last().cloned();
         self.push(Message::user(task));
+        let merged_into = last.filter(|_| self.history.len() == before_task.0);
         let wants_change = asks_for_change(task);
         let mut tally = RunTally::default();
         let mut nudged = false;
@@ -371,10 +383,10 @@ impl Executor {
                 break (RunStatus::Stopped, None);
             }
             turns += 1;
-            let (mark, stored) = if turns == 1 {
-                before_task
+            let (mark, stored, merged) = if turns == 1 {
+                (before_task.0, before_task.1, merged_into.clone())
             } else {
-                (self.history.len(), self.sink.recorded_messages())
+                (self.history.len(), self.sink.recorded_messages(), None)
             };
             let asked = Instant::now();
             let turn = self.model_turn(turns, cancel).await;
@@ -383,6 +395,7 @@ impl Executor {
                 turn: session_turn,
                 len: mark,
                 stored,
+                merged_into: merged,
             });
             tally.model_time += asked.elapsed();
             let turn = match turn {
