@@ -98,6 +98,12 @@ fn diff_undo_redo_and_rewind_in_chat() {
         user_texts(&bodies[5]),
         ["make a", "after the rewind", "and on"]
     );
+    // The resumed chat has the session's checkpoints, and /undo never clobbers a file changed
+    // since the turn.
+    h.write("a.txt", "the user's own\n");
+    term.type_line("/undo");
+    term.wait_for("left alone, changed since by someone else (/undo --force overwrites them)");
+    assert_eq!(h.read("a.txt"), "the user's own\n");
     term.type_line("/exit");
     assert_eq!(term.wait_exit(), 0);
 }
