@@ -48,6 +48,7 @@ fn diff_undo_redo_and_rewind_in_chat() {
         .chat(write("b.txt", "beta\nbeta\n").done())
         .chat(reply().text("Made b.").done())
         .chat(reply().text("Fresh start.").done())
+        .chat(write("c.txt", "gamma\n").done())
         .chat(reply().text("Resumed fine.").done());
     let h = Harness::new(script);
     let mut term = Terminal::start(&h, &["--approval", "auto"]);
@@ -91,19 +92,21 @@ fn diff_undo_redo_and_rewind_in_chat() {
     let id = h.newest_session().id.to_string();
     let mut term = Terminal::start(&h, &["--resume", &id]);
     term.wait_for("resumed session");
-    term.type_line("and on");
-    term.wait_for("Resumed fine.");
-    let bodies = wait_for_requests(&h, &term, 6);
-    assert_eq!(
-        user_texts(&bodies[5]),
-        ["make a", "after the rewind", "and on"]
-    );
     // The resumed chat has the session's checkpoints, and /undo never clobbers a file changed
     // since the turn.
     h.write("a.txt", "the user's own\n");
     term.type_line("/undo");
     term.wait_for("left alone, changed since by someone else (/undo --force overwrites them)");
     assert_eq!(h.read("a.txt"), "the user's own\n");
+    // Its turns are numbered on from the five the session had (1-2, 3-4, 5).
+    term.type_line("and on");
+    term.wait_for("1 file changed (+1 -0) · /diff · /undo · turn 6");
+    term.wait_for("Resumed fine.");
+    let bodies = wait_for_requests(&h, &term, 6);
+    assert_eq!(
+        user_texts(&bodies[5]),
+        ["make a", "after the rewind", "and on"]
+    );
     term.type_line("/exit");
     assert_eq!(term.wait_exit(), 0);
 }
