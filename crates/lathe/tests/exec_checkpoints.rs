@@ -191,6 +191,9 @@ fn two_concurrent_sessions_each_undo_only_their_own() {
     let (sa, sb) = (session_of(&a), session_of(&b));
     assert_ne!(sa, sb);
 
+    for out in [&a, &b] {
+        assert!(stderr(out).is_empty(), "{}", stderr(out));
+    }
     let undo = run(&h, &["undo", "--session", &sa]);
     assert_exit(&undo, 0);
     assert!(!h.ws.join("a.txt").exists(), "session A's file is undone");
@@ -288,4 +291,34 @@ fn branch_on_a_detached_head_says_so() {
         "{}",
         stdout(&output)
     );
+}
+
+/// Sessions that start at once on a workspace nobody has checkpointed yet all get checkpoints:
+/// the shared shadow repository is made once, not half by each (`git init` of one directory by
+/// two processes fails in one of them).
+#[test]
+fn sessions_starting_at_once_on_a_new_workspace_all_get_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let data = dir.path().join("data");
+    let openers = 8;
+    let barrier = std::sync::Barrier::new(openers);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..openers)
+            .map(|n| {
+                let (barrier, ws, data) = (&barrier, &ws, &data);
+                scope.spawn(move || {
+                    barrier.wait();
+                    lathe_checkpoint::Checkpoints::builder(data, ws, format!("s{n}"))
+                        .build()
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.join().unwrap().unwrap();
+        }
+    });
 }
