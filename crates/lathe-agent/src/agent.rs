@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use lathe_checkpoint::{CheckpointHook, Checkpoints};
 use lathe_policy::{PermissionsConfig, PolicyError};
-use lathe_tools::{Registry, Session};
+use lathe_tools::{Dispatcher, Hook, Registry, Session};
 
 use crate::approval::{ApprovalMode, Approver, Gate, NonInteractive};
 use crate::events::Event;
@@ -57,6 +58,9 @@ impl Agent {
             gate: GateConfig::default(),
             approver: None,
             sink: None,
+            hooks: Vec::new(),
+            checkpoints: None,
+            turns_before: 0,
         }
     }
 
@@ -64,6 +68,16 @@ impl Agent {
     /// fires. When it returns, every event of the run has been stored and shown.
     pub async fn run(&mut self, task: &str, cancel: &CancellationToken) -> RunOutcome {
         self.executor.run(task, cancel).await
+    }
+
+    /// Cuts the conversation back to before session turn `turn` (see [`Executor::rewind`]).
+    pub fn rewind(&mut self, turn: u32) -> Option<Vec<Message>> {
+        self.executor.rewind(turn)
+    }
+
+    /// The checkpoints of the session, when it keeps any.
+    pub fn checkpoints(&self) -> Option<&Arc<Checkpoints>> {
+        self.executor.checkpoints().map(|hook| hook.checkpoints())
     }
 
     /// Continues a stored conversation (see [`Executor::resume`]).
@@ -121,6 +135,9 @@ pub struct AgentBuilder {
     gate: GateConfig,
     approver: Option<Arc<dyn Approver>>,
     sink: Option<EventSink>,
+    hooks: Vec<Arc<dyn Hook>>,
+    checkpoints: Option<Arc<CheckpointHook>>,
+    turns_before: u32,
 }
 
 impl AgentBuilder {
@@ -185,6 +202,34 @@ impl AgentBuilder {
     /// so nothing is stored or shown.
     pub fn sink(mut self, sink: EventSink) -> Self {
         self.sink = Some(sink);
+        self
+    }
+
+    /// A hook run around every call (after the checkpoints' hook, in the order given).
+    ///
+    /// By default, none.
+    pub fn hook(mut self, hook: Arc<dyn Hook>) -> Self {
+        self.hooks.push(hook);
+        self
+    }
+
+    /// Records the workspace before the first change of each model turn and after the turn's
+    /// calls, so that `lathe undo` and chat's `/undo` can take a turn back; each turn that
+    /// changed files is announced as [`Event::CheckpointCreated`]. Turns are numbered across
+    /// the session (see [`turns_before`](AgentBuilder::turns_before)).
+    ///
+    /// By default, none: nothing is recorded.
+    pub fn checkpoints(mut self, checkpoints: Arc<Checkpoints>) -> Self {
+        self.checkpoints = Some(Arc::new(CheckpointHook::new(checkpoints)));
+        self
+    }
+
+    /// How many model turns the session had before (a resumed session: its stored
+    /// `turn_started` events); the first turn of this agent is the next.
+    ///
+    /// By default, 0: the first turn is turn 1.
+    pub fn turns_before(mut self, turns: u32) -> Self {
+        self.turns_before = turns;
         self
     }
 
@@ -267,13 +312,25 @@ impl AgentBuilder {
             .registry
             .unwrap_or_else(|| Arc::new(Registry::builtin()));
         let approver = self.approver.unwrap_or_else(|| Arc::new(NonInteractive));
-        let runner = Arc::new(ToolRunner::new(registry, self.tools, gate, approver));
+        let mut dispatcher = Dispatcher::new(registry, gate);
+        if let Some(hook) = &self.checkpoints {
+            dispatcher = dispatcher.with_hook(Arc::clone(hook) as Arc<dyn Hook>);
+        }
+        for hook in self.hooks {
+            dispatcher = dispatcher.with_hook(hook);
+        }
+        let runner = Arc::new(ToolRunner::with_dispatcher(
+            Arc::new(dispatcher),
+            self.tools,
+            approver,
+        ));
         let sink = self
             .sink
             .unwrap_or_else(|| EventSink::detached(Arc::new(|_: &Event| {})));
-        Ok(Agent {
-            executor: Executor::new(self.provider, runner, sink, self.config),
-        })
+        let mut executor = Executor::new(self.provider, runner, sink, self.config);
+        executor.set_checkpoints(self.checkpoints);
+        executor.set_turns_before(self.turns_before);
+        Ok(Agent { executor })
     }
 }
 

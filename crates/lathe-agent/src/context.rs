@@ -102,6 +102,11 @@ impl ContextWindow {
         self.notes.insert(index, note);
     }
 
+    /// Forgets the notes of messages from `index` on (the history was cut there).
+    pub fn forget_from(&mut self, index: usize) {
+        self.notes.retain(|&i, _| i < index);
+    }
+
     /// Learns from the server's own count of a prompt the estimate put at `estimated` tokens.
     /// Only ever raises the estimate: a server that under-reports must not make Lathe overflow.
     pub fn calibrate(&mut self, estimated: u64, actual: u64) {

@@ -125,6 +125,21 @@ pub enum Event {
         /// The paths.
         paths: Vec<String>,
     },
+    /// A model turn's calls changed files, and the change was recorded as a checkpoint: `lathe
+    /// undo --session ID` (or `/undo` in chat) takes it back. Sent after the turn's calls, only
+    /// when the workspace differs from before them (shell commands' changes included).
+    CheckpointCreated(Checkpoint),
+    /// The conversation was cut back to before a turn (chat's `/rewind N`): the stored
+    /// messages from `first_message` to `last_message` (their seqs in the session's history)
+    /// are no longer part of it, and a resumed session does not see them.
+    ConversationRewound {
+        /// The session-wide turn it was cut back to before.
+        turn: u32,
+        /// The seq of the first message cut.
+        first_message: u64,
+        /// The seq of the last message cut.
+        last_message: u64,
+    },
     /// A call changed a place whose code can later run outside the sandbox: the workspace's
     /// `.lathe/` (its configuration), git's hooks, configuration or attributes.
     WorkspaceChanged {
@@ -194,6 +209,23 @@ pub enum Event {
     RunResult(RunReport),
 }
 
+/// A turn's recorded change: the seed's `filesChanged` with its checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// The checkpoint's id (a step of the session's checkpoints, as `lathe sessions show`
+    /// lists them).
+    pub step: String,
+    /// The turn, numbered across the whole session (`lathe undo --turn N`, `/diff N`,
+    /// `/rewind N`).
+    pub turn: u32,
+    /// The files the turn changed, with lines added and removed.
+    pub files: Vec<ChangedFile>,
+    /// Lines added, over all files.
+    pub added: u64,
+    /// Lines removed, over all files.
+    pub removed: u64,
+}
+
 /// How a headless run is set up, as its first event says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunStart {
@@ -232,6 +264,10 @@ pub struct RunReport {
     pub turns: u32,
     /// Files changed, in the order they were first changed, with lines added and removed.
     pub files_changed: Vec<ChangedFile>,
+    /// The ids of the checkpoints the run's turns recorded, oldest first (see
+    /// [`Event::CheckpointCreated`]).
+    #[serde(default)]
+    pub checkpoints: Vec<String>,
     /// Calls that were denied (by the user, the policy, or because nobody could be asked).
     pub denied: Vec<DeniedCall>,
     /// True when the model tried to change files and every such call was denied, so nothing
@@ -453,6 +489,7 @@ mod tests {
                     description: "shell \"cargo fmt\"".into(),
                     reason: "no terminal".into(),
                 }],
+                checkpoints: vec!["3f2a".into()],
                 changes_denied: false,
                 usage: TokenTotals {
                     prompt_tokens: 5,
@@ -462,6 +499,24 @@ mod tests {
                 model_ms: 4,
                 tool_ms: 3,
             }),
+            Event::CheckpointCreated(Checkpoint {
+                step: "3f2a".into(),
+                turn: 4,
+                files: vec![ChangedFile {
+                    path: "gone.sh".into(),
+                    added: 0,
+                    removed: 2,
+                    created: false,
+                    deleted: true,
+                }],
+                added: 0,
+                removed: 2,
+            }),
+            Event::ConversationRewound {
+                turn: 3,
+                first_message: 7,
+                last_message: 12,
+            },
         ];
         for event in events {
             let value = serde_json::to_value(&event).unwrap();

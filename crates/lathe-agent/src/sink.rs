@@ -48,6 +48,8 @@ struct Shared {
     report: Arc<Report>,
     writer: Option<JoinHandle<()>>,
     writer_id: ThreadId,
+    /// The seq of the newest message recorded (stored, or queued to be).
+    recorded: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -116,6 +118,11 @@ impl EventSink {
     }
 
     fn build(target: Option<(Store, SessionId)>, ui: EventHandler) -> Self {
+        let recorded = target
+            .as_ref()
+            .and_then(|(store, id)| store.messages(id).ok())
+            .and_then(|rows| rows.last().map(|row| row.seq))
+            .unwrap_or(0);
         let (ops, rx) = mpsc::channel();
         let report = Arc::new(Report::default());
         let writer = Writer {
@@ -134,6 +141,7 @@ impl EventSink {
                 report,
                 writer_id: thread.thread().id(),
                 writer: Some(thread),
+                recorded: std::sync::atomic::AtomicU64::new(recorded),
             }),
         }
     }
@@ -159,8 +167,19 @@ impl EventSink {
     /// message's own; the body is the whole message as JSON, so it reads back as a [`Message`].
     pub fn record_message(&self, message: &Message) {
         if self.shared.target.is_some() {
+            self.shared
+                .recorded
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             self.shared.send(Op::Message(message.clone()));
         }
+    }
+
+    /// The seq the newest recorded message has (or will have, once stored) in the session's
+    /// history: 0 before the first, and always 0 when detached.
+    pub fn recorded_messages(&self) -> u64 {
+        self.shared
+            .recorded
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Queues a change of the stored session's status (no-op when detached), in order with the
@@ -209,10 +228,27 @@ impl EventSink {
 
 /// The stored history of `session`, as messages (rows that do not read back are skipped with a
 /// warning: a newer Lathe may have written them).
+///
+/// Messages a rewind cut ([`Event::ConversationRewound`]) are left out: a resumed session goes
+/// on from where the rewind left it.
 pub fn stored_history(store: &Store, session: &SessionId) -> lathe_store::Result<Vec<Message>> {
     let rows = store.messages(session)?;
+    let cut: Vec<(u64, u64)> = store
+        .events(session)?
+        .into_iter()
+        .filter(|e| e.kind == "conversation_rewound")
+        .filter_map(|e| match serde_json::from_value::<Event>(e.payload) {
+            Ok(Event::ConversationRewound {
+                first_message,
+                last_message,
+                ..
+            }) => Some((first_message, last_message)),
+            _ => None,
+        })
+        .collect();
     Ok(rows
         .into_iter()
+        .filter(|row| !cut.iter().any(|&(from, to)| (from..=to).contains(&row.seq)))
         .filter_map(|row| match serde_json::from_value::<Message>(row.body) {
             Ok(message) => Some(message),
             Err(err) => {

@@ -8,6 +8,7 @@
 
 mod common;
 
+mod agent_checkpoints;
 mod agent_executor;
 mod agent_repeats;
 mod agent_runner;

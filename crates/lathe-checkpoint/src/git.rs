@@ -145,15 +145,30 @@ impl Git {
         if self.git_dir.join("HEAD").exists() {
             return Ok(());
         }
-        std::fs::create_dir_all(&self.git_dir).map_err(|e| Error::io(&self.git_dir, e))?;
+        // Made aside and moved into place: sessions starting at once on one workspace would
+        // otherwise `git init` the same directory together, and one of them fails.
+        let parent = self.git_dir.parent().unwrap_or(&self.git_dir);
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        let aside = tempfile::Builder::new()
+            .prefix(".init-")
+            .tempdir_in(parent)
+            .map_err(|e| Error::io(parent, e))?;
         let mut command = self.command(["init", "-q", "--bare"]);
-        command.arg(&self.git_dir);
+        command.arg(aside.path());
         // `init` refuses a work tree in the environment.
         command.env_remove("GIT_WORK_TREE").env_remove("GIT_DIR");
         let shown = "git init --bare".to_owned();
         command.stdout(Stdio::piped()).stderr(Stdio::piped());
         finish(shown, command.output())?;
-        Ok(())
+        // An empty directory in the way is replaced; a repository made meanwhile wins.
+        match std::fs::rename(aside.path(), &self.git_dir) {
+            Ok(()) => {
+                let _ = aside.keep();
+                Ok(())
+            }
+            Err(_) if self.git_dir.join("HEAD").exists() => Ok(()),
+            Err(e) => Err(Error::io(&self.git_dir, e)),
+        }
     }
 }
 

@@ -69,6 +69,12 @@ pub struct AgentConfig {
     pub approval: Option<ApprovalMode>,
     /// The turn limit of one task. By default, 50.
     pub max_turns: Option<u32>,
+    /// Record the workspace around each turn's changes, for `lathe undo` and `/undo`. By
+    /// default, true.
+    pub checkpoints: Option<bool>,
+    /// Before the first change, create and switch to the branch `lathe/<session id>` when the
+    /// workspace is a git repository with a clean tree. By default, false.
+    pub git_branch: Option<bool>,
 }
 
 /// Flags `exec` and `chat` share.
@@ -90,6 +96,10 @@ pub struct ModelArgs {
     /// Never ask, not even for critical commands (deny rules and read-only still refuse).
     #[arg(long)]
     pub dangerously_skip_approvals: bool,
+    /// Before the first change, switch to a new branch lathe/SESSION_ID (the workspace must
+    /// be a git repository with a clean tree; or `[agent] git_branch = true`).
+    #[arg(long)]
+    pub branch: bool,
 }
 
 /// `ollama` or `openai` (also `openai-compatible`), as flags and stored sessions spell them.
@@ -129,6 +139,10 @@ pub struct Resolved {
     pub skip_approvals: bool,
     /// The longest silence of the model (`[model] idle_timeout`); `None` waits for ever.
     pub idle_timeout: Option<std::time::Duration>,
+    /// Keep checkpoints (`[agent] checkpoints`).
+    pub checkpoints: bool,
+    /// A branch per session (`--branch`, `[agent] git_branch`).
+    pub git_branch: bool,
 }
 
 /// Resolves the model side from `args`, the environment (read through `env`) and `setup`.
@@ -188,6 +202,8 @@ pub fn resolve(
             .unwrap_or(ApprovalMode::Ask),
         max_turns: setup.config.agent.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
         skip_approvals: args.dangerously_skip_approvals,
+        checkpoints: setup.config.agent.checkpoints.unwrap_or(true),
+        git_branch: args.branch || setup.config.agent.git_branch.unwrap_or(false),
         idle_timeout: match model_config.idle_timeout {
             None => Some(lathe_agent::executor::DEFAULT_IDLE_TIMEOUT),
             Some(timeout) => timeout.0,
@@ -312,6 +328,55 @@ pub fn session_is_owned(id: &SessionId) -> bool {
     unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) != 0 }
 }
 
+/// The checkpoints of stored session `id` in the workspace, or `None` when they are turned off
+/// (`[agent] checkpoints = false`) or cannot be kept; then a line on stderr says why, and the
+/// session runs without them. A fallback that covers only the file tools says so too.
+pub fn checkpoints(
+    resolved: &Resolved,
+    setup: &Setup,
+    id: &SessionId,
+) -> Option<Arc<lathe_checkpoint::Checkpoints>> {
+    if !resolved.checkpoints {
+        return None;
+    }
+    let opened = crate::sessions_cmd::open_store().and_then(|store| {
+        lathe_checkpoint::Checkpoints::builder(
+            crate::state::data_dir(),
+            setup
+                .root
+                .canonicalize()
+                .unwrap_or_else(|_| setup.root.clone()),
+            id.as_str(),
+        )
+        .store(store)
+        .build()
+        .map_err(anyhow::Error::new)
+    });
+    match opened {
+        Ok(checkpoints) => {
+            if checkpoints.coverage() == lathe_checkpoint::Coverage::FileTools {
+                eprintln!("lathe: {}", checkpoints.coverage().note());
+            }
+            Some(Arc::new(checkpoints))
+        }
+        Err(err) => {
+            eprintln!(
+                "lathe: no checkpoints for this session ({err:#}): undo will not cover its changes"
+            );
+            None
+        }
+    }
+}
+
+/// How many model turns stored session `id` had (its `turn_started` events), so that a
+/// resumed session numbers its turns on.
+pub fn stored_turns(store: &Store, id: &SessionId) -> u32 {
+    store.events(id).map_or(0, |events| {
+        let n = events.iter().filter(|e| e.kind == "turn_started").count();
+        u32::try_from(n).unwrap_or(u32::MAX)
+    })
+}
+
 /// The tool session for stored session `id`.
 pub fn tool_session(setup: &Setup, id: &SessionId) -> anyhow::Result<Arc<Session>> {
     setup.session(session_state_dir(id))
@@ -329,6 +394,31 @@ impl Resolved {
             .options(self.options.clone())
             .tool_protocol(self.tool_protocol)
             .idle_timeout(self.idle_timeout)
+    }
+
+    /// `builder` with the checkpoints of stored session `id` (see [`checkpoints`]), numbering
+    /// turns on from the `turns_before` the session had, and with the branch per session when
+    /// it is asked for (its line goes to `sink`).
+    pub fn with_checkpoints(
+        &self,
+        builder: AgentBuilder,
+        setup: &Setup,
+        id: &SessionId,
+        turns_before: u32,
+        sink: &lathe_agent::sink::EventSink,
+    ) -> AgentBuilder {
+        let mut builder = builder.turns_before(turns_before);
+        if self.git_branch {
+            builder = builder.hook(Arc::new(crate::branch::BranchHook::new(
+                &setup.root,
+                id.as_str(),
+                sink.clone(),
+            )));
+        }
+        match checkpoints(self, setup, id) {
+            Some(checkpoints) => builder.checkpoints(checkpoints),
+            None => builder,
+        }
     }
 }
 
@@ -385,6 +475,7 @@ mod tests {
             base_url: Some("http://flag:2/v1".into()),
             approval: Some(ApprovalMode::ReadOnly),
             dangerously_skip_approvals: false,
+            branch: false,
         };
         let r = resolve(&setup, &args, env).unwrap();
         assert_eq!(

@@ -37,7 +37,7 @@ use crate::chat::approver::TerminalApprover;
 use crate::chat::input::Input;
 use crate::chat::interrupt::{EXIT_INTERRUPTED, Interrupts, end_on_termination, exit_now};
 use crate::cli::CommonArgs;
-use crate::render::{OutputMode, Renderer};
+use crate::render::{OutputMode, Renderer, UndoHints};
 use crate::setup::Setup;
 
 /// `lathe exec`.
@@ -92,6 +92,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
         OutputMode::Human
     };
     let renderer = Renderer::new(mode);
+    renderer.set_undo_hints(UndoHints::Exec);
     if mode == OutputMode::Human {
         let style = renderer.style();
         let mut err = std::io::stderr().lock();
@@ -137,9 +138,15 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     } else {
         Arc::new(Refuse(NON_INTERACTIVE_DENIAL.to_owned()))
     };
+    let builder = resolved.with_checkpoints(
+        resolved.configure(Agent::builder(provider, model, Arc::clone(&tools))),
+        &setup,
+        &id,
+        0,
+        &sink,
+    );
     let mut agent = agent_setup::build(
-        resolved
-            .configure(Agent::builder(provider, model, Arc::clone(&tools)))
+        builder
             .permissions(setup.config.permissions.clone())
             .approver(approver)
             .sink(sink.clone()),

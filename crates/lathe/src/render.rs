@@ -117,6 +117,19 @@ pub struct Renderer {
     spinner: Option<Spinner>,
     state: Mutex<State>,
     flusher: Arc<Flusher>,
+    hints: Mutex<UndoHints>,
+}
+
+/// What the terminal suggests after a change was recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UndoHints {
+    /// Nothing (`lathe exec --json`, tests).
+    #[default]
+    None,
+    /// `lathe exec`: the end line names `lathe undo`.
+    Exec,
+    /// `lathe chat`: a line after each turn that changed files, with `/diff` and `/undo`.
+    Chat,
 }
 
 impl Renderer {
@@ -138,6 +151,7 @@ impl Renderer {
                 batch: TextBatch::default(),
             }),
             flusher: Arc::new(Flusher::default()),
+            hints: Mutex::new(UndoHints::None),
         });
         if mode == OutputMode::Human {
             let flusher = Arc::clone(&renderer.flusher);
@@ -147,6 +161,15 @@ impl Renderer {
                 .spawn(move || flush_loop(&flusher, &renderer));
         }
         renderer
+    }
+
+    /// What to suggest once a turn's change is recorded (see [`UndoHints`]).
+    pub fn set_undo_hints(&self, hints: UndoHints) {
+        *self.hints.lock().unwrap_or_else(PoisonError::into_inner) = hints;
+    }
+
+    fn undo_hints(&self) -> UndoHints {
+        *self.hints.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Writes held text that has become due.
@@ -266,7 +289,16 @@ impl Renderer {
                 let secs = ((*duration_ms as f64) / 1000.0).round().max(1.0) as u64;
                 line(&mut state, &s.dim(&format!("Thought for {secs}s")));
             }
-            Event::ToolCallSeen { .. } | Event::FilesChanged { .. } => {}
+            // Chat's /rewind says what it did itself.
+            Event::ToolCallSeen { .. }
+            | Event::FilesChanged { .. }
+            | Event::ConversationRewound { .. } => {}
+            Event::CheckpointCreated(checkpoint) => {
+                if self.undo_hints() == UndoHints::Chat {
+                    stop();
+                    line(&mut state, &s.dim(&checkpoint_line(checkpoint)));
+                }
+            }
             Event::ToolCallStarted { summary, .. } => spin(summary),
             Event::ApprovalRequested {
                 tool: _,
@@ -380,6 +412,16 @@ impl Renderer {
                 stop();
                 // An error is printed once: the `error:` line already said it.
                 let shown_error = state.shown_error.take();
+                // Above the end line, which keeps its place under the answer.
+                if self.undo_hints() == UndoHints::Exec
+                    && !report.checkpoints.is_empty()
+                    && let Some(id) = &report.session_id
+                {
+                    line(
+                        &mut state,
+                        &s.dim(&format!("undo: lathe undo --session {id}")),
+                    );
+                }
                 line(&mut state, &end_line(s, report, shown_error.as_deref()));
                 if let Some(denied) = denied_line(report) {
                     line(&mut state, &s.yellow(&denied));
@@ -499,6 +541,19 @@ pub fn end_line(s: &Style, report: &RunReport, shown_error: Option<&str>) -> Str
             s.yellow(&format!("Stopped by the user · {turns} · {files} · {took}"))
         }
     }
+}
+
+/// The line after a chat turn that changed files: `2 files changed (+10 -2) · /diff · /undo ·
+/// turn 3` (the number `/diff N` and `/rewind N` take).
+pub fn checkpoint_line(checkpoint: &lathe_agent::events::Checkpoint) -> String {
+    let n = checkpoint.files.len();
+    format!(
+        "{n} file{} changed (+{} -{}) · /diff · /undo · turn {}",
+        if n == 1 { "" } else { "s" },
+        checkpoint.added,
+        checkpoint.removed,
+        checkpoint.turn
+    )
 }
 
 /// The line under the end line naming the calls that were denied, when some were:

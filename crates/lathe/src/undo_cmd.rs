@@ -58,48 +58,76 @@ pub fn undo(common: &crate::cli::CommonArgs, args: UndoArgs) -> anyhow::Result<E
     let (session, checkpoints) = open(common, args.session.as_deref())?;
     let target = args.turn.map_or(UndoTarget::Last, UndoTarget::Since);
     let result = checkpoints.undo(target, force(args.force))?;
-    report(&session, &checkpoints, "undid", result)
+    report(&session, &checkpoints, "undid", result, FORCE_FLAG)
 }
 
 /// Runs `lathe redo`.
 pub fn redo(common: &crate::cli::CommonArgs, args: RedoArgs) -> anyhow::Result<ExitCode> {
     let (session, checkpoints) = open(common, args.session.as_deref())?;
     let result = checkpoints.redo(force(args.force))?;
-    report(&session, &checkpoints, "redid", result)
+    report(&session, &checkpoints, "redid", result, FORCE_FLAG)
 }
 
 /// Runs `lathe diff`.
 pub fn diff(common: &crate::cli::CommonArgs, args: DiffArgs) -> anyhow::Result<ExitCode> {
     let (session, checkpoints) = open(common, args.session.as_deref())?;
-    let text = if args.stat {
-        checkpoints.diff_stat(args.turn)?
-    } else {
-        checkpoints.diff(args.turn)?
-    };
-    let what = args
-        .turn
-        .map_or_else(|| "this session".to_owned(), |n| format!("turn {n}"));
-    let Some(text) = text else {
-        eprintln!(
-            "no changes recorded for {what} of session {}{}",
-            short(&session),
-            coverage_hint(&checkpoints)
-        );
-        return Ok(ExitCode::from(crate::EXIT_FAILURE));
-    };
-    if text.is_empty() {
-        // Steps were recorded, and their net change is nothing: undone, or changed back.
-        println!(
-            "the changes of {what} (session {}) add up to nothing now: they were undone or changed back",
-            short(&session)
-        );
-        return Ok(ExitCode::SUCCESS);
+    match review(session.id.as_str(), &checkpoints, args.turn, args.stat)? {
+        Review::Nothing(line) => {
+            eprintln!("{line}");
+            Ok(ExitCode::from(crate::EXIT_FAILURE))
+        }
+        Review::Net(line) => {
+            println!("{line}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Review::Diff(text) => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
 }
+
+/// What `lathe diff` and chat's `/diff` show.
+pub enum Review {
+    /// Nothing was recorded: why, in one line.
+    Nothing(String),
+    /// Changes were recorded and add up to nothing now: one line saying so.
+    Net(String),
+    /// The diff (or its stat).
+    Diff(String),
+}
+
+/// The diff of turn `turn` (or the whole session) of session `id`.
+pub fn review(
+    id: &str,
+    checkpoints: &Checkpoints,
+    turn: Option<u32>,
+    stat: bool,
+) -> anyhow::Result<Review> {
+    let text = if stat {
+        checkpoints.diff_stat(turn)?
+    } else {
+        checkpoints.diff(turn)?
+    };
+    let what = turn.map_or_else(|| "this session".to_owned(), |n| format!("turn {n}"));
+    let short = short_id(id);
+    Ok(match text {
+        None => Review::Nothing(format!(
+            "no changes recorded for {what} of session {short}{}",
+            coverage_hint(checkpoints)
+        )),
+        // Steps were recorded, and their net change is nothing: undone, or changed back.
+        Some(text) if text.is_empty() => Review::Net(format!(
+            "the changes of {what} (session {short}) add up to nothing now: they were undone or changed back"
+        )),
+        Some(text) => Review::Diff(text),
+    })
+}
+
+/// How `lathe undo` and `lathe redo` say the way past files changed since.
+const FORCE_FLAG: &str = "run again with --force to overwrite them";
 
 fn force(yes: bool) -> Force {
     if yes { Force::Yes } else { Force::No }
@@ -151,7 +179,11 @@ fn newest_here(common: &crate::cli::CommonArgs, store: &Store) -> anyhow::Result
 }
 
 fn short(session: &Session) -> String {
-    session.id.as_str().chars().take(8).collect()
+    short_id(session.id.as_str())
+}
+
+fn short_id(id: &str) -> String {
+    id.chars().take(8).collect()
 }
 
 fn report(
@@ -159,18 +191,45 @@ fn report(
     checkpoints: &Checkpoints,
     verb: &str,
     result: Result<Restored, Nothing>,
+    force_hint: &str,
 ) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
+    let clean = write_restored(
+        &mut out,
+        session.id.as_str(),
+        checkpoints,
+        verb,
+        result,
+        force_hint,
+    )?;
+    Ok(if clean {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(crate::EXIT_FAILURE)
+    })
+}
+
+/// Writes what an undo or redo did (`verb`: "undid", "redid") as `lathe undo` says it; true
+/// when it put back everything it meant to (no conflicts, no failures, something to do).
+/// `force_hint` says how to overwrite files changed since.
+pub fn write_restored(
+    out: &mut dyn Write,
+    id: &str,
+    checkpoints: &Checkpoints,
+    verb: &str,
+    result: Result<Restored, Nothing>,
+    force_hint: &str,
+) -> std::io::Result<bool> {
     let restored = match result {
         Ok(restored) => restored,
         Err(nothing) => {
             writeln!(
                 out,
                 "{nothing} (session {}){}",
-                short(session),
+                short_id(id),
                 coverage_hint(checkpoints)
             )?;
-            return Ok(ExitCode::from(crate::EXIT_FAILURE));
+            return Ok(false);
         }
     };
     let turns = match restored.turns.as_slice() {
@@ -186,7 +245,7 @@ fn report(
     writeln!(
         out,
         "{verb} {turns} of session {}: {} file{} put back",
-        short(session),
+        short_id(id),
         restored.restored.len(),
         if restored.restored.len() == 1 {
             ""
@@ -212,7 +271,7 @@ fn report(
     if !restored.conflicts.is_empty() {
         writeln!(
             out,
-            "left alone, changed since by someone else (run again with --force to overwrite them):"
+            "left alone, changed since by someone else ({force_hint}):"
         )?;
         for path in &restored.conflicts {
             writeln!(out, "  {}", path.display())?;
@@ -223,11 +282,7 @@ fn report(
         writeln!(out, "{uncovered}")?;
     }
     out.flush()?;
-    if restored.conflicts.is_empty() && restored.failed.is_empty() {
-        Ok(ExitCode::SUCCESS)
-    } else {
-        Ok(ExitCode::from(crate::EXIT_FAILURE))
-    }
+    Ok(restored.conflicts.is_empty() && restored.failed.is_empty())
 }
 
 /// What undo does not cover, in one line (empty when everything is covered).

@@ -70,6 +70,9 @@ fn mask(transcript: &str) -> String {
         .lines()
         .map(|line| match line.strip_prefix("session ") {
             Some(rest) => format!("session #{}", &rest[rest.find(' ').unwrap_or(rest.len())..]),
+            None if line.starts_with("undo: lathe undo --session ") => {
+                "undo: lathe undo --session #".to_owned()
+            }
             None => mask_seconds(line),
         })
         .collect::<Vec<_>>()
@@ -189,6 +192,10 @@ fn masking_hides_ids_and_seconds_only() {
         "✗ shell python3 test_calc.py -> exit 1, # s"
     );
     assert_eq!(mask("Thought for 12s"), "Thought for #s");
+    assert_eq!(
+        mask("undo: lathe undo --session 1m8mf6j34raw4"),
+        "undo: lathe undo --session #"
+    );
     assert_eq!(
         mask("Done · 5 turns · 4.2 s · 1 file"),
         "Done · 5 turns · # s · 1 file"

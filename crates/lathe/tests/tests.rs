@@ -10,8 +10,10 @@
 mod agent_harness;
 mod mcp_support;
 
+mod chat_checkpoints;
 mod chat_input;
 mod chat_pty;
+mod exec_checkpoints;
 mod exec_context;
 mod exec_errors;
 mod exec_interrupt;

@@ -12,6 +12,7 @@
 //! (one more turn), and closes with [`Event::RunResult`]: the answer, files changed, calls
 //! denied, tokens and times.
 
+mod checkpoint;
 mod guard;
 
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use lathe_checkpoint::CheckpointHook;
 use lathe_store::SessionStatus;
 use lathe_tools::ToolKind;
 
@@ -144,6 +146,27 @@ pub struct Executor {
     history: Vec<Message>,
     context: ContextWindow,
     calls_made: u64,
+    /// Snapshots around each turn's calls, when the workspace has checkpoints.
+    checkpoints: Option<Arc<CheckpointHook>>,
+    /// Model turns of the session so far, over all its tasks (a resumed session's included).
+    session_turns: u32,
+    /// Where each model turn of this process began in the history, for [`Executor::rewind`].
+    marks: Vec<TurnMark>,
+}
+
+/// Where a model turn began in the history.
+#[derive(Debug, Clone)]
+struct TurnMark {
+    /// The session-wide turn number.
+    turn: u32,
+    /// The history's length before the turn: before its task's message, for a task's first
+    /// turn.
+    len: usize,
+    /// The seq of the newest stored message then.
+    stored: u64,
+    /// The message at `len - 1` as it was before the turn's task was merged into it (a task
+    /// after a failed turn joins the user message the history ended with).
+    merged_into: Option<Message>,
 }
 
 impl Executor {
@@ -182,6 +205,9 @@ impl Executor {
             history: Vec::new(),
             context: ContextWindow::new(window),
             calls_made: 0,
+            checkpoints: None,
+            session_turns: 0,
+            marks: Vec::new(),
             runner,
             sink,
             config,
@@ -224,6 +250,65 @@ impl Executor {
         for call in pending.drain(..) {
             self.history.push(Message::tool_result(&call, INTERRUPTED));
         }
+    }
+
+    /// Snapshots the workspace around each turn's calls through `hook` (see
+    /// [`AgentBuilder::checkpoints`](crate::AgentBuilder::checkpoints)).
+    pub fn set_checkpoints(&mut self, hook: Option<Arc<CheckpointHook>>) {
+        self.checkpoints = hook;
+    }
+
+    /// The checkpoints, when there are any.
+    pub fn checkpoints(&self) -> Option<&Arc<CheckpointHook>> {
+        self.checkpoints.as_ref()
+    }
+
+    /// Says how many model turns the session had before this process (a resumed session's
+    /// stored `turn_started` events), so that turn numbers stay unique across the session.
+    pub fn set_turns_before(&mut self, turns: u32) {
+        self.session_turns = turns;
+    }
+
+    /// Model turns of the session so far, over all its tasks: the number of its newest turn.
+    pub fn session_turns(&self) -> u32 {
+        self.session_turns
+    }
+
+    /// Cuts the conversation back to before session turn `turn` (a task's first turn: to
+    /// before the task's message), and returns the messages cut; `None` when this process
+    /// did not run that turn (an earlier process of a resumed session did, or no one yet).
+    /// The next turns are numbered on from the newest, so numbers are never reused.
+    ///
+    /// The stored history is cut too ([`Event::ConversationRewound`]), so a later `--resume`
+    /// goes on from here.
+    pub fn rewind(&mut self, turn: u32) -> Option<Vec<Message>> {
+        let at = self.marks.iter().position(|m| m.turn == turn)?;
+        let mark = self.marks[at].clone();
+        let len = mark.len.min(self.history.len());
+        self.marks.truncate(at);
+        self.context.forget_from(len);
+        let newest = self.sink.recorded_messages();
+        if newest > mark.stored {
+            self.sink.emit(Event::ConversationRewound {
+                turn,
+                first_message: mark.stored + 1,
+                last_message: newest,
+            });
+        }
+        let mut cut = self.history.split_off(len);
+        if let Some(before) = mark.merged_into
+            && let Some(joined) = self.history.last_mut()
+        {
+            // The task had joined the message before it: that message gets back what it had.
+            cut.insert(0, std::mem::replace(joined, before));
+        }
+        Some(cut)
+    }
+
+    /// Whether [`Executor::rewind`] can cut back to before session turn `turn`: this process
+    /// ran it, and no rewind cut it yet.
+    pub fn can_rewind(&self, turn: u32) -> bool {
+        self.marks.iter().any(|m| m.turn == turn)
     }
 
     /// The conversation so far, as sent (old results may be shortened).
@@ -270,7 +355,10 @@ impl Executor {
     pub async fn run(&mut self, task: &str, cancel: &CancellationToken) -> RunOutcome {
         let began = Instant::now();
         self.set_status(SessionStatus::Running);
+        let before_task = (self.history.len(), self.sink.recorded_messages());
+        let last = self.history.last().cloned();
         self.push(Message::user(task));
+        let merged_into = last.filter(|_| self.history.len() == before_task.0);
         let wants_change = asks_for_change(task);
         let mut tally = RunTally::default();
         let mut nudged = false;
@@ -279,6 +367,8 @@ impl Executor {
         // The model's last text of the run.
         let mut answer = String::new();
         let mut turns = 0;
+        // The ids of the checkpoints this run recorded.
+        let mut checkpoints: Vec<String> = Vec::new();
         let outcome = loop {
             if turns >= self.config.max_turns {
                 let limit = self.config.max_turns;
@@ -293,8 +383,20 @@ impl Executor {
                 break (RunStatus::Stopped, None);
             }
             turns += 1;
+            let (mark, stored, merged) = if turns == 1 {
+                (before_task.0, before_task.1, merged_into.clone())
+            } else {
+                (self.history.len(), self.sink.recorded_messages(), None)
+            };
             let asked = Instant::now();
             let turn = self.model_turn(turns, cancel).await;
+            let session_turn = self.session_turns;
+            self.marks.push(TurnMark {
+                turn: session_turn,
+                len: mark,
+                stored,
+                merged_into: merged,
+            });
             tally.model_time += asked.elapsed();
             let turn = match turn {
                 Ok(turn) => turn,
@@ -338,7 +440,16 @@ impl Executor {
             }
             let (planned, stop) = self.plan(&turn, &mut repeats);
             let started = Instant::now();
+            if let Some(hook) = &self.checkpoints {
+                hook.begin_turn(session_turn);
+            }
             let results = self.runner.run_batch(&planned, &self.sink, cancel).await;
+            if let Some(hook) = &self.checkpoints
+                && let Some(recorded) = checkpoint::end_turn(hook, session_turn, &self.sink)
+            {
+                checkpoints.push(recorded.step.clone());
+                self.sink.emit(Event::CheckpointCreated(recorded));
+            }
             tally.tool_time += started.elapsed();
             repeats.answered(results.iter().map(|r| &r.output));
             for result in &results {
@@ -402,6 +513,7 @@ impl Executor {
             answer_from,
             turns,
             duration_ms: u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
+            checkpoints,
             ..RunReport::default()
         });
         self.sink.emit(Event::RunResult(report.clone()));
@@ -478,6 +590,7 @@ impl Executor {
             );
         }
         let estimate = self.context.estimate(&self.history, &self.tools);
+        self.session_turns += 1;
         self.sink.emit(Event::TurnStarted {
             turn,
             model: self.config.model.clone(),

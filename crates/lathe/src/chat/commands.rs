@@ -1,5 +1,6 @@
 //! Slash commands: `/help`, `/status`, `/clear`, `/init`, `/model NAME`, `/approval MODE`,
-//! `/sessions`, `/exit`.
+//! `/sessions`, `/diff [N] [--stat]`, `/undo [--force]`, `/redo [--force]`, `/rewind N`,
+//! `/exit`.
 
 use std::io::Write;
 
@@ -9,9 +10,12 @@ use lathe_agent::provider::{Provider, ProviderKind};
 use lathe_agent::{Agent, ContextWindow};
 use lathe_store::{SessionFilter, SessionId, Store};
 
+use lathe_checkpoint::{Checkpoints, Force, UndoTarget};
+
 use crate::agent_setup::Resolved;
 use crate::render::Style;
 use crate::setup::Setup;
+use crate::undo_cmd::Review;
 
 /// How many sessions `/sessions` lists.
 const SESSIONS_SHOWN: usize = 10;
@@ -33,6 +37,25 @@ pub enum Command {
     Clear,
     /// `/init`.
     Init,
+    /// `/diff [N] [--stat]`: what this session (or its turn N) changed.
+    Diff {
+        /// The turn, or `None` for the whole session.
+        turn: Option<String>,
+        /// Files and line counts only.
+        stat: bool,
+    },
+    /// `/undo [--force]`: takes back the newest turn's changes.
+    Undo {
+        /// Overwrite files changed since.
+        force: bool,
+    },
+    /// `/redo [--force]`: takes back the last undo.
+    Redo {
+        /// Overwrite files changed since.
+        force: bool,
+    },
+    /// `/rewind N`: the code and the conversation back to before turn N.
+    Rewind(Option<String>),
     /// `/exit` or `/quit`.
     Exit,
     /// Anything else starting with `/`.
@@ -54,7 +77,8 @@ pub enum Outcome {
 
 /// The names `/help` lists, for suggestions.
 const NAMES: &[&str] = &[
-    "help", "status", "clear", "init", "model", "approval", "sessions", "exit", "quit",
+    "help", "status", "clear", "init", "model", "approval", "sessions", "diff", "undo", "redo",
+    "rewind", "exit", "quit",
 ];
 
 impl Command {
@@ -66,7 +90,14 @@ impl Command {
         }
         let mut words = rest.split_whitespace();
         let name = words.next().unwrap_or_default().to_ascii_lowercase();
-        let arg = words.next().map(str::to_owned);
+        let args: Vec<&str> = words.collect();
+        let flag = |f: &str| args.contains(&f);
+        let plain = || {
+            args.iter()
+                .find(|a| !a.starts_with("--"))
+                .map(|a| (*a).to_owned())
+        };
+        let arg = args.first().map(|a| (*a).to_owned());
         Some(match name.as_str() {
             "help" | "h" | "?" => Command::Help,
             "model" => Command::Model(arg),
@@ -75,6 +106,17 @@ impl Command {
             "status" => Command::Status,
             "clear" | "new" => Command::Clear,
             "init" => Command::Init,
+            "diff" => Command::Diff {
+                turn: plain(),
+                stat: flag("--stat"),
+            },
+            "undo" => Command::Undo {
+                force: flag("--force"),
+            },
+            "redo" => Command::Redo {
+                force: flag("--force"),
+            },
+            "rewind" => Command::Rewind(plain()),
             "exit" | "quit" | "q" => Command::Exit,
             _ => Command::Unknown(name),
         })
@@ -89,6 +131,10 @@ const HELP: &str = "\
 /model [NAME]    show or switch the model
 /approval [MODE] show or switch the approval mode: read-only, ask, auto, full
 /sessions        recent sessions of this workspace (resume one with lathe chat --resume ID)
+/diff [N] [--stat]  what this session changed (N: only turn N), as a diff or files and counts
+/undo [--force]  take back the newest turn's file changes (--force: also files changed since)
+/redo [--force]  take back the last /undo
+/rewind N        put the code back as it was before turn N and cut the conversation there
 /exit            end the chat (Ctrl-D on an empty line works too)
 Keys: Enter sends; Alt-Enter inserts a newline, and so does Enter after a line ending in \\;
 a paste is one message. Arrows, Home/End, Ctrl-A/E/W/U, Alt-B/F edit; Up/Down and
@@ -334,6 +380,34 @@ pub async fn apply(command: Command, cx: Context<'_>) -> Outcome {
                 }
             }
         }
+        Command::Diff { turn, stat } => {
+            let said = match parse_turn(turn.as_deref()) {
+                Ok(turn) => diff(&cx, turn, stat),
+                Err(said) => said,
+            };
+            let _ = write!(out, "{said}");
+        }
+        Command::Undo { force } => {
+            let said = restore(&cx, force, ("undo", "undid"), |c, f| {
+                c.undo(UndoTarget::Last, f)
+            });
+            let _ = write!(out, "{said}");
+        }
+        Command::Redo { force } => {
+            let said = restore(&cx, force, ("redo", "redid"), |c, f| c.redo(f));
+            let _ = write!(out, "{said}");
+        }
+        Command::Rewind(turn) => {
+            let said = match parse_turn(turn.as_deref()) {
+                Ok(Some(turn)) => rewind(cx.agent, cx.session, turn, style),
+                Ok(None) => format!(
+                    "{}\n",
+                    style.red("/rewind needs a turn: /rewind N (the line after a turn that changed files names it)")
+                ),
+                Err(said) => said,
+            };
+            let _ = write!(out, "{said}");
+        }
         Command::Exit => return Outcome::Exit,
         Command::Unknown(name) => {
             let name = crate::render::sanitize(&name);
@@ -346,6 +420,139 @@ pub async fn apply(command: Command, cx: Context<'_>) -> Outcome {
     }
     let _ = out.flush();
     Outcome::Continue
+}
+
+/// The turn of `/diff N` or `/rewind N`; `Err` is what to say about an argument that is not
+/// one.
+fn parse_turn(arg: Option<&str>) -> Result<Option<u32>, String> {
+    match arg {
+        None => Ok(None),
+        Some(text) => match text.parse::<u32>() {
+            Ok(n) if n >= 1 => Ok(Some(n)),
+            _ => Err(format!(
+                "'{}' is not a turn number: give the number the line after a turn shows (turn 3 → 3)\n",
+                crate::render::sanitize(text)
+            )),
+        },
+    }
+}
+
+const NO_CHECKPOINTS: &str = "this session keeps no checkpoints ([agent] checkpoints = false, or they could not be opened: see the note when the chat started)\n";
+
+fn diff(cx: &Context<'_>, turn: Option<u32>, stat: bool) -> String {
+    let Some(checkpoints) = cx.agent.checkpoints() else {
+        return NO_CHECKPOINTS.to_owned();
+    };
+    match crate::undo_cmd::review(cx.session.as_str(), checkpoints, turn, stat) {
+        Ok(Review::Diff(text)) => {
+            let mut text = crate::render::sanitize(&text).into_owned();
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text
+        }
+        Ok(Review::Nothing(line) | Review::Net(line)) => format!("{line}\n"),
+        Err(err) => format!(
+            "{}\n",
+            cx.style.red(&format!("cannot show the diff: {err:#}"))
+        ),
+    }
+}
+
+/// `/undo` and `/redo`, said the way `lathe undo` says it.
+fn restore(
+    cx: &Context<'_>,
+    force: bool,
+    (name, verb): (&str, &str),
+    act: impl FnOnce(
+        &Checkpoints,
+        Force,
+    ) -> lathe_checkpoint::Result<
+        Result<lathe_checkpoint::Restored, lathe_checkpoint::Nothing>,
+    >,
+) -> String {
+    let Some(checkpoints) = cx.agent.checkpoints() else {
+        return NO_CHECKPOINTS.to_owned();
+    };
+    let force = if force { Force::Yes } else { Force::No };
+    let hint = format!("/{name} --force overwrites them");
+    let mut said = Vec::new();
+    match act(checkpoints, force) {
+        Ok(result) => {
+            let _ = crate::undo_cmd::write_restored(
+                &mut said,
+                cx.session.as_str(),
+                checkpoints,
+                verb,
+                result,
+                &hint,
+            );
+        }
+        Err(err) => {
+            said = format!("{}\n", cx.style.red(&format!("cannot {name}: {err}"))).into_bytes()
+        }
+    }
+    String::from_utf8_lossy(&said).into_owned()
+}
+
+/// `/rewind N`: the files back to before turn N (as `lathe undo --turn N` does, never
+/// overwriting files changed since), then the conversation cut there.
+fn rewind(agent: &mut Agent, session: &SessionId, turn: u32, style: &Style) -> String {
+    if !agent.executor().can_rewind(turn) {
+        let newest = agent.executor().session_turns();
+        return format!(
+            "{}\n",
+            style.red(&format!(
+                "turn {turn} is not in this conversation (it has turns up to {newest}, and /rewind reaches only turns this chat ran since it started)"
+            ))
+        );
+    }
+    let mut said = Vec::new();
+    if let Some(checkpoints) = agent.checkpoints() {
+        match checkpoints.undo(UndoTarget::Since(turn), Force::No) {
+            Ok(Err(lathe_checkpoint::Nothing::ToUndo)) => {
+                said.extend_from_slice(b"no file changes since that turn to take back\n");
+            }
+            Ok(result) => {
+                let hint = format!(
+                    "they stay as they are; lathe undo --session {session} --turn {turn} --force overwrites them"
+                );
+                let _ = crate::undo_cmd::write_restored(
+                    &mut said,
+                    session.as_str(),
+                    checkpoints,
+                    "undid",
+                    result,
+                    &hint,
+                );
+            }
+            Err(err) => {
+                said.extend_from_slice(
+                    format!(
+                        "{}\n",
+                        style.red(&format!(
+                            "cannot put the files back: {err}; the conversation is cut all the same"
+                        ))
+                    )
+                    .as_bytes(),
+                );
+            }
+        }
+    } else {
+        said.extend_from_slice(NO_CHECKPOINTS.as_bytes());
+    }
+    let cut = agent.rewind(turn).map_or(0, |cut| cut.len());
+    said.extend_from_slice(
+        format!(
+            "{}\n",
+            style.dim(&format!(
+                "rewound the conversation to before turn {turn}: {cut} message{} dropped; your next message goes on from there",
+                if cut == 1 { "" } else { "s" }
+            ))
+        )
+        .as_bytes(),
+    );
+    String::from_utf8_lossy(&said).into_owned()
 }
 
 #[cfg(test)]
@@ -376,6 +583,34 @@ mod tests {
         assert_eq!(Command::parse("/status"), Some(Command::Status));
         assert_eq!(Command::parse("/clear"), Some(Command::Clear));
         assert_eq!(Command::parse("/init"), Some(Command::Init));
+        assert_eq!(
+            Command::parse("/diff 3 --stat"),
+            Some(Command::Diff {
+                turn: Some("3".into()),
+                stat: true
+            })
+        );
+        assert_eq!(
+            Command::parse("/diff"),
+            Some(Command::Diff {
+                turn: None,
+                stat: false
+            })
+        );
+        assert_eq!(
+            Command::parse("/undo --force"),
+            Some(Command::Undo { force: true })
+        );
+        assert_eq!(
+            Command::parse("/redo"),
+            Some(Command::Redo { force: false })
+        );
+        assert_eq!(
+            Command::parse("/rewind 2"),
+            Some(Command::Rewind(Some("2".into())))
+        );
+        assert!(parse_turn(Some("0")).unwrap_err().contains("not a turn"));
+        assert_eq!(parse_turn(Some("4")), Ok(Some(4)));
     }
 
     #[test]

@@ -105,13 +105,19 @@ impl Parts<'_> {
             )
             .stopping(Arc::clone(self.turn)),
         );
+        let builder = self.resolved.with_checkpoints(
+            self.resolved.configure(Agent::builder(
+                Arc::clone(self.provider),
+                model.to_owned(),
+                Arc::clone(&tools),
+            )),
+            self.setup,
+            &id,
+            agent_setup::stored_turns(self.store, &id),
+            &sink,
+        );
         let agent = agent_setup::build(
-            self.resolved
-                .configure(Agent::builder(
-                    Arc::clone(self.provider),
-                    model.to_owned(),
-                    Arc::clone(&tools),
-                ))
+            builder
                 .approval(mode)
                 .permissions(self.setup.config.permissions.clone())
                 .approver(approver)
@@ -197,6 +203,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         None => agent_setup::create_session(&store, &setup, &resolved, &model, None)?,
     };
     let renderer = Renderer::new(OutputMode::Human);
+    renderer.set_undo_hints(crate::render::UndoHints::Chat);
     // Before the line editor first reads (see `Interrupts::listen`).
     let mut interrupts = Interrupts::listen();
     let input = Arc::new(Input::with_history(Some(input::history_path())));
