@@ -420,7 +420,9 @@ async fn a_reply_caught_in_a_loop_is_stopped_and_the_model_told() {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert_eq!(run.server.hang_ups(), 1);
+    // At least the endless reply was hung up on; the client may also close the next, finished
+    // reply's connection while the server writes its last bytes (seen under load).
+    assert!(run.server.hang_ups() >= 1, "{}", run.server.hang_ups());
     let notices = notices(&run.events());
     assert!(
         notices.iter().any(|n| n
