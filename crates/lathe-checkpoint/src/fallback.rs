@@ -204,21 +204,7 @@ impl Files {
             return Ok(Err(Nothing::ToUndo));
         }
         // Per path: back to the oldest turn's copy before, expected as the newest left it.
-        let mut changes: BTreeMap<PathBuf, (FileSnapshot, FileSnapshot)> = BTreeMap::new();
-        for n in &chosen {
-            let turn = &turns[n];
-            for (path, before) in &turn.before {
-                let after = turn
-                    .after
-                    .get(path)
-                    .cloned()
-                    .unwrap_or(FileSnapshot::Absent);
-                changes
-                    .entry(path.clone())
-                    .and_modify(|c| c.1 = after.clone())
-                    .or_insert((before.clone(), after));
-            }
-        }
+        let changes = spans(chosen.iter().map(|n| &turns[n]), Direction::Back);
         let label = format!("#{}", self.next_mark()?);
         let mut report = self.put_back(changes, force)?;
         let left = left_alone(&report.conflicts);
@@ -333,21 +319,7 @@ impl Files {
         {
             return Ok(Err(Nothing::RedoAfterTurn { turn: *n }));
         }
-        let mut changes: BTreeMap<PathBuf, (FileSnapshot, FileSnapshot)> = BTreeMap::new();
-        for n in chosen.iter().rev() {
-            let turn = &turns[n];
-            for (path, before) in &turn.before {
-                let after = turn
-                    .after
-                    .get(path)
-                    .cloned()
-                    .unwrap_or(FileSnapshot::Absent);
-                changes
-                    .entry(path.clone())
-                    .and_modify(|c| c.1 = before.clone())
-                    .or_insert((after, before.clone()));
-            }
-        }
+        let changes = spans(chosen.iter().rev().map(|n| &turns[n]), Direction::Forward);
         let mut report = self.put_back(changes, force)?;
         for n in &chosen {
             self.store.save_file_state(
@@ -539,4 +511,40 @@ fn write(path: &Path, snapshot: &FileSnapshot) -> std::io::Result<()> {
             Ok(())
         }
     }
+}
+
+/// Which way a restore goes over the turns it covers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    /// Undo: each file back to its copy before the first turn (walked oldest first).
+    Back,
+    /// Redo: each file forward to what the last turn left (walked newest first).
+    Forward,
+}
+
+/// Per path, over `turns` in the order given: the state to put back and the state the file is
+/// expected to have now (as the turn at the other end left it).
+fn spans<'a>(
+    turns: impl Iterator<Item = &'a Turn>,
+    direction: Direction,
+) -> BTreeMap<PathBuf, (FileSnapshot, FileSnapshot)> {
+    let mut changes: BTreeMap<PathBuf, (FileSnapshot, FileSnapshot)> = BTreeMap::new();
+    for turn in turns {
+        for (path, before) in &turn.before {
+            let after = turn
+                .after
+                .get(path)
+                .cloned()
+                .unwrap_or(FileSnapshot::Absent);
+            let (target, expected) = match direction {
+                Direction::Back => (before.clone(), after),
+                Direction::Forward => (after, before.clone()),
+            };
+            changes
+                .entry(path.clone())
+                .and_modify(|c| c.1 = expected.clone())
+                .or_insert((target, expected));
+        }
+    }
+    changes
 }
