@@ -324,6 +324,10 @@ impl Shadow {
     /// `.ignore` files below it, anchored at their directories.
     fn write_excludes(&self) -> Result<()> {
         let mut text = String::from(ALWAYS_EXCLUDED);
+        // A file tool's write under way in another session: never part of a snapshot, so never
+        // "restored" by an undo.
+        text.push_str(lathe_tools::TEMP_FILE_PATTERN);
+        text.push('\n');
         for dir in &self.excluded {
             text.push('/');
             text.push_str(&dir.to_string_lossy());

@@ -131,3 +131,34 @@ async fn ignore_files_below_the_root_are_honoured_as_ripgrep_does() {
     assert!(diff.contains("sub/keep.txt"), "{diff}");
     assert!(diff.contains("sub/.ignore"), "{diff}");
 }
+
+/// A file tool's write under way in another session (its temporary file beside the target)
+/// is never part of a snapshot: an undo would otherwise bring a stray temporary file back
+/// (seen on CI, with two sessions' turns overlapping).
+#[tokio::test]
+async fn a_write_under_way_is_not_snapshotted() {
+    let f = Fixture::new(&[("a.txt", "a\n")]);
+    // As another session's atomic write leaves it until its rename.
+    let temp = ".a.txt.lathe-4242-0.tmp";
+    std::fs::write(f.path(temp), "half\n").unwrap();
+    let checkpoints = std::sync::Arc::new(
+        Checkpoints::builder(&f.data, &f.root, "s1")
+            .build()
+            .unwrap(),
+    );
+    let agent = f.agent(checkpoints.clone());
+    agent.hook.begin_turn(1);
+    agent
+        .call(
+            "shell",
+            json!({"command": format!("rm {temp} && echo b > b.txt")}),
+        )
+        .await;
+    agent.hook.end_turn().unwrap().unwrap();
+    let undone = checkpoints
+        .undo(UndoTarget::Last, Force::No)
+        .unwrap()
+        .unwrap();
+    assert_eq!(undone.restored, [PathBuf::from("b.txt")], "{undone:?}");
+    assert!(!f.path(temp).exists(), "the temporary file came back");
+}

@@ -168,5 +168,6 @@ pub use tool::{
     ToolProgress, current_stamp, hints_for, run_planned,
 };
 pub use workspace::{
-    Access, Beneath, PathError, ResolvedPath, Workspace, changed_under_walk, link_resolver,
+    Access, Beneath, PathError, ResolvedPath, TEMP_FILE_PATTERN, Workspace, changed_under_walk,
+    link_resolver,
 };

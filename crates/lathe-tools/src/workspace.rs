@@ -395,6 +395,11 @@ impl Workspace {
     }
 }
 
+/// The names of the temporary files an atomic write creates beside its target (`.NAME.lathe-
+/// PID-N.tmp`, renamed over the target when complete), as a gitignore pattern: whoever lists the
+/// workspace while a write is under way (a checkpoint's snapshot) leaves them out.
+pub const TEMP_FILE_PATTERN: &str = ".*.lathe-*.tmp";
+
 fn create_temp(
     dir: std::os::fd::BorrowedFd<'_>,
     name: &OsStr,
