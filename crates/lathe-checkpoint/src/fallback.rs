@@ -368,7 +368,9 @@ impl Files {
                 report.conflicts.push(path);
                 continue;
             }
-            match write(&self.root.join(&path), &target) {
+            let written = crate::restore::stays_inside(&self.root, &path)
+                .and_then(|()| write(&self.root.join(&path), &target));
+            match written {
                 Ok(()) => report.restored.push(path),
                 Err(err) => report.failed.push((path, err.to_string())),
             }

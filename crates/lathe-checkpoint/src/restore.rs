@@ -129,11 +129,47 @@ pub(crate) fn same(now: &Entry, expected: &Entry) -> bool {
     now == expected
 }
 
+/// Refuses a path that could lead a restore out of the workspace: anything but plain names
+/// (`..`, an absolute path), or a directory on the way that is a symbolic link now (a `d/` the
+/// turn wrote into, replaced since by `d -> ~/.ssh`). Only the last component may be a link:
+/// that link itself is what is replaced or removed.
+pub(crate) fn stays_inside(root: &Path, path: &Path) -> std::io::Result<()> {
+    use std::path::Component;
+    if path.as_os_str().is_empty()
+        || path
+            .components()
+            .any(|c| !matches!(c, Component::Normal(_)))
+    {
+        return Err(std::io::Error::other("not a path inside the workspace"));
+    }
+    let mut dir = root.to_path_buf();
+    let mut parts = path.components().peekable();
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            break;
+        }
+        dir.push(part);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(std::io::Error::other(format!(
+                    "{} is a symbolic link now; nothing is written through it",
+                    dir.strip_prefix(root).unwrap_or(&dir).display()
+                )));
+            }
+            // Missing: created as a directory on the way; a file there fails below.
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Writes `target` at `path` (or removes it), keeping the permission bits a file has now apart
-/// from the exec bits the target says.
+/// from the exec bits the target says. Never through a link out of the workspace
+/// ([`stays_inside`]).
 pub(crate) fn apply(git: &Git, change: &Change) -> Result<()> {
     let full = git.work_tree.join(&change.path);
     let io = |e| Error::io(&full, e);
+    stays_inside(&git.work_tree, &change.path).map_err(io)?;
     match &change.target {
         Entry::Absent | Entry::Other => match std::fs::symlink_metadata(&full) {
             Ok(meta) if meta.is_dir() => Err(Error::io(
@@ -193,8 +229,10 @@ pub(crate) fn prune_empty_parents(root: &Path, removed: &[PathBuf]) {
     for path in removed {
         let mut dir = path.parent();
         while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
-            // `remove_dir` refuses a directory that is not empty: exactly the check wanted.
-            if std::fs::remove_dir(root.join(d)).is_err() {
+            // `remove_dir` refuses a directory that is not empty: exactly the check wanted; and
+            // never a directory reached through a link.
+            let inside = stays_inside(root, &d.join("x")).is_ok();
+            if !inside || std::fs::remove_dir(root.join(d)).is_err() {
                 break;
             }
             dir = d.parent();

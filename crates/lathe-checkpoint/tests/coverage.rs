@@ -162,3 +162,51 @@ async fn a_write_under_way_is_not_snapshotted() {
     assert_eq!(undone.restored, [PathBuf::from("b.txt")], "{undone:?}");
     assert!(!f.path(temp).exists(), "the temporary file came back");
 }
+
+/// A directory a turn wrote into, replaced since by a link out of the workspace: undo writes
+/// nothing through it, forced or not, with git (which refuses such paths itself) and without.
+#[tokio::test]
+async fn undo_never_writes_through_a_link_out_of_the_workspace() {
+    for with_git in [true, false] {
+        let f = Fixture::new(&[("d/a.txt", "a\n")]);
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("a.txt"), "theirs\n").unwrap();
+        let store = lathe_store::Store::open(f.dir.path().join("sessions.db")).unwrap();
+        let session = store
+            .create_session(lathe_store::NewSession::default())
+            .unwrap();
+        let empty = f.dir.path().join("no-git-here");
+        std::fs::create_dir(&empty).unwrap();
+        let mut builder = Checkpoints::builder(&f.data, &f.root, session.as_str()).store(store);
+        if !with_git {
+            builder = builder.search_path(&empty);
+        }
+        let checkpoints = std::sync::Arc::new(builder.build().unwrap());
+        let agent = f.agent(checkpoints.clone());
+        agent.hook.begin_turn(1);
+        agent
+            .call("write_file", json!({"path": "d/a.txt", "content": "one\n"}))
+            .await;
+        agent.hook.end_turn().unwrap().unwrap();
+        std::fs::remove_dir_all(f.path("d")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), f.path("d")).unwrap();
+        match checkpoints.undo(UndoTarget::Last, Force::Yes) {
+            Ok(Ok(undone)) => {
+                assert!(undone.restored.is_empty(), "{with_git}: {undone:?}");
+                assert!(
+                    undone
+                        .failed
+                        .iter()
+                        .any(|(_, why)| why.contains("symbolic link")),
+                    "{with_git}: {undone:?}"
+                );
+            }
+            other => assert!(with_git, "without git: {other:?}"),
+        }
+        assert_eq!(
+            std::fs::read(outside.path().join("a.txt")).unwrap(),
+            b"theirs\n",
+            "{with_git}: written through the link"
+        );
+    }
+}
