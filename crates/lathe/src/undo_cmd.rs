@@ -1,6 +1,7 @@
 //! `lathe undo`, `lathe redo` and `lathe diff`: a session's checkpoints, taken back, put back
 //! again, and shown.
 
+use crate::render::sanitize;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -81,7 +82,15 @@ pub fn diff(common: &crate::cli::CommonArgs, args: DiffArgs) -> anyhow::Result<E
             Ok(ExitCode::SUCCESS)
         }
         Review::Diff(text) => {
+            use std::io::IsTerminal;
             let mut out = std::io::stdout().lock();
+            // The files' text is the model's: on a terminal its escapes are made visible; piped,
+            // the diff stays exact (for `git apply`).
+            let text = if out.is_terminal() {
+                sanitize(&text)
+            } else {
+                std::borrow::Cow::Borrowed(text.as_str())
+            };
             out.write_all(text.as_bytes())?;
             out.flush()?;
             Ok(ExitCode::SUCCESS)
@@ -254,18 +263,18 @@ pub fn write_restored(
         }
     )?;
     for path in &restored.restored {
-        writeln!(out, "  {}", path.display())?;
+        writeln!(out, "  {}", shown(path))?;
     }
     if !restored.others.is_empty() {
         writeln!(out, "left alone, changed by another session:")?;
         for path in &restored.others {
-            writeln!(out, "  {}", path.display())?;
+            writeln!(out, "  {}", shown(path))?;
         }
     }
     if !restored.failed.is_empty() {
         writeln!(out, "could not put back:")?;
         for (path, why) in &restored.failed {
-            writeln!(out, "  {}: {why}", path.display())?;
+            writeln!(out, "  {}: {}", shown(path), sanitize(why))?;
         }
     }
     if !restored.conflicts.is_empty() {
@@ -274,7 +283,7 @@ pub fn write_restored(
             "left alone, changed since by someone else ({force_hint}):"
         )?;
         for path in &restored.conflicts {
-            writeln!(out, "  {}", path.display())?;
+            writeln!(out, "  {}", shown(path))?;
         }
     }
     let uncovered = uncovered_line(checkpoints);
@@ -344,5 +353,28 @@ fn coverage_hint(checkpoints: &Checkpoints) -> &'static str {
     match checkpoints.coverage() {
         Coverage::Workspace => "",
         Coverage::FileTools => " (without git only the file tools' changes are recorded)",
+    }
+}
+
+/// A path as the terminal may show it: a file name the model chose cannot carry escapes there.
+fn shown(path: &std::path::Path) -> String {
+    sanitize(&path.display().to_string()).into_owned()
+}
+
+#[cfg(test)]
+mod shown_tests {
+    use super::shown;
+
+    /// A file the model named with an OSC title sequence is listed with the escape made
+    /// visible, never sent to the terminal.
+    #[test]
+    fn paths_are_shown_without_escapes() {
+        let named = std::path::Path::new("a\u{1b}]0;owned\u{7}.txt");
+        let line = shown(named);
+        assert!(
+            !line.contains('\u{1b}') && !line.contains('\u{7}'),
+            "{line:?}"
+        );
+        assert!(line.starts_with('a') && line.ends_with(".txt"), "{line:?}");
     }
 }
