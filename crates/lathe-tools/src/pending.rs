@@ -32,7 +32,7 @@ type ApplyFn = Box<dyn FnOnce(String, ToolContext) -> BoxFuture<'static, ToolOut
 type RejectFn = Box<dyn FnOnce(String) -> ToolOutput + Send>;
 
 enum Apply {
-    Plan(Plan),
+    Plan(Box<Plan>),
     Custom {
         effects: Vec<Effect>,
         apply: ApplyFn,
@@ -68,7 +68,7 @@ impl PendingAction {
             label: label.into(),
             source: source.into(),
             details: None,
-            apply: Apply::Plan(plan),
+            apply: Apply::Plan(Box::new(plan)),
             reject: None,
         }
     }
@@ -304,7 +304,7 @@ impl Session {
         let (_, action) = stack.entries.iter().find(|(i, _)| *i == id)?;
         match &action.apply {
             Apply::Plan(plan) => {
-                let mut plan = plan.clone();
+                let mut plan = Plan::clone(plan);
                 plan.from_pending = Some(id);
                 plan.output = applied_text(plan.output, &action.label);
                 Some((plan, action.label.clone()))
