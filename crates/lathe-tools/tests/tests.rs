@@ -19,6 +19,7 @@ mod file_escapes;
 mod file_plan;
 mod file_props;
 mod file_tools;
+mod pending;
 mod registry;
 mod search_cancel;
 mod search_equivalence;
