@@ -12,6 +12,7 @@ mod search_support;
 
 mod containment;
 mod dispatch;
+mod example_custom_tool;
 mod exec_tools;
 mod file_containment;
 mod file_edit;
