@@ -157,6 +157,11 @@ pub enum Event {
         /// The message.
         message: String,
     },
+    /// The model's plan changed (an `update_plan` call succeeded): the whole plan, in order.
+    PlanUpdated {
+        /// Every step with its status; empty when the model cleared the plan.
+        steps: Vec<lathe_tools::tools::update_plan::PlanStep>,
+    },
     /// Nothing has come from the model for a while (a model loading, a slow or stuck server):
     /// sent every few seconds of silence (5 by default), never more often.
     Waiting {

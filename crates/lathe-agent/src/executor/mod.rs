@@ -24,9 +24,10 @@ use tokio_util::sync::CancellationToken;
 use lathe_checkpoint::CheckpointHook;
 use lathe_store::SessionStatus;
 use lathe_tools::ToolKind;
+use lathe_tools::tools::update_plan;
 
 use crate::context::{ContextWindow, ResultNote, default_output_cap, shorten_turn, turn_budget};
-use crate::events::{AnswerSource, Event, RunReport, RunStatus};
+use crate::events::{AnswerSource, Event, RunReport, RunStatus, ToolStatus};
 use crate::message::{INTERRUPTED_BY_USER, Message, merged, push_merged};
 use crate::parser::{ToolNames, malformed_call_message};
 use crate::prompt::{PromptInputs, system_prompt};
@@ -250,6 +251,16 @@ impl Executor {
         for call in pending.drain(..) {
             self.history.push(Message::tool_result(&call, INTERRUPTED));
         }
+        // The plan the model kept goes on with it: its newest plan, read back from the result.
+        let plan = self.history.iter().rev().find_map(|m| match m {
+            Message::Tool(t) if t.tool_name == UPDATE_PLAN => {
+                update_plan::parse_checklist(&t.content)
+            }
+            _ => None,
+        });
+        if let Some(steps) = plan {
+            update_plan::restore(self.runner.session(), steps);
+        }
     }
 
     /// Snapshots the workspace around each turn's calls through `hook` (see
@@ -362,6 +373,7 @@ impl Executor {
         let wants_change = asks_for_change(task);
         let mut tally = RunTally::default();
         let mut nudged = false;
+        let mut plan_checked = false;
         let mut continued = false;
         let mut repeats = RepeatGuard::default();
         // The model's last text of the run.
@@ -436,6 +448,13 @@ impl Executor {
                     self.push(Message::user(NUDGE));
                     continue;
                 }
+                // "Done" with steps of its own plan still open is questioned once.
+                if !plan_checked && let Some(reminder) = open_steps_reminder(self.runner.session())
+                {
+                    plan_checked = true;
+                    self.push(Message::user(reminder));
+                    continue;
+                }
                 break (RunStatus::Finished, None);
             }
             let (planned, stop) = self.plan(&turn, &mut repeats);
@@ -461,6 +480,14 @@ impl Executor {
                 tally.call(result, arguments, self.changes_files(result, arguments));
             }
             self.record_results(&turn, &results);
+            if results
+                .iter()
+                .any(|r| r.name == UPDATE_PLAN && r.status == ToolStatus::Ok)
+            {
+                self.sink.emit(Event::PlanUpdated {
+                    steps: update_plan::current(self.runner.session()),
+                });
+            }
             if !malformed.is_empty() {
                 self.push(Message::user(malformed.join("\n")));
             }
@@ -804,6 +831,36 @@ impl Executor {
 }
 
 /// What the user is told about a cut answer, before what happens next.
+/// The plan tool's name.
+const UPDATE_PLAN: &str = <update_plan::UpdatePlanTool as lathe_tools::Tool>::NAME;
+
+/// What the model reads when it answers while steps of its plan are open (once a run): the open
+/// steps, and what to do about them. `None` when the plan has none open.
+fn open_steps_reminder(session: &lathe_tools::Session) -> Option<String> {
+    let open = update_plan::open_steps(session);
+    if open.is_empty() {
+        return None;
+    }
+    let steps: Vec<String> = open
+        .iter()
+        .map(|s| {
+            let mark = if s.status == update_plan::StepStatus::InProgress {
+                "[>]"
+            } else {
+                "[ ]"
+            };
+            format!("{mark} {}", s.step)
+        })
+        .collect();
+    Some(format!(
+        "Your plan still has {} open step(s):\n{}\nDo them now, or, if they are done or no \
+         longer needed, say so with update_plan (mark them completed, or leave them out), then \
+         give your final answer.",
+        open.len(),
+        steps.join("\n")
+    ))
+}
+
 fn cut_reason(error: &ProviderError) -> String {
     match error {
         ProviderError::Stalled { after } => format!(
