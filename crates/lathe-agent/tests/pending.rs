@@ -15,13 +15,13 @@ use tokio_util::sync::CancellationToken;
 use lathe_agent::Agent;
 use lathe_agent::approval::{ApprovalDecision, ApprovalMode, Approver, FixedAnswer};
 use lathe_agent::events::{Event, RunReport, RunStatus, ToolStatus};
-use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
+use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, ToolProtocol, connect};
 use lathe_agent::sink::{EventSink, stored_history};
 use lathe_store::{NewSession, SessionId, Store};
 use lathe_testkit::{Response, Script, ScriptedServer, ollama, openai};
 use lathe_tools::{
-    Access, Effect, FileChange, PendingAction, Plan, PlannedWrite, Registry, Session, Tool,
-    ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace, current_stamp,
+    Access, Effect, FileChange, NOTHING_PENDING, PendingAction, Plan, PlannedWrite, Registry,
+    Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace, current_stamp,
 };
 
 const MODEL: &str = "qwen3:8b";
@@ -235,6 +235,16 @@ fn start(
     mode: ApprovalMode,
     approver: Option<Arc<dyn Approver>>,
 ) -> Run {
+    start_with(kind, script, mode, approver, ToolProtocol::Auto)
+}
+
+fn start_with(
+    kind: ProviderKind,
+    script: Script,
+    mode: ApprovalMode,
+    approver: Option<Arc<dyn Approver>>,
+    protocol: ToolProtocol,
+) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("ws");
     std::fs::create_dir(&root).unwrap();
@@ -279,6 +289,7 @@ fn start(
     let mut builder = Agent::builder(provider, MODEL, tools)
         .registry(Arc::new(registry))
         .approval(mode)
+        .tool_protocol(protocol)
         .sink(sink);
     if let Some(approver) = approver {
         builder = builder.approver(approver);
@@ -370,8 +381,12 @@ async fn openai_forces_resolve_on_the_turn_after_the_preview_and_the_change_wait
     assert_eq!(reminders[0].0, 0);
     assert_eq!(reminders[1].0, 1);
     assert!(
-        reminders[1].1.contains("now pending as \"write notes.txt\"")
-            && reminders[1].1.contains(&format!("{REMINDER}: \"write notes.txt\"")),
+        reminders[1]
+            .1
+            .contains("now pending as \"write notes.txt\"")
+            && reminders[1]
+                .1
+                .contains(&format!("{REMINDER}: \"write notes.txt\"")),
         "{reminders:?}"
     );
     assert_eq!(reminders[2].0, 0);
@@ -590,4 +605,59 @@ async fn auto_and_full_apply_without_asking() {
         assert!(r.approvals().is_empty(), "{mode}: {:?}", r.approvals());
         assert!(r.report().pending.is_empty(), "{mode}");
     }
+}
+
+#[tokio::test]
+async fn the_text_protocol_lists_resolve_while_pending_and_reminds_in_the_result() {
+    let kind = ProviderKind::Ollama;
+    let written = |name: &str, arguments: Value| {
+        let block = json!({"name": name, "arguments": arguments});
+        ollama::turn(MODEL)
+            .text(&format!("<tool_call>\n{block}\n</tool_call>"))
+            .done()
+    };
+    let script = Script::new()
+        .chat(written("resolve", json!({"action": "apply"})))
+        .chat(written(
+            "preview_put",
+            json!({"path": FILE, "content": AFTER}),
+        ))
+        .chat(written("resolve", json!({"action": "apply"})))
+        .chat(text(kind, "Done."));
+    let mut r = start_with(kind, script, ApprovalMode::Auto, None, ToolProtocol::Text);
+    run(&mut r, "write notes.txt in capitals").await;
+
+    assert_eq!(r.file(), AFTER);
+    // A call to the hidden tool still parses, and its result says there is nothing to do.
+    let resolves = r.finished("resolve");
+    assert_eq!(resolves[0].0, ToolStatus::Error);
+    assert_eq!(resolves[1].0, ToolStatus::Ok);
+    let bodies = r.server.chat_bodies();
+    let second = bodies[1]["messages"].as_array().unwrap();
+    assert!(
+        second.last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .contains(NOTHING_PENDING)
+    );
+    let system = |i: usize| {
+        bodies[i]["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert!(!system(1).contains("## resolve"));
+    assert!(system(2).contains("## resolve"), "listed while pending");
+    assert!(!system(3).contains("## resolve"));
+    assert!(
+        bodies
+            .iter()
+            .all(|b| b.get("tools").is_none() && b.get("tool_choice").is_none())
+    );
+    let (count, last) = &r.reminders()[2];
+    assert_eq!(*count, 1);
+    assert!(
+        last.starts_with("<tool_result name=\"preview_put\">") && last.contains(REMINDER),
+        "{last}"
+    );
 }

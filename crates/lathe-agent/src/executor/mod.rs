@@ -772,10 +772,7 @@ impl Executor {
     fn offered_tools(&mut self) -> &[Value] {
         let registry = self.runner.registry();
         let session = self.runner.session();
-        let names: Vec<&str> = registry
-            .offered(session)
-            .map(|d| d.name.as_str())
-            .collect();
+        let names: Vec<&str> = registry.offered(session).map(|d| d.name.as_str()).collect();
         if self.offered.as_deref().is_none_or(|known| known != names) {
             self.tools = registry
                 .offered(session)

@@ -115,8 +115,14 @@ mod tests {
     fn the_reminder_names_the_newest_action_and_how_to_resolve_it() {
         assert_eq!(reminder(&[], "resolve"), None);
         let one = reminder(&[summary(1, "edit a.txt")], "resolve").unwrap();
-        assert!(one.contains("\"edit a.txt\" (previewed by preview_put)"), "{one}");
-        assert!(one.contains("call `resolve` with action \"apply\""), "{one}");
+        assert!(
+            one.contains("\"edit a.txt\" (previewed by preview_put)"),
+            "{one}"
+        );
+        assert!(
+            one.contains("call `resolve` with action \"apply\""),
+            "{one}"
+        );
         assert!(!one.contains("newest first"), "{one}");
         let two = reminder(&[summary(1, "old"), summary(2, "new")], "resolve").unwrap();
         assert!(two.contains("\"new\""), "{two}");
@@ -126,7 +132,10 @@ mod tests {
     #[test]
     fn the_reminder_joins_the_last_result_or_message() {
         let call = ToolCall::new("preview_put", serde_json::json!({}));
-        let mut messages = vec![Message::user("go"), Message::tool_result(&call, "previewed")];
+        let mut messages = vec![
+            Message::user("go"),
+            Message::tool_result(&call, "previewed"),
+        ];
         remind(&mut messages, "R");
         assert_eq!(messages.len(), 2);
         assert_eq!(messages[1].content(), "previewed\n\nR");
@@ -143,7 +152,10 @@ mod tests {
         let left = left(&[summary(1, "edit a.txt")]);
         assert_eq!(left[0].files, ["a.txt"]);
         let notice = left_notice(&left).unwrap();
-        assert!(notice.starts_with("not applied, still pending: \"edit a.txt\""), "{notice}");
+        assert!(
+            notice.starts_with("not applied, still pending: \"edit a.txt\""),
+            "{notice}"
+        );
         assert_eq!(left_notice(&[]), None);
     }
 }

@@ -316,7 +316,10 @@ mod tests {
             400,
             "Invalid value for `tool_choice`: only \"auto\" is supported"
         ));
-        assert!(refuses_tool_choice(422, "named tool choice is not supported"));
+        assert!(refuses_tool_choice(
+            422,
+            "named tool choice is not supported"
+        ));
         assert!(!refuses_tool_choice(503, "tool_choice: loading"));
         assert!(!refuses_tool_choice(400, "context length exceeded"));
     }
