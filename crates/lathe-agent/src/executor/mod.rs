@@ -15,7 +15,7 @@
 //!
 //! While a previewed change is pending, the requests steer the model to `resolve` it: a forced
 //! tool choice where the server has one, a reminder in every request (see the `pending`
-//! module's docs in the source, or the README's "Pending actions").
+//! module's docs in the source, or the README's "Previews waiting for a decision").
 
 mod checkpoint;
 mod guard;
