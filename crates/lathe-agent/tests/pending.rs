@@ -15,7 +15,10 @@ use tokio_util::sync::CancellationToken;
 use lathe_agent::Agent;
 use lathe_agent::approval::{ApprovalDecision, ApprovalMode, Approver, FixedAnswer};
 use lathe_agent::events::{Event, RunReport, RunStatus, ToolStatus};
-use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, ToolProtocol, connect};
+use lathe_agent::message::Message;
+use lathe_agent::provider::{
+    ChatRequest, ProviderConfig, ProviderKind, RetryPolicy, ToolProtocol, connect,
+};
 use lathe_agent::sink::{EventSink, stored_history};
 use lathe_store::{NewSession, SessionId, Store};
 use lathe_testkit::{Response, Script, ScriptedServer, ollama, openai};
@@ -660,4 +663,40 @@ async fn the_text_protocol_lists_resolve_while_pending_and_reminds_in_the_result
         last.starts_with("<tool_result name=\"preview_put\">") && last.contains(REMINDER),
         "{last}"
     );
+}
+
+#[tokio::test]
+async fn the_refusal_of_tool_choice_is_told_once_even_when_a_retry_comes_between() {
+    let server = ScriptedServer::start(
+        Script::new()
+            .chat(openai::error(
+                400,
+                "tool_choice of type object is not supported",
+            ))
+            .chat(openai::error(503, "Loading model"))
+            .chat(text(ProviderKind::OpenAi, "first"))
+            .chat(text(ProviderKind::OpenAi, "second")),
+    )
+    .unwrap();
+    let provider = crate::common::provider(ProviderKind::OpenAi, &server.url());
+    let mut request = ChatRequest::new(MODEL, vec![Message::user("go")], crate::common::tools());
+    request.tool_choice = Some("read_file".into());
+    let (turn, events) = crate::common::turn(provider.as_ref(), &request).await;
+    assert_eq!(turn.content, "first");
+    let told = |events: &[Event]| {
+        crate::common::notices(events)
+            .into_iter()
+            .filter(|n| n.contains("does not take a forced tool choice"))
+            .count()
+    };
+    assert_eq!(told(&events), 1, "{events:?}");
+    let (turn, events) = crate::common::turn(provider.as_ref(), &request).await;
+    assert_eq!(turn.content, "second");
+    assert_eq!(told(&events), 0, "said once");
+    let choices: Vec<bool> = server
+        .chat_bodies()
+        .iter()
+        .map(|b| b.get("tool_choice").is_some())
+        .collect();
+    assert_eq!(choices, [true, false, false, false]);
 }

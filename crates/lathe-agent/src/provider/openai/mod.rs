@@ -37,6 +37,12 @@ struct Shared {
     no_tools: Mutex<HashSet<String>>,
     /// The server refused a named `tool_choice`: none is sent any more.
     no_tool_choice: AtomicBool,
+    /// The notice of that refusal, until an answer carries it.
+    untold: Mutex<Option<String>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl OpenAiProvider {
@@ -50,6 +56,7 @@ impl OpenAiProvider {
                 http: HttpClient::new(&config, base, ProviderKind::OpenAi)?,
                 no_tools: Mutex::new(HashSet::new()),
                 no_tool_choice: AtomicBool::new(false),
+                untold: Mutex::new(None),
             }),
             echo_reasoning: config.echo_reasoning,
         })
@@ -99,27 +106,34 @@ impl Shared {
         if let Some(fields) = plain.as_object_mut() {
             fields.remove("tool_choice");
         }
-        if self.no_tool_choice.load(Ordering::Relaxed) {
-            return self.attempt_once(model, &plain, with_tools).await;
-        }
-        match self.http.open_stream("/chat/completions", body).await {
-            Ok((first, rest)) => Ok(chunk_stream(first, rest, OpenAiDecoder::default())),
-            Err(ProviderError::Http { status, body, .. }) if refuses_tool_choice(status, &body) => {
-                tracing::info!(status, %body, "server refused a named tool_choice; sending none from now on");
-                self.no_tool_choice.store(true, Ordering::Relaxed);
-                let name = choice["function"]["name"].as_str().unwrap_or("the tool");
-                let notice = format!(
-                    "the model server does not take a forced tool choice (it answered {status}: \
-                     {body}); asked again without it, and from now on the request only reminds \
-                     the model to call `{name}`"
-                );
-                let stream = self.attempt_once(model, &plain, with_tools).await?;
-                Ok(Box::pin(
-                    futures::stream::iter([Ok(Chunk::Notice(notice))]).chain(stream),
-                ))
+        if !self.no_tool_choice.load(Ordering::Relaxed) {
+            match self.http.open_stream("/chat/completions", body).await {
+                Ok((first, rest)) => {
+                    return Ok(chunk_stream(first, rest, OpenAiDecoder::default()));
+                }
+                Err(ProviderError::Http { status, body, .. })
+                    if refuses_tool_choice(status, &body) =>
+                {
+                    tracing::info!(status, %body, "server refused a named tool_choice; sending none from now on");
+                    self.no_tool_choice.store(true, Ordering::Relaxed);
+                    let name = choice["function"]["name"].as_str().unwrap_or("the tool");
+                    *lock(&self.untold) = Some(format!(
+                        "the model server does not take a forced tool choice (it answered \
+                         {status}: {body}); asked again without it, and from now on the request \
+                         only reminds the model to call `{name}`"
+                    ));
+                }
+                Err(error) => return Err(self.explain(model, error, with_tools).await),
             }
-            Err(error) => Err(self.explain(model, error, with_tools).await),
         }
+        let stream = self.attempt_once(model, &plain, with_tools).await?;
+        // Said with the first answer that comes without it (a retry may come between).
+        Ok(match lock(&self.untold).take() {
+            Some(notice) => {
+                Box::pin(futures::stream::iter([Ok(Chunk::Notice(notice))]).chain(stream))
+            }
+            None => stream,
+        })
     }
 
     /// One `/chat/completions` request as it is, its errors explained.
