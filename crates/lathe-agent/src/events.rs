@@ -286,6 +286,22 @@ pub struct RunReport {
     pub model_ms: u64,
     /// Time spent running tools (approval prompts included), in milliseconds.
     pub tool_ms: u64,
+    /// Changes a tool previewed that were neither applied nor discarded when the run ended,
+    /// oldest first: nothing of them was written. Left out when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<PendingLeft>,
+}
+
+/// A previewed change still pending at the end of a run (not applied).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingLeft {
+    /// Its short summary, as the tool gave it.
+    pub label: String,
+    /// The tool that previewed it.
+    pub source: String,
+    /// The files it would change, relative to the workspace root.
+    #[serde(default)]
+    pub files: Vec<String>,
 }
 
 /// Where a run's final answer came from.
@@ -503,6 +519,11 @@ mod tests {
                 duration_ms: 9,
                 model_ms: 4,
                 tool_ms: 3,
+                pending: vec![PendingLeft {
+                    label: "rename foo".into(),
+                    source: "ast_edit".into(),
+                    files: vec!["a.rs".into()],
+                }],
             }),
             Event::CheckpointCreated(Checkpoint {
                 step: "3f2a".into(),
