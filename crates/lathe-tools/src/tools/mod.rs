@@ -15,6 +15,7 @@ mod search_walk;
 pub mod shell;
 pub mod suggest;
 pub mod text;
+pub mod update_memory;
 pub mod update_plan;
 pub mod write_file;
 
@@ -53,6 +54,7 @@ builtin_tools! {
     list_commands::ListCommandsTool,
     kill_command::KillCommandTool,
     update_plan::UpdatePlanTool,
+    update_memory::UpdateMemoryTool,
     resolve::ResolveTool,
 }
 
