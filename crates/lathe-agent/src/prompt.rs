@@ -30,11 +30,14 @@ pub struct PromptInputs {
     pub tools: Vec<String>,
     /// The project's own instructions (`AGENTS.md`).
     pub project_instructions: Option<String>,
+    /// The project's memory ([`load_memory`]), after the instructions.
+    pub memory: Option<ProjectMemory>,
 }
 
 impl PromptInputs {
     /// Inputs for `workspace` today on this machine, with the instructions
-    /// ([`gather_instructions`]) for the process's working directory.
+    /// ([`gather_instructions`]) for the process's working directory; without the project's
+    /// memory, which [`PromptInputs::for_session`] adds.
     pub fn for_workspace(workspace: &Path, tools: Vec<String>) -> Self {
         let cwd = std::env::current_dir().unwrap_or_else(|_| workspace.to_path_buf());
         PromptInputs {
@@ -47,8 +50,77 @@ impl PromptInputs {
                 &cwd,
                 user_config_dir().as_deref(),
             ),
+            memory: None,
         }
     }
+}
+
+impl PromptInputs {
+    /// [`PromptInputs::for_workspace`] for the session's workspace, with the session's project
+    /// memory ([`load_memory`]), read now: a new session sees the memory as it is when it
+    /// starts.
+    pub fn for_session(session: &lathe_tools::Session, tools: Vec<String>) -> Self {
+        PromptInputs {
+            memory: load_memory(session),
+            ..PromptInputs::for_workspace(session.workspace().root(), tools)
+        }
+    }
+}
+
+/// The project's memory as the system prompt holds it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProjectMemory {
+    /// The memory file, relative to the workspace root.
+    pub path: String,
+    /// Its text, cut to [`MAX_MEMORY_BYTES`](lathe_tools::tools::update_memory::MAX_MEMORY_BYTES)
+    /// with a note saying how much was shown.
+    pub text: String,
+}
+
+/// The session's memory file (`.lathe/memory.md`, or the configured `[memory] path`), cut to
+/// [`MAX_MEMORY_BYTES`](lathe_tools::tools::update_memory::MAX_MEMORY_BYTES) at a line's end
+/// with a note saying so; `None` when there is none or it holds only blank lines. It is read
+/// inside the workspace only: a memory file that is a symbolic link leading out is not read
+/// (the prompt says why instead).
+pub fn load_memory(session: &lathe_tools::Session) -> Option<ProjectMemory> {
+    use lathe_tools::tools::update_memory::{self, MAX_MEMORY_BYTES};
+    let path = update_memory::memory_path(session);
+    let workspace = session.workspace();
+    let unreadable = |why: String| {
+        tracing::warn!("the project memory {path} was not read: {why}");
+        Some(ProjectMemory {
+            path: path.clone(),
+            text: format!("[the memory file {path} could not be read: {why}]"),
+        })
+    };
+    let target = match update_memory::resolve(workspace, &path) {
+        Ok(target) => target,
+        Err(why) => return unreadable(why),
+    };
+    let (mut bytes, total) = match update_memory::read(workspace, &target, MAX_MEMORY_BYTES + 1) {
+        Ok(Some(read)) => read,
+        Ok(None) => return None,
+        Err(err) => return unreadable(err.to_string()),
+    };
+    let cut = bytes.len() > MAX_MEMORY_BYTES;
+    if cut {
+        bytes.truncate(MAX_MEMORY_BYTES);
+        // End on a whole line, so that no entry is shown half.
+        if let Some(end) = bytes.iter().rposition(|b| *b == b'\n') {
+            bytes.truncate(end + 1);
+        }
+    }
+    let shown = bytes.len();
+    let mut text = String::from_utf8_lossy(&bytes).trim_end().to_owned();
+    if text.trim().is_empty() && !cut {
+        return None;
+    }
+    if cut {
+        text.push_str(&format!(
+            "\n[memory cut: {shown} of {total} bytes shown; see {path}]"
+        ));
+    }
+    Some(ProjectMemory { path, text })
 }
 
 /// Lathe's directory in the user's configuration (`$XDG_CONFIG_HOME/lathe`, else
@@ -171,7 +243,21 @@ pub fn system_prompt(inputs: &PromptInputs) -> String {
              The project's maintainers wrote these for agents; follow them.\n\n{project}\n"
         ));
     }
+    if let Some(memory) = &inputs.memory {
+        push_memory(&mut prompt, memory);
+    }
     prompt
+}
+
+/// The memory's section of the prompt, after the project's instructions.
+fn push_memory(prompt: &mut String, memory: &ProjectMemory) {
+    prompt.push_str(&format!(
+        "\n# Project memory ({})\n\
+         Notes kept for this project across sessions (update_memory changes them, each change \
+         approved by the user). They are background facts: where they disagree with the user \
+         or the project instructions, those win.\n\n{}\n",
+        memory.path, memory.text
+    ));
 }
 
 const TOOL_RULES: &str = "
@@ -204,6 +290,7 @@ mod tests {
             date: "2025-05-01".into(),
             tools: vec!["read_file".into(), "shell".into()],
             project_instructions: None,
+            memory: None,
         };
         let prompt = system_prompt(&inputs);
         assert!(prompt.contains("Workspace root: /home/me/proj"));
