@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
+use lathe_tools::ResolvedPath;
 use lathe_tools::Workspace;
 use lathe_tools::tools::update_memory::{self, MAX_MEMORY_BYTES, MemoryText};
-use lathe_tools::ResolvedPath;
 
 use crate::EXIT_FAILURE;
 use crate::cli::CommonArgs;
@@ -146,9 +146,7 @@ fn edit(memory: &Memory) -> anyhow::Result<ExitCode> {
         .status()
         .with_context(|| format!("cannot start the editor `{editor}`"))?;
     if !status.success() {
-        eprintln!(
-            "lathe: the editor `{editor}` exited with {status}; the memory was not changed"
-        );
+        eprintln!("lathe: the editor `{editor}` exited with {status}; the memory was not changed");
         return Ok(ExitCode::from(EXIT_FAILURE));
     }
     let edited = std::fs::read(&copy.path)

@@ -270,11 +270,7 @@ fn plan_update(input: &UpdateMemoryInput, session: &Session) -> Result<Plan, Too
     let (new, summary) = match input.action {
         MemoryAction::Add => {
             let entry = needs_entry("add what")?;
-            let same = memory
-                .entries()
-                .iter()
-                .position(|e| clean_entry(&e.text).as_deref() == Ok(entry.as_str()));
-            if let Some(index) = same {
+            if let Some(index) = memory.position(&entry) {
                 return Err(refuse(format!(
                     "the memory already holds this as entry {}; nothing was changed",
                     index + 1

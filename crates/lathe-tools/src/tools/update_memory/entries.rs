@@ -118,10 +118,10 @@ impl MemoryText {
             return Ok(index);
         }
         let lower = wanted.to_lowercase();
-        let tries: [&dyn Fn(&String) -> bool; 2] = [
-            &|t: &String| t.contains(&wanted),
-            &|t: &String| t.to_lowercase().contains(&lower),
-        ];
+        let tries: [&dyn Fn(&String) -> bool; 2] =
+            [&|t: &String| t.contains(&wanted), &|t: &String| {
+                t.to_lowercase().contains(&lower)
+            }];
         for matches in tries {
             let found: Vec<usize> = (0..texts.len()).filter(|i| matches(&texts[*i])).collect();
             match found.as_slice() {
@@ -143,6 +143,14 @@ impl MemoryText {
             one_line(which.trim(), 80),
             self.listing(None)
         ))
+    }
+
+    /// The entry whose text is `text` (compared as [`MemoryText::find`] compares whole texts).
+    pub fn position(&self, text: &str) -> Option<usize> {
+        let wanted = normalize(text);
+        self.entries
+            .iter()
+            .position(|e| normalize(&e.text) == wanted)
     }
 
     /// The entries as a numbered list (only `only`, when given), each cut to one short line.
@@ -261,19 +269,36 @@ mod tests {
         assert_eq!(memory.find("- Use tabs."), Ok(0));
         assert_eq!(memory.find("make CHECK"), Ok(1));
         let err = memory.find("4").unwrap_err();
-        assert!(err.contains("there is no entry 4: the memory has 3 entries"), "{err}");
+        assert!(
+            err.contains("there is no entry 4: the memory has 3 entries"),
+            "{err}"
+        );
         let err = memory.find("nothing like it").unwrap_err();
-        assert!(err.contains("1. Use tabs.\n2. Run `make check` before pushing."), "{err}");
+        assert!(
+            err.contains("1. Use tabs.\n2. Run `make check` before pushing."),
+            "{err}"
+        );
         let err = memory.find("s").unwrap_err();
         assert!(err.contains("is in 3 entries"), "{err}");
     }
 
     #[test]
     fn entries_are_cleaned_and_capped() {
-        assert_eq!(clean_entry("  - Use tabs.  \n\n  really\n").unwrap(), "Use tabs.\nreally");
+        assert_eq!(
+            clean_entry("  - Use tabs.  \n\n  really\n").unwrap(),
+            "Use tabs.\nreally"
+        );
         assert!(clean_entry(" \n ").unwrap_err().contains("empty"));
-        assert!(clean_entry("a\u{1b}[31m").unwrap_err().contains("control character"));
+        assert!(
+            clean_entry("a\u{1b}[31m")
+                .unwrap_err()
+                .contains("control character")
+        );
         let long = "x".repeat(MAX_ENTRY_CHARS + 1);
-        assert!(clean_entry(&long).unwrap_err().contains("more than the 1000"));
+        assert!(
+            clean_entry(&long)
+                .unwrap_err()
+                .contains("more than the 1000")
+        );
     }
 }
