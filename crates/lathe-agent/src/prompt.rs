@@ -380,6 +380,76 @@ mod tests {
         assert_eq!(text, "Repo rules.");
     }
 
+    fn memory_session(dir: &Path) -> std::sync::Arc<lathe_tools::Session> {
+        let ws = dir.join("ws");
+        std::fs::create_dir_all(ws.join(".lathe")).unwrap();
+        let workspace = lathe_tools::Workspace::new(&ws).unwrap();
+        lathe_tools::Session::new(workspace, Default::default(), dir.join("state")).unwrap()
+    }
+
+    #[test]
+    fn the_memory_follows_the_project_instructions() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = memory_session(dir.path());
+        let ws = session.workspace().root().to_path_buf();
+        assert_eq!(load_memory(&session), None, "no file");
+        std::fs::write(ws.join(".lathe/memory.md"), "\n  \n").unwrap();
+        assert_eq!(load_memory(&session), None, "only blank lines");
+        std::fs::write(ws.join(".lathe/memory.md"), "- Use tabs.\n").unwrap();
+        std::fs::write(ws.join("AGENTS.md"), "Run make check.\n").unwrap();
+        let inputs = PromptInputs::for_session(&session, vec![]);
+        let prompt = system_prompt(&inputs);
+        let agents = prompt.find("Run make check.").expect("AGENTS.md");
+        let heading = prompt
+            .find("# Project memory (.lathe/memory.md)")
+            .expect("the heading");
+        let entry = prompt.find("- Use tabs.").expect("the entry");
+        assert!(agents < heading && heading < entry, "{prompt}");
+    }
+
+    #[test]
+    fn a_large_memory_is_cut_at_a_line_with_a_note() {
+        use lathe_tools::tools::update_memory::MAX_MEMORY_BYTES;
+        let dir = tempfile::tempdir().unwrap();
+        let session = memory_session(dir.path());
+        let ws = session.workspace().root().to_path_buf();
+        let text: String = (0..MAX_MEMORY_BYTES / 50 + 10)
+            .map(|i| format!("- entry {i:04} {}\n", "é".repeat(18)))
+            .collect();
+        std::fs::write(ws.join(".lathe/memory.md"), &text).unwrap();
+        let memory = load_memory(&session).unwrap();
+        let (shown, note) = memory.text.rsplit_once('\n').unwrap();
+        assert!(text.starts_with(&format!("{shown}\n")), "whole lines only");
+        assert_eq!(
+            note,
+            format!(
+                "[memory cut: {} of {} bytes shown; see .lathe/memory.md]",
+                shown.len() + 1,
+                text.len()
+            )
+        );
+        assert!(shown.len() < MAX_MEMORY_BYTES);
+    }
+
+    #[test]
+    fn a_memory_file_leading_out_of_the_workspace_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = memory_session(dir.path());
+        let ws = session.workspace().root().to_path_buf();
+        std::fs::write(dir.path().join("secret"), "TOKEN=x\n").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("secret"), ws.join(".lathe/memory.md"))
+            .unwrap();
+        let memory = load_memory(&session).unwrap();
+        assert!(!memory.text.contains("TOKEN"), "{}", memory.text);
+        assert!(
+            memory
+                .text
+                .starts_with("[the memory file .lathe/memory.md could not be read:"),
+            "{}",
+            memory.text
+        );
+    }
+
     #[test]
     fn today_looks_like_a_date() {
         let date = today();
