@@ -437,8 +437,7 @@ mod tests {
         let session = memory_session(dir.path());
         let ws = session.workspace().root().to_path_buf();
         std::fs::write(dir.path().join("secret"), "TOKEN=x\n").unwrap();
-        std::os::unix::fs::symlink(dir.path().join("secret"), ws.join(".lathe/memory.md"))
-            .unwrap();
+        std::os::unix::fs::symlink(dir.path().join("secret"), ws.join(".lathe/memory.md")).unwrap();
         let memory = load_memory(&session).unwrap();
         assert!(!memory.text.contains("TOKEN"), "{}", memory.text);
         assert!(
