@@ -136,6 +136,16 @@ mod tests {
             ("command_output", json!({"id": 3}), "command_output 3"),
             ("kill_command", json!({"id": "cmd-3"}), "kill_command cmd-3"),
             ("list_commands", json!({}), "list_commands"),
+            (
+                "update_memory",
+                json!({"action": "add", "entry": "Use tabs.\nAlways."}),
+                "update_memory add Use tabs. Always.",
+            ),
+            (
+                "update_memory",
+                json!({"action": "remove", "entry": "3"}),
+                "update_memory remove 3",
+            ),
         ];
         for (name, arguments, title) in rows {
             let call = registry
