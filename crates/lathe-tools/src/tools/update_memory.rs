@@ -196,12 +196,8 @@ impl Tool for UpdateMemoryTool {
             MemoryAction::Remove => ("remove", input.old.as_deref().or(input.entry.as_deref())),
         };
         let subject = subject.map(|s| text::one_line(&s.replace('\n', " "), 60));
-        text::title(
-            Self::NAME,
-            &format!("{verb} {}", subject.unwrap_or_default())
-                .trim_end()
-                .to_owned(),
-        )
+        let subject = format!("{verb} {}", subject.unwrap_or_default());
+        text::title(Self::NAME, subject.trim_end())
     }
 
     fn plan(&self, input: &Self::Input, session: &Session) -> Option<Result<Plan, ToolOutput>> {
