@@ -20,6 +20,7 @@ mod file_escapes;
 mod file_plan;
 mod file_props;
 mod file_tools;
+mod memory;
 mod pending;
 mod registry;
 mod search_cancel;

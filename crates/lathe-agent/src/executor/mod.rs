@@ -196,7 +196,8 @@ struct TurnMark {
 }
 
 impl Executor {
-    /// An executor with a fresh system prompt for the runner's workspace (with its `AGENTS.md`).
+    /// An executor with a fresh system prompt for the runner's workspace (with its `AGENTS.md`
+    /// and the project's memory, read now).
     pub fn new(
         provider: Arc<dyn Provider>,
         runner: Arc<ToolRunner>,
@@ -211,10 +212,7 @@ impl Executor {
             Value::Array(tools) => tools,
             _ => Vec::new(),
         };
-        let prompt = system_prompt(&PromptInputs::for_workspace(
-            runner.session().workspace().root(),
-            names,
-        ));
+        let prompt = system_prompt(&PromptInputs::for_session(runner.session(), names));
         let window = config
             .context_window
             .unwrap_or(u64::from(config.options.num_ctx));
