@@ -616,37 +616,64 @@ fn put_back(
         turns,
         ..Restored::default()
     };
-    let mut todo = Vec::new();
+    let (mut removals, mut writes, mut deferred) = (Vec::new(), Vec::new(), Vec::new());
     for change in changes {
         let state = now.get(&change.path).cloned().unwrap_or(Entry::Other);
         if restore::same(&state, &change.target) {
             continue;
         }
         if !restore::same(&state, &change.expected) && force == Force::No {
-            report.conflicts.push(change.path);
+            if state == Entry::Other && change.expected == Entry::Absent {
+                // A directory where the turn removed a file, and made the directory: its files
+                // are among those taken away first; if it is gone then, the file comes back.
+                deferred.push(change);
+            } else {
+                report.conflicts.push(change.path);
+            }
             continue;
         }
-        todo.push(change);
+        match change.target {
+            Entry::Absent | Entry::Other => removals.push(change),
+            Entry::Present { .. } => writes.push(change),
+        }
     }
-    if todo.is_empty() {
+    if removals.is_empty() && writes.is_empty() && deferred.is_empty() {
         return Ok(Ok(report));
     }
-    let todo_paths: Vec<&Path> = todo.iter().map(|c| c.path.as_path()).collect();
+    let todo_paths: Vec<&Path> = [&removals, &writes, &deferred]
+        .into_iter()
+        .flatten()
+        .map(|c| c.path.as_path())
+        .collect();
     let overlay = shadow.overlay(base, &todo_paths)?;
     let before = overlay.tree()?;
+    // Removals first: a file that was a directory's place comes back once the directory's
+    // files are gone, and a directory that was a file's place is made once the file is.
     let mut removed = Vec::new();
-    for change in todo {
+    for change in removals {
         match restore::apply(&shadow.git, &change) {
             Ok(()) => {
-                if change.target == Entry::Absent {
-                    removed.push(change.path.clone());
-                }
+                removed.push(change.path.clone());
                 report.restored.push(change.path);
             }
             Err(err) => report.failed.push((change.path, err.to_string())),
         }
     }
     restore::prune_empty_parents(&shadow.git.work_tree, &removed);
+    for change in deferred {
+        match std::fs::symlink_metadata(shadow.git.work_tree.join(&change.path)) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => writes.push(change),
+            _ => report.conflicts.push(change.path),
+        }
+    }
+    for change in writes {
+        match restore::apply(&shadow.git, &change) {
+            Ok(()) => report.restored.push(change.path),
+            Err(err) => report.failed.push((change.path, err.to_string())),
+        }
+    }
+    report.restored.sort();
+    report.conflicts.sort();
     let after = overlay.tree()?;
     if after != before {
         report.step = Some(shadow.record(&NewStep {

@@ -577,12 +577,29 @@ impl Shadow {
 }
 
 impl Overlay {
-    /// The base with the paths as they are on disk now.
+    /// The base with the paths as they are on disk now. A path that is a directory now holds
+    /// no file: its entry is taken out (git would refuse to add a directory).
     pub(crate) fn tree(&self) -> Result<String> {
-        self.git.run_with_input(
-            ["update-index", "-z", "--add", "--remove", "--stdin"],
-            Some(&self.paths),
-        )?;
+        let (mut files, mut dirs) = (Vec::new(), Vec::new());
+        for path in split_nul(&self.paths) {
+            let full = self.git.work_tree.join(path_of(path));
+            match std::fs::symlink_metadata(full) {
+                Ok(meta) if meta.is_dir() => push(&mut dirs, path),
+                _ => push(&mut files, path),
+            }
+        }
+        if !dirs.is_empty() {
+            self.git.run_with_input(
+                ["update-index", "-z", "--force-remove", "--stdin"],
+                Some(&dirs),
+            )?;
+        }
+        if !files.is_empty() {
+            self.git.run_with_input(
+                ["update-index", "-z", "--add", "--remove", "--replace", "--stdin"],
+                Some(&files),
+            )?;
+        }
         Ok(trimmed(self.git.run(["write-tree"])?))
     }
 }
