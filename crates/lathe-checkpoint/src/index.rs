@@ -22,6 +22,18 @@ pub(crate) struct Stat {
 }
 
 impl Stat {
+    /// Whether `other` differs from this only in the nanoseconds of its times: a change git
+    /// built without `USE_NSEC` does not see (it compares whole seconds), so it would keep the
+    /// old entry unless the entry is taken out first.
+    pub(crate) fn differs_below_seconds(&self, other: &Stat) -> bool {
+        self != other
+            && self.ctime.0 == other.ctime.0
+            && self.mtime.0 == other.mtime.0
+            && self.ino == other.ino
+            && self.size == other.size
+            && self.mode == other.mode
+    }
+
     /// A file's `lstat` data as git records it; `None` for what git does not track (a
     /// directory, a socket, a FIFO).
     pub(crate) fn of(meta: &std::fs::Metadata) -> Option<Stat> {
@@ -63,15 +75,18 @@ pub(crate) struct Index {
     pub(crate) entries: Vec<Entry>,
     /// The index file's own modification time (seconds, nanoseconds): an entry whose file was
     /// modified at or after it is *racy* (changed within the same tick as it was hashed, its
-    /// stat data can match while its bytes differ), and must be hashed again.
+    /// stat data can match while its bytes differ), and must be hashed again
+    /// ([`Index::is_racy`]).
     pub(crate) mtime: (i64, i64),
 }
 
 impl Index {
-    /// Whether stat data recorded in this index can be trusted for `stat`: its file was last
-    /// modified strictly before the index was written.
-    pub(crate) fn is_racy(&self, mtime: (i64, i64)) -> bool {
-        mtime >= self.mtime
+    /// Whether an entry whose file was last modified at `mtime_seconds` is racy: modified in
+    /// the second the index was written, or later. Whole seconds, as git compares them when
+    /// built without `USE_NSEC` (Debian's is): then `git update-index` hashes such a file
+    /// again, and so it must be given to it.
+    pub(crate) fn is_racy(&self, mtime_seconds: u32) -> bool {
+        i64::from(mtime_seconds) >= self.mtime.0
     }
 }
 

@@ -189,11 +189,14 @@ impl Shadow {
             match (files.get(i), entries.get(j)) {
                 (None, None) => break,
                 (Some((path, stat)), Some(entry)) if *path == entry.path => {
-                    let racy = index.is_some_and(|index| {
-                        index.is_racy((i64::from(stat.mtime.0), i64::from(stat.mtime.1)))
-                    });
+                    let racy = index.is_some_and(|index| index.is_racy(stat.mtime.0));
                     if *stat != entry.stat || racy {
                         push(&mut changes.update, path);
+                    }
+                    if !racy && stat.differs_below_seconds(&entry.stat) {
+                        // Changed, and git would not see it (whole seconds): taken out first,
+                        // so that update-index hashes it anew.
+                        push(&mut changes.force, path);
                     }
                     i += 1;
                     j += 1;
@@ -596,7 +599,14 @@ impl Overlay {
         }
         if !files.is_empty() {
             self.git.run_with_input(
-                ["update-index", "-z", "--add", "--remove", "--replace", "--stdin"],
+                [
+                    "update-index",
+                    "-z",
+                    "--add",
+                    "--remove",
+                    "--replace",
+                    "--stdin",
+                ],
                 Some(&files),
             )?;
         }

@@ -3,5 +3,6 @@
 mod coverage;
 mod fallback;
 mod sessions;
+mod snapshot;
 mod support;
 mod turns;
