@@ -349,31 +349,7 @@ impl Checkpoints {
             Backend::Files(files) => return files.files(step),
             Backend::Git(shadow) => shadow,
         };
-        let out = shadow.git.run([
-            "diff-tree",
-            "-r",
-            "--no-renames",
-            "--numstat",
-            "-z",
-            step.before.as_str(),
-            step.after.as_str(),
-        ])?;
-        let mut files = Vec::new();
-        for record in crate::git::split_nul(&out) {
-            let text = String::from_utf8_lossy(record);
-            let mut fields = text.splitn(3, '\t');
-            let (Some(added), Some(removed), Some(path)) =
-                (fields.next(), fields.next(), fields.next())
-            else {
-                continue;
-            };
-            files.push(FileStat {
-                path: PathBuf::from(path),
-                added: added.parse().ok(),
-                removed: removed.parse().ok(),
-            });
-        }
-        Ok(files)
+        numstat(shadow, &step.before, &step.after)
     }
 
     /// The paths changed since the open turn began (the workspace as it is now).
@@ -690,6 +666,18 @@ fn put_back(
 
 /// Files and lines changed between two trees.
 fn stat(shadow: &Shadow, from: &str, to: &str) -> Result<DiffStat> {
+    let files = numstat(shadow, from, to)?;
+    Ok(DiffStat {
+        files: files.len(),
+        // Binary files count no lines.
+        added: files.iter().filter_map(|f| f.added).sum(),
+        removed: files.iter().filter_map(|f| f.removed).sum(),
+    })
+}
+
+/// Each file changed between two trees, with its line counts (`None` for a binary file), its
+/// path exactly as git has it (any bytes).
+fn numstat(shadow: &Shadow, from: &str, to: &str) -> Result<Vec<FileStat>> {
     let out = shadow.git.run([
         "diff-tree",
         "-r",
@@ -699,17 +687,21 @@ fn stat(shadow: &Shadow, from: &str, to: &str) -> Result<DiffStat> {
         from,
         to,
     ])?;
-    let mut stat = DiffStat::default();
+    let mut files = Vec::new();
+    // `ADDED\tREMOVED\tPATH`, NUL-terminated; a binary file counts `-`.
     for record in crate::git::split_nul(&out) {
-        let text = String::from_utf8_lossy(record);
-        let mut fields = text.split('\t');
-        let (Some(added), Some(removed)) = (fields.next(), fields.next()) else {
+        let mut fields = record.splitn(3, |b| *b == b'\t');
+        let (Some(added), Some(removed), Some(path)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
             continue;
         };
-        stat.files += 1;
-        // Binary files show `-`.
-        stat.added += added.parse::<u64>().unwrap_or(0);
-        stat.removed += removed.parse::<u64>().unwrap_or(0);
+        let count = |field: &[u8]| std::str::from_utf8(field).ok()?.parse().ok();
+        files.push(FileStat {
+            path: crate::git::path_of(path),
+            added: count(added),
+            removed: count(removed),
+        });
     }
-    Ok(stat)
+    Ok(files)
 }
