@@ -2,6 +2,7 @@
 
 mod coverage;
 mod fallback;
+mod restore;
 mod sessions;
 mod snapshot;
 mod support;
