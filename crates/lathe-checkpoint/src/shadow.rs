@@ -1,8 +1,10 @@
 //! The shadow repository: one per workspace in Lathe's data directory, one index file and one
-//! ref namespace per session. A snapshot is the tree of the work tree as git sees it (honouring
-//! `.gitignore` and `.ignore` at every level and the user's `.git/info/exclude`, as ripgrep does;
-//! not the global gitignore), without files over the size limit; a step is a pair of commits (the state before, the state after) on the session's
-//! ref `refs/lathe/<session>/head`.
+//! ref namespace per session. A snapshot is the tree of the work tree as the walk of
+//! `crate::walk` finds it (`.gitignore` and `.ignore` at every level and the user's
+//! `.git/info/exclude`, as ripgrep reads them; not the global gitignore), without files over
+//! the size limit; the session's index is its stat cache, read in-process, so that only changed
+//! files reach git. A step is a pair of commits (the state before, the state after) on the
+//! session's ref `refs/lathe/<session>/head`.
 
 use std::path::{Path, PathBuf};
 
@@ -41,6 +43,9 @@ impl Default for Gc {
         }
     }
 }
+
+/// An index of more entries than this is walked in parallel.
+const PARALLEL_WALK: usize = 4000;
 
 /// The index entries a snapshot changes, as `update-index -z --stdin` input.
 #[derive(Debug, Default)]
@@ -89,7 +94,7 @@ impl Shadow {
             search_path,
         };
         git.init()?;
-        let _ = std::fs::write(dir.join("workspace"), bytes_of(&workspace));
+        write_if_changed(&dir.join("workspace"), bytes_of(&workspace));
         let excluded = [&data_dir]
             .into_iter()
             .filter_map(|d| d.strip_prefix(&workspace).ok())
@@ -115,8 +120,13 @@ impl Shadow {
     pub(crate) fn snapshot(&self) -> Result<Snapshot> {
         self.write_attributes()?;
         self.seed_index();
-        let walked = self.rules.walk(false);
-        let (changes, rewrite) = match index::read(&self.git.index) {
+        let read = index::read(&self.git.index);
+        let large = match &read {
+            Read::Parsed(index) => index.entries.len() > PARALLEL_WALK,
+            Read::Missing | Read::Unsupported(_) => true,
+        };
+        let walked = self.rules.walk(false, large);
+        let (changes, rewrite) = match read {
             Read::Parsed(index) => (self.changes(&walked, Known::Index(&index)), false),
             Read::Missing => (self.changes(&walked, Known::Nothing), false),
             Read::Unsupported(why) => {
@@ -290,7 +300,7 @@ impl Shadow {
                 Uncovered::Ignored(_) => {}
             }
         }
-        let _ = std::fs::write(self.state_file("left-out"), text);
+        write_if_changed(&self.state_file("left-out"), text.as_bytes());
     }
 
     fn saved_left_out(&self) -> Option<Vec<Uncovered>> {
@@ -709,6 +719,16 @@ impl Meta {
         }
         meta
     }
+}
+
+/// Replaces a small state file's bytes unless they are the same already: truncating a file
+/// and writing it again can wait on the file system's journal (ext4 flushes a file replaced
+/// that way), milliseconds a snapshot of an unchanged tree must not pay.
+fn write_if_changed(path: &Path, bytes: &[u8]) {
+    if std::fs::read(path).is_ok_and(|old| old == bytes) {
+        return;
+    }
+    let _ = std::fs::write(path, bytes);
 }
 
 fn push(list: &mut Vec<u8>, path: &[u8]) {

@@ -44,8 +44,10 @@ struct Found {
 }
 
 impl Rules {
-    /// Walks the work tree (in parallel); `keep_seen` also lists every path yielded.
-    pub(crate) fn walk(&self, keep_seen: bool) -> Walked {
+    /// Walks the work tree; `keep_seen` also lists every path yielded. In parallel for a large
+    /// tree (`parallel`): on a small one, starting threads and their idle waits cost more
+    /// than they save.
+    pub(crate) fn walk(&self, keep_seen: bool, parallel: bool) -> Walked {
         let nested = Arc::new(Mutex::new(Vec::new()));
         let mut builder = WalkBuilder::new(&self.root);
         builder
@@ -60,48 +62,28 @@ impl Rules {
             .follow_links(false)
             .filter_entry(self.entry_filter(Some(nested.clone())));
         let out: Mutex<Vec<Found>> = Mutex::new(Vec::new());
-        let root = self.root.as_path();
-        let max = self.max_file_size;
-        builder.build_parallel().run(|| {
-            let mut guard = Guard {
-                found: Some(Found::default()),
-                out: &out,
-            };
-            Box::new(move |entry| {
-                let Ok(entry) = entry else {
-                    // Unreadable: not covered, as git would skip it too.
-                    return WalkState::Continue;
+        if parallel {
+            builder.build_parallel().run(|| {
+                let mut guard = Guard {
+                    found: Some(Found::default()),
+                    out: &out,
                 };
-                let found = guard.found.as_mut().expect("until dropped");
-                let Some(relative) = relative(root, entry.path()) else {
-                    return WalkState::Continue;
-                };
-                if entry.file_type().is_some_and(|t| t.is_dir()) {
-                    if keep_seen {
-                        found.seen.push(relative);
+                Box::new(move |entry| {
+                    if let Ok(entry) = entry {
+                        let found = guard.found.as_mut().expect("until dropped");
+                        self.visit(found, &entry, keep_seen);
                     }
-                    return WalkState::Continue;
-                }
-                let Ok(meta) = entry.metadata() else {
-                    return WalkState::Continue;
-                };
-                if keep_seen {
-                    found.seen.push(relative.clone());
-                }
-                let Some(stat) = Stat::of(&meta) else {
-                    return WalkState::Continue;
-                };
-                if meta.is_file() && meta.len() > max {
-                    found.uncovered.push(Uncovered::TooLarge {
-                        path: path_of(&relative),
-                        size: meta.len(),
-                    });
-                    return WalkState::Continue;
-                }
-                found.files.push((relative, stat));
-                WalkState::Continue
-            })
-        });
+                    WalkState::Continue
+                })
+            });
+        } else {
+            let mut found = Found::default();
+            // An unreadable entry is not covered, as git would skip it too.
+            for entry in builder.build().flatten() {
+                self.visit(&mut found, &entry, keep_seen);
+            }
+            out.lock().unwrap_or_else(|e| e.into_inner()).push(found);
+        }
         let mut walked = Walked::default();
         for found in out.into_inner().unwrap_or_else(|e| e.into_inner()) {
             walked.files.extend(found.files);
@@ -117,12 +99,42 @@ impl Rules {
         walked
     }
 
+    /// One entry the walk yielded.
+    fn visit(&self, found: &mut Found, entry: &DirEntry, keep_seen: bool) {
+        let Some(relative) = relative(&self.root, entry.path()) else {
+            return;
+        };
+        if entry.file_type().is_some_and(|t| t.is_dir()) {
+            if keep_seen {
+                found.seen.push(relative);
+            }
+            return;
+        }
+        let Ok(meta) = entry.metadata() else {
+            return;
+        };
+        if keep_seen {
+            found.seen.push(relative.clone());
+        }
+        let Some(stat) = Stat::of(&meta) else {
+            return;
+        };
+        if meta.is_file() && meta.len() > self.max_file_size {
+            found.uncovered.push(Uncovered::TooLarge {
+                path: path_of(&relative),
+                size: meta.len(),
+            });
+            return;
+        }
+        found.files.push((relative, stat));
+    }
+
     /// What the rules leave out of the work tree as ignored, directories collapsed (an ignored
     /// directory is listed, not its files): the paths a walk without ignore files yields and
     /// [`Rules::walk`] does not. Nested repositories, `.git`, Lathe's own directories and
     /// writes under way are not listed (they are never snapshotted, whatever the rules say).
     pub(crate) fn ignored(&self) -> Vec<Uncovered> {
-        let seen = self.walk(true).seen;
+        let seen = self.walk(true, false).seen;
         let ignored = Arc::new(Mutex::new(Vec::new()));
         let sink = ignored.clone();
         let root = self.root.clone();
