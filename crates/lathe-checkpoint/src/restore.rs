@@ -87,7 +87,8 @@ pub(crate) fn current(git: &Git, paths: &[&Path]) -> Result<BTreeMap<PathBuf, En
             },
             Ok(meta) if meta.is_file() => {
                 use std::os::unix::fs::PermissionsExt;
-                let mode = if meta.permissions().mode() & 0o111 != 0 {
+                // As git records it (and the snapshot's walk): the owner's exec bit decides.
+                let mode = if meta.permissions().mode() & 0o100 != 0 {
                     MODE_EXEC
                 } else {
                     MODE_FILE

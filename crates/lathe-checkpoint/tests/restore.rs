@@ -125,3 +125,22 @@ fn a_file_name_that_is_not_utf8_is_listed_exactly() {
     assert_eq!(files[0].path, name);
     assert_eq!((files[0].added, files[0].removed), (Some(2), Some(0)));
 }
+
+/// Git records a file as executable by its owner's exec bit alone: a file only its group may
+/// run is a plain file to the snapshot, and to the undo's check of what the turn left.
+#[test]
+fn a_file_only_its_group_may_run_is_undone_not_called_changed_since() {
+    use std::os::unix::fs::PermissionsExt;
+    let f = Fixture::new(&[("tool.sh", "#!/bin/sh\necho one\n")]);
+    std::fs::set_permissions(f.path("tool.sh"), std::fs::Permissions::from_mode(0o654)).unwrap();
+    let checkpoints = f.checkpoints("s1");
+    checkpoints.before_change(1).unwrap();
+    std::fs::write(f.path("tool.sh"), "#!/bin/sh\necho two\n").unwrap();
+    checkpoints.after_turn(1).unwrap().unwrap();
+    let undone = checkpoints
+        .undo(UndoTarget::Last, Force::No)
+        .unwrap()
+        .unwrap();
+    assert!(undone.conflicts.is_empty(), "{undone:?}");
+    assert_eq!(f.read("tool.sh"), b"#!/bin/sh\necho one\n");
+}
