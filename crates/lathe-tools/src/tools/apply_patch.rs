@@ -1,0 +1,3 @@
+//! `apply_patch` (work in progress).
+mod hunks;
+mod parse;
