@@ -15,6 +15,7 @@ mod agent_runner;
 mod agent_turns;
 mod parser_families;
 mod parser_fuzz;
+mod parser_patch;
 mod provider_errors;
 mod provider_ollama;
 mod provider_openai;
