@@ -10,6 +10,7 @@ mod common;
 
 mod agent_checkpoints;
 mod agent_executor;
+mod agent_patch;
 mod agent_repeats;
 mod agent_runner;
 mod agent_turns;

@@ -47,6 +47,7 @@ builtin_tools! {
     read_file::ReadFileTool,
     write_file::WriteFileTool,
     edit_file::EditFileTool,
+    apply_patch::ApplyPatchTool,
     list_files::ListFilesTool,
     shell::ShellTool,
     command_output::CommandOutputTool,

@@ -21,8 +21,8 @@
 //! `*** End Patch` (or `*** Begin Patch` before a file header), several `@@` anchors in a row
 //! (each found after the one before), unified-diff hunk headers (`@@ -12,7 +12,8 @@ fn f()`:
 //! the numbers are ignored, the text after them is the anchor), a first hunk without `@@`,
-//! `-` lines after `*** Delete File:` (the content being deleted), and blank lines between an
-//! added file's `+` lines (kept as empty lines).
+//! `-` lines after `*** Delete File:` (the content being deleted), blank lines between an
+//! added file's `+` lines (kept as empty lines), and git's `\ No newline at end of file`.
 
 /// The line that opens a patch.
 pub const BEGIN: &str = "*** Begin Patch";
@@ -457,8 +457,8 @@ impl Parser<'_> {
             let mut end_of_file = false;
             while self.at < self.end {
                 let line = self.lines[self.at];
-                let trimmed = line.trim();
-                if trimmed == END_OF_FILE {
+                // Exactly at the start of the line: indented, it is a context line.
+                if line.trim_end() == END_OF_FILE {
                     if lines.is_empty() {
                         return Err(error(
                             self.at + 1,
@@ -468,6 +468,11 @@ impl Parser<'_> {
                     end_of_file = true;
                     self.at += 1;
                     break;
+                }
+                if line.starts_with("\\ No newline") {
+                    // git's note after a line without a final newline: nothing to apply.
+                    self.at += 1;
+                    continue;
                 }
                 let parsed = match line.chars().next() {
                     None => HunkLine::Context(String::new()),
@@ -608,7 +613,7 @@ mod tests {
             format!("apply_patch <<\"PATCH\"\n{inner}\nPATCH"),
             format!("```diff\n{inner}\n```"),
             format!("\n\n  {}\n", inner.replace('\n', "\r\n")),
-            format!("*** Begin Patch \n*** Add File: a\n+hi\n  *** End Patch  "),
+            "*** Begin Patch \n*** Add File: a\n+hi\n  *** End Patch  ".to_owned(),
         ] {
             let patch = ok(&wrapped);
             assert_eq!(
@@ -645,7 +650,9 @@ mod tests {
         };
         assert_eq!(chunks[0].anchors, ["fn main() {"]);
         assert!(chunks[1].anchors.is_empty());
-        let patch = ok("*** Begin Patch\n*** Update File: a\n import x\n+import y\n*** End Patch");
+        let patch = ok(
+            "*** Begin Patch\n*** Update File: a\n import x\n+import y\n\\ No newline at end of file\n*** End Patch",
+        );
         let FileOp::Update { chunks, .. } = &patch.ops[0] else {
             panic!()
         };
