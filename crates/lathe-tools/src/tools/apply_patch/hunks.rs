@@ -162,7 +162,11 @@ impl HunkError {
                     } else {
                         after(*from)
                     },
-                    if *hunk > 0 { ", after the hunks before it" } else { "" },
+                    if *hunk > 0 {
+                        ", after the hunks before it"
+                    } else {
+                        ""
+                    },
                 );
                 for line in wanted.iter().take(MAX_WANTED_LINES) {
                     text.push_str("  ");
@@ -291,8 +295,7 @@ pub fn apply(text: &str, chunks: &[Chunk]) -> Result<Updated, HunkError> {
         let mut found = seek(&lines, &old, at, chunk.end_of_file);
         // A blank context line the model put at the end of a hunk stands for the end of the
         // file more often than for an empty line: retried without it.
-        while found.is_none() && matches!(ops.last(), Some(HunkLine::Context(t)) if t.is_empty())
-        {
+        while found.is_none() && matches!(ops.last(), Some(HunkLine::Context(t)) if t.is_empty()) {
             ops = &ops[..ops.len() - 1];
             let old: Vec<&str> = ops
                 .iter()
@@ -416,7 +419,10 @@ mod tests {
         let up = run(text, "@@ def g():\n-    x = 1\n+    x = 2");
         assert_eq!(up.text, "def f():\n    x = 1\ndef g():\n    x = 2\n");
         // Two hunks with the same lines: the second is found after the first.
-        let up = run(text, "@@\n-    x = 1\n+    x = 3\n@@\n-    x = 1\n+    x = 4");
+        let up = run(
+            text,
+            "@@\n-    x = 1\n+    x = 3\n@@\n-    x = 1\n+    x = 4",
+        );
         assert_eq!(up.text, "def f():\n    x = 3\ndef g():\n    x = 4\n");
         // Several anchors in a row.
         let text = "class A:\n  def f():\n    pass\nclass B:\n  def f():\n    pass\n";
@@ -436,7 +442,10 @@ mod tests {
         let up = run("x\nlast\nx\nlast\n", "@@\n-last\n+LAST\n*** End of File");
         assert_eq!(up.text, "x\nlast\nx\nLAST\n");
         // CRLF files keep CRLF, new lines too.
-        assert_eq!(run("a\r\nb\r\n", "@@\n a\n-b\n+c\n+d").text, "a\r\nc\r\nd\r\n");
+        assert_eq!(
+            run("a\r\nb\r\n", "@@\n a\n-b\n+c\n+d").text,
+            "a\r\nc\r\nd\r\n"
+        );
         // A last line without a newline, untouched, stays without one.
         assert_eq!(run("a\nb", "@@\n-a\n+A\n b").text, "A\nb");
         // A trailing blank context line that stands for the end of the file.

@@ -76,12 +76,21 @@ pub enum FileOp {
 }
 
 impl FileOp {
+    /// The patch line of its header.
+    pub fn line(&self) -> usize {
+        match self {
+            FileOp::Add { line, .. }
+            | FileOp::Delete { line, .. }
+            | FileOp::Update { line, .. } => *line,
+        }
+    }
+
     /// The path the operation starts from, as written.
     pub fn path(&self) -> &str {
         match self {
-            FileOp::Add { path, .. } | FileOp::Delete { path, .. } | FileOp::Update { path, .. } => {
-                path
-            }
+            FileOp::Add { path, .. }
+            | FileOp::Delete { path, .. }
+            | FileOp::Update { path, .. } => path,
         }
     }
 }
@@ -589,8 +598,10 @@ mod tests {
 
     #[test]
     fn several_hunks_anchors_and_end_of_file() {
-        let patch = ok("*** Begin Patch\n*** Update File: a.py\n@@ class A\n@@     def f(self):\n \
-             x = 1\n-y = 2\n+y = 3\n\n@@\n-last\n+LAST\n*** End of File\n*** End Patch");
+        let patch = ok(
+            "*** Begin Patch\n*** Update File: a.py\n@@ class A\n@@     def f(self):\n \
+             x = 1\n-y = 2\n+y = 3\n\n@@\n-last\n+LAST\n*** End of File\n*** End Patch",
+        );
         let FileOp::Update { chunks, .. } = &patch.ops[0] else {
             panic!()
         };
