@@ -183,13 +183,11 @@ impl Tool for ApplyPatchTool {
             message: "patch previewed; nothing written".to_owned(),
         });
         let mut preview = plan.output.clone();
-        let label = format!(
-            "apply_patch: {}",
-            plan.changes()
-                .map(|c| c.path.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        let paths: Vec<&str> = plan.changes().map(|c| c.path.as_str()).collect();
+        let label = match paths.len() {
+            n if n > 3 => format!("apply_patch: {} (+{} more)", paths[..3].join(", "), n - 3),
+            _ => format!("apply_patch: {}", paths.join(", ")),
+        };
         let details = preview.text.clone();
         let action =
             PendingAction::from_plan(label, Self::NAME, applied(plan)).with_details(details);
