@@ -68,6 +68,7 @@ pub mod provider;
 pub mod runner;
 pub mod sink;
 pub mod stream;
+pub mod subagent;
 pub mod text;
 
 pub use context::ContextWindow;

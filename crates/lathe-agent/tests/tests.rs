@@ -13,6 +13,7 @@ mod agent_executor;
 mod agent_plan;
 mod agent_repeats;
 mod agent_runner;
+mod agent_subagents;
 mod agent_turns;
 mod parser_families;
 mod parser_fuzz;

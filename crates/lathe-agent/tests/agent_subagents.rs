@@ -1,0 +1,636 @@
+//! Sub-agents (`spawn_agent`, `read_sub_agent`) in the agent loop, against the scripted model
+//! server over real HTTP: a parent and its children share one server, and each child's requests
+//! are told apart by the words it is opened with ("You are sub-agent sub-N").
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use lathe_agent::Agent;
+use lathe_agent::approval::{ApprovalDecision, ApprovalMode, ApprovalRequest, Approver};
+use lathe_agent::events::{Event, RunStatus, SubAgentState};
+use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, ToolProtocol, connect};
+use lathe_agent::sink::{EventSink, stored_history};
+use lathe_agent::subagent::{SubAgentConfig, transcript};
+use lathe_store::{NewSession, SessionId, Store};
+use lathe_testkit::{Part, Script, ScriptedServer, ollama, openai, processes_with};
+use lathe_tools::{Dispatcher, Gate, Registry, Session, ToolConfig, ToolContext, Workspace};
+
+const MODEL: &str = "qwen3:8b";
+
+#[derive(Clone, Copy, Debug)]
+enum Wire {
+    Ollama,
+    OpenAi,
+}
+
+impl Wire {
+    fn call(self, id: &str, name: &str, arguments: Value) -> lathe_testkit::Response {
+        match self {
+            Wire::Ollama => ollama::turn(MODEL).tool_call(name, arguments).done(),
+            Wire::OpenAi => openai::turn(MODEL)
+                .tool_call(0, id, name, &[&arguments.to_string()])
+                .finish("tool_calls")
+                .done(),
+        }
+    }
+
+    fn calls(self, calls: &[(&str, &str, Value)]) -> lathe_testkit::Response {
+        match self {
+            Wire::Ollama => {
+                let calls: Vec<(Option<&str>, &str, Value)> = calls
+                    .iter()
+                    .map(|(_, name, args)| (None, *name, args.clone()))
+                    .collect();
+                ollama::turn(MODEL).tool_calls(&calls).done()
+            }
+            Wire::OpenAi => {
+                let mut turn = openai::turn(MODEL);
+                for (i, (id, name, args)) in calls.iter().enumerate() {
+                    turn = turn.tool_call(i, id, name, &[&args.to_string()]);
+                }
+                turn.finish("tool_calls").done()
+            }
+        }
+    }
+
+    fn text(self, text: &str) -> lathe_testkit::Response {
+        match self {
+            Wire::Ollama => ollama::turn(MODEL).text(text).done(),
+            Wire::OpenAi => openai::turn(MODEL).text(text).finish("stop").done(),
+        }
+    }
+
+    fn kind(self) -> ProviderKind {
+        match self {
+            Wire::Ollama => ProviderKind::Ollama,
+            Wire::OpenAi => ProviderKind::OpenAi,
+        }
+    }
+
+    fn serve(self, script: Script) -> ScriptedServer {
+        let script = match self {
+            Wire::Ollama => script.ollama_models(&[MODEL], &["completion", "tools"]),
+            Wire::OpenAi => script.openai_models(&[MODEL]),
+        };
+        ScriptedServer::start(script).unwrap()
+    }
+}
+
+/// What a child's requests hold, and its parent's never do.
+fn child(n: u32) -> String {
+    format!("You are sub-agent sub-{n},")
+}
+
+/// A person at the parent's terminal: says no, with a reason, and remembers what was asked.
+#[derive(Default)]
+struct Person {
+    asked: Mutex<Vec<ApprovalRequest>>,
+}
+
+impl Approver for Person {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
+        self.asked.lock().unwrap().push(request.clone());
+        Box::pin(async {
+            ApprovalDecision::Deny {
+                message: Some("not that file".into()),
+            }
+        })
+    }
+}
+
+struct Run {
+    dir: tempfile::TempDir,
+    root: std::path::PathBuf,
+    server: ScriptedServer,
+    store: Store,
+    session: SessionId,
+    events: Arc<Mutex<Vec<Event>>>,
+    agent: Agent,
+    tools: Arc<Session>,
+}
+
+fn start(
+    wire: Wire,
+    script: Script,
+    mode: ApprovalMode,
+    approver: Option<Arc<dyn Approver>>,
+    config: SubAgentConfig,
+) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("notes.txt"), "hello\n").unwrap();
+    let server = wire.serve(script);
+    let provider = connect(
+        wire.kind(),
+        ProviderConfig::new(server.url()).retry(RetryPolicy::none()),
+    )
+    .unwrap();
+    let tools = Session::new(
+        Workspace::new(&root).unwrap(),
+        ToolConfig::default(),
+        dir.path().join("state"),
+    )
+    .unwrap();
+    let store = Store::open(dir.path().join("db/sessions.sqlite3")).unwrap();
+    let session = store
+        .create_session(NewSession {
+            workspace: root.clone(),
+            provider: "ollama".into(),
+            model: MODEL.into(),
+            approval: mode.to_string(),
+            ..NewSession::default()
+        })
+        .unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&events);
+    let sink = EventSink::new(
+        store.clone(),
+        session.clone(),
+        Arc::new(move |e: &Event| seen.lock().unwrap().push(e.clone())),
+    );
+    let mut builder = Agent::builder(provider, MODEL, Arc::clone(&tools))
+        .approval(mode)
+        .tool_protocol(ToolProtocol::Native)
+        .sink(sink)
+        .sub_agents(config);
+    if let Some(approver) = approver {
+        builder = builder.approver(approver);
+    }
+    Run {
+        root,
+        server,
+        store,
+        session,
+        events,
+        agent: builder.build().unwrap(),
+        tools,
+        dir,
+    }
+}
+
+/// Whether a request is a child's: its task opens with who it is.
+fn is_child(body: &Value) -> bool {
+    body["messages"][1]["content"]
+        .as_str()
+        .is_some_and(|c| c.starts_with("You are sub-agent sub-"))
+}
+
+/// The parent's chat requests (the children's left out), as sent.
+fn parent_bodies(server: &ScriptedServer) -> Vec<Value> {
+    server
+        .chat_bodies()
+        .into_iter()
+        .filter(|b| !is_child(b))
+        .collect()
+}
+
+/// `reply`, after a pause before its first byte.
+fn slow(mut reply: lathe_testkit::Response) -> lathe_testkit::Response {
+    reply.parts.insert(0, Part::DelayMs(500));
+    reply
+}
+
+/// The content of the first tool result in `body` that starts with `start`.
+fn tool_result_starting(body: &Value, start: &str) -> Option<String> {
+    body["messages"].as_array()?.iter().find_map(|m| {
+        let content = m["content"].as_str()?;
+        (m["role"] == "tool" && content.starts_with(start)).then(|| content.to_owned())
+    })
+}
+
+fn sub_agent_events(events: &[Event]) -> Vec<(String, SubAgentState, String)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::SubAgent(update) => Some((update.id.clone(), update.state, update.line.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Checks the `sub_agent_result` pair for `id` in `messages`: an assistant message whose one
+/// call is `sub_agent_result {"id": id}`, then at once the tool result holding `text`, in the
+/// wire's own shape. Returns whether the pair was there.
+fn has_pair(wire: Wire, messages: &[Value], id: &str, text: &str) -> bool {
+    let Some(at) = messages.iter().position(|m| {
+        m["role"] == "assistant"
+            && m["tool_calls"].as_array().is_some_and(|calls| {
+                calls.iter().any(|c| {
+                    c["function"]["name"] == "sub_agent_result"
+                        && match wire {
+                            // Ollama: arguments as an object; OpenAI: as a JSON string.
+                            Wire::Ollama => c["function"]["arguments"] == json!({"id": id}),
+                            Wire::OpenAi => {
+                                c["function"]["arguments"]
+                                    .as_str()
+                                    .and_then(|s| serde_json::from_str::<Value>(s).ok())
+                                    == Some(json!({"id": id}))
+                            }
+                        }
+                })
+            })
+    }) else {
+        return false;
+    };
+    let call = &messages[at]["tool_calls"].as_array().unwrap()[0];
+    assert_eq!(
+        messages[at]["tool_calls"].as_array().unwrap().len(),
+        1,
+        "one synthetic call per message: {:?}",
+        messages[at]
+    );
+    let result = &messages[at + 1];
+    assert_eq!(
+        result["role"], "tool",
+        "the result follows its call at once"
+    );
+    assert!(
+        result["content"].as_str().unwrap().contains(text),
+        "{result}"
+    );
+    if let Wire::OpenAi = wire {
+        assert_eq!(result["tool_call_id"], call["id"], "matched by id");
+        assert!(call["id"].as_str().is_some_and(|id| !id.is_empty()));
+    } else {
+        assert_eq!(result["tool_name"], "sub_agent_result");
+    }
+    true
+}
+
+async fn a_background_result_arrives_as_a_pair(wire: Wire) {
+    let script = Script::new()
+        .chat_when(&child(1), wire.text("There is one note: hello."))
+        .chat(wire.call(
+            "call_spawn",
+            "spawn_agent",
+            json!({"task": "count the notes", "background": true}),
+        ))
+        .chat(wire.text("Waiting for the helper."))
+        .chat(wire.text("The helper found one note."));
+    let mut run = start(
+        wire,
+        script,
+        ApprovalMode::Auto,
+        None,
+        SubAgentConfig::default(),
+    );
+    let outcome = run
+        .agent
+        .run("how many notes are there?", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
+
+    let bodies = parent_bodies(&run.server);
+    // The spawn call's own result says it started, with the id.
+    assert!(
+        tool_result_starting(&bodies[1], "sub-agent sub-1 started in the background").is_some(),
+        "{:#?}",
+        bodies[1]
+    );
+    // The pair is in the first request sent after the child ended, and in every later one,
+    // and the run ended only after the model read it.
+    let first = bodies
+        .iter()
+        .position(|b| {
+            has_pair(
+                wire,
+                b["messages"].as_array().unwrap(),
+                "sub-1",
+                "one note: hello",
+            )
+        })
+        .expect("no request carried the sub_agent_result pair");
+    for body in &bodies[first..] {
+        assert!(has_pair(
+            wire,
+            body["messages"].as_array().unwrap(),
+            "sub-1",
+            "one note: hello"
+        ));
+    }
+    assert!(first >= 1, "the pair came before the spawn call's result");
+    // The result is never a dangling message: nothing after the last request waits.
+    assert!(
+        run.agent
+            .executor()
+            .sub_agents()
+            .unwrap()
+            .take_results()
+            .is_empty()
+    );
+    // The child was stored as a session of its own, whose parent is this one.
+    let children = run.store.children(&run.session).unwrap();
+    assert_eq!(children.len(), 1);
+    assert!(
+        children[0]
+            .title
+            .as_deref()
+            .unwrap()
+            .contains("count the notes")
+    );
+}
+
+#[tokio::test]
+async fn a_background_result_arrives_as_a_pair_ollama() {
+    a_background_result_arrives_as_a_pair(Wire::Ollama).await;
+}
+
+#[tokio::test]
+async fn a_background_result_arrives_as_a_pair_openai() {
+    a_background_result_arrives_as_a_pair(Wire::OpenAi).await;
+}
+
+#[tokio::test]
+async fn a_foreground_child_answers_in_the_call_and_its_transcript_pages_like_read_file() {
+    let wire = Wire::Ollama;
+    let script = Script::new()
+        .chat_when("1\\thello", wire.text("notes.txt says hello (line 1)."))
+        .chat_when(
+            &child(1),
+            wire.call("c1", "read_file", json!({"path": "notes.txt"})),
+        )
+        .chat(wire.call(
+            "p1",
+            "spawn_agent",
+            json!({"task": "what do the notes say?"}),
+        ))
+        .chat(wire.call(
+            "p2",
+            "read_sub_agent",
+            json!({"id": "sub-1", "offset": 2, "limit": 3}),
+        ))
+        .chat(wire.text("The notes say hello."));
+    let mut run = start(
+        wire,
+        script,
+        ApprovalMode::Auto,
+        None,
+        SubAgentConfig::default(),
+    );
+    let outcome = run
+        .agent
+        .run("summarise the notes", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
+    assert_eq!(outcome.answer, "The notes say hello.");
+
+    let bodies = parent_bodies(&run.server);
+    assert_eq!(bodies.len(), 3, "{bodies:#?}");
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    let answer = messages.last().unwrap()["content"].as_str().unwrap();
+    assert!(
+        answer.starts_with("notes.txt says hello (line 1).\n\n(sub-agent sub-1, finished;"),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("read_sub_agent with id=\"sub-1\""),
+        "{answer}"
+    );
+    // An explore child had the read-only tools only, and no spawn_agent.
+    let child_body = run.server.chat_bodies().into_iter().find(is_child).unwrap();
+    let mut names: Vec<String> = child_body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["glob", "grep", "list_files", "read_file", "shell"]);
+
+    // read_sub_agent pages with read_file's rules: the same lines, numbers and note as
+    // read_file gives for a file holding the transcript.
+    let paged = bodies[2]["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let children = run.store.children(&run.session).unwrap();
+    let text = transcript(&stored_history(&run.store, &children[0].id).unwrap());
+    std::fs::write(run.root.join("transcript.txt"), &text).unwrap();
+    let dispatcher = Dispatcher::new(
+        Arc::new(Registry::builtin()),
+        Arc::new(Gate::new(ApprovalMode::Auto, &run.root)),
+    );
+    let read = |args: Value| {
+        let ctx = ToolContext::new(Arc::clone(&run.tools));
+        let dispatcher = &dispatcher;
+        async move {
+            dispatcher
+                .call(
+                    "read_file",
+                    args,
+                    &lathe_agent::approval::NonInteractive,
+                    ctx,
+                )
+                .await
+                .output
+                .text
+        }
+    };
+    let from_file = read(json!({"path": "transcript.txt", "offset": 2, "limit": 3})).await;
+    assert!(
+        from_file.contains("call read_file with offset=5"),
+        "{from_file}"
+    );
+    assert_eq!(
+        paged,
+        from_file.replace("call read_file", "call read_sub_agent")
+    );
+    // Past the end: the same error, naming the transcript.
+    let past = read(json!({"path": "transcript.txt", "offset": 500})).await;
+    assert!(past.contains("is past the end of transcript.txt"), "{past}");
+
+    // Its progress reached the parent's events, one id throughout, ending finished.
+    let events = sub_agent_events(&run.events.lock().unwrap());
+    assert!(events.iter().all(|(id, _, _)| id == "sub-1"), "{events:?}");
+    assert!(
+        events
+            .iter()
+            .any(|(_, _, line)| line == "read_file notes.txt"),
+        "{events:?}"
+    );
+    assert_eq!(events.last().unwrap().1, SubAgentState::Finished);
+}
+
+#[tokio::test]
+async fn a_childs_approval_goes_to_the_parents_approver_labelled_and_a_denial_reaches_it() {
+    let wire = Wire::OpenAi;
+    let script = Script::new()
+        .chat_when(
+            "the user denied this: not that file",
+            wire.text("I was not allowed to write it."),
+        )
+        .chat_when(
+            &child(1),
+            wire.call(
+                "c1",
+                "write_file",
+                json!({"path": "out.txt", "content": "x\n"}),
+            ),
+        )
+        .chat(wire.call(
+            "p1",
+            "spawn_agent",
+            json!({"task": "write out.txt", "profile": "general"}),
+        ))
+        .chat(wire.text("The helper was not allowed."));
+    let person = Arc::new(Person::default());
+    let mut run = start(
+        wire,
+        script,
+        ApprovalMode::Ask,
+        Some(Arc::clone(&person) as Arc<dyn Approver>),
+        SubAgentConfig::default(),
+    );
+    let outcome = run
+        .agent
+        .run("make out.txt", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
+    let asked = person.asked.lock().unwrap();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0].tool, "write_file");
+    assert!(
+        asked[0]
+            .description
+            .starts_with("[sub-agent sub-1: write out.txt] write_file out.txt"),
+        "{}",
+        asked[0].description
+    );
+    assert!(!run.root.join("out.txt").exists());
+    // The child read the denial, and its answer reached the parent.
+    let bodies = parent_bodies(&run.server);
+    let last = bodies.last().unwrap()["messages"].as_array().unwrap();
+    let answer = last.last().unwrap()["content"].as_str().unwrap();
+    assert!(
+        answer.starts_with("I was not allowed to write it."),
+        "{answer}"
+    );
+}
+
+#[tokio::test]
+async fn at_most_one_runs_at_once_and_the_others_queue() {
+    let wire = Wire::Ollama;
+    let script = Script::new()
+        // Slow enough that sub-2 is spawned while sub-1 still runs.
+        .chat_when(&child(1), slow(wire.text("first done")))
+        .chat_when(&child(2), wire.text("second done"))
+        .chat(wire.calls(&[
+            (
+                "p1",
+                "spawn_agent",
+                json!({"task": "look at a", "background": true}),
+            ),
+            (
+                "p2",
+                "spawn_agent",
+                json!({"task": "look at b", "background": true}),
+            ),
+        ]))
+        .chat(wire.text("Waiting."))
+        .chat(wire.text("Both are done."));
+    let mut run = start(
+        wire,
+        script,
+        ApprovalMode::Auto,
+        None,
+        SubAgentConfig::default(),
+    );
+    let outcome = run
+        .agent
+        .run("look at a and b", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
+    let bodies = parent_bodies(&run.server);
+    assert!(
+        tool_result_starting(
+            &bodies[1],
+            "sub-agent sub-2 is queued behind sub-1 (at most 1 sub-agent run at once)"
+        )
+        .is_some(),
+        "{:#?}",
+        bodies[1]
+    );
+    let last = bodies.last().unwrap()["messages"].as_array().unwrap();
+    assert!(has_pair(wire, last, "sub-1", "first done"));
+    assert!(has_pair(wire, last, "sub-2", "second done"));
+    // sub-2 ran only once sub-1 had finished.
+    let events = sub_agent_events(&run.events.lock().unwrap());
+    let first_done = events
+        .iter()
+        .position(|(id, state, _)| id == "sub-1" && *state == SubAgentState::Finished)
+        .unwrap();
+    let second_runs = events
+        .iter()
+        .position(|(id, state, _)| id == "sub-2" && *state == SubAgentState::Running)
+        .unwrap();
+    assert!(first_done < second_runs, "{events:?}");
+    assert_eq!(
+        events
+            .iter()
+            .find(|(id, _, _)| id == "sub-2")
+            .map(|(_, state, _)| *state),
+        Some(SubAgentState::Queued)
+    );
+}
+
+#[tokio::test]
+async fn cancelling_the_parent_kills_the_childs_running_command() {
+    let wire = Wire::Ollama;
+    let marker = format!("sleep 1000.{}", std::process::id());
+    let script = Script::new()
+        .chat_when(
+            &child(1),
+            wire.call("c1", "shell", json!({"command": marker, "timeout": 3600})),
+        )
+        .chat(wire.call(
+            "p1",
+            "spawn_agent",
+            json!({"task": "wait a long time", "profile": "general"}),
+        ));
+    let mut run = start(
+        wire,
+        script,
+        ApprovalMode::Full,
+        None,
+        SubAgentConfig::default(),
+    );
+    let cancel = CancellationToken::new();
+    let stopper = cancel.clone();
+    let watched = marker.clone();
+    let watcher = tokio::spawn(async move {
+        // Stop the parent once the child's command runs.
+        for _ in 0..600 {
+            if !processes_with(&watched).is_empty() {
+                stopper.cancel();
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        stopper.cancel();
+        false
+    });
+    let outcome = run.agent.run("wait", &cancel).await;
+    assert!(watcher.await.unwrap(), "the child's command never started");
+    assert_eq!(outcome.status, RunStatus::Stopped, "{outcome:?}");
+    let mut left = processes_with(&marker);
+    for _ in 0..100 {
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        left = processes_with(&marker);
+    }
+    assert!(left.is_empty(), "left running: {left:?}");
+    let events = sub_agent_events(&run.events.lock().unwrap());
+    assert_eq!(
+        events.last().unwrap().1,
+        SubAgentState::Stopped,
+        "{events:?}"
+    );
+    drop(run.dir);
+}
