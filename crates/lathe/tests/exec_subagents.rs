@@ -1,0 +1,85 @@
+//! Sub-agents in `lathe exec`: a background child's progress in `--json` under its id, its
+//! result read by the parent as a `sub_agent_result` pair, and the tree of sessions in `lathe
+//! sessions list` and `show`.
+
+use serde_json::json;
+
+use lathe_testkit::Script;
+
+use crate::agent_harness::*;
+
+#[test]
+fn a_background_child_shows_in_json_events_and_in_the_session_tree() {
+    let script = Script::new()
+        .chat_when(
+            "You are sub-agent sub-1,",
+            reply().text("a.txt says alpha.").done(),
+        )
+        .chat(
+            reply()
+                .tool_call(
+                    "spawn_agent",
+                    json!({"task": "read a.txt", "background": true}),
+                )
+                .done(),
+        )
+        .chat(reply().text("Asked a helper.").done())
+        .chat(reply().text("It says alpha.").done());
+    let h = Harness::new(script);
+    h.write("a.txt", "alpha\n");
+    let output = h.exec("what does a.txt say?", &["--json", "--approval", "auto"]);
+    assert_exit(&output, 0);
+    let events = json_lines(&output);
+    let updates = of_type(&events, "sub_agent");
+    assert!(!updates.is_empty(), "{events:#?}");
+    assert!(updates.iter().all(|u| u["id"] == "sub-1"), "{updates:#?}");
+    assert_eq!(updates.last().unwrap()["state"], "finished");
+    let child_id = updates
+        .iter()
+        .find_map(|u| u["session_id"].as_str())
+        .expect("the child's session id")
+        .to_owned();
+    let parent_id = of_type(&events, "run_started")[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // The parent read the child's answer as a call and its result, before its last turn.
+    let bodies = h.bodies();
+    let last = messages(bodies.last().unwrap());
+    let at = last
+        .iter()
+        .position(|m| {
+            m["tool_calls"].as_array().is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["function"]["name"] == "sub_agent_result")
+            })
+        })
+        .expect("no sub_agent_result call");
+    assert_eq!(last[at + 1]["role"], "tool");
+    assert!(
+        last[at + 1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("a.txt says alpha."),
+        "{:?}",
+        last[at + 1]
+    );
+
+    let show = |id: &str| {
+        let shown = h.lathe().args(["sessions", "show", id]).output().unwrap();
+        assert_exit(&shown, 0);
+        stdout(&shown)
+    };
+    let parent = show(&parent_id);
+    assert!(parent.contains("\nsub-agents\n  └ "), "{parent}");
+    assert!(parent.contains(&child_id), "{parent}");
+    let child = show(&child_id);
+    assert!(
+        child.starts_with(&format!("sub-agent of session {parent_id}\n")),
+        "{child}"
+    );
+    let list = h.lathe().args(["sessions", "list"]).output().unwrap();
+    let list = stdout(&list);
+    assert!(list.contains(&format!("  └ {child_id}")), "{list}");
+}
