@@ -120,6 +120,18 @@ fn start(
     approver: Option<Arc<dyn Approver>>,
     config: SubAgentConfig,
 ) -> Run {
+    start_seeing(wire, script, mode, approver, config, Arc::default())
+}
+
+/// [`start`], the parent's events going to `events`.
+fn start_seeing(
+    wire: Wire,
+    script: Script,
+    mode: ApprovalMode,
+    approver: Option<Arc<dyn Approver>>,
+    config: SubAgentConfig,
+    events: Arc<Mutex<Vec<Event>>>,
+) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("ws");
     std::fs::create_dir(&root).unwrap();
@@ -146,7 +158,6 @@ fn start(
             ..NewSession::default()
         })
         .unwrap();
-    let events = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&events);
     let sink = EventSink::new(
         store.clone(),
@@ -633,4 +644,122 @@ async fn cancelling_the_parent_kills_the_childs_running_command() {
         "{events:?}"
     );
     drop(run.dir);
+}
+
+/// A person who answers only once the parent has ended its turn `turn` (they were away), then
+/// says no.
+struct Away {
+    events: Arc<Mutex<Vec<Event>>>,
+    turn: u32,
+}
+
+impl Approver for Away {
+    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
+        Box::pin(async move {
+            loop {
+                let done =
+                    self.events.lock().unwrap().iter().any(
+                        |e| matches!(e, Event::TurnFinished { turn, .. } if *turn == self.turn),
+                    );
+                if done {
+                    return ApprovalDecision::Deny { message: None };
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_parent_that_answers_while_a_child_runs_waits_and_reads_its_result_in_one_more_turn() {
+    let wire = Wire::Ollama;
+    let script = Script::new()
+        .chat_when("the user denied this", wire.text("Not allowed; one note."))
+        .chat_when(
+            &child(1),
+            wire.call(
+                "c1",
+                "write_file",
+                json!({"path": "count.txt", "content": "1\n"}),
+            ),
+        )
+        .chat(wire.call(
+            "p1",
+            "spawn_agent",
+            json!({"task": "count the notes", "profile": "general", "background": true}),
+        ))
+        .chat(wire.text("Waiting for the helper."))
+        .chat(wire.text("The helper found one note."));
+    let events: Arc<Mutex<Vec<Event>>> = Arc::default();
+    // The child's question is answered only after the parent's second turn (its "final"
+    // answer): the parent is certain to answer while the child still runs.
+    let away = Arc::new(Away {
+        events: Arc::clone(&events),
+        turn: 2,
+    });
+    let mut run = start_seeing(
+        wire,
+        script,
+        ApprovalMode::Ask,
+        Some(away as Arc<dyn Approver>),
+        SubAgentConfig::default(),
+        Arc::clone(&events),
+    );
+    let outcome = run
+        .agent
+        .run("how many notes?", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
+    assert_eq!(outcome.turns, 3, "one more turn for the result");
+    assert_eq!(outcome.answer, "The helper found one note.");
+    let bodies = parent_bodies(&run.server);
+    assert_eq!(bodies.len(), 3);
+    assert!(!has_pair(
+        wire,
+        bodies[1]["messages"].as_array().unwrap(),
+        "sub-1",
+        ""
+    ));
+    assert!(has_pair(
+        wire,
+        bodies[2]["messages"].as_array().unwrap(),
+        "sub-1",
+        "Not allowed; one note."
+    ));
+    let events = run.events.lock().unwrap();
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Notice { message }
+            if message.starts_with("waiting for 1 background sub-agent to finish"))),
+        "{events:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_child_at_its_turn_limit_says_it_did_not_finish() {
+    let wire = Wire::Ollama;
+    let script = Script::new()
+        .chat_when(
+            &child(1),
+            wire.call("c1", "read_file", json!({"path": "notes.txt"})),
+        )
+        .chat(wire.call("p1", "spawn_agent", json!({"task": "read the notes"})))
+        .chat(wire.text("The helper ran out of turns."));
+    let config = SubAgentConfig {
+        max_turns: 1,
+        ..SubAgentConfig::default()
+    };
+    let mut run = start(wire, script, ApprovalMode::Auto, None, config);
+    let outcome = run.agent.run("notes?", &CancellationToken::new()).await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
+    let bodies = parent_bodies(&run.server);
+    let result = bodies[1]["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        result.starts_with("sub-agent sub-1 did not finish: it reached its limit of 1 turns."),
+        "{result}"
+    );
+    let events = sub_agent_events(&run.events.lock().unwrap());
+    assert_eq!(events.last().unwrap().1, SubAgentState::Failed);
 }
