@@ -763,3 +763,58 @@ async fn a_child_at_its_turn_limit_says_it_did_not_finish() {
     let events = sub_agent_events(&run.events.lock().unwrap());
     assert_eq!(events.last().unwrap().1, SubAgentState::Failed);
 }
+
+#[tokio::test]
+async fn a_resumed_session_numbers_children_on_and_reads_the_earlier_ones_from_the_store() {
+    let wire = Wire::Ollama;
+    let script = Script::new()
+        .chat_when(&child(1), wire.text("first helper's answer"))
+        .chat_when(&child(2), wire.text("second helper's answer"))
+        .chat(wire.call("p1", "spawn_agent", json!({"task": "first task"})))
+        .chat(wire.text("First done."))
+        // The resumed session.
+        .chat(wire.calls(&[
+            ("p2", "spawn_agent", json!({"task": "second task"})),
+            ("p3", "read_sub_agent", json!({"id": "sub-1"})),
+        ]))
+        .chat(wire.text("Second done."));
+    let mut run = start(
+        wire,
+        script,
+        ApprovalMode::Auto,
+        None,
+        SubAgentConfig::default(),
+    );
+    let first = run.agent.run("one", &CancellationToken::new()).await;
+    assert_eq!(first.status, RunStatus::Finished, "{first:?}");
+    drop(run.agent);
+
+    // Another process goes on with the stored session.
+    let provider = connect(
+        wire.kind(),
+        ProviderConfig::new(run.server.url()).retry(RetryPolicy::none()),
+    )
+    .unwrap();
+    let sink = EventSink::new(
+        run.store.clone(),
+        run.session.clone(),
+        Arc::new(|_: &Event| {}),
+    );
+    let mut agent = Agent::builder(provider, MODEL, Arc::clone(&run.tools))
+        .approval(ApprovalMode::Auto)
+        .tool_protocol(ToolProtocol::Native)
+        .sink(sink)
+        .sub_agents(SubAgentConfig::default())
+        .build()
+        .unwrap();
+    agent.resume(stored_history(&run.store, &run.session).unwrap());
+    let second = agent.run("two", &CancellationToken::new()).await;
+    assert_eq!(second.status, RunStatus::Finished, "{second:?}");
+    let bodies = parent_bodies(&run.server);
+    let last = bodies.last().unwrap();
+    let spawned = tool_result_starting(last, "second helper's answer").unwrap();
+    assert!(spawned.contains("(sub-agent sub-2, finished;"), "{spawned}");
+    let earlier = tool_result_starting(last, "     1\t## user").unwrap();
+    assert!(earlier.contains("first helper's answer"), "{earlier}");
+    assert_eq!(run.store.children(&run.session).unwrap().len(), 2);
+}

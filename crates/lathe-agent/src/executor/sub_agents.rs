@@ -38,10 +38,12 @@ impl Executor {
             return;
         };
         for result in agents.take_results() {
+            // Unique in the stored session (a resumed one included): numbered by the message
+            // it is stored as.
+            let seq = self.sink.recorded_messages() + 1;
             let call = ToolCall {
-                // Unique in the session: a child's id is never reused.
                 id: Some(format!(
-                    "{SUB_AGENT_RESULT}_{}",
+                    "{SUB_AGENT_RESULT}_{seq}_{}",
                     result.id.replace('-', "_")
                 )),
                 name: SUB_AGENT_RESULT.to_owned(),

@@ -10,7 +10,7 @@ use lathe_store::NewSession;
 use lathe_tools::{Registry, Session, ToolConfig, Workspace};
 
 use super::tools::Profile;
-use super::{Inner, Record, SubAgentResult, lock, short_task};
+use super::{Inner, Record, SubAgentResult, child_title, lock, short_task};
 use crate::approval::{ApprovalDecision, ApprovalMode, ApprovalRequest, Approver};
 use crate::events::{Event, RunStatus, SubAgentState};
 use crate::executor::Executor;
@@ -222,7 +222,7 @@ impl Inner {
                     provider,
                     model: self.parent.config.model.clone(),
                     approval: mode.to_string(),
-                    title: Some(format!("[{id}] {}", short_task(task))),
+                    title: Some(child_title(id, task)),
                     parent: Some(of),
                     ..NewSession::default()
                 };

@@ -134,11 +134,13 @@ impl std::fmt::Debug for SubAgents {
 
 impl SubAgents {
     pub(crate) fn new(config: SubAgentConfig, parent: Parent) -> Self {
+        // A resumed session numbers its children on from those it had: an id is never reused.
+        let before = stored_children(&parent.sink).len();
         let inner = Arc::new(Inner {
             slots: Arc::new(Semaphore::new(config.max_running.max(1))),
             config,
             stop: Mutex::new(CancellationToken::new()),
-            next: AtomicU32::new(0),
+            next: AtomicU32::new(u32::try_from(before).unwrap_or(u32::MAX)),
             records: Mutex::new(Vec::new()),
             results: Mutex::new(Vec::new()),
             background: Mutex::new(Vec::new()),
@@ -256,6 +258,30 @@ impl Inner {
             .map(|r| r.id.clone())
             .collect()
     }
+}
+
+/// The stored sessions of the children of the parent's stored session (none when it is not
+/// stored), oldest first.
+fn stored_children(sink: &EventSink) -> Vec<lathe_store::Session> {
+    match (sink.store(), sink.session()) {
+        (Some(store), Some(parent)) => store.children(&parent).unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+/// The title a child's stored session gets: its id first, so that a resumed parent finds it.
+fn child_title(id: &str, task: &str) -> String {
+    format!("[{id}] {}", short_task(task))
+}
+
+/// The transcript of child `id` of an earlier process of the parent's session, from the store.
+fn stored_transcript(sink: &EventSink, id: &str) -> Option<String> {
+    let prefix = format!("[{id}] ");
+    let child = stored_children(sink)
+        .into_iter()
+        .find(|s| s.title.as_deref().is_some_and(|t| t.starts_with(&prefix)))?;
+    let history = crate::sink::stored_history(&sink.store()?, &child.id).ok()?;
+    Some(transcript(&history))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

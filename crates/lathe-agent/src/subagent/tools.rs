@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use lathe_tools::tools::read_file::{Pager, page_text};
 use lathe_tools::{Effect, Session, Tool, ToolContext, ToolKind, ToolOutput};
 
-use super::{Inner, SubAgents, lock, short_task};
+use super::{Inner, SubAgents, lock, short_task, stored_transcript};
 use crate::events::SubAgentState;
 
 /// The name of the synthetic call that carries a background sub-agent's result into the
@@ -299,6 +299,10 @@ impl Tool for ReadSubAgentTool {
         let id = input.id.trim();
         let records = lock(&self.agents.inner.records);
         let Some(record) = records.iter().find(|r| r.id == id) else {
+            // A child of an earlier process of this (resumed) session is read from the store.
+            if let Some(text) = stored_transcript(&self.agents.inner.parent.sink, id) {
+                return page(id, &text, input.offset, input.limit);
+            }
             let known: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
             return ToolOutput::error(if known.is_empty() {
                 format!("there is no sub-agent {id}: none was started in this session")
@@ -321,14 +325,19 @@ impl Tool for ReadSubAgentTool {
                 record.line
             ));
         };
-        let shown = format!("the transcript of sub-agent {id}");
-        let pager = Pager {
-            tool: Self::NAME,
-            what: "the transcript",
-        };
-        let mut output = page_text(transcript, &shown, pager, input.offset, input.limit);
-        // Lines of a transcript, not of a file in the workspace.
-        output.metadata.path = None;
-        output
+        page(id, transcript, input.offset, input.limit)
     }
+}
+
+/// `transcript` of child `id`, paged with `read_file`'s rules.
+fn page(id: &str, transcript: &str, offset: Option<i64>, limit: Option<i64>) -> ToolOutput {
+    let shown = format!("the transcript of sub-agent {id}");
+    let pager = Pager {
+        tool: ReadSubAgentTool::NAME,
+        what: "the transcript",
+    };
+    let mut output = page_text(transcript, &shown, pager, offset, limit);
+    // Lines of a transcript, not of a file in the workspace.
+    output.metadata.path = None;
+    output
 }
