@@ -818,3 +818,53 @@ async fn a_resumed_session_numbers_children_on_and_reads_the_earlier_ones_from_t
     assert!(earlier.contains("first helper's answer"), "{earlier}");
     assert_eq!(run.store.children(&run.session).unwrap().len(), 2);
 }
+
+#[tokio::test]
+async fn an_explore_child_runs_commands_that_read_and_is_refused_those_that_write() {
+    let wire = Wire::Ollama;
+    let script = Script::new()
+        .chat_when(
+            "denied by Lathe's policy",
+            wire.text("I could read but not write."),
+        )
+        .chat_when(
+            &child(1),
+            wire.calls(&[
+                ("c1", "shell", json!({"command": "cat notes.txt"})),
+                ("c2", "shell", json!({"command": "touch made.txt"})),
+            ]),
+        )
+        .chat(wire.call("p1", "spawn_agent", json!({"task": "look around"})))
+        .chat(wire.text("Done."));
+    // The parent may do anything; its explore child still only reads.
+    let mut run = start(
+        wire,
+        script,
+        ApprovalMode::Full,
+        None,
+        SubAgentConfig::default(),
+    );
+    let outcome = run.agent.run("look", &CancellationToken::new()).await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
+    assert!(!run.root.join("made.txt").exists());
+    let child_second = run
+        .server
+        .chat_bodies()
+        .into_iter()
+        .filter(is_child)
+        .nth(1)
+        .unwrap();
+    let results: Vec<String> = child_second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(results[0].contains("hello"), "{results:?}");
+    assert!(
+        results[1].starts_with("denied by Lathe's policy"),
+        "{results:?}"
+    );
+}

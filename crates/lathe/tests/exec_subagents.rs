@@ -83,3 +83,31 @@ fn a_background_child_shows_in_json_events_and_in_the_session_tree() {
     let list = stdout(&list);
     assert!(list.contains(&format!("  └ {child_id}")), "{list}");
 }
+
+#[test]
+fn piped_exec_shows_when_a_child_starts_and_how_it_ended() {
+    let script = Script::new()
+        .chat_when(
+            "You are sub-agent sub-1,",
+            reply().text("a.txt says alpha.").done(),
+        )
+        .chat(
+            reply()
+                .tool_call("spawn_agent", json!({"task": "read a.txt"}))
+                .done(),
+        )
+        .chat(reply().text("It says alpha.").done());
+    let h = Harness::new(script);
+    h.write("a.txt", "alpha\n");
+    let output = h.exec("what does a.txt say?", &["--approval", "auto"]);
+    assert_exit(&output, 0);
+    let shown = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(
+        shown.contains("sub-agent sub-1: started (read a.txt)\n"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("✓ sub-agent sub-1: finished (read a.txt)\n"),
+        "{shown}"
+    );
+}
