@@ -200,6 +200,14 @@ fn parent_bodies(server: &ScriptedServer) -> Vec<Value> {
         .collect()
 }
 
+/// The end of `run`; a run left waiting on a child nothing stopped fails the test (after a
+/// generous bound, so that it does not hang) rather than passing.
+async fn ended<T>(run: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("the run never ended: its child was not stopped")
+}
+
 /// `reply`, after a pause before its first byte.
 fn slow(mut reply: lathe_testkit::Response) -> lathe_testkit::Response {
     reply.parts.insert(0, Part::DelayMs(500));
@@ -625,7 +633,7 @@ async fn cancelling_the_parent_kills_the_childs_running_command() {
         stopper.cancel();
         false
     });
-    let outcome = run.agent.run("wait", &cancel).await;
+    let outcome = ended(run.agent.run("wait", &cancel)).await;
     assert!(watcher.await.unwrap(), "the child's command never started");
     assert_eq!(outcome.status, RunStatus::Stopped, "{outcome:?}");
     let mut left = processes_with(&marker);
@@ -867,4 +875,64 @@ async fn an_explore_child_runs_commands_that_read_and_is_refused_those_that_writ
         results[1].starts_with("denied by Lathe's policy"),
         "{results:?}"
     );
+}
+
+#[tokio::test]
+async fn the_parents_session_ending_stops_a_background_child_and_kills_its_command() {
+    let wire = Wire::Ollama;
+    let marker = format!("sleep 1000.{}1", std::process::id());
+    let script = Script::new()
+        .chat_when(
+            &child(1),
+            wire.call("c1", "shell", json!({"command": marker, "timeout": 3600})),
+        )
+        .chat(wire.call(
+            "p1",
+            "spawn_agent",
+            json!({"task": "wait a long time", "profile": "general", "background": true}),
+        ))
+        .chat(wire.text("Waiting for the helper."))
+        .chat(wire.text("The helper was stopped."));
+    let mut run = start(
+        wire,
+        script,
+        ApprovalMode::Full,
+        None,
+        SubAgentConfig::default(),
+    );
+    let tools = Arc::clone(&run.tools);
+    let watched = marker.clone();
+    let ender = tokio::spawn(async move {
+        for _ in 0..600 {
+            if !processes_with(&watched).is_empty() {
+                // The session ends (what exec does on SIGTERM, an MCP session closing).
+                tokio::task::spawn_blocking(move || tools.shutdown())
+                    .await
+                    .unwrap();
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    });
+    let outcome = ended(run.agent.run("wait", &CancellationToken::new())).await;
+    assert!(ender.await.unwrap(), "the child's command never started");
+    let mut left = processes_with(&marker);
+    for _ in 0..100 {
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        left = processes_with(&marker);
+    }
+    assert!(left.is_empty(), "left running: {left:?}");
+    // The parent read that its child was stopped, as a sub_agent_result.
+    assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
+    let bodies = parent_bodies(&run.server);
+    assert!(has_pair(
+        wire,
+        bodies.last().unwrap()["messages"].as_array().unwrap(),
+        "sub-1",
+        "sub-agent sub-1 was stopped before it finished"
+    ));
 }

@@ -472,6 +472,24 @@ mod tests {
     }
 
     #[test]
+    fn sub_agents_are_on_by_default_configurable_and_off_at_zero() {
+        let resolve_with = |toml_text: &str| {
+            resolve(&setup(toml_text), &ModelArgs::default(), |_| None)
+                .unwrap()
+                .sub_agents
+        };
+        assert_eq!(resolve_with(""), Some(SubAgentConfig::default()));
+        assert_eq!(
+            resolve_with("[agent]\nmax_sub_agents = 2\nsub_agent_max_turns = 5\n"),
+            Some(SubAgentConfig {
+                max_running: 2,
+                max_turns: 5
+            })
+        );
+        assert_eq!(resolve_with("[agent]\nmax_sub_agents = 0\n"), None);
+    }
+
+    #[test]
     fn flags_over_environment_over_files() {
         let setup = setup(
             "[model]\nname = \"file-model\"\nbase_url = \"http://file:1\"\ncontext_window = 8192\n[agent]\napproval = \"auto\"\nmax_turns = 7\n",
