@@ -344,6 +344,12 @@ impl AgentBuilder {
                         approver: Arc::clone(&approver),
                         session: Arc::clone(&self.tools),
                         sink: sink.clone(),
+                        hooks: self
+                            .checkpoints
+                            .iter()
+                            .map(|hook| Arc::clone(hook) as Arc<dyn Hook>)
+                            .chain(self.hooks.iter().cloned())
+                            .collect(),
                     },
                 );
                 let mut with_tools = (*registry).clone();

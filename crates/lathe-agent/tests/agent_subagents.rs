@@ -936,3 +936,98 @@ async fn the_parents_session_ending_stops_a_background_child_and_kills_its_comma
         "sub-agent sub-1 was stopped before it finished"
     ));
 }
+
+/// An audit log of the calls that ran, as a project's hook keeps one.
+#[derive(Default)]
+struct Audit {
+    titles: Mutex<Vec<String>>,
+}
+
+impl lathe_tools::Hook for Audit {
+    fn after(
+        &self,
+        call: &lathe_tools::CallInfo,
+        _outcome: &mut lathe_tools::Outcome,
+        _session: &Session,
+    ) {
+        self.titles.lock().unwrap().push(call.title.clone());
+    }
+}
+
+#[tokio::test]
+async fn a_general_childs_calls_pass_the_parents_hooks_and_its_changes_are_in_its_checkpoint() {
+    let wire = Wire::Ollama;
+    let script = Script::new()
+        .chat_when("\"tool_name\":\"write_file\"", wire.text("Wrote out.txt."))
+        .chat_when(
+            &child(1),
+            wire.call(
+                "c1",
+                "write_file",
+                json!({"path": "out.txt", "content": "from the child\n"}),
+            ),
+        )
+        .chat(wire.call(
+            "p1",
+            "spawn_agent",
+            json!({"task": "write out.txt", "profile": "general"}),
+        ))
+        .chat(wire.text("The helper wrote it."));
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    std::fs::create_dir(&root).unwrap();
+    let server = wire.serve(script);
+    let provider = connect(
+        wire.kind(),
+        ProviderConfig::new(server.url()).retry(RetryPolicy::none()),
+    )
+    .unwrap();
+    let tools = Session::new(
+        Workspace::new(&root).unwrap(),
+        ToolConfig::default(),
+        dir.path().join("state"),
+    )
+    .unwrap();
+    let checkpoints = Arc::new(
+        lathe_checkpoint::Checkpoints::builder(dir.path().join("data"), &root, "s1")
+            .build()
+            .unwrap(),
+    );
+    let events: Arc<Mutex<Vec<Event>>> = Arc::default();
+    let seen = Arc::clone(&events);
+    let audit = Arc::new(Audit::default());
+    let mut agent = Agent::builder(provider, MODEL, tools)
+        .approval(ApprovalMode::Auto)
+        .tool_protocol(ToolProtocol::Native)
+        .checkpoints(checkpoints)
+        .hook(Arc::clone(&audit) as Arc<dyn lathe_tools::Hook>)
+        .sink(EventSink::detached(Arc::new(move |e: &Event| {
+            seen.lock().unwrap().push(e.clone())
+        })))
+        .sub_agents(SubAgentConfig::default())
+        .build()
+        .unwrap();
+    let outcome = agent.run("make out.txt", &CancellationToken::new()).await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("out.txt")).unwrap(),
+        "from the child\n"
+    );
+    assert_eq!(outcome.report.checkpoints.len(), 1, "{:?}", outcome.report);
+    let created: Vec<_> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            Event::CheckpointCreated(c) => Some(c.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0].files[0].path, "out.txt");
+    // The child's call went through the parent's hooks, then the parent's own call ended.
+    let titles = audit.titles.lock().unwrap();
+    assert_eq!(titles.len(), 2, "{titles:?}");
+    assert!(titles[0].starts_with("write_file out.txt"), "{titles:?}");
+    assert!(titles[1].starts_with("spawn_agent"), "{titles:?}");
+}

@@ -7,7 +7,7 @@ use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 
 use lathe_store::NewSession;
-use lathe_tools::{Registry, Session, ToolConfig, Workspace};
+use lathe_tools::{Dispatcher, Registry, Session, ToolConfig, Workspace};
 
 use super::tools::Profile;
 use super::{Inner, Record, SubAgentResult, child_title, lock, short_task};
@@ -126,10 +126,13 @@ impl Inner {
             r.tools = Some(Arc::clone(&tools));
             r.session_id = sink.session().map(|s| s.as_str().to_owned());
         });
-        let runner = Arc::new(ToolRunner::new(
-            Arc::new(registry),
+        let mut dispatcher = Dispatcher::new(Arc::new(registry), gate);
+        for hook in &parent.hooks {
+            dispatcher = dispatcher.with_hook(Arc::clone(hook));
+        }
+        let runner = Arc::new(ToolRunner::with_dispatcher(
+            Arc::new(dispatcher),
             Arc::clone(&tools),
-            gate,
             approver,
         ));
         let mut config = parent.config.clone();

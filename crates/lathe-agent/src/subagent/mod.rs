@@ -85,6 +85,9 @@ pub(crate) struct Parent {
     pub(crate) approver: Arc<dyn Approver>,
     pub(crate) session: Arc<Session>,
     pub(crate) sink: EventSink,
+    /// The parent's hooks (its checkpoints first): a child's calls go through them too, so
+    /// that a child's changes are part of the parent's turn (`lathe undo` takes them back).
+    pub(crate) hooks: Vec<Arc<dyn lathe_tools::Hook>>,
 }
 
 /// One child, as the parent knows it.
