@@ -17,6 +17,7 @@ use crate::message::Message;
 use crate::provider::{ChatOptions, Provider, ToolProtocol};
 use crate::runner::ToolRunner;
 use crate::sink::EventSink;
+use crate::subagent::{Parent, SerializedApprover, SubAgentConfig, SubAgents};
 
 /// Why an [`AgentBuilder`] could not build.
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +62,7 @@ impl Agent {
             hooks: Vec::new(),
             checkpoints: None,
             turns_before: 0,
+            sub_agents: None,
         }
     }
 
@@ -138,6 +140,7 @@ pub struct AgentBuilder {
     hooks: Vec<Arc<dyn Hook>>,
     checkpoints: Option<Arc<CheckpointHook>>,
     turns_before: u32,
+    sub_agents: Option<SubAgentConfig>,
 }
 
 impl AgentBuilder {
@@ -292,6 +295,17 @@ impl AgentBuilder {
         self
     }
 
+    /// Lets the model hand tasks to sub-agents (`spawn_agent`, `read_sub_agent`; see
+    /// [`crate::subagent`]): children on the same provider and model, at most
+    /// `config.max_running` at once, their approval requests sent to this agent's
+    /// [`approver`](AgentBuilder::approver), labelled.
+    ///
+    /// By default, none: the model has no sub-agent tools.
+    pub fn sub_agents(mut self, config: SubAgentConfig) -> Self {
+        self.sub_agents = Some(config);
+        self
+    }
+
     /// The agent, with a fresh system prompt for the workspace (with its `AGENTS.md`).
     ///
     /// Fails when the gate cannot be made: a permission rule that does not parse.
@@ -312,6 +326,37 @@ impl AgentBuilder {
             .registry
             .unwrap_or_else(|| Arc::new(Registry::builtin()));
         let approver = self.approver.unwrap_or_else(|| Arc::new(NonInteractive));
+        let sink = self
+            .sink
+            .unwrap_or_else(|| EventSink::detached(Arc::new(|_: &Event| {})));
+        let (registry, approver, sub_agents) = match self.sub_agents {
+            None => (registry, approver, None),
+            Some(config) => {
+                // The parent and its children ask one approver, one request at a time.
+                let approver: Arc<dyn Approver> = Arc::new(SerializedApprover::new(approver));
+                let agents = SubAgents::new(
+                    config,
+                    Parent {
+                        provider: Arc::clone(&self.provider),
+                        config: self.config.clone(),
+                        registry: Arc::clone(&registry),
+                        gate: Arc::clone(&gate),
+                        approver: Arc::clone(&approver),
+                        session: Arc::clone(&self.tools),
+                        sink: sink.clone(),
+                        hooks: self
+                            .checkpoints
+                            .iter()
+                            .map(|hook| Arc::clone(hook) as Arc<dyn Hook>)
+                            .chain(self.hooks.iter().cloned())
+                            .collect(),
+                    },
+                );
+                let mut with_tools = (*registry).clone();
+                agents.register(&mut with_tools);
+                (Arc::new(with_tools), approver, Some(agents))
+            }
+        };
         let mut dispatcher = Dispatcher::new(registry, gate);
         if let Some(hook) = &self.checkpoints {
             dispatcher = dispatcher.with_hook(Arc::clone(hook) as Arc<dyn Hook>);
@@ -324,10 +369,8 @@ impl AgentBuilder {
             self.tools,
             approver,
         ));
-        let sink = self
-            .sink
-            .unwrap_or_else(|| EventSink::detached(Arc::new(|_: &Event| {})));
         let mut executor = Executor::new(self.provider, runner, sink, self.config);
+        executor.set_sub_agents(sub_agents);
         executor.set_checkpoints(self.checkpoints);
         executor.set_turns_before(self.turns_before);
         Ok(Agent { executor })

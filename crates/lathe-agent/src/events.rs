@@ -162,6 +162,9 @@ pub enum Event {
         /// Every step with its status; empty when the model cleared the plan.
         steps: Vec<lathe_tools::tools::update_plan::PlanStep>,
     },
+    /// A sub-agent (`spawn_agent`) was queued, started, took a step, or ended: one line for
+    /// humans that replaces the previous one for the same `id`.
+    SubAgent(SubAgentUpdate),
     /// Nothing has come from the model for a while (a model loading, a slow or stuck server):
     /// sent every few seconds of silence (5 by default), never more often.
     Waiting {
@@ -212,6 +215,48 @@ pub enum Event {
     /// The last event of a run, after [`Event::RunFinished`]: everything a caller needs to know
     /// about it in one object (`lathe exec --json` ends with it).
     RunResult(RunReport),
+}
+
+/// Where a sub-agent is, as its [`Event::SubAgent`] says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubAgentUpdate {
+    /// The sub-agent's id in its parent (`sub-1`): what `read_sub_agent` takes.
+    pub id: String,
+    /// The task it was given.
+    pub task: String,
+    /// Where it is.
+    pub state: SubAgentState,
+    /// For humans: its latest step (`turn 2`, `grep TODO`), or how it ended.
+    pub line: String,
+    /// Its own stored session (`lathe sessions show ID`), when sessions are stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+/// Where a sub-agent is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubAgentState {
+    /// Waiting for another sub-agent to finish (at most `max_sub_agents` run at once).
+    Queued,
+    /// Working.
+    Running,
+    /// Done; its answer went to the parent.
+    Finished,
+    /// Ended without finishing: an error, its turn limit; the parent read why.
+    Failed,
+    /// Stopped with its parent (Ctrl-C, the parent's run or session ending).
+    Stopped,
+}
+
+impl SubAgentState {
+    /// True once it has ended, one way or another.
+    pub fn ended(self) -> bool {
+        matches!(
+            self,
+            SubAgentState::Finished | SubAgentState::Failed | SubAgentState::Stopped
+        )
+    }
 }
 
 /// A turn's recorded change: the seed's `filesChanged` with its checkpoint.

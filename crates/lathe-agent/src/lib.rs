@@ -7,7 +7,8 @@
 //! resulting [`stream::AssistantTurn`] goes back into the history as a [`message::Message`].
 //! The [`executor::Executor`] loops over turns; its [`runner::ToolRunner`] runs each turn's
 //! calls past the [`approval::Gate`] and an [`approval::Approver`]; every step is an event that
-//! the [`sink::EventSink`] stores and then shows, through one writer thread.
+//! the [`sink::EventSink`] stores and then shows, through one writer thread. With
+//! [`AgentBuilder::sub_agents`], the model can hand tasks to child agents ([`subagent`]).
 //!
 //! # Putting an agent together
 //!
@@ -68,6 +69,7 @@ pub mod provider;
 pub mod runner;
 pub mod sink;
 pub mod stream;
+pub mod subagent;
 pub mod text;
 
 pub use context::ContextWindow;

@@ -14,6 +14,7 @@ mod agent_patch;
 mod agent_plan;
 mod agent_repeats;
 mod agent_runner;
+mod agent_subagents;
 mod agent_turns;
 mod parser_families;
 mod parser_fuzz;

@@ -225,6 +225,18 @@ impl Store {
             .collect::<rusqlite::Result<_>>()?;
         Ok(sessions)
     }
+
+    /// The sessions whose parent is `parent` (its sub-agents), oldest first.
+    pub fn children(&self, parent: &SessionId) -> Result<Vec<Session>> {
+        let conn = self.conn();
+        let sessions = conn
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM sessions WHERE parent_id = ?1 ORDER BY id"
+            ))?
+            .query_map(params![parent.as_str()], Session::from_row)?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(sessions)
+    }
 }
 
 #[cfg(test)]
@@ -252,6 +264,32 @@ mod tests {
                 [id],
             )
             .unwrap();
+    }
+
+    #[test]
+    fn children_are_the_sessions_that_name_the_parent_oldest_first() {
+        let store = Store::open_in_memory().unwrap();
+        let parent = store.create_session(new("/w")).unwrap();
+        let other = store.create_session(new("/w")).unwrap();
+        let child = |parent: &SessionId| {
+            store
+                .create_session(NewSession {
+                    parent: Some(parent.clone()),
+                    ..new("/w")
+                })
+                .unwrap()
+        };
+        let first = child(&parent);
+        let _elsewhere = child(&other);
+        let second = child(&parent);
+        let ids: Vec<SessionId> = store
+            .children(&parent)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(ids, [first.clone(), second]);
+        assert!(store.children(&first).unwrap().is_empty());
     }
 
     #[test]

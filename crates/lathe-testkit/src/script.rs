@@ -32,6 +32,13 @@ impl Script {
         self.route(Route::once(PathMatch::Chat, reply))
     }
 
+    /// Queues the reply for the next chat request whose body contains `text`; such routes are
+    /// tried in order with the others, so queue them before the unconditional ones they
+    /// should win over.
+    pub fn chat_when(self, text: &str, reply: impl Into<Reply>) -> Self {
+        self.route(Route::once(PathMatch::Chat, reply).when_body_contains(text))
+    }
+
     /// Answers every request to `path` (any method) with `reply`.
     pub fn always(self, path: &str, reply: impl Into<Reply>) -> Self {
         self.route(Route::always(PathMatch::Exact(path.to_string()), reply))
@@ -97,6 +104,10 @@ pub struct Route {
     /// Once or always.
     #[serde(default)]
     pub repeat: Repeat,
+    /// When set, the route answers only requests whose body contains this text (to tell
+    /// apart two agents sharing one server: a parent and its sub-agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_contains: Option<String>,
     /// What to answer.
     pub reply: Reply,
 }
@@ -108,6 +119,7 @@ impl Route {
             method: None,
             path,
             repeat: Repeat::Once,
+            body_contains: None,
             reply: reply.into(),
         }
     }
@@ -118,8 +130,15 @@ impl Route {
             method: None,
             path,
             repeat: Repeat::Always,
+            body_contains: None,
             reply: reply.into(),
         }
+    }
+
+    /// Restricts the route to requests whose body contains `text`.
+    pub fn when_body_contains(mut self, text: &str) -> Self {
+        self.body_contains = Some(text.to_owned());
+        self
     }
 
     /// Restricts the route to one method.

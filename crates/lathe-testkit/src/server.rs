@@ -274,6 +274,10 @@ fn choose(state: &mut State, request: &RecordedRequest) -> Reply {
                 .method
                 .as_deref()
                 .is_none_or(|m| m.eq_ignore_ascii_case(&request.method))
+            && route
+                .body_contains
+                .as_deref()
+                .is_none_or(|text| request.body_text().contains(text))
     };
     let once = state
         .routes

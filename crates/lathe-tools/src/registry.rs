@@ -233,8 +233,9 @@ pub enum RegistryError {
     BadName(String),
 }
 
-/// All the tools one session can call: the built-ins and any added at run time.
-#[derive(Default)]
+/// All the tools one session can call: the built-ins and any added at run time. Cloning is
+/// cheap (the tools are shared): a sub-agent's registry starts as a copy of its parent's.
+#[derive(Default, Clone)]
 pub struct Registry {
     entries: Vec<Arc<dyn DynTool>>,
     /// Names and aliases, each to its entry.

@@ -17,6 +17,7 @@ use lathe_agent::provider::{
     ChatOptions, DEFAULT_NUM_CTX, OllamaProvider, Provider, ProviderConfig, ProviderKind, Think,
     ToolProtocol, connect,
 };
+use lathe_agent::subagent::{self, SubAgentConfig};
 use lathe_agent::{Agent, AgentBuilder, BuildError};
 use lathe_store::{NewSession, SessionId, Store};
 use lathe_tools::Session;
@@ -75,6 +76,11 @@ pub struct AgentConfig {
     /// Before the first change, create and switch to the branch `lathe/<session id>` when the
     /// workspace is a git repository with a clean tree. By default, false.
     pub git_branch: Option<bool>,
+    /// How many sub-agents (`spawn_agent`) run at once; the others wait. 0 turns them off. By
+    /// default, 1 (they share the model server).
+    pub max_sub_agents: Option<usize>,
+    /// The turn limit of one sub-agent. By default, 20.
+    pub sub_agent_max_turns: Option<u32>,
 }
 
 /// Flags `exec` and `chat` share.
@@ -143,6 +149,8 @@ pub struct Resolved {
     pub checkpoints: bool,
     /// A branch per session (`--branch`, `[agent] git_branch`).
     pub git_branch: bool,
+    /// Sub-agents (`[agent] max_sub_agents`, `sub_agent_max_turns`); `None` when turned off.
+    pub sub_agents: Option<SubAgentConfig>,
 }
 
 /// Resolves the model side from `args`, the environment (read through `env`) and `setup`.
@@ -204,6 +212,17 @@ pub fn resolve(
         skip_approvals: args.dangerously_skip_approvals,
         checkpoints: setup.config.agent.checkpoints.unwrap_or(true),
         git_branch: args.branch || setup.config.agent.git_branch.unwrap_or(false),
+        sub_agents: match setup.config.agent.max_sub_agents {
+            Some(0) => None,
+            running => Some(SubAgentConfig {
+                max_running: running.unwrap_or(subagent::DEFAULT_MAX_RUNNING),
+                max_turns: setup
+                    .config
+                    .agent
+                    .sub_agent_max_turns
+                    .unwrap_or(subagent::DEFAULT_MAX_TURNS),
+            }),
+        },
         idle_timeout: match model_config.idle_timeout {
             None => Some(lathe_agent::executor::DEFAULT_IDLE_TIMEOUT),
             Some(timeout) => timeout.0,
@@ -387,6 +406,10 @@ impl Resolved {
     /// `--dangerously-skip-approvals`), the turn limit, the request options and the tool
     /// protocol.
     pub fn configure(&self, builder: AgentBuilder) -> AgentBuilder {
+        let builder = match self.sub_agents {
+            Some(config) => builder.sub_agents(config),
+            None => builder,
+        };
         builder
             .approval(self.approval)
             .dangerously_skip_approvals(self.skip_approvals)
@@ -446,6 +469,24 @@ mod tests {
             config,
             workspace_file: None,
         }
+    }
+
+    #[test]
+    fn sub_agents_are_on_by_default_configurable_and_off_at_zero() {
+        let resolve_with = |toml_text: &str| {
+            resolve(&setup(toml_text), &ModelArgs::default(), |_| None)
+                .unwrap()
+                .sub_agents
+        };
+        assert_eq!(resolve_with(""), Some(SubAgentConfig::default()));
+        assert_eq!(
+            resolve_with("[agent]\nmax_sub_agents = 2\nsub_agent_max_turns = 5\n"),
+            Some(SubAgentConfig {
+                max_running: 2,
+                max_turns: 5
+            })
+        );
+        assert_eq!(resolve_with("[agent]\nmax_sub_agents = 0\n"), None);
     }
 
     #[test]

@@ -20,7 +20,9 @@ use std::time::Instant;
 use batch::TextBatch;
 use lathe_tools::ToolKind;
 
-use lathe_agent::events::{ApprovalDecision, Event, RunReport, RunStatus, ToolStatus};
+use lathe_agent::events::{
+    ApprovalDecision, Event, RunReport, RunStatus, SubAgentState, ToolStatus,
+};
 use lathe_agent::sink::EventHandler;
 use lathe_tools::CommandState;
 
@@ -400,6 +402,38 @@ impl Renderer {
                 stop();
                 for row in plan_lines(steps) {
                     line(&mut state, &s.dim(&sanitize(&row)));
+                }
+            }
+            Event::SubAgent(update) => {
+                let label = format!("sub-agent {}: {}", update.id, sanitize(&update.line));
+                match update.state {
+                    // One line that updates, on a terminal; its start alone, piped.
+                    SubAgentState::Queued | SubAgentState::Running => {
+                        if self.spinner.is_some() {
+                            if !state.at_line_start {
+                                print(&mut state, "\n");
+                            }
+                            spin(&label);
+                        } else if update.line == "started" || update.state == SubAgentState::Queued
+                        {
+                            line(
+                                &mut state,
+                                &s.dim(&format!("{label} ({})", sanitize(&update.task))),
+                            );
+                        }
+                    }
+                    SubAgentState::Finished | SubAgentState::Failed | SubAgentState::Stopped => {
+                        stop();
+                        let mark = match update.state {
+                            SubAgentState::Finished => s.green("✓"),
+                            SubAgentState::Failed => s.red("✗"),
+                            _ => s.yellow("■"),
+                        };
+                        line(
+                            &mut state,
+                            &format!("{mark} {label} ({})", sanitize(&update.task)),
+                        );
+                    }
                 }
             }
             Event::Notice { message } => {

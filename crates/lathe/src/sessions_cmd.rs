@@ -87,8 +87,9 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
                 )?;
             } else {
                 let style = Style::for_stdout();
-                for session in &sessions {
-                    writeln!(out, "{}", list_line(session, &style))?;
+                for (depth, session) in as_tree(&sessions) {
+                    let indent = if depth == 0 { "" } else { "  └ " };
+                    writeln!(out, "{indent}{}", list_line(session, &style))?;
                 }
             }
         }
@@ -101,8 +102,14 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
                 let events = store.events(&session.id)?;
                 let checkpoints = checkpoints_json(&store, &session, &data_dir);
                 let plan = last_plan(&events);
+                let children: Vec<String> = store
+                    .children(&session.id)?
+                    .into_iter()
+                    .map(|c| c.id.as_str().to_owned())
+                    .collect();
                 let value = json!({
                     "session": session,
+                    "sub_agents": children,
                     "messages": messages,
                     "events": events,
                     "checkpoints": checkpoints,
@@ -115,7 +122,17 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
                 let events = store.events(&session.id)?;
                 let calls = Calls::from_events(&events);
                 let style = Style::for_stdout();
+                if let Some(parent) = &session.parent {
+                    writeln!(out, "sub-agent of session {parent}")?;
+                }
                 write!(out, "{}", transcript(&session, &history, calls, &style))?;
+                let children = store.children(&session.id)?;
+                if !children.is_empty() {
+                    write!(out, "\n{}\n", style.bold("sub-agents"))?;
+                    for child in &children {
+                        writeln!(out, "  └ {}", list_line(child, &style))?;
+                    }
+                }
                 if let Some(plan) = last_plan(&events).filter(|p| !p.is_empty()) {
                     write!(out, "\n{}\n", style.bold("plan"))?;
                     for row in crate::render::plan_lines(&plan).iter().skip(1) {
@@ -171,6 +188,26 @@ fn list_line(session: &Session, style: &Style) -> String {
         cut(&session.model, 20),
         cut(title, 60)
     )
+}
+
+/// `sessions` in their order, each followed by those of its sub-agents that are listed too
+/// (depth 1); a sub-agent whose parent is not listed stands on its own (depth 0).
+fn as_tree(sessions: &[Session]) -> Vec<(usize, &Session)> {
+    let listed = |id: &lathe_store::SessionId| sessions.iter().any(|s| &s.id == id);
+    let mut rows = Vec::new();
+    for session in sessions {
+        if session.parent.as_ref().is_some_and(listed) {
+            continue;
+        }
+        rows.push((0, session));
+        let mut children: Vec<&Session> = sessions
+            .iter()
+            .filter(|s| s.parent.as_ref() == Some(&session.id))
+            .collect();
+        children.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
+        rows.extend(children.into_iter().map(|c| (1, c)));
+    }
+    rows
 }
 
 fn short_id(session: &Session) -> String {
@@ -468,6 +505,39 @@ mod tests {
             })
             .unwrap();
         (store, id)
+    }
+
+    #[test]
+    fn list_puts_sub_agents_under_their_parent() {
+        let (store, parent) = store_with_session(Some("parent"));
+        let child = |title: &str| {
+            store
+                .create_session(NewSession {
+                    workspace: "/w".into(),
+                    title: Some(title.into()),
+                    parent: Some(parent.clone()),
+                    ..NewSession::default()
+                })
+                .unwrap()
+        };
+        let (first, second) = (child("first"), child("second"));
+        // Newest first, as `list` gives them.
+        let sessions = store.list_sessions(&SessionFilter::default()).unwrap();
+        let rows: Vec<(usize, String)> = as_tree(&sessions)
+            .into_iter()
+            .map(|(depth, s)| (depth, s.id.as_str().to_owned()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (0, parent.as_str().to_owned()),
+                (1, first.as_str().to_owned()),
+                (1, second.as_str().to_owned()),
+            ]
+        );
+        // A sub-agent whose parent is not listed stands on its own.
+        let only_child: Vec<Session> = sessions.into_iter().filter(|s| s.id == second).collect();
+        assert_eq!(as_tree(&only_child)[0].0, 0);
     }
 
     #[test]

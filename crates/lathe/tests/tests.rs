@@ -26,6 +26,7 @@ mod exec_report;
 mod exec_sandbox;
 mod exec_spinner_pty;
 mod exec_stream;
+mod exec_subagents;
 mod exec_task;
 mod exec_terminal;
 mod frontends;

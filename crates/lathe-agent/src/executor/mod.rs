@@ -20,6 +20,7 @@
 mod checkpoint;
 mod guard;
 mod pending;
+mod sub_agents;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -178,6 +179,8 @@ pub struct Executor {
     session_turns: u32,
     /// Where each model turn of this process began in the history, for [`Executor::rewind`].
     marks: Vec<TurnMark>,
+    /// The children the model may start, when it may.
+    sub_agents: Option<crate::subagent::SubAgents>,
 }
 
 /// Where a model turn began in the history.
@@ -236,6 +239,7 @@ impl Executor {
             checkpoints: None,
             session_turns: 0,
             marks: Vec::new(),
+            sub_agents: None,
             runner,
             sink,
             config,
@@ -421,6 +425,7 @@ impl Executor {
             if cancel.is_cancelled() {
                 break (RunStatus::Stopped, None);
             }
+            self.deliver_sub_agent_results();
             turns += 1;
             let (mark, stored, merged) = if turns == 1 {
                 (before_task.0, before_task.1, merged_into.clone())
@@ -482,6 +487,12 @@ impl Executor {
                     self.push(Message::user(reminder));
                     continue;
                 }
+                // Background sub-agents still at work: wait, and read what they found.
+                match self.await_sub_agents(cancel).await {
+                    sub_agents::Waited::Nothing => {}
+                    sub_agents::Waited::Results => continue,
+                    sub_agents::Waited::Cancelled => break (RunStatus::Stopped, None),
+                }
                 break (RunStatus::Finished, None);
             }
             let (planned, stop) = self.plan(&turn, &mut repeats);
@@ -528,6 +539,8 @@ impl Executor {
             // results yet, so it cannot know the task is done. It counts in a turn without calls.
         };
         let (status, message) = outcome;
+        // No child outlives the run that started it.
+        self.stop_sub_agents().await;
         let mut answer_from = AnswerSource::Model;
         // Calls and then not a word: ask for a short summary, and if that brings nothing
         // either, say what the last calls did.

@@ -136,6 +136,29 @@ impl Gate {
         }
     }
 
+    /// A new gate with this one's permission rules and what was allowed for the session so
+    /// far, in `mode` (a sub-agent's gate: read-only for one that only explores). Later
+    /// changes to either gate do not reach the other.
+    pub fn with_mode(&self, mode: ApprovalMode) -> Gate {
+        let state = self.lock();
+        let mut copy = State {
+            permissions: state.permissions.clone(),
+            remembered: state.remembered.clone(),
+            mode,
+            skip_approvals: state.skip_approvals,
+            ctx: state.ctx.clone(),
+            policy: state.policy.clone(),
+        };
+        if let Err(err) = copy.rebuild() {
+            // The rules parsed once; a failure here keeps the copy in the original's mode.
+            tracing::warn!("cannot make a gate in {mode}: {err}");
+            copy.mode = state.mode;
+        }
+        Gate {
+            state: Mutex::new(copy),
+        }
+    }
+
     /// Remembers "always" answers: `rules` are allowed for the rest of the session.
     pub fn allow_for_session(&self, rules: &[String]) {
         let mut state = self.lock();

@@ -92,23 +92,9 @@ impl Tool for ReadFileTool {
 }
 
 fn read(session: &Session, input: &ReadFileInput, cancel: &CancellationToken) -> ToolOutput {
-    let offset = match input.offset {
-        None | Some(0) => 1,
-        Some(n) if n < 0 => {
-            return ToolOutput::error(format!(
-                "offset must be a line number of 1 or more (the first line is 1), got {n}"
-            ));
-        }
-        Some(n) => n as u64,
-    };
-    let limit = match input.limit {
-        None => DEFAULT_LIMIT,
-        Some(n) if n < 1 => {
-            return ToolOutput::error(format!(
-                "limit must be 1 or more (the most lines to show; default {DEFAULT_LIMIT}), got {n}"
-            ));
-        }
-        Some(n) => n as u64,
+    let (offset, limit) = match line_range(input.offset, input.limit) {
+        Ok(range) => range,
+        Err(output) => return output,
     };
     let workspace = session.workspace();
     let resolved = match workspace.resolve(&input.path, Access::Read) {
@@ -169,8 +155,84 @@ fn read(session: &Session, input: &ReadFileInput, cancel: &CancellationToken) ->
         // It changed while being read: whatever was remembered no longer describes it.
         None => session.forget_file(resolved.abs()),
     }
-    render(&shown, offset, &scan)
+    render(&shown, offset, &scan, FILE_PAGER)
 }
+
+/// The first line and the most lines to show, from a call's `offset` and `limit` (1 and
+/// [`DEFAULT_LIMIT`] when absent; an offset of 0 is 1), or the result that says which one is
+/// wrong.
+fn line_range(offset: Option<i64>, limit: Option<i64>) -> Result<(u64, u64), ToolOutput> {
+    let offset = match offset {
+        None | Some(0) => 1,
+        Some(n) if n < 0 => {
+            return Err(ToolOutput::error(format!(
+                "offset must be a line number of 1 or more (the first line is 1), got {n}"
+            )));
+        }
+        Some(n) => n as u64,
+    };
+    let limit = match limit {
+        None => DEFAULT_LIMIT,
+        Some(n) if n < 1 => {
+            return Err(ToolOutput::error(format!(
+                "limit must be 1 or more (the most lines to show; default {DEFAULT_LIMIT}), got {n}"
+            )));
+        }
+        Some(n) => n as u64,
+    };
+    Ok((offset, limit))
+}
+
+/// Pages `text` (something the model reads by lines that is not a file: a sub-agent's
+/// transcript) with `read_file`'s rules: the same `offset` and `limit` (defaults, checks and
+/// errors), the same numbered lines cut at [`MAX_LINE_CHARS`], and the same closing note,
+/// naming `tool` as the one to call again and `label` as what is read (`shown` names it in
+/// errors).
+pub fn page_text(
+    text: &str,
+    shown: &str,
+    pager: Pager<'_>,
+    offset: Option<i64>,
+    limit: Option<i64>,
+) -> ToolOutput {
+    let (offset, limit) = match line_range(offset, limit) {
+        Ok(range) => range,
+        Err(output) => return output,
+    };
+    let request = scan::Request {
+        offset,
+        limit,
+        max_line_chars: MAX_LINE_CHARS,
+        max_kept_bytes: MAX_KEPT_BYTES,
+    };
+    let bytes = text.as_bytes();
+    let scan = match scan::scan(
+        &mut &bytes[..],
+        &[],
+        bytes.len() as u64,
+        request,
+        &CancellationToken::new(),
+    ) {
+        Ok(scan) => scan,
+        Err(err) => return ToolOutput::error(format!("cannot read {shown}: {err}")),
+    };
+    render(shown, offset, &scan, pager)
+}
+
+/// Who pages, in the note that says how to read on: the tool to call again and what it reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Pager<'a> {
+    /// The tool to call again (`read_file`).
+    pub tool: &'a str,
+    /// What is read, after "the end of" (`the file`).
+    pub what: &'a str,
+}
+
+/// `read_file`'s own pager.
+const FILE_PAGER: Pager<'static> = Pager {
+    tool: ReadFileTool::NAME,
+    what: "the file",
+};
 
 fn open_error(session: &Session, resolved: &ResolvedPath, err: &io::Error) -> ToolOutput {
     let shown = resolved.shown();
@@ -195,7 +257,7 @@ fn read_prefix(file: &mut File, max: usize) -> io::Result<Vec<u8>> {
     Ok(prefix)
 }
 
-fn render(shown: &str, offset: u64, scan: &scan::Scan) -> ToolOutput {
+fn render(shown: &str, offset: u64, scan: &scan::Scan, pager: Pager<'_>) -> ToolOutput {
     let total = scan.total_lines;
     if total == 0 {
         return ToolOutput::ok(format!("{shown} is empty ({}).", human_size(scan.bytes)))
@@ -231,12 +293,14 @@ fn render(shown: &str, offset: u64, scan: &scan::Scan) -> ToolOutput {
     let mut notes = Vec::new();
     if b < total {
         notes.push(format!(
-            "showing lines {a}-{b} of {total}; to read on, call read_file with offset={}",
+            "showing lines {a}-{b} of {total}; to read on, call {} with offset={}",
+            pager.tool,
             b + 1
         ));
     } else if a > 1 {
         notes.push(format!(
-            "showing lines {a}-{b} of {total}; this is the end of the file"
+            "showing lines {a}-{b} of {total}; this is the end of {}",
+            pager.what
         ));
     }
     if b == total && scan.no_final_newline {
@@ -322,15 +386,20 @@ mod tests {
 
     #[test]
     fn numbering_is_cat_n_style_and_notes_give_the_next_offset() {
-        let out = render("a.txt", 9, &scan_of(&[(9, "nine"), (10, "ten")], 12));
+        let out = render(
+            "a.txt",
+            9,
+            &scan_of(&[(9, "nine"), (10, "ten")], 12),
+            FILE_PAGER,
+        );
         assert!(!out.is_error);
         assert_eq!(
             out.text,
             "     9\tnine\n    10\tten\n\n(showing lines 9-10 of 12; to read on, call read_file with offset=11)\n"
         );
-        let whole = render("a.txt", 1, &scan_of(&[(1, "x")], 1));
+        let whole = render("a.txt", 1, &scan_of(&[(1, "x")], 1), FILE_PAGER);
         assert_eq!(whole.text, "     1\tx\n");
-        let end = render("a.txt", 2, &scan_of(&[(2, "y")], 2));
+        let end = render("a.txt", 2, &scan_of(&[(2, "y")], 2), FILE_PAGER);
         assert!(
             end.text
                 .contains("(showing lines 2-2 of 2; this is the end of the file)"),
@@ -341,7 +410,7 @@ mod tests {
 
     #[test]
     fn past_the_end_and_empty() {
-        let out = render("a.txt", 50, &scan_of(&[], 12));
+        let out = render("a.txt", 50, &scan_of(&[], 12), FILE_PAGER);
         assert!(out.is_error);
         assert!(
             out.text
@@ -349,7 +418,7 @@ mod tests {
             "{}",
             out.text
         );
-        let empty = render("e.txt", 1, &scan_of(&[], 0));
+        let empty = render("e.txt", 1, &scan_of(&[], 0), FILE_PAGER);
         assert!(!empty.is_error);
         assert!(empty.text.starts_with("e.txt is empty"), "{}", empty.text);
     }

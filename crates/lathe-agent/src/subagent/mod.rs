@@ -1,0 +1,319 @@
+//! Sub-agents: `spawn_agent` starts a child agent on one task, with its own session, context and
+//! tools; `read_sub_agent` pages what it did.
+//!
+//! A child is a real [`Executor`](crate::executor::Executor) on the parent's provider and model
+//! (one model server: children share the GPU, hence at most [`DEFAULT_MAX_RUNNING`] at once by
+//! default, the others queued), over the same workspace with a tool session of its own, stored
+//! as a session whose parent is the parent's. Its tools come from its profile: `explore` reads
+//! (`read_file`, `grep`, `glob`, `list_files`, and `shell` under a read-only gate), `general` has
+//! the parent's tools under the parent's own gate; never `spawn_agent` itself, so sub-agents do
+//! not spawn sub-agents. Its approval requests go to the parent's approver, labelled with its
+//! id and task; the answers reach it as they would reach the parent.
+//!
+//! In the foreground the call waits and returns the child's answer. In the background it returns
+//! the child's id at once; when the child ends, its result waits here until the parent's executor
+//! takes it ([`SubAgents::take_results`]) before its next request and adds it to the history as
+//! a `sub_agent_result` call with its result. No child outlives its parent's run: a parent that
+//! answers while children run waits for them (and then reads their results in one more turn),
+//! and a run that ends otherwise stops them ([`SubAgents::stop`]), as does the end of the
+//! parent's tool session (their commands are killed with their sessions).
+
+mod child;
+mod tools;
+
+use std::sync::atomic::AtomicU32;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use lathe_tools::{Registry, Session};
+
+use crate::approval::{Approver, Gate};
+use crate::events::{Event, SubAgentState, SubAgentUpdate};
+use crate::executor::ExecutorConfig;
+use crate::provider::Provider;
+use crate::sink::EventSink;
+
+pub use child::{SerializedApprover, transcript};
+pub use tools::{
+    Profile, ReadSubAgentInput, ReadSubAgentTool, SUB_AGENT_RESULT, SpawnAgentInput, SpawnAgentTool,
+};
+
+/// How many sub-agents run at once by default: one, since they share the parent's model
+/// server (one local GPU); the others wait in a queue.
+pub const DEFAULT_MAX_RUNNING: usize = 1;
+
+/// The most model turns of one sub-agent, by default.
+pub const DEFAULT_MAX_TURNS: u32 = 20;
+
+/// How sub-agents run (`[agent] max_sub_agents`, `sub_agent_max_turns`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubAgentConfig {
+    /// How many run at once; the others wait. By default, [`DEFAULT_MAX_RUNNING`].
+    pub max_running: usize,
+    /// The most model turns of each. By default, [`DEFAULT_MAX_TURNS`].
+    pub max_turns: u32,
+}
+
+impl Default for SubAgentConfig {
+    fn default() -> Self {
+        SubAgentConfig {
+            max_running: DEFAULT_MAX_RUNNING,
+            max_turns: DEFAULT_MAX_TURNS,
+        }
+    }
+}
+
+/// A background sub-agent's result, waiting for its parent's next request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubAgentResult {
+    /// The sub-agent's id (`sub-1`).
+    pub id: String,
+    /// What the parent's model reads: its answer, or why it did not finish.
+    pub text: String,
+}
+
+/// What the parent lends its children.
+pub(crate) struct Parent {
+    pub(crate) provider: Arc<dyn Provider>,
+    pub(crate) config: ExecutorConfig,
+    /// The parent's tools without the sub-agent tools (a `general` child's).
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) gate: Arc<Gate>,
+    pub(crate) approver: Arc<dyn Approver>,
+    pub(crate) session: Arc<Session>,
+    pub(crate) sink: EventSink,
+    /// The parent's hooks (its checkpoints first): a child's calls go through them too, so
+    /// that a child's changes are part of the parent's turn (`lathe undo` takes them back).
+    pub(crate) hooks: Vec<Arc<dyn lathe_tools::Hook>>,
+}
+
+/// One child, as the parent knows it.
+struct Record {
+    id: String,
+    task: String,
+    background: bool,
+    state: SubAgentState,
+    /// Its stored session, when sessions are stored.
+    session_id: Option<String>,
+    /// Its transcript, once it has ended.
+    transcript: Option<String>,
+    /// The latest step, for `read_sub_agent` on a child that still runs.
+    line: String,
+    /// Its tool session while it runs (shut down with the parent's).
+    tools: Option<Arc<Session>>,
+}
+
+pub(crate) struct Inner {
+    config: SubAgentConfig,
+    parent: Parent,
+    slots: Arc<Semaphore>,
+    /// Cancelled to stop every child; replaced by a fresh one afterwards.
+    stop: Mutex<CancellationToken>,
+    next: AtomicU32,
+    records: Mutex<Vec<Record>>,
+    results: Mutex<Vec<SubAgentResult>>,
+    background: Mutex<Vec<JoinHandle<()>>>,
+    /// Woken when a background child ends.
+    ended: Notify,
+}
+
+/// The sub-agents of one parent agent: the manager behind `spawn_agent` and `read_sub_agent`.
+/// Cheap to clone; clones share the children.
+#[derive(Clone)]
+pub struct SubAgents {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for SubAgents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubAgents")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SubAgents {
+    pub(crate) fn new(config: SubAgentConfig, parent: Parent) -> Self {
+        // A resumed session numbers its children on from those it had: an id is never reused.
+        let before = stored_children(&parent.sink).len();
+        let inner = Arc::new(Inner {
+            slots: Arc::new(Semaphore::new(config.max_running.max(1))),
+            config,
+            stop: Mutex::new(CancellationToken::new()),
+            next: AtomicU32::new(u32::try_from(before).unwrap_or(u32::MAX)),
+            records: Mutex::new(Vec::new()),
+            results: Mutex::new(Vec::new()),
+            background: Mutex::new(Vec::new()),
+            ended: Notify::new(),
+            parent,
+        });
+        // The parent's session ending (exec's end, a signal, an MCP session closed) stops the
+        // children and kills their commands at once. Weak: the session must not keep them.
+        let weak: Weak<Inner> = Arc::downgrade(&inner);
+        inner.parent.session.on_shutdown(move || {
+            if let Some(inner) = weak.upgrade() {
+                inner.stop_token().cancel();
+                let running: Vec<Arc<Session>> = lock(&inner.records)
+                    .iter()
+                    .filter_map(|r| r.tools.clone())
+                    .collect();
+                for tools in running {
+                    tools.shutdown();
+                }
+            }
+        });
+        SubAgents { inner }
+    }
+
+    /// Adds `spawn_agent` and `read_sub_agent` to `registry`.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(SpawnAgentTool::new(self.clone()));
+        registry.register(ReadSubAgentTool::new(self.clone()));
+    }
+
+    /// How they run.
+    pub fn config(&self) -> SubAgentConfig {
+        self.inner.config
+    }
+
+    /// The results of background children that ended since the last call, oldest first.
+    pub fn take_results(&self) -> Vec<SubAgentResult> {
+        std::mem::take(&mut *lock(&self.inner.results))
+    }
+
+    /// Whether results of background children wait to be taken.
+    pub fn has_results(&self) -> bool {
+        !lock(&self.inner.results).is_empty()
+    }
+
+    /// Background children queued or running.
+    pub fn active(&self) -> usize {
+        lock(&self.inner.records)
+            .iter()
+            .filter(|r| r.background && !r.state.ended())
+            .count()
+    }
+
+    /// Waits until no background child is queued or running; `false` when `cancel` fired
+    /// first.
+    pub async fn wait(&self, cancel: &CancellationToken) -> bool {
+        loop {
+            let ended = self.inner.ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            if self.active() == 0 {
+                return true;
+            }
+            tokio::select! {
+                () = ended => {}
+                () = cancel.cancelled() => return false,
+            }
+        }
+    }
+
+    /// Stops every child still queued or running and waits until they have ended (their
+    /// commands killed, their results queued as stopped). Children spawned later run again.
+    pub async fn stop(&self) {
+        let old = {
+            let mut stop = lock(&self.inner.stop);
+            std::mem::replace(&mut *stop, CancellationToken::new())
+        };
+        old.cancel();
+        let handles = std::mem::take(&mut *lock(&self.inner.background));
+        for handle in handles {
+            let _ = handle.await;
+        }
+    }
+}
+
+impl Inner {
+    fn stop_token(&self) -> CancellationToken {
+        lock(&self.stop).clone()
+    }
+
+    fn emit(&self, record: &Record) {
+        self.parent.sink.emit(Event::SubAgent(SubAgentUpdate {
+            id: record.id.clone(),
+            task: record.task.clone(),
+            state: record.state,
+            line: record.line.clone(),
+            session_id: record.session_id.clone(),
+        }));
+    }
+
+    /// Changes the record of `id` and announces it.
+    fn update(&self, id: &str, change: impl FnOnce(&mut Record)) {
+        let mut records = lock(&self.records);
+        if let Some(record) = records.iter_mut().find(|r| r.id == id) {
+            change(record);
+            self.emit(record);
+        }
+    }
+
+    /// Children queued or running, other than `id`.
+    fn others_active(&self, id: &str) -> Vec<String> {
+        lock(&self.records)
+            .iter()
+            .filter(|r| r.id != id && !r.state.ended())
+            .map(|r| r.id.clone())
+            .collect()
+    }
+}
+
+/// The stored sessions of the children of the parent's stored session (none when it is not
+/// stored), oldest first.
+fn stored_children(sink: &EventSink) -> Vec<lathe_store::Session> {
+    match (sink.store(), sink.session()) {
+        (Some(store), Some(parent)) => store.children(&parent).unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+/// The title a child's stored session gets: its id first, so that a resumed parent finds it.
+fn child_title(id: &str, task: &str) -> String {
+    format!("[{id}] {}", short_task(task))
+}
+
+/// The transcript of child `id` of an earlier process of the parent's session, from the store.
+fn stored_transcript(sink: &EventSink, id: &str) -> Option<String> {
+    let prefix = format!("[{id}] ");
+    let child = stored_children(sink)
+        .into_iter()
+        .find(|s| s.title.as_deref().is_some_and(|t| t.starts_with(&prefix)))?;
+    let history = crate::sink::stored_history(&sink.store()?, &child.id).ok()?;
+    Some(transcript(&history))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The number of characters of a task shown in labels and events.
+const TASK_SHOWN: usize = 60;
+
+/// `task` on one line, cut to [`TASK_SHOWN`] characters.
+fn short_task(task: &str) -> String {
+    let line = task.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= TASK_SHOWN {
+        return line;
+    }
+    let cut: String = line.chars().take(TASK_SHOWN - 3).collect();
+    format!("{cut}...")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tasks_are_shown_on_one_short_line() {
+        assert_eq!(short_task("find\n  the   tests"), "find the tests");
+        let long = "x".repeat(100);
+        let shown = short_task(&long);
+        assert_eq!(shown.chars().count(), TASK_SHOWN);
+        assert!(shown.ends_with("..."));
+    }
+}
