@@ -2,6 +2,7 @@
 //! list below (a unit struct implementing [`Tool`](crate::Tool)), and that list feeds the
 //! agent, `lathe tool` and the MCP server alike.
 
+pub mod ast_edit;
 pub mod command_output;
 pub mod edit_file;
 pub mod glob;
@@ -52,6 +53,7 @@ builtin_tools! {
     list_commands::ListCommandsTool,
     kill_command::KillCommandTool,
     update_plan::UpdatePlanTool,
+    ast_edit::AstEditTool,
 }
 
 #[cfg(test)]
