@@ -10,6 +10,7 @@ mod dispatch_support;
 mod file_support;
 mod search_support;
 
+mod ast_edit;
 mod containment;
 mod dispatch;
 mod exec_tools;

@@ -421,3 +421,64 @@ fn plan(
     .with_meta("files_changed", changed);
     Ok(Plan { writes, output })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn input(value: serde_json::Value) -> AstEditInput {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn a_search_only_reads_and_a_preview_also_leaves_session_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = Session::new(
+            Workspace::new(dir.path()).unwrap(),
+            crate::ToolConfig::default(),
+            dir.path().join(".state"),
+        )
+        .unwrap();
+        let search = input(json!({"pattern": "foo($A)", "path": "src"}));
+        assert_eq!(
+            AstEditTool.effects(&search, &session),
+            [Effect::Read { path: "src".into() }]
+        );
+        let preview = input(json!({"pattern": "foo($A)", "rewrite": "bar($A)"}));
+        let effects = AstEditTool.effects(&preview, &session);
+        assert_eq!(
+            effects,
+            [
+                Effect::Read { path: ".".into() },
+                Effect::OwnState { changes: true }
+            ]
+        );
+        // Nothing a preview does is a write: the policy lets it run in read-only mode.
+        assert!(
+            effects
+                .iter()
+                .all(|e| !matches!(e, Effect::Write { .. } | Effect::Edit { .. }))
+        );
+    }
+
+    #[test]
+    fn titles() {
+        assert_eq!(
+            AstEditTool.title(&input(json!({"pattern": "foo($A)", "path": "src"}))),
+            "ast_edit \"foo($A)\" in src"
+        );
+        assert_eq!(
+            AstEditTool.title(&input(json!({"pattern": "foo($A)", "rewrite": "bar($A)"}))),
+            "ast_edit \"foo($A)\" -> \"bar($A)\""
+        );
+    }
+
+    #[test]
+    fn the_schema_requires_only_the_pattern() {
+        let (description, schema) = crate::schema::tool_schema::<AstEditInput>();
+        assert!(description.starts_with("Search code by its syntax tree"));
+        assert_eq!(schema["required"], json!(["pattern"]));
+        assert_eq!(schema["properties"]["glob"]["type"], "array");
+    }
+}
