@@ -86,6 +86,13 @@ pub trait DynTool: Send + Sync {
     /// Binds normalised arguments to the tool's input, or says why they do not fit (the
     /// registry turns that into a message naming the parameter to fix).
     fn bind(&self, arguments: &Value) -> Result<Box<dyn BoundCall>, String>;
+
+    /// Whether the tool is offered to the model in `session` now ([`Tool::offered`]). By
+    /// default, always.
+    fn offered(&self, session: &Session) -> bool {
+        let _ = session;
+        true
+    }
 }
 
 /// One call with its input bound (typed, for a typed tool): what callers ask of a call before
@@ -133,6 +140,10 @@ impl<T: Tool> DynTool for Typed<T> {
             tool: Arc::clone(&self.tool),
             input,
         }))
+    }
+
+    fn offered(&self, session: &Session) -> bool {
+        self.tool.offered(session)
     }
 }
 
@@ -324,6 +335,26 @@ impl Registry {
     /// The definitions, in registration order.
     pub fn definitions(&self) -> impl Iterator<Item = &ToolDefinition> {
         self.entries.iter().map(|e| e.definition())
+    }
+
+    /// The definitions of the tools offered in `session` now ([`Tool::offered`]: `resolve`
+    /// only while an action is pending), in registration order. What a request to a model
+    /// should list; every tool stays callable by name.
+    pub fn offered<'a>(
+        &'a self,
+        session: &'a Session,
+    ) -> impl Iterator<Item = &'a ToolDefinition> + 'a {
+        self.entries
+            .iter()
+            .filter(move |e| e.offered(session))
+            .map(|e| e.definition())
+    }
+
+    /// Whether the registered tool `name` is offered in `session` now.
+    pub fn is_offered(&self, name: &str, session: &Session) -> bool {
+        self.by_name
+            .get(name)
+            .is_some_and(|&i| self.entries[i].offered(session))
     }
 
     /// The definitions in the function-calling shape, as one JSON array.

@@ -62,6 +62,7 @@ pub struct Session {
     state_dir: PathBuf,
     files: Mutex<HashMap<PathBuf, FileStamp>>,
     extensions: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    pub(crate) pending: Mutex<crate::pending::PendingStack>,
     result_counter: std::sync::atomic::AtomicU64,
     shutdown_hooks: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
     /// Held while the hooks run, so that a second `shutdown` (a signal arriving during the
@@ -100,6 +101,7 @@ impl Session {
             state_dir,
             files: Mutex::new(HashMap::new()),
             extensions: Mutex::new(HashMap::new()),
+            pending: Mutex::new(Default::default()),
             result_counter: std::sync::atomic::AtomicU64::new(0),
             shutdown_hooks: Mutex::new(Vec::new()),
             shutting_down: Mutex::new(()),

@@ -272,6 +272,11 @@ impl Workspace {
     /// Opens (creating each missing directory, as `mkdir -p` does) the directory that will hold
     /// `path`. Every step refuses symlinks, so the directories created stay inside the root.
     fn open_parent_creating(&self, path: &ResolvedPath) -> io::Result<OwnedFd> {
+        self.open_parent(path, true)
+    }
+
+    /// Opens the directory that holds `path`, creating missing directories when `create`.
+    fn open_parent(&self, path: &ResolvedPath, create: bool) -> io::Result<OwnedFd> {
         let (root, rel) = self.relative(path);
         let parent = rel.parent().unwrap_or(Path::new(""));
         let mut dir: OwnedFd = root.dir.as_fd().try_clone_to_owned()?;
@@ -282,7 +287,7 @@ impl Workspace {
             let flags = OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC;
             let next = match open_beneath(dir.as_fd(), Path::new(name), flags, 0) {
                 Ok(fd) => fd,
-                Err(Errno::ENOENT) => {
+                Err(Errno::ENOENT) if create => {
                     match nix::sys::stat::mkdirat(
                         dir.as_fd(),
                         name,
@@ -298,6 +303,39 @@ impl Workspace {
             dir = next;
         }
         Ok(dir)
+    }
+
+    /// Removes the file (or symbolic link) at `path`; never a directory, never through a
+    /// symbolic link on the way. A file that is already gone is not an error.
+    pub fn remove_file(&self, path: &ResolvedPath) -> io::Result<()> {
+        if path.root_index != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("'{}' is in a read-only root", path.shown),
+            ));
+        }
+        let name = path
+            .abs
+            .file_name()
+            .filter(|_| !self.relative(path).1.as_os_str().is_empty())
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"))?;
+        let dir = match self.open_parent(path, false) {
+            Ok(dir) => dir,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(err) => return Err(err),
+        };
+        match nix::unistd::unlinkat(dir.as_fd(), name, nix::unistd::UnlinkatFlags::NoRemoveDir) {
+            Ok(()) => {
+                let _ = nix::unistd::fsync(dir.as_fd());
+                Ok(())
+            }
+            Err(Errno::ENOENT) => Ok(()),
+            Err(Errno::EISDIR) => Err(io::Error::new(
+                io::ErrorKind::IsADirectory,
+                format!("'{}' is a directory", path.shown),
+            )),
+            Err(err) => Err(err.into()),
+        }
     }
 
     /// Replaces (or creates) the file at `path` with `bytes` atomically: a temporary file in the

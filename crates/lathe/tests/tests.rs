@@ -19,6 +19,7 @@ mod exec_errors;
 mod exec_interrupt;
 mod exec_limits;
 mod exec_parallel;
+mod exec_plan;
 mod exec_policy;
 mod exec_providers;
 mod exec_report;

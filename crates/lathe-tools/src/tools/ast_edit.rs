@@ -19,30 +19,12 @@ use std::fmt::Write as _;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::Workspace;
+use crate::{PendingAction, Workspace};
 use crate::session::Session;
 use crate::tool::{Effect, Plan, Tool, ToolContext, ToolHints, ToolKind, ToolOutput};
 use crate::tools::grep::StringList;
 use crate::tools::search_walk::{self, plural};
 use crate::tools::text;
-use shim::{PendingAction, PushPending as _};
-
-mod shim {
-    pub struct PendingAction;
-    impl PendingAction {
-        pub fn from_plan(_: String, _: &str, _: crate::tool::Plan) -> Self {
-            PendingAction
-        }
-    }
-    pub trait PushPending {
-        fn push_pending(&self, a: PendingAction) -> Result<String, String>;
-    }
-    impl PushPending for crate::Session {
-        fn push_pending(&self, _: PendingAction) -> Result<String, String> {
-            Err("shim".into())
-        }
-    }
-}
 
 use lang::Lang;
 use walk::{Census, FileResult, Scope};
@@ -419,7 +401,7 @@ fn plan(
     ))
     .with_meta("replacements", replacements)
     .with_meta("files_changed", changed);
-    Ok(Plan { writes, output })
+    Ok(Plan::new(writes, output))
 }
 
 #[cfg(test)]

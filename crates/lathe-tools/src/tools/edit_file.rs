@@ -257,8 +257,10 @@ fn plan_edit(session: &Session, input: &EditFileInput) -> Result<Plan, ToolOutpu
             content: bytes,
             new_mode: 0o666,
             change,
+            remove: false,
         }],
         output,
+        from_pending: None,
     })
 }
 

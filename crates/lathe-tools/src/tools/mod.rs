@@ -11,6 +11,7 @@ pub mod kill_command;
 pub mod list_commands;
 pub mod list_files;
 pub mod read_file;
+pub mod resolve;
 mod search_walk;
 pub mod shell;
 pub mod suggest;
@@ -53,6 +54,7 @@ builtin_tools! {
     list_commands::ListCommandsTool,
     kill_command::KillCommandTool,
     update_plan::UpdatePlanTool,
+    resolve::ResolveTool,
     ast_edit::AstEditTool,
 }
 

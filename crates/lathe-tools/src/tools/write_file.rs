@@ -198,8 +198,10 @@ fn plan_write(session: &Session, input: &WriteFileInput) -> Result<Plan, ToolOut
             content: bytes.to_vec(),
             new_mode: 0o666,
             change,
+            remove: false,
         }],
         output,
+        from_pending: None,
     })
 }
 

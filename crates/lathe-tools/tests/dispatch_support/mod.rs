@@ -251,8 +251,10 @@ fn plan_append(input: &AppendLineInput, session: &Session) -> Result<Plan, ToolO
             content: format!("{old}{}\n", input.line).into_bytes(),
             new_mode: 0o644,
             change,
+            remove: false,
         }],
         output: ToolOutput::ok(format!("Appended a line to {shown}.")),
+        from_pending: None,
     })
 }
 

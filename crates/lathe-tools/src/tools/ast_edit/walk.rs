@@ -67,6 +67,7 @@ impl Rewrite {
             before: Some(self.before),
             content: self.content,
             new_mode: 0o666,
+            remove: false,
             change: FileChange {
                 path: shown,
                 created: false,
