@@ -349,3 +349,214 @@ fn a_cut_result_still_starts_with_the_totals() {
     assert!(whole.contains("a.rs:401:5: foo(399)"), "{whole}");
     assert!(whole.contains("+    bar(399);"), "{whole}");
 }
+
+// The preview's pending action, applied and discarded through `resolve` in the real pipeline.
+
+mod pending {
+    use std::time::Duration;
+
+    use lathe_policy::ApprovalMode::{self, Ask, Full, ReadOnly};
+    use lathe_tools::{
+        ApprovalDecision, Approver, CallStatus, FixedAnswer, NonInteractive, Outcome,
+        PENDING_UNAVAILABLE,
+    };
+    use serde_json::{Value, json};
+
+    use crate::dispatch_support::{Fixture, Recording};
+
+    const A: &str = "fn a() {\n    old(1, 2);\n}\n";
+    const B: &str = "fn b() -> u8 {\n    old(3, 4)\n}\n";
+
+    async fn call(
+        f: &Fixture,
+        mode: ApprovalMode,
+        approver: &dyn Approver,
+        name: &str,
+        args: Value,
+    ) -> Outcome {
+        let dispatcher = f.dispatcher(mode);
+        tokio::time::timeout(
+            Duration::from_secs(20),
+            dispatcher.call(name, args, approver, f.ctx()),
+        )
+        .await
+        .expect("the call did not end")
+    }
+
+    fn fixture() -> Fixture {
+        let f = Fixture::new();
+        std::fs::write(f.path("src/a.rs"), A).unwrap();
+        std::fs::write(f.path("src/b.rs"), B).unwrap();
+        f
+    }
+
+    fn preview_args() -> Value {
+        json!({"pattern": "old($X, $Y)", "rewrite": "new($Y, $X)", "path": "src"})
+    }
+
+    #[tokio::test]
+    async fn a_preview_runs_in_read_only_and_resolve_applies_exactly_it() {
+        let f = fixture();
+        // The preview only reads: allowed in read-only, never asked about.
+        let approver = Recording::new(NonInteractive);
+        let preview = call(&f, ReadOnly, &approver, "ast_edit", preview_args()).await;
+        assert_eq!(preview.status, CallStatus::Ok, "{}", preview.output.text);
+        assert_eq!(approver.asked(), 0);
+        assert!(
+            preview
+                .output
+                .text
+                .contains("Nothing has been changed yet: this is a preview"),
+            "{}",
+            preview.output.text
+        );
+        assert_eq!(f.read("src/a.rs"), A);
+        assert_eq!(f.read("src/b.rs"), B);
+        let pending = f.session.pending_summaries();
+        assert_eq!(pending.len(), 1, "{pending:?}");
+        assert_eq!(pending[0].source, "ast_edit");
+        let paths: Vec<&str> = pending[0].changes.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(paths, ["src/a.rs", "src/b.rs"]);
+        // The diffs the preview showed are the diffs of the pending changes.
+        for change in &pending[0].changes {
+            assert!(
+                preview.output.text.contains(&change.diff),
+                "{}\n---\n{}",
+                preview.output.text,
+                change.diff
+            );
+        }
+
+        // Its apply is judged as writes: refused in read-only, the action kept.
+        let outcome = call(
+            &f,
+            ReadOnly,
+            &NonInteractive,
+            "resolve",
+            json!({"action": "apply"}),
+        )
+        .await;
+        assert_eq!(
+            outcome.status,
+            CallStatus::Denied,
+            "{}",
+            outcome.output.text
+        );
+        assert_eq!(f.read("src/a.rs"), A);
+        assert!(f.session.has_pending());
+
+        // Asked in ask mode, with the preview's diff; allowed: written as previewed.
+        let approver = Recording::new(FixedAnswer(ApprovalDecision::AllowOnce));
+        let outcome = call(
+            &f,
+            Ask,
+            &approver,
+            "resolve",
+            json!({"action": "apply", "reason": "swap the arguments"}),
+        )
+        .await;
+        assert_eq!(outcome.status, CallStatus::Ok, "{}", outcome.output.text);
+        assert_eq!(approver.asked(), 1);
+        let diff = approver.requests()[0].diff.clone().unwrap_or_default();
+        assert!(diff.contains("+    new(2, 1);"), "{diff}");
+        assert_eq!(f.read("src/a.rs"), "fn a() {\n    new(2, 1);\n}\n");
+        assert_eq!(f.read("src/b.rs"), "fn b() -> u8 {\n    new(4, 3)\n}\n");
+        assert!(
+            outcome
+                .output
+                .text
+                .starts_with("Applied ast_edit old($X, $Y): 2 replacements in 2 files."),
+            "{}",
+            outcome.output.text
+        );
+        assert_eq!(outcome.output.metadata.changes, pending[0].changes);
+        assert!(!f.session.has_pending());
+    }
+
+    #[tokio::test]
+    async fn apply_is_refused_when_a_file_changed_after_the_preview() {
+        let f = fixture();
+        let preview = call(&f, Full, &NonInteractive, "ast_edit", preview_args()).await;
+        assert_eq!(preview.status, CallStatus::Ok, "{}", preview.output.text);
+        let edited = "fn b() -> u8 {\n    old(3, 4) + 1\n}\n";
+        std::fs::write(f.path("src/b.rs"), edited).unwrap();
+        let outcome = call(
+            &f,
+            Full,
+            &NonInteractive,
+            "resolve",
+            json!({"action": "apply"}),
+        )
+        .await;
+        assert_eq!(outcome.status, CallStatus::Error, "{}", outcome.output.text);
+        assert!(
+            outcome.output.text.contains("src/b.rs")
+                && outcome.output.text.contains("nothing was written"),
+            "{}",
+            outcome.output.text
+        );
+        // All or nothing: the unchanged file was not written either.
+        assert_eq!(f.read("src/a.rs"), A);
+        assert_eq!(f.read("src/b.rs"), edited);
+    }
+
+    #[tokio::test]
+    async fn discard_writes_nothing_and_a_search_leaves_nothing_pending() {
+        let f = fixture();
+        let search = call(
+            &f,
+            Full,
+            &NonInteractive,
+            "ast_edit",
+            json!({"pattern": "old($X, $Y)", "path": "src"}),
+        )
+        .await;
+        assert_eq!(search.status, CallStatus::Ok, "{}", search.output.text);
+        assert!(!f.session.has_pending());
+        // A rewrite that changes nothing leaves nothing pending either.
+        let same = call(
+            &f,
+            Full,
+            &NonInteractive,
+            "ast_edit",
+            json!({"pattern": "old($X, $Y)", "rewrite": "old($X, $Y)", "path": "src"}),
+        )
+        .await;
+        assert!(
+            same.output.text.contains("nothing is pending"),
+            "{}",
+            same.output.text
+        );
+        assert!(!f.session.has_pending());
+
+        call(&f, Full, &NonInteractive, "ast_edit", preview_args()).await;
+        assert!(f.session.has_pending());
+        let outcome = call(
+            &f,
+            Full,
+            &NonInteractive,
+            "resolve",
+            json!({"action": "discard"}),
+        )
+        .await;
+        assert_eq!(outcome.status, CallStatus::Ok, "{}", outcome.output.text);
+        assert!(!f.session.has_pending());
+        assert_eq!(f.read("src/a.rs"), A);
+        assert_eq!(f.read("src/b.rs"), B);
+    }
+
+    #[tokio::test]
+    async fn without_a_pending_store_the_preview_says_it_cannot_be_applied() {
+        let f = fixture();
+        f.session.set_pending_store(false);
+        let outcome = call(&f, Full, &NonInteractive, "ast_edit", preview_args()).await;
+        assert_eq!(outcome.status, CallStatus::Error, "{}", outcome.output.text);
+        assert!(
+            outcome.output.text.starts_with(PENDING_UNAVAILABLE)
+                && outcome.output.text.contains("--- a/src/a.rs"),
+            "{}",
+            outcome.output.text
+        );
+        assert_eq!(f.read("src/a.rs"), A);
+    }
+}

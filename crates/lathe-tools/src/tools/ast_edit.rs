@@ -19,12 +19,12 @@ use std::fmt::Write as _;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::{PendingAction, Workspace};
 use crate::session::Session;
 use crate::tool::{Effect, Plan, Tool, ToolContext, ToolHints, ToolKind, ToolOutput};
 use crate::tools::grep::StringList;
 use crate::tools::search_walk::{self, plural};
 use crate::tools::text;
+use crate::{PendingAction, Workspace};
 
 use lang::Lang;
 use walk::{Census, FileResult, Scope};
