@@ -1,7 +1,7 @@
 //! ast-grep's engine on one file: a pattern (and rewrite template) compiled once per language,
 //! then each file parsed, searched and, with a rewrite, rewritten in memory.
 
-use ast_grep_core::matcher::PatternError;
+use ast_grep_core::matcher::{PatternError, PatternNode};
 use ast_grep_core::replacer::TemplateFix;
 use ast_grep_core::{Language, Pattern};
 use ast_grep_language::LanguageExt;
@@ -17,9 +17,9 @@ pub(crate) struct Compiled {
     pub lang: Lang,
     pattern: Pattern,
     fix: Option<TemplateFix>,
-    /// Text every match contains (the pattern's longest literal token): a file without it
-    /// cannot match and is not parsed.
-    needle: Option<memmem::Finder<'static>>,
+    /// Text every match contains (the pattern's longest named tokens): a file without one of
+    /// them cannot match and is not parsed.
+    needles: Vec<memmem::Finder<'static>>,
 }
 
 /// One match, for the listing.
@@ -92,24 +92,20 @@ impl Compiled {
                 Some(fix)
             }
         };
-        let literal = compiled.fixed_string();
-        // The literal is taken from the pattern as parsed: a meta-variable never is one, and a
-        // processed `$` (the expando character) cannot be part of a literal token.
-        let needle = (!literal.is_empty() && !literal.contains(support.expando_char()))
-            .then(|| memmem::Finder::new(literal.as_bytes()).into_owned());
+        let needles = needles(&compiled.node, support.expando_char());
         Ok(Compiled {
             lang,
             pattern: compiled,
             fix,
-            needle,
+            needles,
         })
     }
 
-    /// True when `bytes` may hold a match (the literal prefilter).
+    /// True when `bytes` may hold a match: every needle is in it.
     pub fn may_match(&self, bytes: &[u8]) -> bool {
-        self.needle
-            .as_ref()
-            .is_none_or(|needle| needle.find(bytes).is_some())
+        self.needles
+            .iter()
+            .all(|needle| needle.find(bytes).is_some())
     }
 
     /// Searches (and rewrites) one file's text.
@@ -161,6 +157,42 @@ impl Compiled {
         }
         scan
     }
+}
+
+/// The most needles a file is checked for before it is parsed.
+const MAX_NEEDLES: usize = 4;
+
+/// The texts every match of the pattern holds: its named tokens (identifiers, literals), which
+/// ast-grep matches by kind and exact text, so each is a slice of any source that matches.
+/// Unnamed tokens (punctuation, keywords) are matched by kind only and are left out, as is any
+/// token holding the expando character (a meta-variable the parser took as part of a token).
+/// The longest first, as they are the rarest; one-character names say too little to keep.
+fn needles(node: &PatternNode, expando: char) -> Vec<memmem::Finder<'static>> {
+    fn collect<'p>(node: &'p PatternNode, out: &mut Vec<&'p str>) {
+        match node {
+            PatternNode::Terminal {
+                text,
+                is_named: true,
+                ..
+            } => out.push(text),
+            PatternNode::Terminal { .. } | PatternNode::MetaVar { .. } => {}
+            PatternNode::Internal { children, .. } => {
+                for child in children {
+                    collect(child, out);
+                }
+            }
+        }
+    }
+    let mut texts = Vec::new();
+    collect(node, &mut texts);
+    texts.retain(|t| t.len() >= 2 && !t.contains(expando) && !t.contains('$'));
+    texts.sort_unstable_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+    texts.dedup();
+    texts.truncate(MAX_NEEDLES);
+    texts
+        .into_iter()
+        .map(|t| memmem::Finder::new(t.as_bytes()).into_owned())
+        .collect()
 }
 
 /// `text` cut to `max` characters, with `…`.
@@ -308,12 +340,46 @@ mod tests {
         let compiled = Compiled::new(Lang::C, "kmalloc($A, GFP_KERNEL)", None).unwrap();
         assert!(compiled.may_match(b"p = kmalloc(n, GFP_KERNEL);"));
         assert!(!compiled.may_match(b"p = malloc(n);"));
-        // Punctuation is literal text too: every match of `$A($B)` holds a `(`.
+        // Every named token must be there, not only the longest.
+        assert!(!compiled.may_match(b"p = kzalloc(n, GFP_KERNEL);"));
+        // Punctuation is matched by kind only: no needle, every file is parsed.
         let call = Compiled::new(Lang::C, "$A($B)", None).unwrap();
-        assert!(!call.may_match(b"x;"));
-        // Only a meta-variable: no literal, every file is parsed.
+        assert!(call.may_match(b"x;"));
         let any = Compiled::new(Lang::C, "$A", None).unwrap();
         assert!(any.may_match(b"x"));
+    }
+
+    /// The prefilter never drops a file that matches: real sources, patterns with named tokens,
+    /// each file's matches counted with and without it.
+    #[test]
+    fn the_prefilter_keeps_every_file_that_matches() {
+        let sources = [
+            include_str!("engine.rs"),
+            include_str!("walk.rs"),
+            include_str!("../ast_edit.rs"),
+            include_str!("../grep.rs"),
+        ];
+        let patterns = [
+            "$X.unwrap()",
+            "Ok($A)",
+            "format!($$$A)",
+            "Some(Err($E))",
+            "let $X = $Y.iter().map($F);",
+            "plural($N, \"file\", \"files\")",
+            "matches!($A, $B)",
+        ];
+        let mut matched = 0;
+        for pattern in patterns {
+            let compiled = Compiled::new(Lang::Rust, pattern, None).unwrap();
+            assert!(!compiled.needles.is_empty(), "{pattern}");
+            for source in sources {
+                if !compiled.scan(source).hits.is_empty() {
+                    matched += 1;
+                    assert!(compiled.may_match(source.as_bytes()), "{pattern}");
+                }
+            }
+        }
+        assert!(matched > 10, "{matched}");
     }
 
     #[test]
