@@ -112,15 +112,17 @@ impl Compiled {
     pub fn scan(&self, source: &str) -> Scan {
         let root = self.lang.support().ast_grep(source);
         let node = root.root();
-        let hits: Vec<Hit> = node
-            .find_all(&self.pattern)
+        // One traversal: every match, outer ones before those nested in them (pre-order).
+        let found: Vec<_> = node.find_all(&self.pattern).collect();
+        let hits: Vec<Hit> = found
+            .iter()
             .map(|found| {
                 let start = found.start_pos();
                 let text = found.text();
                 let first = text.lines().next().unwrap_or("");
                 Hit {
                     line: start.line() + 1,
-                    column: start.column(&found) + 1,
+                    column: start.column(found) + 1,
                     text: cut(first, MATCH_TEXT_CHARS),
                 }
             })
@@ -132,13 +134,21 @@ impl Compiled {
         let Some(fix) = &self.fix else {
             return scan;
         };
-        if scan.hits.is_empty() {
+        if found.is_empty() {
             return scan;
         }
-        let edits = node.replace_all(&self.pattern, fix);
+        // Rewritten as ast-grep's non-reentrant visit does: a match inside one already
+        // rewritten is part of it, not rewritten on its own.
         let mut out = String::with_capacity(source.len());
         let mut last = 0;
-        for edit in edits {
+        let mut covered = 0;
+        for matched in &found {
+            let range = matched.range();
+            if range.start < covered {
+                continue;
+            }
+            covered = range.end;
+            let edit = matched.make_edit(&self.pattern, fix);
             let end = edit.position + edit.deleted_length;
             if edit.position < last || end > source.len() {
                 continue;
