@@ -11,6 +11,7 @@ mod file_support;
 mod search_support;
 
 mod apply_patch;
+mod ast_edit;
 mod containment;
 mod dispatch;
 mod example_custom_tool;

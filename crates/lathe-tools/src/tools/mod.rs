@@ -3,6 +3,7 @@
 //! agent, `lathe tool` and the MCP server alike.
 
 pub mod apply_patch;
+pub mod ast_edit;
 pub mod command_output;
 pub mod edit_file;
 pub mod glob;
@@ -58,6 +59,7 @@ builtin_tools! {
     update_plan::UpdatePlanTool,
     update_memory::UpdateMemoryTool,
     resolve::ResolveTool,
+    ast_edit::AstEditTool,
 }
 
 #[cfg(test)]
