@@ -436,7 +436,11 @@ pub async fn apply(command: Command, cx: Context<'_>) -> Outcome {
             let _ = write!(out, "{said}");
         }
         Command::Pending => {
-            let _ = write!(out, "{}", pending_list(cx.agent.executor().runner().session(), style));
+            let _ = write!(
+                out,
+                "{}",
+                pending_list(cx.agent.executor().runner().session(), style)
+            );
         }
         Command::Apply(reason) | Command::Discard(reason) => {
             // The answer may take a moment (a large change): nothing is held meanwhile.
@@ -540,7 +544,11 @@ async fn resolve(
     style: &Style,
     notes: &mut Vec<String>,
 ) -> String {
-    let verb = if apply { "apply" } else { "discard" };
+    let (verb, done) = if apply {
+        ("apply", "applied")
+    } else {
+        ("discard", "discarded")
+    };
     let runner = agent.executor().runner();
     let session = runner.session();
     let Some(newest) = session.pending_summaries().pop() else {
@@ -572,7 +580,7 @@ async fn resolve(
         CallStatus::Ok => format!("{}\n", style.green(&text)),
         CallStatus::Denied => format!(
             "{}\n{}\n",
-            style.red(&format!("not {verb}ed: {text}")),
+            style.red(&format!("not {done}: {text}")),
             style.dim(&format!(
                 "the approval mode is {}; /approval ask lets /apply make the change, /discard drops it",
                 agent.gate().mode()
@@ -799,12 +807,125 @@ mod tests {
             Command::parse("/redo"),
             Some(Command::Redo { force: false })
         );
+        assert_eq!(Command::parse("/pending"), Some(Command::Pending));
+        assert_eq!(Command::parse("/apply"), Some(Command::Apply(None)));
+        assert_eq!(
+            Command::parse("/apply  it is  right "),
+            Some(Command::Apply(Some("it is  right".into())))
+        );
+        assert_eq!(
+            Command::parse("/discard wrong file"),
+            Some(Command::Discard(Some("wrong file".into())))
+        );
         assert_eq!(
             Command::parse("/rewind 2"),
             Some(Command::Rewind(Some("2".into())))
         );
         assert!(parse_turn(Some("0")).unwrap_err().contains("not a turn"));
         assert_eq!(parse_turn(Some("4")), Ok(Some(4)));
+    }
+
+    /// An agent (never asked: nothing listens at its server) whose session has a real
+    /// pending action: write_file's own plan for `a.txt`, kept as a preview.
+    fn agent_with_pending(mode: ApprovalMode) -> (tempfile::TempDir, Agent) {
+        use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
+        use lathe_tools::tools::write_file::WriteFileTool;
+        use lathe_tools::{PendingAction, ToolConfig, Workspace};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir(&root).unwrap();
+        let tools = Session::new(
+            Workspace::new(&root).unwrap(),
+            ToolConfig::default(),
+            dir.path().join("state"),
+        )
+        .unwrap();
+        let input = serde_json::from_value(json!({"path": "a.txt", "content": "hi\n"})).unwrap();
+        let plan = WriteFileTool.plan(&input, &tools).unwrap().unwrap();
+        let action = PendingAction::from_plan("create a.txt", "write_file", plan)
+            .with_details("one greeting");
+        tools.push_pending(action).unwrap();
+        let provider = connect(
+            ProviderKind::Ollama,
+            ProviderConfig::new("http://127.0.0.1:9").retry(RetryPolicy::none()),
+        )
+        .unwrap();
+        let agent = Agent::builder(provider, "m", tools)
+            .approval(mode)
+            .build()
+            .unwrap();
+        (dir, agent)
+    }
+
+    #[test]
+    fn pending_changes_are_listed_with_their_files_and_said_after_a_turn() {
+        let (_dir, agent) = agent_with_pending(ApprovalMode::Ask);
+        let session = agent.executor().runner().session();
+        let listed = pending_list(session, &Style::plain());
+        assert!(listed.contains("1 change pending, newest last"), "{listed}");
+        assert!(
+            listed.contains("1. \"create a.txt\" from write_file"),
+            "{listed}"
+        );
+        assert!(listed.contains("a.txt (new) +1 -0"), "{listed}");
+        assert!(listed.contains("one greeting"), "{listed}");
+        assert_eq!(
+            pending_hint(session).unwrap(),
+            "1 change pending: \"create a.txt\" · /pending · /apply · /discard"
+        );
+    }
+
+    #[tokio::test]
+    async fn apply_in_ask_mode_is_the_users_approval_and_writes_the_file() {
+        let (dir, agent) = agent_with_pending(ApprovalMode::Ask);
+        let mut notes = Vec::new();
+        let said = resolve(
+            &agent,
+            true,
+            Some("looks right".into()),
+            &Style::plain(),
+            &mut notes,
+        )
+        .await;
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("ws/a.txt")).unwrap(),
+            "hi\n",
+            "{said}"
+        );
+        let session = agent.executor().runner().session();
+        assert!(!session.has_pending(), "{said}");
+        assert_eq!(notes.len(), 1);
+        assert!(
+            notes[0].starts_with(
+                "The user ran /apply (\"looks right\") on the pending change \"create a.txt\""
+            ),
+            "{notes:?}"
+        );
+        assert!(pending_list(session, &Style::plain()).starts_with("nothing pending"));
+        let again = resolve(&agent, true, None, &Style::plain(), &mut notes).await;
+        assert!(
+            again.starts_with("nothing pending: there is nothing to apply"),
+            "{again}"
+        );
+        assert_eq!(notes.len(), 1, "nothing done, nothing to tell the model");
+    }
+
+    #[tokio::test]
+    async fn read_only_refuses_apply_and_the_change_stays_pending() {
+        let (dir, agent) = agent_with_pending(ApprovalMode::ReadOnly);
+        let mut notes = Vec::new();
+        let said = resolve(&agent, true, None, &Style::plain(), &mut notes).await;
+        assert!(said.starts_with("not applied: "), "{said}");
+        assert!(said.contains("/approval ask"), "{said}");
+        assert!(!dir.path().join("ws/a.txt").exists());
+        assert!(agent.executor().runner().session().has_pending());
+        assert!(notes.is_empty());
+        // Discarding writes nothing, so read-only allows it.
+        let said = resolve(&agent, false, None, &Style::plain(), &mut notes).await;
+        assert!(said.contains("Discarded: create a.txt"), "{said}");
+        assert!(!dir.path().join("ws/a.txt").exists());
+        assert!(!agent.executor().runner().session().has_pending());
+        assert_eq!(notes.len(), 1, "{notes:?}");
     }
 
     #[test]
