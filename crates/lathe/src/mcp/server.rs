@@ -618,3 +618,60 @@ impl ServerHandler for LatheServer {
         super::resources::read(&session, &request.uri).map(ReadResourceResponse::Complete)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use lathe_policy::{ApprovalMode, PermissionsConfig};
+    use lathe_tools::tools::resolve::ResolveTool;
+    use lathe_tools::{PendingAction, Tool as _, ToolOutput};
+
+    use super::*;
+
+    #[test]
+    fn resolve_is_offered_only_where_something_is_pending() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(&root).unwrap();
+        let gates = GateConfig::new(
+            PermissionsConfig::default(),
+            ApprovalMode::Auto,
+            &root,
+            false,
+        )
+        .unwrap();
+        let state = dir.path().join("state");
+        let made = {
+            let root = root.clone();
+            move || {
+                let workspace = lathe_tools::Workspace::new(&root)?;
+                Ok(Session::new(workspace, Default::default(), state.clone())?)
+            }
+        };
+        let shared = Shared::new(Registry::builtin(), gates, &root, made);
+        let listed = |tools: Vec<Tool>| -> Vec<String> {
+            tools.into_iter().map(|t| t.name.to_string()).collect()
+        };
+        let idle = listed(shared.offered(None));
+        assert!(idle.contains(&"read_file".to_owned()), "{idle:?}");
+        assert!(!idle.contains(&ResolveTool::NAME.to_owned()), "{idle:?}");
+
+        let session = shared.session().unwrap();
+        assert_eq!(listed(shared.offered(Some(&session))), idle);
+        let before = shared.offered_names(&session);
+        let action = PendingAction::custom("a change", "test", Vec::new(), |_, _| async {
+            ToolOutput::ok("done")
+        });
+        session.push_pending(action).unwrap();
+        let waiting = listed(shared.offered(Some(&session)));
+        assert!(
+            waiting.contains(&ResolveTool::NAME.to_owned()),
+            "{waiting:?}"
+        );
+        assert_eq!(waiting.len(), idle.len() + 1);
+        assert_ne!(
+            shared.offered_names(&session),
+            before,
+            "a push changes the list"
+        );
+    }
+}
