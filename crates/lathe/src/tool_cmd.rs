@@ -86,6 +86,11 @@ fn summary(description: &str) -> String {
 /// names the limit, so memory stays bounded whatever arrives.
 pub const MAX_INPUT_BYTES: usize = 64 * 1024 * 1024;
 
+/// What a one-shot `lathe tool` says after a call that left a change pending.
+pub const ONE_SHOT_PENDING: &str = "the previewed change was not kept: nothing was written, and \
+    this `lathe tool` run ends here. Run the call in `lathe tool --batch`, followed by \
+    {\"tool\": \"resolve\", \"arguments\": {\"action\": \"apply\"}}, or call it without preview";
+
 /// `lathe tool NAME [ARGS]` and `lathe tool --batch`.
 pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode> {
     let setup = Setup::load(common)?;
@@ -126,6 +131,11 @@ pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode
             }
         };
         let outcome = calls.call(name, arguments).await;
+        // A preview waits for `resolve`, which this process will never get: say so, rather
+        // than let the change the output calls pending vanish with the process.
+        if session.has_pending() {
+            eprintln!("lathe: {ONE_SHOT_PENDING}");
+        }
         let mut out = std::io::stdout().lock();
         if args.json {
             serde_json::to_writer(&mut out, &Answer::of(&outcome))?;

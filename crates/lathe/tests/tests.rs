@@ -34,6 +34,7 @@ mod mcp_http;
 mod mcp_protocol;
 mod mcp_python;
 mod mcp_sessions;
+mod pending;
 mod policy_cmd;
 mod readme_transcript;
 mod sandbox_cli;
