@@ -166,6 +166,25 @@ impl Parts<'_> {
 impl Live {
     /// Ends the session at the prompt: its commands stop, and it is done, not running.
     fn close(&self, store: &lathe_store::Store) {
+        // Pending changes live in this process only: say which go, rather than drop them
+        // unseen.
+        let waiting = self.tools.pending_summaries();
+        if !waiting.is_empty() {
+            let labels: Vec<String> = waiting
+                .iter()
+                .map(|p| format!("\"{}\"", crate::render::sanitize(&p.label)))
+                .collect();
+            say(&format!(
+                "dropped {} pending (nothing of {} was written): {}",
+                if waiting.len() == 1 {
+                    "1 change".to_owned()
+                } else {
+                    format!("{} changes", waiting.len())
+                },
+                if waiting.len() == 1 { "it" } else { "them" },
+                labels.join(", ")
+            ));
+        }
         self.terminating.abort();
         self.tools.shutdown();
         if let Ok(session) = store.session(self.id.as_str())
