@@ -59,7 +59,10 @@ impl Shared {
             "Lathe's coding tools over the workspace {}. Paths are relative to the workspace \
              root. Read a file with read_file before changing it with edit_file or write_file. \
              A shell command that outlives its timeout moves to the background: read its output \
-             with command_output and stop it with kill_command. Each call that changes files              is a checkpoint: list them with checkpoint_list, take one back with              checkpoint_restore. Approval mode: {}.",
+             with command_output and stop it with kill_command. Each call that changes files \
+             is a checkpoint: list them with checkpoint_list, take one back with \
+             checkpoint_restore. A change a tool previews waits, pending, until resolve \
+             applies or discards it. Approval mode: {}.",
             workspace.display(),
             gates.mode()
         );
