@@ -120,7 +120,26 @@ pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode
         crate::signals::exit_on_termination(move || session.shutdown())
     };
     let code = if args.batch {
-        batch(&calls).await?
+        let code = batch(&calls).await?;
+        // What the batch left pending ends with it: say so rather than drop it unseen.
+        let waiting = session.pending_summaries();
+        if !waiting.is_empty() {
+            let labels: Vec<String> = waiting
+                .iter()
+                .map(|p| format!("\"{}\"", crate::render::sanitize(&p.label)))
+                .collect();
+            eprintln!(
+                "lathe: the batch ended with {} pending, not written: {} (a \
+                 {{\"tool\": \"resolve\", \"arguments\": {{\"action\": \"apply\"}}}} line makes the newest)",
+                if waiting.len() == 1 {
+                    "1 change".to_owned()
+                } else {
+                    format!("{} changes", waiting.len())
+                },
+                labels.join(", ")
+            );
+        }
+        code
     } else {
         let name = args.name.as_deref().unwrap_or_default();
         let arguments = match read_arguments(args.arguments.as_deref()) {
