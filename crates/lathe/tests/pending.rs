@@ -285,3 +285,33 @@ fn chat_exit_says_which_pending_changes_are_dropped() {
     term.wait_for("dropped 1 change pending (nothing of it was written)");
     assert!(!h.ws.join("a.txt").exists());
 }
+
+/// The model's own `resolve apply` in `ask` is asked about as the preview's write, with its
+/// diff on the screen.
+#[test]
+#[ignore = "needs apply_patch with preview (another engineer's, not on main yet)"]
+fn chat_asks_about_the_models_resolve_with_the_diff() {
+    let script = Script::new()
+        .chat(reply().tool_call("apply_patch", preview("a.txt")).done())
+        .chat(
+            reply()
+                .tool_call("resolve", json!({"action": "apply"}))
+                .done(),
+        )
+        .chat(reply().text("Applied it.").done());
+    let h = Harness::new(script);
+    let mut term = Terminal::start(&h, &["--approval", "ask"]);
+    term.wait_for("> ");
+    term.type_line("add a greeting");
+    term.wait_for("Allow? [y]es / [n]o / [a]lways");
+    let screen = term.screen();
+    assert!(screen.contains("resolve apply"), "{screen}");
+    assert!(screen.contains("+hi"), "the diff is shown: {screen}");
+    assert_eq!(screen.matches("Allow?").count(), 1, "the preview asked: {screen}");
+    assert!(!h.ws.join("a.txt").exists());
+    term.type_line("y");
+    term.wait_for("Applied it.");
+    assert_eq!(h.read("a.txt"), "hi\n");
+    term.type_line("/exit");
+    assert_eq!(term.wait_exit(), 0);
+}
