@@ -19,6 +19,9 @@ const TRIGGER_PERCENT: u64 = 75;
 /// ...and goes on until it is under this share, so that the next requests share a long,
 /// unchanged prefix (servers cache it) instead of shortening one result per turn.
 const TARGET_PERCENT: u64 = 50;
+/// The tool whose newest result is the model's plan.
+const PLAN_TOOL: &str =
+    <lathe_tools::tools::update_plan::UpdatePlanTool as lathe_tools::Tool>::NAME;
 /// Tokens counted for each message's framing (role, separators).
 const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
 /// Old texts longer than this are cut in the last resort, keeping their head.
@@ -149,11 +152,19 @@ impl ContextWindow {
             .unwrap_or(messages.len());
         let mut results = 0;
         let mut others = 0;
+        // The model's current plan (the newest `update_plan` result) is kept whole: it is short,
+        // and it is what keeps a long task on track once the turns around it are shortened.
+        let plan = messages
+            .iter()
+            .rposition(|m| matches!(m, Message::Tool(t) if t.tool_name == PLAN_TOOL));
 
         // First: old tool results, oldest first.
         for (index, message) in messages[..protected_from].iter_mut().enumerate() {
             if total <= target {
                 break;
+            }
+            if Some(index) == plan {
+                continue;
             }
             let Message::Tool(result) = message else {
                 continue;
@@ -179,7 +190,7 @@ impl ContextWindow {
                 if total <= target {
                     break;
                 }
-                if Some(index) == first_user {
+                if Some(index) == first_user || Some(index) == plan {
                     continue;
                 }
                 if cut_message(message, pass) {

@@ -157,6 +157,11 @@ pub enum Event {
         /// The message.
         message: String,
     },
+    /// The model's plan changed (an `update_plan` call succeeded): the whole plan, in order.
+    PlanUpdated {
+        /// Every step with its status; empty when the model cleared the plan.
+        steps: Vec<lathe_tools::tools::update_plan::PlanStep>,
+    },
     /// Nothing has come from the model for a while (a model loading, a slow or stuck server):
     /// sent every few seconds of silence (5 by default), never more often.
     Waiting {
@@ -281,6 +286,22 @@ pub struct RunReport {
     pub model_ms: u64,
     /// Time spent running tools (approval prompts included), in milliseconds.
     pub tool_ms: u64,
+    /// Changes a tool previewed that were neither applied nor discarded when the run ended,
+    /// oldest first: nothing of them was written. Left out when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<PendingLeft>,
+}
+
+/// A previewed change still pending at the end of a run (not applied).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingLeft {
+    /// Its short summary, as the tool gave it.
+    pub label: String,
+    /// The tool that previewed it.
+    pub source: String,
+    /// The files it would change, relative to the workspace root.
+    #[serde(default)]
+    pub files: Vec<String>,
 }
 
 /// Where a run's final answer came from.
@@ -498,6 +519,11 @@ mod tests {
                 duration_ms: 9,
                 model_ms: 4,
                 tool_ms: 3,
+                pending: vec![PendingLeft {
+                    label: "rename foo".into(),
+                    source: "ast_edit".into(),
+                    files: vec!["a.rs".into()],
+                }],
             }),
             Event::CheckpointCreated(Checkpoint {
                 step: "3f2a".into(),

@@ -72,8 +72,8 @@ pub mod text;
 
 pub use context::ContextWindow;
 pub use prompt::{
-    FALLBACK_INSTRUCTIONS_FILE, PROJECT_INSTRUCTIONS_FILE, PromptInputs, gather_instructions,
-    system_prompt, user_config_dir,
+    FALLBACK_INSTRUCTIONS_FILE, PROJECT_INSTRUCTIONS_FILE, ProjectMemory, PromptInputs,
+    gather_instructions, load_memory, system_prompt, user_config_dir,
 };
 
 pub use agent::{Agent, AgentBuilder, BuildError};

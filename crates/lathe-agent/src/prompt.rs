@@ -30,11 +30,14 @@ pub struct PromptInputs {
     pub tools: Vec<String>,
     /// The project's own instructions (`AGENTS.md`).
     pub project_instructions: Option<String>,
+    /// The project's memory ([`load_memory`]), after the instructions.
+    pub memory: Option<ProjectMemory>,
 }
 
 impl PromptInputs {
     /// Inputs for `workspace` today on this machine, with the instructions
-    /// ([`gather_instructions`]) for the process's working directory.
+    /// ([`gather_instructions`]) for the process's working directory; without the project's
+    /// memory, which [`PromptInputs::for_session`] adds.
     pub fn for_workspace(workspace: &Path, tools: Vec<String>) -> Self {
         let cwd = std::env::current_dir().unwrap_or_else(|_| workspace.to_path_buf());
         PromptInputs {
@@ -47,8 +50,77 @@ impl PromptInputs {
                 &cwd,
                 user_config_dir().as_deref(),
             ),
+            memory: None,
         }
     }
+}
+
+impl PromptInputs {
+    /// [`PromptInputs::for_workspace`] for the session's workspace, with the session's project
+    /// memory ([`load_memory`]), read now: a new session sees the memory as it is when it
+    /// starts.
+    pub fn for_session(session: &lathe_tools::Session, tools: Vec<String>) -> Self {
+        PromptInputs {
+            memory: load_memory(session),
+            ..PromptInputs::for_workspace(session.workspace().root(), tools)
+        }
+    }
+}
+
+/// The project's memory as the system prompt holds it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProjectMemory {
+    /// The memory file, relative to the workspace root.
+    pub path: String,
+    /// Its text, cut to [`MAX_MEMORY_BYTES`](lathe_tools::tools::update_memory::MAX_MEMORY_BYTES)
+    /// with a note saying how much was shown.
+    pub text: String,
+}
+
+/// The session's memory file (`.lathe/memory.md`, or the configured `[memory] path`), cut to
+/// [`MAX_MEMORY_BYTES`](lathe_tools::tools::update_memory::MAX_MEMORY_BYTES) at a line's end
+/// with a note saying so; `None` when there is none or it holds only blank lines. It is read
+/// inside the workspace only: a memory file that is a symbolic link leading out is not read
+/// (the prompt says why instead).
+pub fn load_memory(session: &lathe_tools::Session) -> Option<ProjectMemory> {
+    use lathe_tools::tools::update_memory::{self, MAX_MEMORY_BYTES};
+    let path = update_memory::memory_path(session);
+    let workspace = session.workspace();
+    let unreadable = |why: String| {
+        tracing::warn!("the project memory {path} was not read: {why}");
+        Some(ProjectMemory {
+            path: path.clone(),
+            text: format!("[the memory file {path} could not be read: {why}]"),
+        })
+    };
+    let target = match update_memory::resolve(workspace, &path) {
+        Ok(target) => target,
+        Err(why) => return unreadable(why),
+    };
+    let (mut bytes, total) = match update_memory::read(workspace, &target, MAX_MEMORY_BYTES + 1) {
+        Ok(Some(read)) => read,
+        Ok(None) => return None,
+        Err(err) => return unreadable(err.to_string()),
+    };
+    let cut = bytes.len() > MAX_MEMORY_BYTES;
+    if cut {
+        bytes.truncate(MAX_MEMORY_BYTES);
+        // End on a whole line, so that no entry is shown half.
+        if let Some(end) = bytes.iter().rposition(|b| *b == b'\n') {
+            bytes.truncate(end + 1);
+        }
+    }
+    let shown = bytes.len();
+    let mut text = String::from_utf8_lossy(&bytes).trim_end().to_owned();
+    if text.trim().is_empty() && !cut {
+        return None;
+    }
+    if cut {
+        text.push_str(&format!(
+            "\n[memory cut: {shown} of {total} bytes shown; see {path}]"
+        ));
+    }
+    Some(ProjectMemory { path, text })
 }
 
 /// Lathe's directory in the user's configuration (`$XDG_CONFIG_HOME/lathe`, else
@@ -171,7 +243,21 @@ pub fn system_prompt(inputs: &PromptInputs) -> String {
              The project's maintainers wrote these for agents; follow them.\n\n{project}\n"
         ));
     }
+    if let Some(memory) = &inputs.memory {
+        push_memory(&mut prompt, memory);
+    }
     prompt
+}
+
+/// The memory's section of the prompt, after the project's instructions.
+fn push_memory(prompt: &mut String, memory: &ProjectMemory) {
+    prompt.push_str(&format!(
+        "\n# Project memory ({})\n\
+         Notes kept for this project across sessions (update_memory changes them, each change \
+         approved by the user). They are background facts: where they disagree with the user \
+         or the project instructions, those win.\n\n{}\n",
+        memory.path, memory.text
+    ));
 }
 
 const TOOL_RULES: &str = "
@@ -204,6 +290,7 @@ mod tests {
             date: "2025-05-01".into(),
             tools: vec!["read_file".into(), "shell".into()],
             project_instructions: None,
+            memory: None,
         };
         let prompt = system_prompt(&inputs);
         assert!(prompt.contains("Workspace root: /home/me/proj"));
@@ -291,6 +378,75 @@ mod tests {
         std::fs::write(elsewhere.join("AGENTS.md"), "Elsewhere.\n").unwrap();
         let text = gather_instructions(&repo, &elsewhere, None).unwrap();
         assert_eq!(text, "Repo rules.");
+    }
+
+    fn memory_session(dir: &Path) -> std::sync::Arc<lathe_tools::Session> {
+        let ws = dir.join("ws");
+        std::fs::create_dir_all(ws.join(".lathe")).unwrap();
+        let workspace = lathe_tools::Workspace::new(&ws).unwrap();
+        lathe_tools::Session::new(workspace, Default::default(), dir.join("state")).unwrap()
+    }
+
+    #[test]
+    fn the_memory_follows_the_project_instructions() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = memory_session(dir.path());
+        let ws = session.workspace().root().to_path_buf();
+        assert_eq!(load_memory(&session), None, "no file");
+        std::fs::write(ws.join(".lathe/memory.md"), "\n  \n").unwrap();
+        assert_eq!(load_memory(&session), None, "only blank lines");
+        std::fs::write(ws.join(".lathe/memory.md"), "- Use tabs.\n").unwrap();
+        std::fs::write(ws.join("AGENTS.md"), "Run make check.\n").unwrap();
+        let inputs = PromptInputs::for_session(&session, vec![]);
+        let prompt = system_prompt(&inputs);
+        let agents = prompt.find("Run make check.").expect("AGENTS.md");
+        let heading = prompt
+            .find("# Project memory (.lathe/memory.md)")
+            .expect("the heading");
+        let entry = prompt.find("- Use tabs.").expect("the entry");
+        assert!(agents < heading && heading < entry, "{prompt}");
+    }
+
+    #[test]
+    fn a_large_memory_is_cut_at_a_line_with_a_note() {
+        use lathe_tools::tools::update_memory::MAX_MEMORY_BYTES;
+        let dir = tempfile::tempdir().unwrap();
+        let session = memory_session(dir.path());
+        let ws = session.workspace().root().to_path_buf();
+        let text: String = (0..MAX_MEMORY_BYTES / 50 + 10)
+            .map(|i| format!("- entry {i:04} {}\n", "é".repeat(18)))
+            .collect();
+        std::fs::write(ws.join(".lathe/memory.md"), &text).unwrap();
+        let memory = load_memory(&session).unwrap();
+        let (shown, note) = memory.text.rsplit_once('\n').unwrap();
+        assert!(text.starts_with(&format!("{shown}\n")), "whole lines only");
+        assert_eq!(
+            note,
+            format!(
+                "[memory cut: {} of {} bytes shown; see .lathe/memory.md]",
+                shown.len() + 1,
+                text.len()
+            )
+        );
+        assert!(shown.len() < MAX_MEMORY_BYTES);
+    }
+
+    #[test]
+    fn a_memory_file_leading_out_of_the_workspace_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = memory_session(dir.path());
+        let ws = session.workspace().root().to_path_buf();
+        std::fs::write(dir.path().join("secret"), "TOKEN=x\n").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("secret"), ws.join(".lathe/memory.md")).unwrap();
+        let memory = load_memory(&session).unwrap();
+        assert!(!memory.text.contains("TOKEN"), "{}", memory.text);
+        assert!(
+            memory
+                .text
+                .starts_with("[the memory file .lathe/memory.md could not be read:"),
+            "{}",
+            memory.text
+        );
     }
 
     #[test]

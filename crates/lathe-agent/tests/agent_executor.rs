@@ -86,17 +86,26 @@ impl Tool for Put {
     }
 }
 
-struct Run {
+pub(crate) struct Run {
     _dir: tempfile::TempDir,
-    root: std::path::PathBuf,
-    server: ScriptedServer,
-    store: Store,
-    session: lathe_store::SessionId,
-    events: Arc<Mutex<Vec<Event>>>,
-    executor: Executor,
+    pub(crate) root: std::path::PathBuf,
+    pub(crate) server: ScriptedServer,
+    pub(crate) store: Store,
+    pub(crate) session: lathe_store::SessionId,
+    pub(crate) events: Arc<Mutex<Vec<Event>>>,
+    pub(crate) executor: Executor,
 }
 
 fn start(script: Script, configure: impl FnOnce(&mut ExecutorConfig)) -> Run {
+    start_with(script, |_| {}, configure)
+}
+
+/// [`start`] with more tools than `cat` and `put`.
+pub(crate) fn start_with(
+    script: Script,
+    tools: impl FnOnce(&mut Registry),
+    configure: impl FnOnce(&mut ExecutorConfig),
+) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("ws");
     std::fs::create_dir(&root).unwrap();
@@ -117,6 +126,7 @@ fn start(script: Script, configure: impl FnOnce(&mut ExecutorConfig)) -> Run {
     let mut registry = Registry::new();
     registry.register(Cat);
     registry.register(Put);
+    tools(&mut registry);
     let runner = Arc::new(ToolRunner::new(
         Arc::new(registry),
         tool_session,
@@ -154,7 +164,7 @@ fn start(script: Script, configure: impl FnOnce(&mut ExecutorConfig)) -> Run {
     }
 }
 
-fn reply() -> ollama::OllamaTurn {
+pub(crate) fn reply() -> ollama::OllamaTurn {
     ollama::turn(MODEL)
 }
 

@@ -25,6 +25,7 @@ const TOOLS: &[&str] = &[
     "ast_edit",
     "resolve",
     "spawn_agent",
+    "update_memory",
 ];
 
 fn names() -> ToolNames {

@@ -57,6 +57,14 @@ pub enum Action {
         /// The host.
         host: String,
     },
+    /// Change the project's memory (the file loaded into every new session's system prompt).
+    /// Always asked about, in every mode, whatever the allow rules and even with
+    /// `--dangerously-skip-approvals`: memory is never changed unasked. A deny rule (`tool(NAME)`
+    /// or `edit(PATH)`) and the read-only mode refuse it.
+    Memory {
+        /// The memory file, as given and as resolved: both are judged.
+        path: FileTarget,
+    },
     /// Something a tool could not describe in the terms above (a tool from another MCP server,
     /// a tool that did not say what it does). Judged as the network is: nothing unknown runs
     /// unasked except in `full`.

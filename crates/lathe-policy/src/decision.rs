@@ -26,6 +26,8 @@ enum Kind {
     Network,
     /// An effect the tool could not describe: never judged to only read.
     Opaque,
+    /// A change of the project's memory: always asks (read-only and deny rules refuse it).
+    Memory,
 }
 
 /// One part of an action, judged before the rules and mode apply.
@@ -43,7 +45,7 @@ impl Part<'_> {
         match self.kind {
             Kind::Read => true,
             Kind::Command | Kind::Whole | Kind::Tool => self.severity == Severity::Safe,
-            Kind::Change { .. } | Kind::Network | Kind::Opaque => false,
+            Kind::Change { .. } | Kind::Network | Kind::Opaque | Kind::Memory => false,
         }
     }
 }
@@ -67,6 +69,10 @@ impl Part<'_> {
 /// ask is allowed; deny rules and the read-only mode still deny. Running a command outside
 /// the sandbox asks unless approvals are skipped. The action's decision is its worst part's:
 /// a compound command is allowed only if every part is.
+///
+/// A change of the project's memory ([`Action::Memory`]) is judged apart: after the deny
+/// rules, the read-only mode refuses it and every other mode asks, whatever the allow rules
+/// say and even when approvals are skipped.
 #[derive(Debug, Clone)]
 pub struct Policy {
     rules: RuleSet,
@@ -291,6 +297,22 @@ impl Policy {
                 command: None,
                 key: None,
             }],
+            Action::Memory { path: target } => target
+                .judged(&self.ctx)
+                .into_iter()
+                .map(|(path, note)| {
+                    let key = PathKey::from_text(&path, &self.ctx);
+                    let mut part = self.file_part(
+                        &path,
+                        Kind::Memory,
+                        key,
+                        Severity::Normal,
+                        format!("changes the project's memory `{path}`"),
+                    );
+                    part.reasons.extend(note);
+                    part
+                })
+                .collect(),
             Action::Unknown { tool, what } => vec![Part {
                 subject: tool.clone(),
                 kind: Kind::Opaque,
@@ -371,7 +393,7 @@ impl Policy {
                         || (!for_allow && c.wrapped_by.iter().any(|w| rule.matches_command(w)))
                 }
                 (Kind::Read, _, Some(k)) => rule.matches_read(k),
-                (Kind::Change { .. }, _, Some(k)) => rule.matches_edit(k),
+                (Kind::Change { .. } | Kind::Memory, _, Some(k)) => rule.matches_edit(k),
                 (Kind::Tool | Kind::Network | Kind::Opaque, _, _) => {
                     rule.matches_tool(&part.subject)
                 }
@@ -479,6 +501,9 @@ impl Policy {
                 vec![format!("denied by the rule `{}`", rule.text())],
             );
         }
+        if part.kind == Kind::Memory {
+            return self.memory_decision();
+        }
         // Read-only mode refuses whatever is not a read before anything can ask: "critical
         // always asks" is a floor for modes that would run a command, never a way past a
         // refusal. Only an allow rule lifts read-only, and not for a critical command.
@@ -526,6 +551,30 @@ impl Policy {
         (decision, asks)
     }
 
+    /// A memory change that no deny rule refused: read-only refuses it, every other mode asks.
+    /// No allow rule, mode or skipping of approvals lets it run unasked.
+    fn memory_decision(&self) -> (Decision, Vec<String>) {
+        if self.mode == ApprovalMode::ReadOnly {
+            return (
+                Decision::Deny,
+                vec![
+                    "read-only mode never changes the project's memory; with --approval ask, \
+                     auto or full each memory change is asked about with its diff, or the user \
+                     can edit the memory with `lathe memory edit`"
+                        .into(),
+                ],
+            );
+        }
+        (
+            Decision::Ask,
+            vec![
+                "memory changes always ask, in every mode (no rule, mode or \
+                 --dangerously-skip-approvals lets them run unasked)"
+                    .into(),
+            ],
+        )
+    }
+
     fn by_mode(&self, part: &Part<'_>) -> (Decision, String) {
         let reading = part.reading();
         match self.mode {
@@ -548,6 +597,7 @@ impl Policy {
                         Kind::Tool => "tool changes things".to_string(),
                         Kind::Network => "tool reaches the network".to_string(),
                         Kind::Opaque => "tool does what Lathe cannot judge".to_string(),
+                        Kind::Memory => "changes the project's memory".to_string(),
                         _ => format!("is {}", part.severity),
                     },
                     self.suggestion(part)
@@ -569,6 +619,10 @@ impl Policy {
                 Kind::Opaque => (
                     Decision::Ask,
                     "auto mode asks before what it cannot judge".into(),
+                ),
+                Kind::Memory => (
+                    Decision::Ask,
+                    "memory changes always ask, in every mode".into(),
                 ),
                 Kind::Change { inside: true } if part.severity <= Severity::Normal => (
                     Decision::Allow,

@@ -167,6 +167,13 @@ pub enum Effect {
         /// True when it changes that state (for people; the policy allows both).
         changes: bool,
     },
+    /// Changes the project's memory file (`update_memory`): asked about in every mode, with
+    /// the plan's diff, and refused in `read-only`; no allow rule or "always" lets it run
+    /// unasked. A write or edit of the memory file by another tool is judged the same way.
+    Memory {
+        /// The memory file, relative to the workspace root.
+        path: String,
+    },
     /// Something the tool cannot describe in the terms above (a tool from another MCP server,
     /// an embedder's tool that did not say). Asked about in `ask` and `auto`, refused in
     /// `read-only`.

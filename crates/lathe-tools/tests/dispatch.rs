@@ -671,6 +671,7 @@ fn a_tool_that_does_not_say_what_it_does_is_asked_about() {
     let host = json!({"host": "example.com"});
     let kill = json!({"id": 1});
     let plan = json!({"plan": [{"step": "a", "status": "pending"}]});
+    let memory = json!({"action": "add", "entry": "Use tabs."});
     // (tool, arguments, read-only, ask, auto, full)
     let table = [
         // A session tool with default hints and effects: unknown, not read-only.
@@ -685,6 +686,8 @@ fn a_tool_that_does_not_say_what_it_does_is_asked_about() {
         ("kill_command", &kill, ['a', 'a', 'a', 'a']),
         ("update_plan", &plan, ['a', 'a', 'a', 'a']),
         ("list_commands", &nothing, ['a', 'a', 'a', 'a']),
+        // The project's memory: asked about in every mode, never run unasked.
+        ("update_memory", &memory, ['d', 'q', 'q', 'q']),
     ];
     let mut wrong = Vec::new();
     for (name, args, expected) in table {

@@ -12,6 +12,7 @@ mod search_support;
 
 mod containment;
 mod dispatch;
+mod example_custom_tool;
 mod exec_tools;
 mod file_containment;
 mod file_edit;
@@ -19,6 +20,8 @@ mod file_escapes;
 mod file_plan;
 mod file_props;
 mod file_tools;
+mod memory;
+mod pending;
 mod registry;
 mod search_cancel;
 mod search_equivalence;

@@ -57,6 +57,9 @@ pub enum Command {
     /// Trust the workspace's .lathe/config.toml: show what it grants, then record it (--list,
     /// --revoke).
     Trust(crate::trust::TrustArgs),
+    /// The project's memory (.lathe/memory.md), read by every new session: show, edit or
+    /// clear it.
+    Memory(crate::memory_cmd::MemoryArgs),
 }
 
 /// `lathe tools`.

@@ -44,6 +44,9 @@ pub struct Config {
     /// `lathe mcp`: `session_timeout` (seconds without traffic before an idle HTTP session
     /// ends; 0 never; `--session-timeout` overrides it).
     pub mcp: crate::mcp::McpConfig,
+    /// The project's memory: `path` (relative to the workspace; by default
+    /// `.lathe/memory.md`). From a workspace's own file only once it is trusted.
+    pub memory: lathe_tools::tools::update_memory::MemoryConfig,
 }
 
 impl Config {
@@ -64,6 +67,9 @@ impl Config {
                 );
             }
         }
+        self.memory
+            .check()
+            .map_err(|err| anyhow::anyhow!("invalid configuration: {err}"))?;
         Ok(self)
     }
 }
@@ -333,6 +339,30 @@ mod tests {
             "{err}"
         );
         assert!(parse("-5").unwrap_err().to_string().contains("negative"));
+    }
+
+    #[test]
+    fn the_memory_path_is_read_and_must_stay_in_the_workspace() {
+        let config = |text: &str| {
+            let table: toml::Table = toml::from_str(text).unwrap();
+            Config::deserialize(toml::Value::Table(table))
+                .unwrap()
+                .resolve()
+        };
+        assert_eq!(
+            config("[memory]\npath = \"docs/memory.md\"\n")
+                .unwrap()
+                .memory
+                .path(),
+            "docs/memory.md"
+        );
+        assert_eq!(config("").unwrap().memory.path(), ".lathe/memory.md");
+        let err = config("[memory]\npath = \"../elsewhere.md\"\n").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("[memory] path '../elsewhere.md' leads out of the workspace"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod cli;
 mod config;
 mod exec_cmd;
 mod mcp;
+mod memory_cmd;
 mod policy_cmd;
 mod render;
 mod sessions_cmd;
@@ -75,6 +76,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mcp(args) => mcp::run(&common, args).await,
         Command::Policy(args) => policy_cmd::run(&common, args),
         Command::Trust(args) => trust::run(&common, args),
+        Command::Memory(args) => memory_cmd::run(&common, args),
     }
 }
 

@@ -396,6 +396,12 @@ impl Renderer {
                     &s.yellow(&format!("{}; the answer starts over", sanitize(message))),
                 );
             }
+            Event::PlanUpdated { steps } => {
+                stop();
+                for row in plan_lines(steps) {
+                    line(&mut state, &s.dim(&sanitize(&row)));
+                }
+            }
             Event::Notice { message } => {
                 stop();
                 line(&mut state, &s.dim(&format!("note: {}", sanitize(message))));
@@ -664,6 +670,29 @@ pub fn diff_lines(style: &Style, diff: &str) -> Vec<String> {
         )));
     }
     out
+}
+
+/// The model's plan as the terminal shows it when it changes: a count, then a line per step
+/// (`[x]` done, `[>]` in progress, `[ ]` pending), indented under the call that made it.
+pub(crate) fn plan_lines(steps: &[lathe_tools::tools::update_plan::PlanStep]) -> Vec<String> {
+    use lathe_tools::tools::update_plan::StepStatus;
+    if steps.is_empty() {
+        return vec!["  plan cleared".to_owned()];
+    }
+    let done = steps
+        .iter()
+        .filter(|s| s.status == StepStatus::Completed)
+        .count();
+    let mut rows = vec![format!("  plan ({done}/{} done)", steps.len())];
+    for step in steps {
+        let mark = match step.status {
+            StepStatus::Completed => "[x]",
+            StepStatus::InProgress => "[>]",
+            StepStatus::Pending => "[ ]",
+        };
+        rows.push(format!("  {mark} {}", step.step));
+    }
+    rows
 }
 
 #[cfg(test)]

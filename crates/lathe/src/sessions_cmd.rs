@@ -100,19 +100,28 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
                 let messages = store.messages(&session.id)?;
                 let events = store.events(&session.id)?;
                 let checkpoints = checkpoints_json(&store, &session, &data_dir);
+                let plan = last_plan(&events);
                 let value = json!({
                     "session": session,
                     "messages": messages,
                     "events": events,
                     "checkpoints": checkpoints,
+                    "plan": plan,
                 });
                 serde_json::to_writer_pretty(&mut out, &value)?;
                 writeln!(out)?;
             } else {
                 let history = stored_history(&store, &session.id)?;
-                let calls = Calls::from_events(&store.events(&session.id)?);
+                let events = store.events(&session.id)?;
+                let calls = Calls::from_events(&events);
                 let style = Style::for_stdout();
                 write!(out, "{}", transcript(&session, &history, calls, &style))?;
+                if let Some(plan) = last_plan(&events).filter(|p| !p.is_empty()) {
+                    write!(out, "\n{}\n", style.bold("plan"))?;
+                    for row in crate::render::plan_lines(&plan).iter().skip(1) {
+                        writeln!(out, "{}", crate::render::sanitize(row))?;
+                    }
+                }
                 write!(
                     out,
                     "\n{}",
@@ -123,6 +132,18 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The session's newest plan, from its stored `plan_updated` events (`None`: it never had one).
+fn last_plan(
+    events: &[lathe_store::Event],
+) -> Option<Vec<lathe_tools::tools::update_plan::PlanStep>> {
+    events.iter().rev().find_map(|stored| {
+        match serde_json::from_value::<Event>(stored.payload.clone()) {
+            Ok(Event::PlanUpdated { steps }) => Some(steps),
+            _ => None,
+        }
+    })
 }
 
 /// A session stored as running whose process is gone (killed, or the machine went down) is

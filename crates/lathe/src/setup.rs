@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use lathe_tools::tools::shell;
+use lathe_tools::tools::{shell, update_memory};
 use lathe_tools::{Session, Workspace};
 
 use crate::cli::CommonArgs;
@@ -79,6 +79,7 @@ impl Setup {
         let session = Session::new(workspace, self.config.tools.clone(), state_dir.clone())
             .with_context(|| format!("cannot create state directory {}", state_dir.display()))?;
         shell::configure(&session, self.config.shell.clone());
+        update_memory::configure(&session, self.config.memory.clone());
         Ok(session)
     }
 }

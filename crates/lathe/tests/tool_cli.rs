@@ -74,6 +74,7 @@ fn tools_json_is_the_function_calling_shape() {
         "command_output",
         "list_commands",
         "kill_command",
+        "update_memory",
     ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }

@@ -1,7 +1,8 @@
 //! The executor: a thin loop that wires the parts together.
 //!
-//! Each iteration builds a request (system prompt, history, tool definitions) and keeps it
-//! inside the window ([`ContextWindow`]); the provider streams the answer through
+//! Each iteration builds a request (system prompt, history, the definitions of the tools offered
+//! now: `resolve` only while a previewed change is pending) and keeps it inside the window
+//! ([`ContextWindow`]); the provider streams the answer through
 //! [`collect_turn_with`]; the [`ToolRunner`] runs the calls; the results go back into the history.
 //! It ends when the model answers without a call (the completion marker counts only there, never
 //! next to a call whose result the model has not seen), at the turn limit, on an error it cannot
@@ -11,9 +12,14 @@
 //! [`claims_change`]), asks a model that made calls and never said a word for a short summary
 //! (one more turn), and closes with [`Event::RunResult`]: the answer, files changed, calls
 //! denied, tokens and times.
+//!
+//! While a previewed change is pending, the requests steer the model to `resolve` it: a forced
+//! tool choice where the server has one, a reminder in every request (see the `pending`
+//! module's docs in the source, or the README's "Previews waiting for a decision").
 
 mod checkpoint;
 mod guard;
+mod pending;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,10 +29,12 @@ use tokio_util::sync::CancellationToken;
 
 use lathe_checkpoint::CheckpointHook;
 use lathe_store::SessionStatus;
-use lathe_tools::ToolKind;
+use lathe_tools::tools::resolve::ResolveTool;
+use lathe_tools::tools::update_plan;
+use lathe_tools::{Tool, ToolKind};
 
 use crate::context::{ContextWindow, ResultNote, default_output_cap, shorten_turn, turn_budget};
-use crate::events::{AnswerSource, Event, RunReport, RunStatus};
+use crate::events::{AnswerSource, Event, RunReport, RunStatus, ToolStatus};
 use crate::message::{INTERRUPTED_BY_USER, Message, merged, push_merged};
 use crate::parser::{ToolNames, malformed_call_message};
 use crate::prompt::{PromptInputs, system_prompt};
@@ -112,6 +120,19 @@ impl ExecutorConfig {
     }
 }
 
+/// What a request offers the model.
+#[derive(Debug, Clone, Copy)]
+enum Offer {
+    /// A turn of the task: the tools offered now, steered to a pending action.
+    Work,
+    /// The closing summary: the tools only when the text protocol needs them for the history's
+    /// shape, nothing forced.
+    Summary {
+        /// Whether the tools go too.
+        tools: bool,
+    },
+}
+
 /// How one attempt at a turn's answer went wrong.
 enum Attempt {
     /// The answer was cut (connection lost, silent past the idle timeout).
@@ -142,7 +163,12 @@ pub struct Executor {
     sink: EventSink,
     config: ExecutorConfig,
     names: Arc<ToolNames>,
+    /// The definitions of the tools offered in the last request, and their names: rebuilt only
+    /// when the offered set changes.
     tools: Vec<Value>,
+    offered: Option<Vec<String>>,
+    /// The pending action the last forced tool choice was for: each action gets one.
+    forced_for: Option<u64>,
     history: Vec<Message>,
     context: ContextWindow,
     calls_made: u64,
@@ -170,7 +196,8 @@ struct TurnMark {
 }
 
 impl Executor {
-    /// An executor with a fresh system prompt for the runner's workspace (with its `AGENTS.md`).
+    /// An executor with a fresh system prompt for the runner's workspace (with its `AGENTS.md`
+    /// and the project's memory, read now).
     pub fn new(
         provider: Arc<dyn Provider>,
         runner: Arc<ToolRunner>,
@@ -179,14 +206,13 @@ impl Executor {
     ) -> Self {
         let registry = runner.registry();
         let names: Vec<String> = registry.names().into_iter().map(str::to_owned).collect();
-        let tools = match registry.function_definitions() {
+        // Every tool, offered now or not: a call to one that is hidden (`resolve` with nothing
+        // pending) still parses, and its result says why it did nothing.
+        let all = match registry.function_definitions() {
             Value::Array(tools) => tools,
             _ => Vec::new(),
         };
-        let prompt = system_prompt(&PromptInputs::for_workspace(
-            runner.session().workspace().root(),
-            names,
-        ));
+        let prompt = system_prompt(&PromptInputs::for_session(runner.session(), names));
         let window = config
             .context_window
             .unwrap_or(u64::from(config.options.num_ctx));
@@ -194,14 +220,16 @@ impl Executor {
             provider,
             // Parameter names too, so positional Python-style calls can be mapped.
             // and the tools' aliases (`bash` for `shell`), resolved as the registry does.
-            names: Arc::new(ToolNames::from_definitions(&tools).with_aliases(
+            names: Arc::new(ToolNames::from_definitions(&all).with_aliases(
                 registry.definitions().flat_map(|d| {
                     d.aliases
                         .iter()
                         .map(move |alias| (alias.as_str(), d.name.as_str()))
                 }),
             )),
-            tools,
+            tools: Vec::new(),
+            offered: None,
+            forced_for: None,
             history: Vec::new(),
             context: ContextWindow::new(window),
             calls_made: 0,
@@ -249,6 +277,16 @@ impl Executor {
         }
         for call in pending.drain(..) {
             self.history.push(Message::tool_result(&call, INTERRUPTED));
+        }
+        // The plan the model kept goes on with it: its newest plan, read back from the result.
+        let plan = self.history.iter().rev().find_map(|m| match m {
+            Message::Tool(t) if t.tool_name == UPDATE_PLAN => {
+                update_plan::parse_checklist(&t.content)
+            }
+            _ => None,
+        });
+        if let Some(steps) = plan {
+            update_plan::restore(self.runner.session(), steps);
         }
     }
 
@@ -362,6 +400,7 @@ impl Executor {
         let wants_change = asks_for_change(task);
         let mut tally = RunTally::default();
         let mut nudged = false;
+        let mut plan_checked = false;
         let mut continued = false;
         let mut repeats = RepeatGuard::default();
         // The model's last text of the run.
@@ -389,7 +428,7 @@ impl Executor {
                 (self.history.len(), self.sink.recorded_messages(), None)
             };
             let asked = Instant::now();
-            let turn = self.model_turn(turns, cancel).await;
+            let turn = self.model_turn(turns, cancel, Offer::Work).await;
             let session_turn = self.session_turns;
             self.marks.push(TurnMark {
                 turn: session_turn,
@@ -436,6 +475,13 @@ impl Executor {
                     self.push(Message::user(NUDGE));
                     continue;
                 }
+                // "Done" with steps of its own plan still open is questioned once.
+                if !plan_checked && let Some(reminder) = open_steps_reminder(self.runner.session())
+                {
+                    plan_checked = true;
+                    self.push(Message::user(reminder));
+                    continue;
+                }
                 break (RunStatus::Finished, None);
             }
             let (planned, stop) = self.plan(&turn, &mut repeats);
@@ -461,6 +507,14 @@ impl Executor {
                 tally.call(result, arguments, self.changes_files(result, arguments));
             }
             self.record_results(&turn, &results);
+            if results
+                .iter()
+                .any(|r| r.name == UPDATE_PLAN && r.status == ToolStatus::Ok)
+            {
+                self.sink.emit(Event::PlanUpdated {
+                    steps: update_plan::current(self.runner.session()),
+                });
+            }
             if !malformed.is_empty() {
                 self.push(Message::user(malformed.join("\n")));
             }
@@ -494,6 +548,10 @@ impl Executor {
         if answer.is_empty() {
             answer_from = AnswerSource::None;
         }
+        let left = pending::left(&self.runner.session().pending_summaries());
+        if let Some(message) = pending::left_notice(&left) {
+            self.sink.emit(Event::Notice { message });
+        }
         self.sink.emit(Event::RunFinished {
             status,
             turns,
@@ -514,6 +572,7 @@ impl Executor {
             turns,
             duration_ms: u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
             checkpoints,
+            pending: left,
             ..RunReport::default()
         });
         self.sink.emit(Event::RunResult(report.clone()));
@@ -549,13 +608,11 @@ impl Executor {
                 .await
                 .is_ok_and(|c| c.tools),
         };
-        let saved = native.then(|| std::mem::take(&mut self.tools));
         let asked = Instant::now();
-        let answered = self.model_turn(turn, cancel).await;
+        let answered = self
+            .model_turn(turn, cancel, Offer::Summary { tools: !native })
+            .await;
         tally.model_time += asked.elapsed();
-        if let Some(tools) = saved {
-            self.tools = tools;
-        }
         let Ok(answered) = answered else {
             return String::new();
         };
@@ -580,8 +637,13 @@ impl Executor {
         &mut self,
         turn: u32,
         cancel: &CancellationToken,
+        offer: Offer,
     ) -> Result<AssistantTurn, String> {
-        if let Some(done) = self.context.fit(&mut self.history, &self.tools) {
+        let tools = match offer {
+            Offer::Work | Offer::Summary { tools: true } => self.offered_tools().to_vec(),
+            Offer::Summary { tools: false } => Vec::new(),
+        };
+        if let Some(done) = self.context.fit(&mut self.history, &tools) {
             tracing::info!(
                 before = done.before,
                 after = done.after,
@@ -589,7 +651,7 @@ impl Executor {
                 "shortened the context"
             );
         }
-        let estimate = self.context.estimate(&self.history, &self.tools);
+        let estimate = self.context.estimate(&self.history, &tools);
         self.session_turns += 1;
         self.sink.emit(Event::TurnStarted {
             turn,
@@ -599,12 +661,21 @@ impl Executor {
         if options.max_tokens.is_none() {
             options.max_tokens = Some(default_output_cap(self.context.window(), estimate));
         }
+        let mut messages = self.history.clone();
+        let (tool_choice, reminder) = match offer {
+            Offer::Work => self.steer_to_pending(),
+            Offer::Summary { .. } => (None, None),
+        };
+        if let Some(reminder) = reminder {
+            pending::remind(&mut messages, &reminder);
+        }
         let request = ChatRequest {
             model: self.config.model.clone(),
-            messages: self.history.clone(),
-            tools: self.tools.clone(),
+            messages,
+            tools,
             options,
             tool_protocol: self.config.tool_protocol,
+            tool_choice,
         };
         let sink = self.sink.clone();
         let mut emit = move |event: Event| sink.emit(event);
@@ -721,6 +792,43 @@ impl Executor {
         }
     }
 
+    /// The definitions of the tools offered now ([`lathe_tools::Registry::offered`]), rebuilt
+    /// only when the set changed since the last request.
+    fn offered_tools(&mut self) -> &[Value] {
+        let registry = self.runner.registry();
+        let session = self.runner.session();
+        let names: Vec<&str> = registry.offered(session).map(|d| d.name.as_str()).collect();
+        if self.offered.as_deref().is_none_or(|known| known != names) {
+            self.tools = registry
+                .offered(session)
+                .map(lathe_tools::ToolDefinition::to_function)
+                .collect();
+            self.offered = Some(names.into_iter().map(str::to_owned).collect());
+        }
+        &self.tools
+    }
+
+    /// While an action is pending: the tool the request forces (`resolve`, on the first request
+    /// since the action became the newest) and the reminder it ends with. See the `pending`
+    /// module.
+    fn steer_to_pending(&mut self) -> (Option<String>, Option<String>) {
+        let resolve = <ResolveTool as Tool>::NAME;
+        let session = self.runner.session();
+        if !self.runner.registry().is_offered(resolve, session) {
+            return (None, None);
+        }
+        let waiting = session.pending_summaries();
+        let Some(newest) = waiting.last().map(|a| a.id) else {
+            return (None, None);
+        };
+        let reminder = pending::reminder(&waiting, resolve);
+        let choice = (self.forced_for != Some(newest)).then(|| {
+            self.forced_for = Some(newest);
+            resolve.to_owned()
+        });
+        (choice, reminder)
+    }
+
     fn fail(&self, message: String) -> String {
         self.sink.emit(Event::Error {
             message: message.clone(),
@@ -804,6 +912,36 @@ impl Executor {
 }
 
 /// What the user is told about a cut answer, before what happens next.
+/// The plan tool's name.
+const UPDATE_PLAN: &str = <update_plan::UpdatePlanTool as lathe_tools::Tool>::NAME;
+
+/// What the model reads when it answers while steps of its plan are open (once a run): the open
+/// steps, and what to do about them. `None` when the plan has none open.
+fn open_steps_reminder(session: &lathe_tools::Session) -> Option<String> {
+    let open = update_plan::open_steps(session);
+    if open.is_empty() {
+        return None;
+    }
+    let steps: Vec<String> = open
+        .iter()
+        .map(|s| {
+            let mark = if s.status == update_plan::StepStatus::InProgress {
+                "[>]"
+            } else {
+                "[ ]"
+            };
+            format!("{mark} {}", s.step)
+        })
+        .collect();
+    Some(format!(
+        "Your plan still has {} open step(s):\n{}\nDo them now, or, if they are done or no \
+         longer needed, say so with update_plan (mark them completed, or leave them out), then \
+         give your final answer.",
+        open.len(),
+        steps.join("\n")
+    ))
+}
+
 fn cut_reason(error: &ProviderError) -> String {
     match error {
         ProviderError::Stalled { after } => format!(

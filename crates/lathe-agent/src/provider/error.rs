@@ -220,6 +220,22 @@ pub(crate) fn refuses_tools(body: &str) -> bool {
     PHRASES.iter().any(|p| lower.contains(p))
 }
 
+/// Whether an error answer to a request with a named `tool_choice` says the server does not
+/// take one. What servers do, as found in their code and issues:
+/// - llama.cpp's server reads only the string forms (`auto`, `none`, `required`): the object
+///   form falls back to `auto` with a warning in its log (HTTP 200), and builds that check it
+///   answer 400 or 500 with a message naming `tool_choice` (`Invalid tool_choice: ...`).
+/// - vLLM forces a named function with guided decoding; tool parsers that cannot answer 400
+///   (older releases 500: ``Invalid value for `tool_choice` ``).
+/// - LM Studio answers 400 naming `tool_choice`.
+///
+/// So: a client error or a 500 whose message names the tool choice.
+pub(crate) fn refuses_tool_choice(status: u16, body: &str) -> bool {
+    let lower = body.to_ascii_lowercase();
+    matches!(status, 400 | 422 | 500)
+        && (lower.contains("tool_choice") || lower.contains("tool choice"))
+}
+
 /// The readable message in an error body: Ollama's `{"error": "..."}`, OpenAI's
 /// `{"error": {"message": ...}}`, vLLM's `{"message": ...}`, or the text itself, cut to
 /// `MAX_ERROR_BODY` characters.
@@ -291,6 +307,21 @@ mod tests {
         ));
         assert!(refuses_tools("tools param requires --jinja flag"));
         assert!(!refuses_tools("model is loading"));
+    }
+
+    #[test]
+    fn tool_choice_refusals() {
+        assert!(refuses_tool_choice(500, "Invalid tool_choice: [object]"));
+        assert!(refuses_tool_choice(
+            400,
+            "Invalid value for `tool_choice`: only \"auto\" is supported"
+        ));
+        assert!(refuses_tool_choice(
+            422,
+            "named tool choice is not supported"
+        ));
+        assert!(!refuses_tool_choice(503, "tool_choice: loading"));
+        assert!(!refuses_tool_choice(400, "context length exceeded"));
     }
 
     #[test]

@@ -69,6 +69,11 @@ pub struct ChatRequest {
     pub options: ChatOptions,
     /// How tools reach the model. By default, [`ToolProtocol::Auto`].
     pub tool_protocol: ToolProtocol,
+    /// A tool the model must call in this answer, by name (one of `tools`): the executor names
+    /// `resolve` on the turn after a change was previewed. OpenAI-compatible servers get it as
+    /// a named `tool_choice`; Ollama and the text protocol have no such thing and ignore it (the
+    /// executor reminds the model in the request instead). By default, none.
+    pub tool_choice: Option<String>,
 }
 
 impl ChatRequest {
@@ -80,6 +85,7 @@ impl ChatRequest {
             tools,
             options: ChatOptions::default(),
             tool_protocol: ToolProtocol::Auto,
+            tool_choice: None,
         }
     }
 }

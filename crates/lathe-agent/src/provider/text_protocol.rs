@@ -63,7 +63,8 @@ pub fn text_protocol_instructions(tools: &[Value]) -> String {
 /// system prompt (or added as one); past assistant calls written back as `<tool_call>` blocks in
 /// their text; tool results turned into a user message of `<tool_result>` blocks, since chat
 /// templates without tool support drop the `tool` role; [`TEXT_PROTOCOL_STOP`] added to the stop
-/// strings, so the model does not go on to invent the result.
+/// strings, so the model does not go on to invent the result; no forced tool choice (the text
+/// protocol has none: the executor's reminder in the request is what asks for the call).
 pub fn to_text_protocol(request: &ChatRequest) -> ChatRequest {
     let instructions = text_protocol_instructions(&request.tools);
     let mut messages: Vec<Message> = Vec::with_capacity(request.messages.len() + 1);
@@ -126,6 +127,7 @@ pub fn to_text_protocol(request: &ChatRequest) -> ChatRequest {
         messages,
         tools: Vec::new(),
         options,
+        tool_choice: None,
         ..request.clone()
     }
 }
@@ -171,8 +173,11 @@ mod tests {
             ],
             tools(),
         );
+        let mut request = request;
+        request.tool_choice = Some("read_file".into());
         let out = to_text_protocol(&request);
         assert!(out.tools.is_empty());
+        assert_eq!(out.tool_choice, None);
         assert_eq!(out.options.stop, TEXT_PROTOCOL_STOP);
         assert_eq!(out.messages.len(), 5);
         assert!(

@@ -207,6 +207,8 @@ impl Gate {
                         }
                     }
                     match action {
+                        // Each memory change is asked about on its own.
+                        Action::Memory { .. } => rememberable = false,
                         // A command outside the sandbox is never remembered.
                         Action::Shell {
                             sandbox: Sandbox::Disabled,
@@ -231,6 +233,16 @@ impl Gate {
             reasons: asks,
             rules: if rememberable { rules } else { Vec::new() },
         }
+    }
+
+    /// Whether `call` changes the project's memory (`update_memory`, or a write of the memory
+    /// file): when nobody can be asked, the model reads how the user can change the memory.
+    pub fn changes_memory(&self, call: &PreparedCall, session: &Session) -> bool {
+        call.effects.iter().any(|effect| match effect {
+            Effect::Memory { .. } => true,
+            Effect::Write { path } | Effect::Edit { path } => is_memory_file(path, session),
+            _ => false,
+        })
     }
 
     /// Whether a command only reads (is `safe`), as the analysis judges it in this workspace.
@@ -265,6 +277,14 @@ fn action(tool: &str, effect: &Effect, session: &Session, ctx: &AnalysisContext)
             session.workspace().resolve(path, Access::Write).is_ok(),
         )
     };
+    // The memory file changes only when the user says so, whichever tool writes it.
+    if let Effect::Write { path } | Effect::Edit { path } = effect
+        && is_memory_file(path, session)
+    {
+        return Action::Memory {
+            path: session.workspace().target(path),
+        };
+    }
     match effect {
         Effect::Read { path } => Action::Read {
             path: session.workspace().target(path),
@@ -311,10 +331,26 @@ fn action(tool: &str, effect: &Effect, session: &Session, ctx: &AnalysisContext)
             name: tool.to_owned(),
             read_only: true,
         },
+        Effect::Memory { path } => Action::Memory {
+            path: session.workspace().target(path),
+        },
         Effect::Unknown { what } => Action::Unknown {
             tool: tool.to_owned(),
             what: what.clone(),
         },
+    }
+}
+
+/// Whether `path` is the session's memory file (where both resolve to).
+fn is_memory_file(path: &str, session: &Session) -> bool {
+    let workspace = session.workspace();
+    let memory = crate::tools::update_memory::memory_path(session);
+    match (
+        workspace.resolve(path, Access::Write),
+        workspace.resolve(&memory, Access::Write),
+    ) {
+        (Ok(given), Ok(memory)) => given.abs() == memory.abs(),
+        _ => false,
     }
 }
 
@@ -342,6 +378,8 @@ fn session_rules(tool: &str, action: &Action, ctx: &AnalysisContext) -> Vec<Stri
         Action::Tool { .. } | Action::Network { .. } | Action::Unknown { .. } => {
             vec![format!("tool({tool})")]
         }
+        // Never remembered: every memory change asks.
+        Action::Memory { .. } => Vec::new(),
     }
 }
 

@@ -288,6 +288,13 @@ impl Dispatcher {
                     ));
                 }
                 ApprovalDecision::Refused { message } => {
+                    // The front end's advice (another mode, an allow rule) cannot let a memory
+                    // change run unasked.
+                    let message = if self.gate.changes_memory(&call, session) {
+                        crate::tools::update_memory::NOBODY_TO_ASK.to_owned()
+                    } else {
+                        message
+                    };
                     return Err(Outcome::ended(CallStatus::Denied, message));
                 }
             }

@@ -15,6 +15,7 @@ mod search_walk;
 pub mod shell;
 pub mod suggest;
 pub mod text;
+pub mod update_memory;
 pub mod update_plan;
 pub mod write_file;
 
@@ -53,6 +54,7 @@ builtin_tools! {
     list_commands::ListCommandsTool,
     kill_command::KillCommandTool,
     update_plan::UpdatePlanTool,
+    update_memory::UpdateMemoryTool,
     resolve::ResolveTool,
 }
 
@@ -134,6 +136,16 @@ mod tests {
             ("command_output", json!({"id": 3}), "command_output 3"),
             ("kill_command", json!({"id": "cmd-3"}), "kill_command cmd-3"),
             ("list_commands", json!({}), "list_commands"),
+            (
+                "update_memory",
+                json!({"action": "add", "entry": "Use tabs.\nAlways."}),
+                "update_memory add Use tabs. Always.",
+            ),
+            (
+                "update_memory",
+                json!({"action": "remove", "entry": "3"}),
+                "update_memory remove 3",
+            ),
         ];
         for (name, arguments, title) in rows {
             let call = registry

@@ -108,6 +108,59 @@ pub fn current(session: &Session) -> Vec<PlanStep> {
         .unwrap_or_default()
 }
 
+/// The steps of the session's plan that are not completed, in order.
+pub fn open_steps(session: &Session) -> Vec<PlanStep> {
+    current(session)
+        .into_iter()
+        .filter(|s| s.status != StepStatus::Completed)
+        .collect()
+}
+
+/// Sets the session's plan to `steps` as given (a resumed session's last plan), checked as a
+/// call's would be; a plan that would not pass the checks is left out (`false`).
+pub fn restore(session: &Session, steps: Vec<PlanStep>) -> bool {
+    match checked(steps) {
+        Ok(plan) => {
+            *lock(&session.extension(PlanState::default).steps) = plan;
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// The plan as the checklist the model read (`[x]`, `[>]`, `[ ]` per step), for front ends
+/// that show it.
+pub fn checklist(plan: &[PlanStep]) -> String {
+    render(plan)
+}
+
+/// The plan a result of this tool holds (the checklist it answered with), for a resumed
+/// session: `None` when `text` is not such a result (an error, or shortened).
+pub fn parse_checklist(text: &str) -> Option<Vec<PlanStep>> {
+    if text == "The plan is cleared." {
+        return Some(Vec::new());
+    }
+    let mut lines = text.lines();
+    if !lines.next()?.starts_with("Plan updated (") {
+        return None;
+    }
+    lines
+        .map(|line| {
+            let (mark, step) = line.split_at_checked(4)?;
+            let status = match mark {
+                "[x] " => StepStatus::Completed,
+                "[>] " => StepStatus::InProgress,
+                "[ ] " => StepStatus::Pending,
+                _ => return None,
+            };
+            Some(PlanStep {
+                step: step.to_owned(),
+                status,
+            })
+        })
+        .collect()
+}
+
 /// The session's plan.
 #[derive(Default)]
 struct PlanState {
@@ -233,6 +286,28 @@ mod tests {
                 ToolContext::new(Arc::clone(session)),
             )
             .await
+    }
+
+    #[test]
+    fn a_checklist_reads_back_as_the_plan_it_shows() {
+        let plan = vec![
+            PlanStep {
+                step: "Read [x] the parser".into(),
+                status: StepStatus::Completed,
+            },
+            PlanStep {
+                step: "Fix it".into(),
+                status: StepStatus::InProgress,
+            },
+            PlanStep {
+                step: "Test".into(),
+                status: StepStatus::Pending,
+            },
+        ];
+        assert_eq!(parse_checklist(&render(&plan)), Some(plan));
+        assert_eq!(parse_checklist(&render(&[])), Some(Vec::new()));
+        assert_eq!(parse_checklist("step 1 (plan[0].step) has no text"), None);
+        assert_eq!(parse_checklist("Plan updated (1/2 done):\n[?] odd"), None);
     }
 
     #[tokio::test]

@@ -166,6 +166,16 @@ fn rate(section: &str, key: &str, value: &toml::Value, base: &Config) -> Effect 
             | "artifact_cap"
             | "max_running",
         ) => Effect::Neutral,
+        ("memory", "path") => {
+            if value.as_str() == Some(base.memory.path()) {
+                Effect::Neutral
+            } else {
+                Effect::Weakens(
+                    "every session's system prompt holds this file, and update_memory writes it"
+                        .into(),
+                )
+            }
+        }
         _ => Effect::Weakens("a setting Lathe does not rate; it applies only when trusted".into()),
     }
 }

@@ -1,17 +1,27 @@
 //! The OpenAI-compatible chat completions API over SSE: llama.cpp's server, vLLM, LM Studio,
 //! Ollama's `/v1`.
+//!
+//! A request that names a tool the model must call ([`ChatRequest::tool_choice`]) sends
+//! `"tool_choice": {"type": "function", "function": {"name": ...}}`. A server that refuses it
+//! (an error naming `tool_choice`, see [`refuses_tool_choice`]) gets the same request again
+//! without it, once, with a [`Chunk::Notice`](super::Chunk::Notice) saying so; the provider
+//! remembers, and sends none to that server from then on.
 
 mod decode;
 
 pub(crate) use decode::OpenAiDecoder;
 
-use super::error::{ProviderError, refuses_tools};
+use super::error::{ProviderError, refuses_tool_choice, refuses_tools};
 use super::http::{HttpClient, chunk_stream, retrying};
-use super::{Capabilities, ChatRequest, ChunkStream, Provider, ProviderConfig, ProviderKind};
+use super::{
+    Capabilities, ChatRequest, Chunk, ChunkStream, Provider, ProviderConfig, ProviderKind,
+};
 use crate::message::{Message, ToolCall};
+use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A client for an OpenAI-compatible server.
@@ -25,6 +35,14 @@ struct Shared {
     http: HttpClient,
     /// Models whose server refused tools.
     no_tools: Mutex<HashSet<String>>,
+    /// The server refused a named `tool_choice`: none is sent any more.
+    no_tool_choice: AtomicBool,
+    /// The notice of that refusal, until an answer carries it.
+    untold: Mutex<Option<String>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl OpenAiProvider {
@@ -37,6 +55,8 @@ impl OpenAiProvider {
             shared: Arc::new(Shared {
                 http: HttpClient::new(&config, base, ProviderKind::OpenAi)?,
                 no_tools: Mutex::new(HashSet::new()),
+                no_tool_choice: AtomicBool::new(false),
+                untold: Mutex::new(None),
             }),
             echo_reasoning: config.echo_reasoning,
         })
@@ -71,8 +91,53 @@ impl Shared {
             .unwrap_or_default())
     }
 
-    /// One `/chat/completions` request, its errors explained.
+    /// One `/chat/completions` request, its errors explained. A body with a `tool_choice` the
+    /// server refuses is sent again without it (see the module docs).
     async fn attempt(
+        &self,
+        model: &str,
+        body: &Value,
+        with_tools: bool,
+    ) -> Result<ChunkStream, ProviderError> {
+        let Some(choice) = body.get("tool_choice") else {
+            return self.attempt_once(model, body, with_tools).await;
+        };
+        let mut plain = body.clone();
+        if let Some(fields) = plain.as_object_mut() {
+            fields.remove("tool_choice");
+        }
+        if !self.no_tool_choice.load(Ordering::Relaxed) {
+            match self.http.open_stream("/chat/completions", body).await {
+                Ok((first, rest)) => {
+                    return Ok(chunk_stream(first, rest, OpenAiDecoder::default()));
+                }
+                Err(ProviderError::Http { status, body, .. })
+                    if refuses_tool_choice(status, &body) =>
+                {
+                    tracing::info!(status, %body, "server refused a named tool_choice; sending none from now on");
+                    self.no_tool_choice.store(true, Ordering::Relaxed);
+                    let name = choice["function"]["name"].as_str().unwrap_or("the tool");
+                    *lock(&self.untold) = Some(format!(
+                        "the model server does not take a forced tool choice (it answered \
+                         {status}: {body}); asked again without it, and from now on the request \
+                         only reminds the model to call `{name}`"
+                    ));
+                }
+                Err(error) => return Err(self.explain(model, error, with_tools).await),
+            }
+        }
+        let stream = self.attempt_once(model, &plain, with_tools).await?;
+        // Said with the first answer that comes without it (a retry may come between).
+        Ok(match lock(&self.untold).take() {
+            Some(notice) => {
+                Box::pin(futures::stream::iter([Ok(Chunk::Notice(notice))]).chain(stream))
+            }
+            None => stream,
+        })
+    }
+
+    /// One `/chat/completions` request as it is, its errors explained.
+    async fn attempt_once(
         &self,
         model: &str,
         body: &Value,
@@ -80,27 +145,35 @@ impl Shared {
     ) -> Result<ChunkStream, ProviderError> {
         match self.http.open_stream("/chat/completions", body).await {
             Ok((first, rest)) => Ok(chunk_stream(first, rest, OpenAiDecoder::default())),
-            Err(e @ ProviderError::Http { status: 404, .. }) => match self.models().await {
+            Err(error) => Err(self.explain(model, error, with_tools).await),
+        }
+    }
+
+    /// `error`, the failure of a chat request, with what it means: an unknown model, a refusal
+    /// of tools (remembered for the model).
+    async fn explain(&self, model: &str, error: ProviderError, with_tools: bool) -> ProviderError {
+        match error {
+            e @ ProviderError::Http { status: 404, .. } => match self.models().await {
                 Ok(available) if !available.iter().any(|m| m == model) => {
-                    Err(ProviderError::UnknownModel {
+                    ProviderError::UnknownModel {
                         model: model.to_string(),
                         url: self.http.base_url().to_string(),
                         available,
-                    })
+                    }
                 }
-                _ => Err(e),
+                _ => e,
             },
-            Err(ProviderError::Http { body, .. }) if with_tools && refuses_tools(&body) => {
+            ProviderError::Http { body, .. } if with_tools && refuses_tools(&body) => {
                 self.no_tools
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .insert(model.to_string());
-                Err(ProviderError::ToolsUnsupported {
+                ProviderError::ToolsUnsupported {
                     model: model.to_string(),
                     message: body,
-                })
+                }
             }
-            Err(e) => Err(e),
+            e => e,
         }
     }
 }
@@ -136,6 +209,9 @@ pub(crate) fn request_body(request: &ChatRequest, echo_reasoning: bool) -> Value
     });
     if !request.tools.is_empty() {
         body["tools"] = Value::Array(request.tools.clone());
+        if let Some(name) = &request.tool_choice {
+            body["tool_choice"] = json!({"type": "function", "function": {"name": name}});
+        }
     }
     if let Some(t) = request.options.temperature {
         body["temperature"] = json!(t);
@@ -356,6 +432,16 @@ mod tests {
         assert!(
             body.get("tool_choice").is_none(),
             "vLLM refuses tool_choice without its flags"
+        );
+        request.tool_choice = Some("resolve".into());
+        assert_eq!(
+            request_body(&request, false)["tool_choice"],
+            json!({"type": "function", "function": {"name": "resolve"}})
+        );
+        request.tools.clear();
+        assert!(
+            request_body(&request, false).get("tool_choice").is_none(),
+            "no tool choice without tools"
         );
     }
 }
