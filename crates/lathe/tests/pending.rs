@@ -307,7 +307,11 @@ fn chat_asks_about_the_models_resolve_with_the_diff() {
     let screen = term.screen();
     assert!(screen.contains("resolve apply"), "{screen}");
     assert!(screen.contains("+hi"), "the diff is shown: {screen}");
-    assert_eq!(screen.matches("Allow?").count(), 1, "the preview asked: {screen}");
+    assert_eq!(
+        screen.matches("Allow?").count(),
+        1,
+        "the preview asked: {screen}"
+    );
     assert!(!h.ws.join("a.txt").exists());
     term.type_line("y");
     term.wait_for("Applied it.");
