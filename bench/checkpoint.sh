@@ -13,11 +13,12 @@
 # What is timed, each as a whole process with a warm page cache:
 # - "snapshot, unchanged": the snapshot before a turn's first change
 #   (`Checkpoints::before_change`, through the `checkpoint_bench` example) on a tree that did
-#   not change since the last one: `git ls-files --modified --others` into the session's own
-#   index, `write-tree`, and the commits on the session's ref. Reference: `git status
-#   --porcelain` on the same tree.
+#   not change since the last one: the in-process walk of the work tree and its comparison with
+#   the session's index (read in-process); nothing changed, so no git process runs (the tree
+#   id is the cached one). Reference: `git status --porcelain` on the same tree.
 # - "snapshot, one file changed": the same after appending a line to one file (outside the
-#   timing); the reference runs after a further change to the same file, so both re-read it.
+#   timing): the walk, then `git update-index` of that one file and `git write-tree`. The
+#   reference runs after a further change to the same file, so both re-read it.
 # - "undo one file": `lathe undo --session ID` (the real binary) of a turn that changed one
 #   file. Target: under 100 ms on this repository.
 # Peak memory is the maximum resident set size from /usr/bin/time (%M), git children included.

@@ -10,12 +10,14 @@ mod common;
 
 mod agent_checkpoints;
 mod agent_executor;
+mod agent_patch;
 mod agent_plan;
 mod agent_repeats;
 mod agent_runner;
 mod agent_turns;
 mod parser_families;
 mod parser_fuzz;
+mod parser_patch;
 mod pending;
 mod provider_errors;
 mod provider_ollama;

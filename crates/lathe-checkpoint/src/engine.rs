@@ -349,31 +349,7 @@ impl Checkpoints {
             Backend::Files(files) => return files.files(step),
             Backend::Git(shadow) => shadow,
         };
-        let out = shadow.git.run([
-            "diff-tree",
-            "-r",
-            "--no-renames",
-            "--numstat",
-            "-z",
-            step.before.as_str(),
-            step.after.as_str(),
-        ])?;
-        let mut files = Vec::new();
-        for record in crate::git::split_nul(&out) {
-            let text = String::from_utf8_lossy(record);
-            let mut fields = text.splitn(3, '\t');
-            let (Some(added), Some(removed), Some(path)) =
-                (fields.next(), fields.next(), fields.next())
-            else {
-                continue;
-            };
-            files.push(FileStat {
-                path: PathBuf::from(path),
-                added: added.parse().ok(),
-                removed: removed.parse().ok(),
-            });
-        }
-        Ok(files)
+        numstat(shadow, &step.before, &step.after)
     }
 
     /// The paths changed since the open turn began (the workspace as it is now).
@@ -616,37 +592,64 @@ fn put_back(
         turns,
         ..Restored::default()
     };
-    let mut todo = Vec::new();
+    let (mut removals, mut writes, mut deferred) = (Vec::new(), Vec::new(), Vec::new());
     for change in changes {
         let state = now.get(&change.path).cloned().unwrap_or(Entry::Other);
         if restore::same(&state, &change.target) {
             continue;
         }
         if !restore::same(&state, &change.expected) && force == Force::No {
-            report.conflicts.push(change.path);
+            if state == Entry::Other && change.expected == Entry::Absent {
+                // A directory where the turn removed a file, and made the directory: its files
+                // are among those taken away first; if it is gone then, the file comes back.
+                deferred.push(change);
+            } else {
+                report.conflicts.push(change.path);
+            }
             continue;
         }
-        todo.push(change);
+        match change.target {
+            Entry::Absent | Entry::Other => removals.push(change),
+            Entry::Present { .. } => writes.push(change),
+        }
     }
-    if todo.is_empty() {
+    if removals.is_empty() && writes.is_empty() && deferred.is_empty() {
         return Ok(Ok(report));
     }
-    let todo_paths: Vec<&Path> = todo.iter().map(|c| c.path.as_path()).collect();
+    let todo_paths: Vec<&Path> = [&removals, &writes, &deferred]
+        .into_iter()
+        .flatten()
+        .map(|c| c.path.as_path())
+        .collect();
     let overlay = shadow.overlay(base, &todo_paths)?;
     let before = overlay.tree()?;
+    // Removals first: a file that was a directory's place comes back once the directory's
+    // files are gone, and a directory that was a file's place is made once the file is.
     let mut removed = Vec::new();
-    for change in todo {
+    for change in removals {
         match restore::apply(&shadow.git, &change) {
             Ok(()) => {
-                if change.target == Entry::Absent {
-                    removed.push(change.path.clone());
-                }
+                removed.push(change.path.clone());
                 report.restored.push(change.path);
             }
             Err(err) => report.failed.push((change.path, err.to_string())),
         }
     }
     restore::prune_empty_parents(&shadow.git.work_tree, &removed);
+    for change in deferred {
+        match std::fs::symlink_metadata(shadow.git.work_tree.join(&change.path)) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => writes.push(change),
+            _ => report.conflicts.push(change.path),
+        }
+    }
+    for change in writes {
+        match restore::apply(&shadow.git, &change) {
+            Ok(()) => report.restored.push(change.path),
+            Err(err) => report.failed.push((change.path, err.to_string())),
+        }
+    }
+    report.restored.sort();
+    report.conflicts.sort();
     let after = overlay.tree()?;
     if after != before {
         report.step = Some(shadow.record(&NewStep {
@@ -663,6 +666,18 @@ fn put_back(
 
 /// Files and lines changed between two trees.
 fn stat(shadow: &Shadow, from: &str, to: &str) -> Result<DiffStat> {
+    let files = numstat(shadow, from, to)?;
+    Ok(DiffStat {
+        files: files.len(),
+        // Binary files count no lines.
+        added: files.iter().filter_map(|f| f.added).sum(),
+        removed: files.iter().filter_map(|f| f.removed).sum(),
+    })
+}
+
+/// Each file changed between two trees, with its line counts (`None` for a binary file), its
+/// path exactly as git has it (any bytes).
+fn numstat(shadow: &Shadow, from: &str, to: &str) -> Result<Vec<FileStat>> {
     let out = shadow.git.run([
         "diff-tree",
         "-r",
@@ -672,17 +687,21 @@ fn stat(shadow: &Shadow, from: &str, to: &str) -> Result<DiffStat> {
         from,
         to,
     ])?;
-    let mut stat = DiffStat::default();
+    let mut files = Vec::new();
+    // `ADDED\tREMOVED\tPATH`, NUL-terminated; a binary file counts `-`.
     for record in crate::git::split_nul(&out) {
-        let text = String::from_utf8_lossy(record);
-        let mut fields = text.split('\t');
-        let (Some(added), Some(removed)) = (fields.next(), fields.next()) else {
+        let mut fields = record.splitn(3, |b| *b == b'\t');
+        let (Some(added), Some(removed), Some(path)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
             continue;
         };
-        stat.files += 1;
-        // Binary files show `-`.
-        stat.added += added.parse::<u64>().unwrap_or(0);
-        stat.removed += removed.parse::<u64>().unwrap_or(0);
+        let count = |field: &[u8]| std::str::from_utf8(field).ok()?.parse().ok();
+        files.push(FileStat {
+            path: crate::git::path_of(path),
+            added: count(added),
+            removed: count(removed),
+        });
     }
-    Ok(stat)
+    Ok(files)
 }

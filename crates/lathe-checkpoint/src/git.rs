@@ -21,6 +21,11 @@ const SETTINGS: &[&str] = &[
     "core.fileMode=true",
     "core.quotePath=false",
     "core.untrackedCache=false",
+    // Snapshots walk the work tree in-process with their own ignore rules; nothing of the
+    // user's global git set-up applies to what git itself might consult.
+    "core.excludesFile=/dev/null",
+    // The session's index is read in-process too: never split (a `link` extension).
+    "core.splitIndex=false",
     // The session's index is private and rebuilt at will: no checksum over it on every write
     // (megabytes on a large tree), and the compact format.
     "index.skipHash=true",
@@ -38,8 +43,6 @@ pub(crate) struct Git {
     pub(crate) git_dir: PathBuf,
     pub(crate) work_tree: PathBuf,
     pub(crate) index: PathBuf,
-    /// The user's `.git/info/exclude`, when the workspace has one.
-    pub(crate) user_exclude: Option<PathBuf>,
     /// The `git` program.
     pub(crate) program: PathBuf,
     /// The `PATH` git runs with (its own helpers are found through it).
@@ -90,15 +93,6 @@ impl Git {
         for setting in SETTINGS {
             command.arg("-c").arg(setting);
         }
-        // The user's `.git/info/exclude` stands in for the global excludes file, which is not
-        // read (as for the configuration: nothing of the user's global git set-up applies).
-        let excludes = match &self.user_exclude {
-            Some(exclude) => exclude.display().to_string(),
-            None => "/dev/null".to_owned(),
-        };
-        command
-            .arg("-c")
-            .arg(format!("core.excludesFile={excludes}"));
         command.args(args);
         command
     }

@@ -45,8 +45,10 @@ mod engine;
 mod fallback;
 mod git;
 mod hook;
+mod index;
 mod restore;
 mod shadow;
+mod walk;
 
 use std::path::PathBuf;
 

@@ -87,7 +87,8 @@ pub(crate) fn current(git: &Git, paths: &[&Path]) -> Result<BTreeMap<PathBuf, En
             },
             Ok(meta) if meta.is_file() => {
                 use std::os::unix::fs::PermissionsExt;
-                let mode = if meta.permissions().mode() & 0o111 != 0 {
+                // As git records it (and the snapshot's walk): the owner's exec bit decides.
+                let mode = if meta.permissions().mode() & 0o100 != 0 {
                     MODE_EXEC
                 } else {
                     MODE_FILE
@@ -99,9 +100,21 @@ pub(crate) fn current(git: &Git, paths: &[&Path]) -> Result<BTreeMap<PathBuf, En
         };
         states.insert(path.to_path_buf(), state);
     }
-    if !to_hash.is_empty() {
+    // `--stdin-paths` reads one path a line: a name holding a newline is hashed on its own,
+    // given as an argument.
+    let (by_line, alone): (Vec<_>, Vec<_>) = to_hash
+        .into_iter()
+        .partition(|(path, _)| !bytes_of(path).contains(&b'\n'));
+    for (path, mode) in alone {
+        let full = git.work_tree.join(&path);
+        let mut args = vec![std::ffi::OsStr::new("hash-object"), "--no-filters".as_ref()];
+        args.extend([std::ffi::OsStr::new("--"), full.as_os_str()]);
+        let blob = crate::shadow::trimmed(git.run(args)?);
+        states.insert(path, Entry::Present { mode, blob });
+    }
+    if !by_line.is_empty() {
         let mut input = Vec::new();
-        for (path, _) in &to_hash {
+        for (path, _) in &by_line {
             input.extend_from_slice(bytes_of(&git.work_tree.join(path)));
             input.push(b'\n');
         }
@@ -110,7 +123,7 @@ pub(crate) fn current(git: &Git, paths: &[&Path]) -> Result<BTreeMap<PathBuf, En
             Some(&input),
         )?;
         let blobs = String::from_utf8_lossy(&out);
-        for ((path, mode), blob) in to_hash.into_iter().zip(blobs.lines()) {
+        for ((path, mode), blob) in by_line.into_iter().zip(blobs.lines()) {
             states.insert(
                 path,
                 Entry::Present {
@@ -212,6 +225,9 @@ pub(crate) fn apply(git: &Git, change: &Change) -> Result<()> {
             file.as_file()
                 .set_permissions(std::fs::Permissions::from_mode(perm))
                 .map_err(io)?;
+            // On disk before it takes the name: after a crash, the old file or the whole
+            // restored one, never an empty or partial file under the file's name.
+            file.as_file().sync_all().map_err(io)?;
             if existing
                 .as_ref()
                 .is_some_and(|m| m.file_type().is_symlink())

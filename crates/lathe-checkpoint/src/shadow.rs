@@ -1,27 +1,27 @@
 //! The shadow repository: one per workspace in Lathe's data directory, one index file and one
-//! ref namespace per session. A snapshot is the tree of the work tree as git sees it (honouring
-//! `.gitignore` and `.ignore` at every level and the user's `.git/info/exclude`, as ripgrep does;
-//! not the global gitignore), without files over the size limit; a step is a pair of commits (the state before, the state after) on the session's
-//! ref `refs/lathe/<session>/head`.
+//! ref namespace per session. A snapshot is the tree of the work tree as the walk of
+//! `crate::walk` finds it (`.gitignore` and `.ignore` at every level and the user's
+//! `.git/info/exclude`, as ripgrep reads them; not the global gitignore), without files over
+//! the size limit; the session's index is its stat cache, read in-process, so that only changed
+//! files reach git. A step is a pair of commits (the state before, the state after) on the
+//! session's ref `refs/lathe/<session>/head`.
 
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
 use crate::git::{Git, bytes_of, path_of, split_nul};
+use crate::index::{self, Read};
+use crate::walk::{Rules, Walked};
 use crate::{Error, Result, Step, StepKind, Uncovered};
-
-/// Lines every snapshot excludes, whatever the workspace says.
-const ALWAYS_EXCLUDED: &str = "# written by lathe: regenerated before every snapshot\n.git\n";
 
 /// A workspace's shadow repository, as one session uses it.
 #[derive(Debug, Clone)]
 pub(crate) struct Shadow {
     pub(crate) git: Git,
     reference: String,
-    /// Directories inside the workspace that are Lathe's own (its data directory), relative.
-    excluded: Vec<PathBuf>,
-    max_file_size: u64,
+    /// What a snapshot covers.
+    rules: Rules,
     /// `git gc --auto` after this many steps, and its threshold of loose objects.
     gc: Gc,
 }
@@ -42,6 +42,24 @@ impl Default for Gc {
             loose: 6700,
         }
     }
+}
+
+/// An index of more entries than this is walked in parallel.
+const PARALLEL_WALK: usize = 4000;
+
+/// The index entries a snapshot changes, as `update-index -z --stdin` input.
+#[derive(Debug, Default)]
+struct Changes {
+    /// Added, updated or (deleted files) removed.
+    update: Vec<u8>,
+    /// Taken out although the path exists.
+    force: Vec<u8>,
+}
+
+/// What the index is known to hold.
+enum Known<'a> {
+    Index(&'a index::Index),
+    Nothing,
 }
 
 /// What one snapshot saw.
@@ -68,17 +86,15 @@ impl Shadow {
             .and_then(|()| data_dir.canonicalize())
             .map_err(|e| Error::io(data_dir, e))?;
         let dir = data_dir.join("checkpoints").join(repo_name(&workspace));
-        let user_exclude = workspace.join(".git/info/exclude");
         let git = Git {
             git_dir: dir.join("git"),
             work_tree: workspace.clone(),
             index: dir.join(format!("index-{}", ref_safe(session))),
-            user_exclude: user_exclude.is_file().then_some(user_exclude),
             program,
             search_path,
         };
         git.init()?;
-        let _ = std::fs::write(dir.join("workspace"), bytes_of(&workspace));
+        write_if_changed(&dir.join("workspace"), bytes_of(&workspace));
         let excluded = [&data_dir]
             .into_iter()
             .filter_map(|d| d.strip_prefix(&workspace).ok())
@@ -88,67 +104,57 @@ impl Shadow {
         Ok(Shadow {
             git,
             reference: format!("refs/lathe/{}/head", ref_safe(session)),
-            excluded,
-            max_file_size,
+            rules: Rules {
+                root: workspace,
+                excluded,
+                max_file_size,
+            },
             gc,
         })
     }
 
-    /// Records the work tree into the session's index and returns its tree: the cost of
-    /// `git ls-files --modified --others` (about `git status`) when nothing changed.
+    /// Records the work tree into the session's index and returns its tree. The work tree is
+    /// walked in-process and compared with the index's stat data; only what changed goes to
+    /// `git update-index`, and `git write-tree` runs only when the index changed: with nothing
+    /// changed, no git process runs at all.
     pub(crate) fn snapshot(&self) -> Result<Snapshot> {
-        self.write_excludes()?;
+        self.write_attributes()?;
         self.seed_index();
-        let mut listing = self.listing()?;
-        if self.nested_ignores_changed(&listing)? {
-            // New patterns: files they ignore leave the index, and the tree is listed again.
-            self.write_excludes()?;
-            self.drop_ignored()?;
-            listing = self.listing()?;
-        }
-        let mut update = Vec::new();
-        let mut drop = Vec::new();
-        let mut uncovered = Vec::new();
-        for entry in split_nul(&listing) {
-            let (tag, path) = match entry.split_first_chunk::<2>() {
-                Some((tag, path)) => (tag[0], path),
-                None => continue,
-            };
-            if path.ends_with(b"/") {
-                // `--others` shows a nested repository as its directory.
-                uncovered.push(Uncovered::NestedRepository(path_of(
-                    &path[..path.len() - 1],
-                )));
-                continue;
+        let read = index::read(&self.git.index);
+        let large = match &read {
+            Read::Parsed(index) => index.entries.len() > PARALLEL_WALK,
+            Read::Missing | Read::Unsupported(_) => true,
+        };
+        let walked = self.rules.walk(false, large);
+        let (changes, rewrite) = match read {
+            Read::Parsed(index) => (self.changes(&walked, Known::Index(&index)), false),
+            Read::Missing => (self.changes(&walked, Known::Nothing), false),
+            Read::Unsupported(why) => {
+                tracing::debug!(
+                    "the session's index {} is read by git ({why})",
+                    self.git.index.display()
+                );
+                (self.changes_by_git(&walked)?, true)
             }
-            let relative = path_of(path);
-            match std::fs::symlink_metadata(self.git.work_tree.join(&relative)) {
-                Ok(meta) if meta.is_file() && meta.len() > self.max_file_size => {
-                    // In the index from an earlier snapshot when tagged `C`: taken out, so the
-                    // snapshot holds no stale copy.
-                    if tag != b'?' {
-                        push(&mut drop, path);
-                    }
-                    uncovered.push(Uncovered::TooLarge {
-                        path: relative,
-                        size: meta.len(),
-                    });
-                }
-                _ => push(&mut update, path),
-            }
-        }
-        if !update.is_empty() {
-            self.git.run_with_input(
-                ["update-index", "-z", "--add", "--remove", "--stdin"],
-                Some(&update),
-            )?;
-        }
-        if !drop.is_empty() {
+        };
+        if !changes.force.is_empty() {
+            // First: a file whose path is a directory now frees its place before the
+            // directory's files are added.
             self.git.run_with_input(
                 ["update-index", "-z", "--force-remove", "--stdin"],
-                Some(&drop),
+                Some(&changes.force),
             )?;
         }
+        if !changes.update.is_empty() || rewrite {
+            let mut args = vec!["update-index"];
+            if rewrite {
+                // Written again as this reader knows it (no split index, version 4).
+                args.extend(["--no-split-index", "--index-version", "4"]);
+            }
+            args.extend(["-z", "--add", "--remove", "--replace", "--stdin"]);
+            self.git.run_with_input(&args, Some(&changes.update))?;
+        }
+        let changed = !changes.force.is_empty() || !changes.update.is_empty() || rewrite;
         // Nothing changed and the index is as the last write-tree left it: the same tree.
         let cache = self.state_file("tree");
         let stamp = || {
@@ -162,8 +168,7 @@ impl Shadow {
         };
         let cached = std::fs::read_to_string(&cache).ok().and_then(|text| {
             let (tree, seen) = text.trim().split_once(' ')?;
-            (update.is_empty() && drop.is_empty() && Some(seen) == stamp().as_deref())
-                .then(|| tree.to_owned())
+            (!changed && Some(seen) == stamp().as_deref()).then(|| tree.to_owned())
         });
         let tree = match cached {
             Some(tree) => tree,
@@ -175,88 +180,96 @@ impl Shadow {
                 tree
             }
         };
-        uncovered.sort();
-        uncovered.dedup();
+        let uncovered = walked.uncovered;
         self.save_left_out(&uncovered);
         Ok(Snapshot { tree, uncovered })
     }
 
-    /// What changed in the work tree since the session's index: `ls-files -t` tags and paths.
-    fn listing(&self) -> Result<Vec<u8>> {
-        self.git.run([
-            "ls-files",
-            "-z",
-            "-t",
-            "--modified",
-            "--deleted",
-            "--others",
-            "--exclude-standard",
-        ])
+    /// The paths whose index entries must change: files the index does not hold or holds with
+    /// other stat data (or racy ones), and entries the walk did not see.
+    fn changes(&self, walked: &Walked, known: Known<'_>) -> Changes {
+        let (entries, index) = match known {
+            Known::Index(index) => (index.entries.as_slice(), Some(index)),
+            Known::Nothing => (&[][..], None),
+        };
+        let mut changes = Changes::default();
+        let files = &walked.files;
+        let (mut i, mut j) = (0, 0);
+        loop {
+            match (files.get(i), entries.get(j)) {
+                (None, None) => break,
+                (Some((path, stat)), Some(entry)) if *path == entry.path => {
+                    let racy = index.is_some_and(|index| index.is_racy(stat.mtime.0));
+                    if *stat != entry.stat || racy {
+                        push(&mut changes.update, path);
+                    }
+                    if !racy && stat.differs_below_seconds(&entry.stat) {
+                        // Changed, and git would not see it (whole seconds): taken out first,
+                        // so that update-index hashes it anew.
+                        push(&mut changes.force, path);
+                    }
+                    i += 1;
+                    j += 1;
+                }
+                (Some((path, _)), Some(entry)) if *path < entry.path => {
+                    push(&mut changes.update, path);
+                    i += 1;
+                }
+                (Some((path, _)), None) => {
+                    push(&mut changes.update, path);
+                    i += 1;
+                }
+                (_, Some(entry)) => {
+                    self.gone(&mut changes, &entry.path);
+                    j += 1;
+                }
+            }
+        }
+        changes
     }
 
-    /// The workspace's `.ignore` files below its root (git reads only `.gitignore` at every
-    /// level), as known to the shadow repository: found in the index once, then kept up to
-    /// date from each snapshot's listing, which names every `.ignore` created, changed or
-    /// deleted. True when they changed (then the exclude file must be written again).
-    fn nested_ignores_changed(&self, listing: &[u8]) -> Result<bool> {
-        let known_file = self.ignore_list_file();
-        let existed = known_file.exists();
-        let mut known: Vec<PathBuf> = match std::fs::read(&known_file) {
-            Ok(bytes) => split_nul(&bytes).map(path_of).collect(),
-            Err(_) => {
-                let found = self.git.run(["ls-files", "-z", "--cached"])?;
-                split_nul(&found)
-                    .filter(|p| is_nested_ignore(p))
-                    .map(path_of)
-                    .collect()
+    /// The index is one git must read (a split index, an unknown version): every file the walk
+    /// saw goes to `update-index`, whose own stat cache spares the unchanged ones, and the
+    /// entries it did not see, as git lists them, leave. An index git cannot read either is
+    /// started afresh.
+    fn changes_by_git(&self, walked: &Walked) -> Result<Changes> {
+        let listed = match self.git.run(["ls-files", "-z", "--cached"]) {
+            Ok(listed) => listed,
+            Err(err) => {
+                tracing::warn!(
+                    "the session's index {} is unreadable, started afresh: {err}",
+                    self.git.index.display()
+                );
+                let _ = std::fs::remove_file(&self.git.index);
+                return Ok(self.changes(walked, Known::Nothing));
             }
         };
-        let seen: Vec<&[u8]> = split_nul(listing)
-            .filter_map(|entry| entry.split_first_chunk::<2>().map(|(_, path)| path))
-            .filter(|path| is_nested_ignore(path))
-            .collect();
-        if seen.is_empty() && existed {
-            return Ok(false);
+        let mut changes = Changes::default();
+        for (path, _) in &walked.files {
+            push(&mut changes.update, path);
         }
-        let changed = !seen.is_empty() || !known.is_empty();
-        for path in seen {
-            let path = path_of(path);
-            let present = self.git.work_tree.join(&path).is_file();
-            known.retain(|p| *p != path);
-            if present {
-                known.push(path);
+        let mut listed: Vec<&[u8]> = split_nul(&listed).collect();
+        listed.sort_unstable();
+        listed.dedup();
+        for path in listed {
+            if walked
+                .files
+                .binary_search_by(|(p, _)| p.as_slice().cmp(path))
+                .is_err()
+            {
+                self.gone(&mut changes, path);
             }
         }
-        known.sort();
-        let mut bytes = Vec::new();
-        for path in &known {
-            push(&mut bytes, bytes_of(path));
-        }
-        std::fs::write(&known_file, bytes).map_err(|e| Error::io(&known_file, e))?;
-        Ok(changed)
+        Ok(changes)
     }
 
-    /// Takes the files the exclude patterns ignore now out of the session's index.
-    fn drop_ignored(&self) -> Result<()> {
-        let ignored = self.git.run([
-            "ls-files",
-            "-z",
-            "--cached",
-            "--ignored",
-            "--exclude-standard",
-        ])?;
-        if !ignored.is_empty() {
-            self.git.run_with_input(
-                ["update-index", "-z", "--force-remove", "--stdin"],
-                Some(&ignored),
-            )?;
+    /// An index entry the walk did not see: deleted (`--remove` takes it out), or there but
+    /// not covered now (ignored, too large, in a nested repository, a directory): forced out.
+    fn gone(&self, changes: &mut Changes, path: &[u8]) {
+        match std::fs::symlink_metadata(self.git.work_tree.join(path_of(path))) {
+            Ok(_) => push(&mut changes.force, path),
+            Err(_) => push(&mut changes.update, path),
         }
-        Ok(())
-    }
-
-    /// The list of nested `.ignore` files, shared by the workspace's sessions.
-    fn ignore_list_file(&self) -> PathBuf {
-        self.git.git_dir.with_file_name("ignore-files")
     }
 
     /// What snapshots leave out: ignored paths (directories collapsed) and files over the size
@@ -266,19 +279,7 @@ impl Shadow {
             Some(found) => found,
             None => self.snapshot()?.uncovered,
         };
-        self.write_excludes()?;
-        let ignored = self.git.run([
-            "ls-files",
-            "-z",
-            "--others",
-            "--ignored",
-            "--exclude-standard",
-            "--directory",
-        ])?;
-        for path in split_nul(&ignored) {
-            let path = path.strip_suffix(b"/").unwrap_or(path);
-            found.push(Uncovered::Ignored(path_of(path)));
-        }
+        found.extend(self.rules.ignored());
         found.sort();
         found.dedup();
         Ok(found)
@@ -299,7 +300,7 @@ impl Shadow {
                 Uncovered::Ignored(_) => {}
             }
         }
-        let _ = std::fs::write(self.state_file("left-out"), text);
+        write_if_changed(&self.state_file("left-out"), text.as_bytes());
     }
 
     fn saved_left_out(&self) -> Option<Vec<Uncovered>> {
@@ -319,59 +320,23 @@ impl Shadow {
         Some(found)
     }
 
-    /// The shadow's own exclude file: always `.git`, Lathe's own directories, the root
-    /// `.ignore` (whose patterns mean at the root what they mean in `info/exclude`) and the
-    /// `.ignore` files below it, anchored at their directories.
-    fn write_excludes(&self) -> Result<()> {
-        let mut text = String::from(ALWAYS_EXCLUDED);
-        // A file tool's write under way in another session: never part of a snapshot, so never
-        // "restored" by an undo.
-        text.push_str(lathe_tools::TEMP_FILE_PATTERN);
-        text.push('\n');
-        for dir in &self.excluded {
-            text.push('/');
-            text.push_str(&dir.to_string_lossy());
-            text.push_str("/\n");
-        }
-        if let Ok(ignore) = std::fs::read_to_string(self.git.work_tree.join(".ignore")) {
-            text.push_str(&ignore);
-            text.push('\n');
-        }
-        // `.ignore` files below the root, their patterns anchored at their directories.
-        if let Ok(list) = std::fs::read(self.ignore_list_file()) {
-            for path in split_nul(&list).map(path_of) {
-                let Ok(ignore) = std::fs::read_to_string(self.git.work_tree.join(&path)) else {
-                    continue;
-                };
-                let dir = path.parent().unwrap_or(Path::new(""));
-                for line in ignore.lines() {
-                    if let Some(pattern) = anchored(&dir.to_string_lossy(), line) {
-                        text.push_str(&pattern);
-                        text.push('\n');
-                    }
-                }
-            }
-        }
+    /// The shadow's `info/attributes`, once: the workspace's `.gitattributes` must not convert
+    /// line endings or run filters, or a restored file would differ from the one snapshotted.
+    fn write_attributes(&self) -> Result<()> {
         let info = self.git.git_dir.join("info");
-        let path = info.join("exclude");
-        if std::fs::read_to_string(&path).is_ok_and(|old| old == text) {
+        let path = info.join("attributes");
+        if path.exists() {
             return Ok(());
         }
         std::fs::create_dir_all(&info).map_err(|e| Error::io(&info, e))?;
         // Sessions share this file: replaced whole, never seen half-written.
         let mut file = tempfile::NamedTempFile::new_in(&info).map_err(|e| Error::io(&info, e))?;
-        std::io::Write::write_all(&mut file, text.as_bytes()).map_err(|e| Error::io(&path, e))?;
+        std::io::Write::write_all(
+            &mut file,
+            b"* -text -eol -filter -ident -working-tree-encoding\n",
+        )
+        .map_err(|e| Error::io(&path, e))?;
         file.persist(&path).map_err(|e| Error::io(&path, e.error))?;
-        let attributes = info.join("attributes");
-        if !attributes.exists() {
-            // Highest precedence: the workspace's .gitattributes must not convert line endings
-            // or run filters, or a restored file would differ from the one snapshotted.
-            std::fs::write(
-                &attributes,
-                "* -text -eol -filter -ident -working-tree-encoding\n",
-            )
-            .map_err(|e| Error::io(&attributes, e))?;
-        }
         Ok(())
     }
 
@@ -396,8 +361,19 @@ impl Shadow {
             })
             .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
             .max();
-        if let Some((_, path)) = newest {
-            let _ = std::fs::copy(path, &self.git.index);
+        if let Some((modified, path)) = newest {
+            // With its modification time: the entries that were racy in it stay racy.
+            let aside = self.state_file("seed");
+            let copied = std::fs::copy(path, &aside).and_then(|_| {
+                std::fs::File::options()
+                    .write(true)
+                    .open(&aside)?
+                    .set_modified(modified)?;
+                std::fs::rename(&aside, &self.git.index)
+            });
+            if copied.is_err() {
+                let _ = std::fs::remove_file(&aside);
+            }
         }
     }
 
@@ -614,12 +590,36 @@ impl Shadow {
 }
 
 impl Overlay {
-    /// The base with the paths as they are on disk now.
+    /// The base with the paths as they are on disk now. A path that is a directory now holds
+    /// no file: its entry is taken out (git would refuse to add a directory).
     pub(crate) fn tree(&self) -> Result<String> {
-        self.git.run_with_input(
-            ["update-index", "-z", "--add", "--remove", "--stdin"],
-            Some(&self.paths),
-        )?;
+        let (mut files, mut dirs) = (Vec::new(), Vec::new());
+        for path in split_nul(&self.paths) {
+            let full = self.git.work_tree.join(path_of(path));
+            match std::fs::symlink_metadata(full) {
+                Ok(meta) if meta.is_dir() => push(&mut dirs, path),
+                _ => push(&mut files, path),
+            }
+        }
+        if !dirs.is_empty() {
+            self.git.run_with_input(
+                ["update-index", "-z", "--force-remove", "--stdin"],
+                Some(&dirs),
+            )?;
+        }
+        if !files.is_empty() {
+            self.git.run_with_input(
+                [
+                    "update-index",
+                    "-z",
+                    "--add",
+                    "--remove",
+                    "--replace",
+                    "--stdin",
+                ],
+                Some(&files),
+            )?;
+        }
         Ok(trimmed(self.git.run(["write-tree"])?))
     }
 }
@@ -721,33 +721,14 @@ impl Meta {
     }
 }
 
-/// Whether a path from git is a `.ignore` below the root.
-fn is_nested_ignore(path: &[u8]) -> bool {
-    path.ends_with(b"/.ignore")
-}
-
-/// A line of the `.ignore` in `dir` (relative to the root) as a pattern of the root's exclude
-/// file, meaning the same files: a pattern without an inner `/` matches at any depth below
-/// `dir`, one with a `/` is relative to `dir`. `None` for blank lines and comments.
-fn anchored(dir: &str, line: &str) -> Option<String> {
-    let line = line.trim_end_matches(['\r', ' ']);
-    if line.is_empty() || line.starts_with('#') {
-        return None;
+/// Replaces a small state file's bytes unless they are the same already: truncating a file
+/// and writing it again can wait on the file system's journal (ext4 flushes a file replaced
+/// that way), milliseconds a snapshot of an unchanged tree must not pay.
+fn write_if_changed(path: &Path, bytes: &[u8]) {
+    if std::fs::read(path).is_ok_and(|old| old == bytes) {
+        return;
     }
-    let (bang, pattern) = match line.strip_prefix('!') {
-        Some(rest) => ("!", rest),
-        None => ("", line),
-    };
-    let body = pattern.strip_suffix('/').unwrap_or(pattern);
-    if body.is_empty() {
-        return None;
-    }
-    let anchored = if body.contains('/') {
-        format!("{bang}/{dir}/{}", pattern.trim_start_matches('/'))
-    } else {
-        format!("{bang}/{dir}/**/{pattern}")
-    };
-    Some(anchored)
+    let _ = std::fs::write(path, bytes);
 }
 
 fn push(list: &mut Vec<u8>, path: &[u8]) {
@@ -782,23 +763,4 @@ pub(crate) fn ref_safe(text: &str) -> String {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::anchored;
-
-    #[test]
-    fn nested_ignore_patterns_are_anchored_at_their_directory() {
-        assert_eq!(anchored("sub", "*.log").as_deref(), Some("/sub/**/*.log"));
-        assert_eq!(anchored("sub", "build/").as_deref(), Some("/sub/**/build/"));
-        assert_eq!(anchored("sub", "/build/").as_deref(), Some("/sub/build/"));
-        assert_eq!(anchored("a/b", "x/y").as_deref(), Some("/a/b/x/y"));
-        assert_eq!(
-            anchored("sub", "!keep.log").as_deref(),
-            Some("!/sub/**/keep.log")
-        );
-        assert_eq!(anchored("sub", "# a comment"), None);
-        assert_eq!(anchored("sub", "   "), None);
-    }
 }

@@ -2,6 +2,8 @@
 
 mod coverage;
 mod fallback;
+mod restore;
 mod sessions;
+mod snapshot;
 mod support;
 mod turns;

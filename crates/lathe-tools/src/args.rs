@@ -49,6 +49,9 @@ const ALIASES: &[(&str, &str)] = &[
     ("workdir", "cwd"),
     ("workingdirectory", "cwd"),
     ("commandid", "id"),
+    // apply_patch: OpenCode's `patchText`, Codex's free-form `input`.
+    ("patchtext", "patch"),
+    ("input", "patch"),
 ];
 
 /// An argument problem the model can fix; `Display` says which parameter and what was expected.

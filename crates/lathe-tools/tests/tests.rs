@@ -10,6 +10,7 @@ mod dispatch_support;
 mod file_support;
 mod search_support;
 
+mod apply_patch;
 mod containment;
 mod dispatch;
 mod example_custom_tool;

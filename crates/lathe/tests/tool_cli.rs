@@ -67,6 +67,7 @@ fn tools_json_is_the_function_calling_shape() {
         "read_file",
         "write_file",
         "edit_file",
+        "apply_patch",
         "list_files",
         "grep",
         "glob",

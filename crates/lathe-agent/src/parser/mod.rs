@@ -2,7 +2,8 @@
 //!
 //! Small local models write calls every way but the one asked for: in `<tool_call>` tags with
 //! or without the closing tag, as fenced or bare JSON, in another model family's native syntax
-//! (`[TOOL_CALLS]`, `<function=...>`, `<|python_tag|>`), as Python calls, with trailing commas,
+//! (`[TOOL_CALLS]`, `<function=...>`, `<|python_tag|>`), as Python calls, as a bare
+//! `*** Begin Patch` block (an `apply_patch` call, when that tool is there), with trailing commas,
 //! single quotes, Python literals, curly quotes, or cut off by the token limit. The
 //! [`Scanner`] finds them in streamed text, keeps them out of the text the user sees, and
 //! resolves tool names against the real ones ([`ToolNames`]).
@@ -23,6 +24,7 @@
 mod families;
 mod json;
 mod names;
+mod patch;
 mod python;
 mod scan;
 mod shape;
@@ -52,6 +54,8 @@ pub enum Family {
     BareJson,
     /// `read_file(path="a.rs")` on a line of its own.
     PythonCall,
+    /// A `*** Begin Patch` ... `*** End Patch` block: an `apply_patch` call.
+    Patch,
 }
 
 /// Where a call came from.

@@ -7,8 +7,8 @@
 //! diff of what is written, even after a tolerant match.
 
 mod apply;
-mod closest;
-mod document;
+pub(crate) mod closest;
+pub(crate) mod document;
 mod escapes;
 mod indent;
 mod matching;

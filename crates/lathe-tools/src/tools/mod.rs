@@ -2,6 +2,7 @@
 //! list below (a unit struct implementing [`Tool`](crate::Tool)), and that list feeds the
 //! agent, `lathe tool` and the MCP server alike.
 
+pub mod apply_patch;
 pub mod command_output;
 pub mod edit_file;
 pub mod glob;
@@ -48,6 +49,7 @@ builtin_tools! {
     read_file::ReadFileTool,
     write_file::WriteFileTool,
     edit_file::EditFileTool,
+    apply_patch::ApplyPatchTool,
     list_files::ListFilesTool,
     shell::ShellTool,
     command_output::CommandOutputTool,

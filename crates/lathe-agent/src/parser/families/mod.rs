@@ -85,6 +85,8 @@ pub(crate) const MARKER: &str = "[TOOL_CALLS]";
 pub(crate) struct Ctx<'a> {
     pub names: &'a ToolNames,
     pub thinking: bool,
+    /// The text is the inside of a code fence (its end is the closing fence, not the reply's).
+    pub in_fence: bool,
 }
 
 impl Ctx<'_> {
@@ -203,6 +205,13 @@ pub(crate) fn is_closing_fence(line: &str, ch: u8, len: usize) -> bool {
 /// or `None` when more text is needed to tell.
 pub(crate) fn fence_may_hold_calls(buf: &str, k: usize, names: &ToolNames) -> Option<bool> {
     let b = buf.as_bytes();
+    if super::patch::enabled(names) {
+        match super::patch::starts_at(buf, k, false) {
+            Some(true) => return Some(true),
+            None => return None,
+            Some(false) => {}
+        }
+    }
     match b.get(k)? {
         b'{' | b'[' | b'<' => Some(true),
         c if c.is_ascii_alphabetic() || *c == b'_' => {

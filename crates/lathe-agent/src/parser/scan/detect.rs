@@ -65,6 +65,13 @@ impl Scanner {
         if j >= b.len() {
             return if eof { Detect::No } else { Detect::Wait(i) };
         }
+        if crate::parser::patch::enabled(&self.names) {
+            match crate::parser::patch::starts_at(&self.buf, j, eof) {
+                Some(true) => return Detect::Yes(j, Kind::Patch),
+                None => return Detect::Wait(i),
+                Some(false) => {}
+            }
+        }
         let c = b[j];
         if self.fences && (c == b'`' || c == b'~') && j - i <= 3 {
             let run = b[j..].iter().take_while(|x| **x == c).count();

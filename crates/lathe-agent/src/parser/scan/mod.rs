@@ -13,6 +13,7 @@ use super::families::{
     resolve_json, resolve_marker, resolve_python, resolve_tag, skip_ws,
 };
 use super::names::ToolNames;
+use super::patch::resolve_patch;
 use super::{Family, Malformed, ParsedCall};
 use detect::Found;
 use std::sync::Arc;
@@ -49,6 +50,8 @@ enum Kind {
     Marker,
     Json,
     Python,
+    /// A `*** Begin Patch` block (maybe in a heredoc).
+    Patch,
     /// A code fence of `len` `ch`s whose content starts `content` bytes after the block start.
     Fence {
         ch: u8,
@@ -300,6 +303,7 @@ impl Scanner {
         Ctx {
             names: &self.names,
             thinking: self.scope == Scope::Thinking,
+            in_fence: !self.fences,
         }
     }
 
@@ -311,6 +315,7 @@ impl Scanner {
             Kind::Marker => resolve_marker(&self.buf, self.pos, &ctx, eof),
             Kind::Json => resolve_json(&self.buf, self.pos, &ctx, eof),
             Kind::Python => resolve_python(&self.buf, self.pos, &ctx, eof),
+            Kind::Patch => resolve_patch(&self.buf, self.pos, &ctx, eof),
             Kind::Fence { ch, len, content } => {
                 self.resolve_fence(ch, len, self.pos + content, eof)
             }
@@ -405,6 +410,7 @@ fn family_of(kind: Kind) -> Family {
         Kind::Marker => Family::ToolCallsMarker,
         Kind::Json => Family::BareJson,
         Kind::Python => Family::PythonCall,
+        Kind::Patch => Family::Patch,
         Kind::Fence { .. } => Family::Fenced,
     }
 }
