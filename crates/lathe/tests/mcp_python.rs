@@ -175,13 +175,11 @@ fn resolve_is_listed_only_while_something_is_pending() {
 }
 
 #[test]
-#[ignore = "needs apply_patch with preview (another engineer's, not on main yet)"]
 fn a_preview_waits_in_its_own_mcp_session_and_tools_list_changes() {
     scenario("pending_per_session");
 }
 
 #[test]
-#[ignore = "needs apply_patch with preview (another engineer's, not on main yet)"]
 fn resolve_apply_asks_through_elicitation_with_the_diff() {
     scenario("pending_apply_asks");
 }

@@ -3,8 +3,7 @@
 //! in a real pseudo-terminal against the scripted model server. (`lathe mcp` is driven by the
 //! MCP Python SDK in `mcp_python.rs`.)
 //!
-//! The previewing tool is `apply_patch` with `preview: true`; the tests that need it are ignored
-//! until it is in the binary.
+//! The previewing tool is `apply_patch` with `preview: true`.
 
 use std::io::Write;
 use std::process::{Output, Stdio};
@@ -98,7 +97,6 @@ fn a_batch_is_one_session_and_resolve_with_nothing_pending_goes_on() {
 }
 
 #[test]
-#[ignore = "needs apply_patch with preview (another engineer's, not on main yet)"]
 fn a_batch_preview_waits_for_resolve_apply() {
     let h = Harness::new(Script::new());
     let (out, answers) = batch(
@@ -126,7 +124,6 @@ fn a_batch_preview_waits_for_resolve_apply() {
 }
 
 #[test]
-#[ignore = "needs apply_patch with preview (another engineer's, not on main yet)"]
 fn a_batch_that_ends_with_a_preview_says_it_is_dropped() {
     let h = Harness::new(Script::new());
     let (out, answers) = batch(
@@ -143,7 +140,6 @@ fn a_batch_that_ends_with_a_preview_says_it_is_dropped() {
 }
 
 #[test]
-#[ignore = "needs apply_patch with preview (another engineer's, not on main yet)"]
 fn read_only_refuses_resolve_apply_in_a_batch() {
     let h = Harness::new(Script::new());
     let (out, answers) = batch(
@@ -165,7 +161,6 @@ fn read_only_refuses_resolve_apply_in_a_batch() {
 }
 
 #[test]
-#[ignore = "needs apply_patch with preview (another engineer's, not on main yet)"]
 fn a_one_shot_preview_says_it_is_not_kept() {
     let h = Harness::new(Script::new());
     let arguments = preview("a.txt").to_string();
@@ -198,7 +193,6 @@ fn chat_says_when_nothing_is_pending() {
 /// The model previews; the user lists it, applies it (ask mode: typing /apply is the
 /// approval), and the model hears of it with the next message; a second preview is discarded.
 #[test]
-#[ignore = "needs apply_patch with preview (another engineer's, not on main yet)"]
 fn chat_pending_apply_and_discard() {
     let script = Script::new()
         .chat(reply().tool_call("apply_patch", preview("a.txt")).done())
@@ -246,7 +240,6 @@ fn chat_pending_apply_and_discard() {
 }
 
 #[test]
-#[ignore = "needs apply_patch with preview (another engineer's, not on main yet)"]
 fn chat_read_only_refuses_apply() {
     let script = Script::new()
         .chat(reply().tool_call("apply_patch", preview("a.txt")).done())
@@ -270,7 +263,6 @@ fn chat_read_only_refuses_apply() {
 }
 
 #[test]
-#[ignore = "needs apply_patch with preview (another engineer's, not on main yet)"]
 fn chat_exit_says_which_pending_changes_are_dropped() {
     let script = Script::new()
         .chat(reply().tool_call("apply_patch", preview("a.txt")).done())
@@ -289,7 +281,6 @@ fn chat_exit_says_which_pending_changes_are_dropped() {
 /// The model's own `resolve apply` in `ask` is asked about as the preview's write, with its
 /// diff on the screen.
 #[test]
-#[ignore = "needs apply_patch with preview (another engineer's, not on main yet)"]
 fn chat_asks_about_the_models_resolve_with_the_diff() {
     let script = Script::new()
         .chat(reply().tool_call("apply_patch", preview("a.txt")).done())
