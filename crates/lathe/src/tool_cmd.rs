@@ -86,6 +86,11 @@ fn summary(description: &str) -> String {
 /// names the limit, so memory stays bounded whatever arrives.
 pub const MAX_INPUT_BYTES: usize = 64 * 1024 * 1024;
 
+/// What a one-shot `lathe tool` says after a call that left a change pending.
+pub const ONE_SHOT_PENDING: &str = "the previewed change was not kept: nothing was written, and \
+    this `lathe tool` run ends here. Run the call in `lathe tool --batch`, followed by \
+    {\"tool\": \"resolve\", \"arguments\": {\"action\": \"apply\"}}, or call it without preview";
+
 /// `lathe tool NAME [ARGS]` and `lathe tool --batch`.
 pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode> {
     let setup = Setup::load(common)?;
@@ -115,7 +120,26 @@ pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode
         crate::signals::exit_on_termination(move || session.shutdown())
     };
     let code = if args.batch {
-        batch(&calls).await?
+        let code = batch(&calls).await?;
+        // What the batch left pending ends with it: say so rather than drop it unseen.
+        let waiting = session.pending_summaries();
+        if !waiting.is_empty() {
+            let labels: Vec<String> = waiting
+                .iter()
+                .map(|p| format!("\"{}\"", crate::render::sanitize(&p.label)))
+                .collect();
+            eprintln!(
+                "lathe: the batch ended with {} pending, not written: {} (a \
+                 {{\"tool\": \"resolve\", \"arguments\": {{\"action\": \"apply\"}}}} line makes the newest)",
+                if waiting.len() == 1 {
+                    "1 change".to_owned()
+                } else {
+                    format!("{} changes", waiting.len())
+                },
+                labels.join(", ")
+            );
+        }
+        code
     } else {
         let name = args.name.as_deref().unwrap_or_default();
         let arguments = match read_arguments(args.arguments.as_deref()) {
@@ -126,6 +150,11 @@ pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode
             }
         };
         let outcome = calls.call(name, arguments).await;
+        // A preview waits for `resolve`, which this process will never get: say so, rather
+        // than let the change the output calls pending vanish with the process.
+        if session.has_pending() {
+            eprintln!("lathe: {ONE_SHOT_PENDING}");
+        }
         let mut out = std::io::stdout().lock();
         if args.json {
             serde_json::to_writer(&mut out, &Answer::of(&outcome))?;

@@ -168,3 +168,18 @@ fn progress_notifications_carry_command_output() {
 fn streamable_http_serves_the_same_tools() {
     scenario("streamable_http");
 }
+
+#[test]
+fn resolve_is_listed_only_while_something_is_pending() {
+    scenario("resolve_offered_only_while_pending");
+}
+
+#[test]
+fn a_preview_waits_in_its_own_mcp_session_and_tools_list_changes() {
+    scenario("pending_per_session");
+}
+
+#[test]
+fn resolve_apply_asks_through_elicitation_with_the_diff() {
+    scenario("pending_apply_asks");
+}

@@ -37,6 +37,7 @@ mod mcp_protocol;
 mod mcp_python;
 mod mcp_sessions;
 mod memory;
+mod pending;
 mod policy_cmd;
 mod readme_transcript;
 mod sandbox_cli;

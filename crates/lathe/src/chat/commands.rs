@@ -1,8 +1,12 @@
 //! Slash commands: `/help`, `/status`, `/clear`, `/init`, `/model NAME`, `/approval MODE`,
 //! `/sessions`, `/diff [N] [--stat]`, `/undo [--force]`, `/redo [--force]`, `/rewind N`,
-//! `/exit`.
+//! `/pending`, `/apply [REASON]`, `/discard [REASON]`, `/exit`.
 
 use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::json;
 
 use lathe_agent::approval::ApprovalMode;
 use lathe_agent::events::Event;
@@ -11,9 +15,11 @@ use lathe_agent::{Agent, ContextWindow};
 use lathe_store::{SessionFilter, SessionId, Store};
 
 use lathe_checkpoint::{Checkpoints, Force, UndoTarget};
+use lathe_tools::tools::resolve::ResolveTool;
+use lathe_tools::{ApprovalDecision, CallStatus, FixedAnswer, Session, Tool, ToolContext};
 
 use crate::agent_setup::Resolved;
-use crate::render::Style;
+use crate::render::{Style, sanitize};
 use crate::setup::Setup;
 use crate::undo_cmd::Review;
 
@@ -56,6 +62,12 @@ pub enum Command {
     },
     /// `/rewind N`: the code and the conversation back to before turn N.
     Rewind(Option<String>),
+    /// `/pending`: the changes tools previewed that wait for a decision.
+    Pending,
+    /// `/apply [REASON]`: makes the newest pending change.
+    Apply(Option<String>),
+    /// `/discard [REASON]`: drops the newest pending change.
+    Discard(Option<String>),
     /// `/exit` or `/quit`.
     Exit,
     /// Anything else starting with `/`.
@@ -78,7 +90,7 @@ pub enum Outcome {
 /// The names `/help` lists, for suggestions.
 const NAMES: &[&str] = &[
     "help", "status", "clear", "init", "model", "approval", "sessions", "diff", "undo", "redo",
-    "rewind", "exit", "quit",
+    "rewind", "pending", "apply", "discard", "exit", "quit",
 ];
 
 impl Command {
@@ -98,6 +110,11 @@ impl Command {
                 .map(|a| (*a).to_owned())
         };
         let arg = args.first().map(|a| (*a).to_owned());
+        // Everything after the name, as typed (a reason is a sentence).
+        let said = || {
+            let text = rest[rest.find(char::is_whitespace).unwrap_or(rest.len())..].trim();
+            (!text.is_empty()).then(|| text.to_owned())
+        };
         Some(match name.as_str() {
             "help" | "h" | "?" => Command::Help,
             "model" => Command::Model(arg),
@@ -117,6 +134,9 @@ impl Command {
                 force: flag("--force"),
             },
             "rewind" => Command::Rewind(plain()),
+            "pending" => Command::Pending,
+            "apply" => Command::Apply(said()),
+            "discard" => Command::Discard(said()),
             "exit" | "quit" | "q" => Command::Exit,
             _ => Command::Unknown(name),
         })
@@ -135,6 +155,9 @@ const HELP: &str = "\
 /undo [--force]  take back the newest turn's file changes (--force: also files changed since)
 /redo [--force]  take back the last /undo
 /rewind N        put the code back as it was before turn N and cut the conversation there
+/pending         the changes a tool previewed that wait for a decision (newest last)
+/apply [REASON]  make the newest pending change (your /apply approves it; read-only refuses)
+/discard [REASON] drop the newest pending change; nothing is written
 /exit            end the chat (Ctrl-D on an empty line works too)
 Keys: Enter sends; Alt-Enter inserts a newline, and so does Enter after a line ending in \\;
 a paste is one message. Arrows, Home/End, Ctrl-A/E/W/U, Alt-B/F edit; Up/Down and
@@ -181,6 +204,9 @@ pub struct Context<'a> {
     pub session: &'a SessionId,
     /// Terminal styling.
     pub style: &'a Style,
+    /// What the user did that the model should hear of with the next message (a pending
+    /// change they applied or discarded).
+    pub notes: &'a mut Vec<String>,
 }
 
 /// The known command closest to `name`, when one is close enough to be meant.
@@ -282,6 +308,7 @@ fn status(cx: &Context<'_>) -> String {
 /// Runs `command`.
 pub async fn apply(command: Command, cx: Context<'_>) -> Outcome {
     let style = cx.style;
+    let apply = matches!(command, Command::Apply(_));
     let setup = cx.setup;
     let mut out = std::io::stdout().lock();
     match command {
@@ -408,6 +435,22 @@ pub async fn apply(command: Command, cx: Context<'_>) -> Outcome {
             };
             let _ = write!(out, "{said}");
         }
+        Command::Pending => {
+            let _ = write!(
+                out,
+                "{}",
+                pending_list(cx.agent.executor().runner().session(), style)
+            );
+        }
+        Command::Apply(reason) | Command::Discard(reason) => {
+            // The answer may take a moment (a large change): nothing is held meanwhile.
+            drop(out);
+            let said = resolve(cx.agent, apply, reason, style, cx.notes).await;
+            let mut out = std::io::stdout().lock();
+            let _ = write!(out, "{said}");
+            let _ = out.flush();
+            return Outcome::Continue;
+        }
         Command::Exit => return Outcome::Exit,
         Command::Unknown(name) => {
             let name = crate::render::sanitize(&name);
@@ -420,6 +463,165 @@ pub async fn apply(command: Command, cx: Context<'_>) -> Outcome {
     }
     let _ = out.flush();
     Outcome::Continue
+}
+
+/// `/pending`: each pending action, oldest first, with its source, files and details.
+pub fn pending_list(session: &Session, style: &Style) -> String {
+    let waiting = session.pending_summaries();
+    if waiting.is_empty() {
+        return "nothing pending: no tool has a previewed change waiting for /apply or /discard\n"
+            .to_owned();
+    }
+    let mut said = format!(
+        "{}\n",
+        style.dim(&format!(
+            "{} pending, newest last (/apply and /discard take the newest):",
+            plural(waiting.len(), "change")
+        ))
+    );
+    for (n, action) in waiting.iter().enumerate() {
+        said.push_str(&format!(
+            "{}. {} {}\n",
+            n + 1,
+            style.bold(&format!("\"{}\"", sanitize(&action.label))),
+            style.dim(&format!("from {}", sanitize(&action.source)))
+        ));
+        for change in &action.changes {
+            let what = if change.created {
+                " (new)"
+            } else if change.deleted {
+                " (removed)"
+            } else {
+                ""
+            };
+            said.push_str(&format!(
+                "   {}{what} +{} -{}\n",
+                sanitize(&change.path),
+                change.added,
+                change.removed
+            ));
+        }
+        if let Some(details) = &action.details {
+            for line in sanitize(details).lines() {
+                said.push_str(&format!("   {}\n", style.dim(line)));
+            }
+        }
+    }
+    said
+}
+
+/// The line after a model turn that left changes pending; `None` when nothing waits.
+pub fn pending_hint(session: &Session) -> Option<String> {
+    let waiting = session.pending_summaries();
+    let newest = waiting.last()?;
+    let label = sanitize(&newest.label);
+    let what = match waiting.len() {
+        1 => format!("1 change pending: \"{label}\""),
+        n => format!("{n} changes pending, newest \"{label}\""),
+    };
+    Some(format!("{what} · /pending · /apply · /discard"))
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// How many pending actions the user resolved in this process (their calls' ids).
+static RESOLVED_BY_USER: AtomicU64 = AtomicU64::new(1);
+
+/// `/apply` and `/discard`: the model's `resolve`, called by the user through the same
+/// dispatcher (the gate, the checkpoint hook, the plan's stamps). Typing `/apply` is the
+/// user's approval of that one call, as a command they run themselves is; a mode that refuses
+/// the change (`read-only`) refuses it here too. The model hears of it with the next message.
+async fn resolve(
+    agent: &Agent,
+    apply: bool,
+    reason: Option<String>,
+    style: &Style,
+    notes: &mut Vec<String>,
+) -> String {
+    let (verb, done) = if apply {
+        ("apply", "applied")
+    } else {
+        ("discard", "discarded")
+    };
+    let runner = agent.executor().runner();
+    let session = runner.session();
+    let Some(newest) = session.pending_summaries().pop() else {
+        return format!(
+            "nothing pending: there is nothing to {verb} (a tool that previews a change, such as apply_patch with preview, leaves one)\n"
+        );
+    };
+    let mut arguments = json!({ "action": verb });
+    if let Some(reason) = &reason {
+        arguments["reason"] = json!(reason);
+    }
+    let mut ctx = ToolContext::new(Arc::clone(session));
+    ctx.call_id = Some(format!(
+        "user-{verb}-{}",
+        RESOLVED_BY_USER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let outcome = runner
+        .dispatcher()
+        .call(
+            ResolveTool::NAME,
+            arguments,
+            &FixedAnswer(ApprovalDecision::AllowOnce),
+            ctx,
+        )
+        .await;
+    let label = sanitize(&newest.label).into_owned();
+    let text = sanitize(outcome.output.text.trim_end()).into_owned();
+    let mut said = match outcome.status {
+        CallStatus::Ok => format!("{}\n", style.green(&text)),
+        CallStatus::Denied => format!(
+            "{}\n{}\n",
+            style.red(&format!("not {done}: {text}")),
+            style.dim(&format!(
+                "the approval mode is {}; /approval ask lets /apply make the change, /discard drops it",
+                agent.gate().mode()
+            ))
+        ),
+        _ => format!("{}\n", style.red(&format!("cannot {verb} \"{label}\": {text}"))),
+    };
+    // The change is a checkpoint step of its own, for /undo.
+    if let Some(hook) = agent.executor().checkpoints() {
+        match hook.end_turn() {
+            Ok(Some(stat)) => said.push_str(&format!(
+                "{}\n",
+                style.dim(&format!(
+                    "{} changed (+{} -{}) · /undo takes it back",
+                    plural(stat.files, "file"),
+                    stat.added,
+                    stat.removed
+                ))
+            )),
+            Ok(None) => {}
+            Err(err) => said.push_str(&format!(
+                "{}\n",
+                style.yellow(&format!(
+                    "could not record the change ({err}): /undo will not cover it"
+                ))
+            )),
+        }
+    }
+    if matches!(outcome.status, CallStatus::Ok | CallStatus::Error) {
+        let why = reason.map(|r| format!(" (\"{r}\")")).unwrap_or_default();
+        notes.push(format!(
+            "The user ran /{verb}{why} on the pending change \"{}\" (from {}) themselves: {}",
+            newest.label,
+            newest.source,
+            outcome.output.text.trim_end()
+        ));
+    }
+    if let Some(next) = pending_hint(session) {
+        said.push_str(&format!("{}\n", style.dim(&next)));
+    }
+    said
 }
 
 /// The turn of `/diff N` or `/rewind N`; `Err` is what to say about an argument that is not
@@ -605,12 +807,125 @@ mod tests {
             Command::parse("/redo"),
             Some(Command::Redo { force: false })
         );
+        assert_eq!(Command::parse("/pending"), Some(Command::Pending));
+        assert_eq!(Command::parse("/apply"), Some(Command::Apply(None)));
+        assert_eq!(
+            Command::parse("/apply  it is  right "),
+            Some(Command::Apply(Some("it is  right".into())))
+        );
+        assert_eq!(
+            Command::parse("/discard wrong file"),
+            Some(Command::Discard(Some("wrong file".into())))
+        );
         assert_eq!(
             Command::parse("/rewind 2"),
             Some(Command::Rewind(Some("2".into())))
         );
         assert!(parse_turn(Some("0")).unwrap_err().contains("not a turn"));
         assert_eq!(parse_turn(Some("4")), Ok(Some(4)));
+    }
+
+    /// An agent (never asked: nothing listens at its server) whose session has a real
+    /// pending action: write_file's own plan for `a.txt`, kept as a preview.
+    fn agent_with_pending(mode: ApprovalMode) -> (tempfile::TempDir, Agent) {
+        use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
+        use lathe_tools::tools::write_file::WriteFileTool;
+        use lathe_tools::{PendingAction, ToolConfig, Workspace};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir(&root).unwrap();
+        let tools = Session::new(
+            Workspace::new(&root).unwrap(),
+            ToolConfig::default(),
+            dir.path().join("state"),
+        )
+        .unwrap();
+        let input = serde_json::from_value(json!({"path": "a.txt", "content": "hi\n"})).unwrap();
+        let plan = WriteFileTool.plan(&input, &tools).unwrap().unwrap();
+        let action = PendingAction::from_plan("create a.txt", "write_file", plan)
+            .with_details("one greeting");
+        tools.push_pending(action).unwrap();
+        let provider = connect(
+            ProviderKind::Ollama,
+            ProviderConfig::new("http://127.0.0.1:9").retry(RetryPolicy::none()),
+        )
+        .unwrap();
+        let agent = Agent::builder(provider, "m", tools)
+            .approval(mode)
+            .build()
+            .unwrap();
+        (dir, agent)
+    }
+
+    #[test]
+    fn pending_changes_are_listed_with_their_files_and_said_after_a_turn() {
+        let (_dir, agent) = agent_with_pending(ApprovalMode::Ask);
+        let session = agent.executor().runner().session();
+        let listed = pending_list(session, &Style::plain());
+        assert!(listed.contains("1 change pending, newest last"), "{listed}");
+        assert!(
+            listed.contains("1. \"create a.txt\" from write_file"),
+            "{listed}"
+        );
+        assert!(listed.contains("a.txt (new) +1 -0"), "{listed}");
+        assert!(listed.contains("one greeting"), "{listed}");
+        assert_eq!(
+            pending_hint(session).unwrap(),
+            "1 change pending: \"create a.txt\" · /pending · /apply · /discard"
+        );
+    }
+
+    #[tokio::test]
+    async fn apply_in_ask_mode_is_the_users_approval_and_writes_the_file() {
+        let (dir, agent) = agent_with_pending(ApprovalMode::Ask);
+        let mut notes = Vec::new();
+        let said = resolve(
+            &agent,
+            true,
+            Some("looks right".into()),
+            &Style::plain(),
+            &mut notes,
+        )
+        .await;
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("ws/a.txt")).unwrap(),
+            "hi\n",
+            "{said}"
+        );
+        let session = agent.executor().runner().session();
+        assert!(!session.has_pending(), "{said}");
+        assert_eq!(notes.len(), 1);
+        assert!(
+            notes[0].starts_with(
+                "The user ran /apply (\"looks right\") on the pending change \"create a.txt\""
+            ),
+            "{notes:?}"
+        );
+        assert!(pending_list(session, &Style::plain()).starts_with("nothing pending"));
+        let again = resolve(&agent, true, None, &Style::plain(), &mut notes).await;
+        assert!(
+            again.starts_with("nothing pending: there is nothing to apply"),
+            "{again}"
+        );
+        assert_eq!(notes.len(), 1, "nothing done, nothing to tell the model");
+    }
+
+    #[tokio::test]
+    async fn read_only_refuses_apply_and_the_change_stays_pending() {
+        let (dir, agent) = agent_with_pending(ApprovalMode::ReadOnly);
+        let mut notes = Vec::new();
+        let said = resolve(&agent, true, None, &Style::plain(), &mut notes).await;
+        assert!(said.starts_with("not applied: "), "{said}");
+        assert!(said.contains("/approval ask"), "{said}");
+        assert!(!dir.path().join("ws/a.txt").exists());
+        assert!(agent.executor().runner().session().has_pending());
+        assert!(notes.is_empty());
+        // Discarding writes nothing, so read-only allows it.
+        let said = resolve(&agent, false, None, &Style::plain(), &mut notes).await;
+        assert!(said.contains("Discarded: create a.txt"), "{said}");
+        assert!(!dir.path().join("ws/a.txt").exists());
+        assert!(!agent.executor().runner().session().has_pending());
+        assert_eq!(notes.len(), 1, "{notes:?}");
     }
 
     #[test]

@@ -166,6 +166,25 @@ impl Parts<'_> {
 impl Live {
     /// Ends the session at the prompt: its commands stop, and it is done, not running.
     fn close(&self, store: &lathe_store::Store) {
+        // Pending changes live in this process only: say which go, rather than drop them
+        // unseen.
+        let waiting = self.tools.pending_summaries();
+        if !waiting.is_empty() {
+            let labels: Vec<String> = waiting
+                .iter()
+                .map(|p| format!("\"{}\"", crate::render::sanitize(&p.label)))
+                .collect();
+            say(&format!(
+                "dropped {} pending (nothing of {} was written): {}",
+                if waiting.len() == 1 {
+                    "1 change".to_owned()
+                } else {
+                    format!("{} changes", waiting.len())
+                },
+                if waiting.len() == 1 { "it" } else { "them" },
+                labels.join(", ")
+            ));
+        }
         self.terminating.abort();
         self.tools.shutdown();
         if let Ok(session) = store.session(self.id.as_str())
@@ -254,6 +273,8 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     // Set by a Ctrl-C (one that stopped a turn, or one at an empty prompt): the next Ctrl-C
     // within the window, with nothing typed in between, exits.
     let mut rearm = Rearm::new();
+    // What the user did between messages that the model should hear of (`/apply`).
+    let mut notes: Vec<String> = Vec::new();
     loop {
         let read = loop {
             tokio::select! {
@@ -296,11 +317,13 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
                     resolved: &resolved,
                     session: &live.id,
                     style: &style,
+                    notes: &mut notes,
                 };
                 match commands::apply(command, cx).await {
                     Outcome::Continue => continue,
                     Outcome::Exit => break,
                     Outcome::Clear => {
+                        notes.clear();
                         live = parts.clear(live)?;
                         continue;
                     }
@@ -318,7 +341,8 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         renderer.reset();
         let cancel = terminate.child_token();
         *turn.lock().unwrap_or_else(|e| e.into_inner()) = Some(cancel.clone());
-        let run = live.agent.run(&task, &cancel);
+        let message = with_notes(&mut notes, &task);
+        let run = live.agent.run(&message, &cancel);
         tokio::pin!(run);
         let mut stopping = false;
         loop {
@@ -336,6 +360,9 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
             }
         }
         *turn.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        if let Some(hint) = commands::pending_hint(&live.tools) {
+            say(&style.yellow(&hint));
+        }
         // Stopped by Ctrl-C, during the turn or at an approval question.
         if stopping || cancel.is_cancelled() {
             rearm.arm();
@@ -343,6 +370,18 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     }
     live.close(&store);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The message the model gets for `task`: what the user did since the last one (`/apply`,
+/// `/discard`) first, so the model does not go on as if the change still waited.
+fn with_notes(notes: &mut Vec<String>, task: &str) -> String {
+    if notes.is_empty() {
+        return task.to_owned();
+    }
+    let mut message: String = notes.drain(..).map(|note| format!("[{note}]\n")).collect();
+    message.push('\n');
+    message.push_str(task);
+    message
 }
 
 /// Loads the configuration; when the workspace's file has settings that weaken safety and is

@@ -36,6 +36,9 @@ use super::sessions::Links;
 pub struct Shared {
     registry: Arc<Registry>,
     tools: Vec<Tool>,
+    /// The tools offered in a session where nothing is pending: what a session not created
+    /// yet lists.
+    idle_tools: Vec<Tool>,
     gates: GateConfig,
     instructions: String,
     new_session: Box<dyn Fn() -> anyhow::Result<Arc<Session>> + Send + Sync>,
@@ -50,22 +53,49 @@ impl Shared {
         workspace: &std::path::Path,
         new_session: impl Fn() -> anyhow::Result<Arc<Session>> + Send + Sync + 'static,
     ) -> Arc<Shared> {
-        let tools = registry.definitions().map(convert::tool).collect();
+        let tools: Vec<Tool> = registry.definitions().map(convert::tool).collect();
+        let idle_tools = idle_offered(&registry, workspace, &tools);
         let instructions = format!(
             "Lathe's coding tools over the workspace {}. Paths are relative to the workspace \
              root. Read a file with read_file before changing it with edit_file or write_file. \
              A shell command that outlives its timeout moves to the background: read its output \
-             with command_output and stop it with kill_command. Each call that changes files              is a checkpoint: list them with checkpoint_list, take one back with              checkpoint_restore. Approval mode: {}.",
+             with command_output and stop it with kill_command. Each call that changes files \
+             is a checkpoint: list them with checkpoint_list, take one back with \
+             checkpoint_restore. A change a tool previews waits, pending, until resolve \
+             applies or discards it. Approval mode: {}.",
             workspace.display(),
             gates.mode()
         );
         Arc::new(Shared {
             registry: Arc::new(registry),
             tools,
+            idle_tools,
             gates,
             instructions,
             new_session: Box::new(new_session),
         })
+    }
+
+    /// The tools `session` offers now ([`Registry::is_offered`]: `resolve` only while an
+    /// action is pending there); the idle list for a session not created yet.
+    fn offered(&self, session: Option<&Session>) -> Vec<Tool> {
+        match session {
+            Some(session) => self
+                .tools
+                .iter()
+                .filter(|tool| self.registry.is_offered(&tool.name, session))
+                .cloned()
+                .collect(),
+            None => self.idle_tools.clone(),
+        }
+    }
+
+    /// The names of the tools `session` offers now, to tell whether a call changed them.
+    fn offered_names(&self, session: &Session) -> Vec<String> {
+        self.registry
+            .offered(session)
+            .map(|definition| definition.name.clone())
+            .collect()
     }
 
     /// A new session, with its own approval gate.
@@ -73,6 +103,30 @@ impl Shared {
         let session = (self.new_session)()?;
         self.gates.install(&session)?;
         Ok(session)
+    }
+}
+
+/// The tools offered in a session with nothing pending, asked of a blank session (its state
+/// directory the system's temporary one, which exists: nothing is created). All of them when
+/// even that cannot be made.
+fn idle_offered(registry: &Registry, workspace: &std::path::Path, tools: &[Tool]) -> Vec<Tool> {
+    let blank = lathe_tools::Workspace::new(workspace).and_then(|workspace| {
+        Session::new(
+            workspace,
+            lathe_tools::ToolConfig::default(),
+            std::env::temp_dir(),
+        )
+    });
+    match blank {
+        Ok(blank) => tools
+            .iter()
+            .filter(|tool| registry.is_offered(&tool.name, &blank))
+            .cloned()
+            .collect(),
+        Err(err) => {
+            tracing::warn!("cannot tell which tools an idle session offers: {err}");
+            tools.to_vec()
+        }
     }
 }
 
@@ -101,6 +155,14 @@ impl LazySession {
         let created = self.shared.session()?;
         *session = Some(Arc::clone(&created));
         Ok(created)
+    }
+
+    /// The session, if it was created.
+    pub fn peek(&self) -> Option<Arc<Session>> {
+        self.session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Ends the session if it was created: its commands are killed, an empty state directory
@@ -200,6 +262,17 @@ impl LatheServer {
         self.session(context)
     }
 
+    /// The session a request would run in, if it exists yet (nothing is created).
+    fn existing_session(&self) -> Option<Arc<Session>> {
+        match &self.scope {
+            Scope::Connection(session) => Some(Arc::clone(session)),
+            Scope::Http { own, host, .. } => match own.get() {
+                Some(own) => own.peek(),
+                None => host.peek(),
+            },
+        }
+    }
+
     fn session(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Session>, McpError> {
         let cannot = |err: anyhow::Error| {
             McpError::internal_error(format!("cannot create a session: {err:#}"), None)
@@ -246,6 +319,26 @@ impl LatheServer {
             ));
         }
         let session = self.session(&context)?;
+        let offered = self.shared.offered_names(&session);
+        let outcome = self.dispatch(request, &context, &session).await;
+        // A call that left an action pending, or resolved one, changed what tools/list says.
+        if self.shared.offered_names(&session) != offered
+            && let Err(err) = context.peer.notify_tool_list_changed().await
+        {
+            tracing::debug!("cannot send tools/list_changed: {err}");
+        }
+        outcome
+    }
+
+    async fn dispatch(
+        &self,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        session: &Arc<Session>,
+    ) -> Result<CallToolResponse, McpError> {
+        let registry = &self.shared.registry;
+        let session = Arc::clone(session);
+        let context = context.clone();
         let Some(gate) = gate::of(&session) else {
             return Err(McpError::internal_error(
                 "the session has no approval gate",
@@ -437,6 +530,7 @@ impl ServerHandler for LatheServer {
         )]
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
+            .enable_tool_list_changed()
             .enable_logging()
             .enable_resources()
             .build();
@@ -465,7 +559,10 @@ impl ServerHandler for LatheServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.shared.tools.clone()))
+        let session = self.existing_session();
+        Ok(ListToolsResult::with_all_items(
+            self.shared.offered(session.as_deref()),
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -522,5 +619,62 @@ impl ServerHandler for LatheServer {
     ) -> Result<ReadResourceResponse, McpError> {
         let session = self.resource_session(&context)?;
         super::resources::read(&session, &request.uri).map(ReadResourceResponse::Complete)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use lathe_policy::{ApprovalMode, PermissionsConfig};
+    use lathe_tools::tools::resolve::ResolveTool;
+    use lathe_tools::{PendingAction, Tool as _, ToolOutput};
+
+    use super::*;
+
+    #[test]
+    fn resolve_is_offered_only_where_something_is_pending() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(&root).unwrap();
+        let gates = GateConfig::new(
+            PermissionsConfig::default(),
+            ApprovalMode::Auto,
+            &root,
+            false,
+        )
+        .unwrap();
+        let state = dir.path().join("state");
+        let made = {
+            let root = root.clone();
+            move || {
+                let workspace = lathe_tools::Workspace::new(&root)?;
+                Ok(Session::new(workspace, Default::default(), state.clone())?)
+            }
+        };
+        let shared = Shared::new(Registry::builtin(), gates, &root, made);
+        let listed = |tools: Vec<Tool>| -> Vec<String> {
+            tools.into_iter().map(|t| t.name.to_string()).collect()
+        };
+        let idle = listed(shared.offered(None));
+        assert!(idle.contains(&"read_file".to_owned()), "{idle:?}");
+        assert!(!idle.contains(&ResolveTool::NAME.to_owned()), "{idle:?}");
+
+        let session = shared.session().unwrap();
+        assert_eq!(listed(shared.offered(Some(&session))), idle);
+        let before = shared.offered_names(&session);
+        let action = PendingAction::custom("a change", "test", Vec::new(), |_, _| async {
+            ToolOutput::ok("done")
+        });
+        session.push_pending(action).unwrap();
+        let waiting = listed(shared.offered(Some(&session)));
+        assert!(
+            waiting.contains(&ResolveTool::NAME.to_owned()),
+            "{waiting:?}"
+        );
+        assert_eq!(waiting.len(), idle.len() + 1);
+        assert_ne!(
+            shared.offered_names(&session),
+            before,
+            "a push changes the list"
+        );
     }
 }

@@ -106,9 +106,13 @@ class Conn:
 
 
 @asynccontextmanager
-async def connect(target: StdioServerParameters | str, mode: str = "legacy", elicitation=None) -> AsyncIterator[Conn]:
+async def connect(
+    target: StdioServerParameters | str, mode: str = "legacy", elicitation=None, messages=None
+) -> AsyncIterator[Conn]:
     if SDK >= 2:
         options = {"elicitation_callback": elicitation} if elicitation else {}
+        if messages:
+            options["message_handler"] = messages
         async with Client(target, mode=mode, **options) as client:
             info = client.server_info
             yield Conn(
@@ -123,7 +127,7 @@ async def connect(target: StdioServerParameters | str, mode: str = "legacy", eli
     transport = streamable_http_client(target) if isinstance(target, str) else stdio_client(target)
     async with transport as streams:
         read, write = streams[0], streams[1]
-        async with ClientSession(read, write, elicitation_callback=elicitation) as session:
+        async with ClientSession(read, write, elicitation_callback=elicitation, message_handler=messages) as session:
             init = await session.initialize()
             yield Conn(session, wire(init.serverInfo), init.protocolVersion, wire(init.capabilities))
 
@@ -198,6 +202,8 @@ async def initialize_and_list() -> None:
         check(conn.protocol_version in HANDSHAKE_VERSIONS, f"negotiated {conn.protocol_version}")
         check("tools" in conn.capabilities, f"tools capability {conn.capabilities}")
         listed = await conn.list_tools()
+    # `resolve` is listed only while a previewed change is pending in the session.
+    expected = [d for d in expected if d["name"] != "resolve"]
     # `lathe mcp` alone adds the checkpoint tools (the model of exec and chat has lathe undo).
     own = [t["name"] for t in listed if t["name"].startswith("checkpoint_")]
     check(own == ["checkpoint_list", "checkpoint_restore"], f"checkpoint tools {own}")
@@ -430,7 +436,126 @@ async def streamable_http() -> None:
             child.wait(timeout=DEADLINE)
 
 
+# --- pending actions (a preview waits for `resolve`) ---------------------------------------------
+
+NOTHING_PENDING = "No pending action to resolve. Nothing to apply or discard."
+PREVIEW = {"patch": "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch", "preview": True}
+
+
+def notifications(seen: list[str]):
+    """A message handler that records the method of each server notification."""
+
+    async def handler(message) -> None:
+        method = getattr(message, "method", None) or getattr(getattr(message, "root", None), "method", None)
+        if isinstance(method, str):
+            seen.append(method)
+        else:
+            await anyio.lowlevel.checkpoint()
+
+    return handler
+
+
+def names(tools: list[dict[str, Any]]) -> list[str]:
+    return [t["name"] for t in tools]
+
+
+async def resolve_offered_only_while_pending() -> None:
+    """Nothing pending: `resolve` is not listed, answers that nothing waits, and the server says
+    that its list of tools changes."""
+    async with connect(server()) as conn:
+        tools = conn.capabilities.get("tools") or {}
+        check(tools.get("listChanged") is True, f"tools capability {conn.capabilities}")
+        check("resolve" not in names(await conn.list_tools()), "resolve is listed with nothing pending")
+        result = await conn.call("resolve", {"action": "apply"})
+        check(is_error(result) and text(result) == NOTHING_PENDING, text(result))
+
+
+def listen() -> tuple[subprocess.Popen, str]:
+    child = subprocess.Popen(
+        [LATHE, "mcp", "--workspace", WORKSPACE, "--listen", "127.0.0.1:0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + DEADLINE
+    while time.monotonic() < deadline:
+        line = child.stderr.readline()
+        found = re.search(r"listening on (http://\S+)", line or "")
+        if found:
+            return child, found.group(1)
+        if not line and child.poll() is not None:
+            raise AssertionError(f"lathe mcp --listen exited with {child.returncode}")
+    child.kill()
+    raise AssertionError("no listening address on stderr")
+
+
+async def pending_per_session() -> None:
+    """Two MCP sessions of one server: a preview in one waits there alone; `resolve` applies it
+    there, and `tools/list_changed` tells that session when `resolve` comes and goes."""
+    child, url = listen()
+    target = os.path.join(WORKSPACE, "a.txt")
+    try:
+        seen: list[str] = []
+        async with connect(url, messages=notifications(seen)) as one, connect(url) as other:
+            preview = await one.call("apply_patch", PREVIEW)
+            check(not is_error(preview), text(preview))
+            check(not os.path.exists(target), "a preview wrote the file")
+            await wait(lambda: "notifications/tools/list_changed" in seen, "list_changed after the preview")
+            check("resolve" in names(await one.list_tools()), "resolve is not listed where a change waits")
+            check("resolve" not in names(await other.list_tools()), "resolve is listed in the other session")
+            elsewhere = await other.call("resolve", {"action": "apply"})
+            check(is_error(elsewhere) and text(elsewhere) == NOTHING_PENDING, text(elsewhere))
+            check(not os.path.exists(target), "the other session applied the preview")
+            applied = await one.call("resolve", {"action": "apply"})
+            check(not is_error(applied), text(applied))
+            with open(target) as f:
+                check(f.read() == "hi\n", "the applied file")
+            await wait(lambda: seen.count("notifications/tools/list_changed") >= 2, "list_changed after resolve")
+            check("resolve" not in names(await one.list_tools()), "resolve is listed with nothing pending")
+    finally:
+        child.terminate()
+        child.wait(timeout=DEADLINE)
+
+
+async def pending_apply_asks() -> None:
+    """In `ask`, `resolve apply` is the preview's own write: the client is asked with its diff, a
+    decline leaves it pending, and a client that cannot be asked is refused."""
+    target = os.path.join(WORKSPACE, "a.txt")
+    for answer in ("decline", "accept"):
+        seen: list[str] = []
+        async with connect(server("--approval", "ask"), elicitation=elicitation(answer, seen)) as conn:
+            preview = await conn.call("apply_patch", PREVIEW)
+            check(not is_error(preview), text(preview))
+            check(seen == [], f"a preview was asked about: {seen}")
+            result = await conn.call("resolve", {"action": "apply"})
+            check(len(seen) == 1 and "+hi" in seen[0], f"the question shows the diff: {seen}")
+            if answer == "accept":
+                check(not is_error(result) and os.path.exists(target), text(result))
+            else:
+                check(is_error(result) and not os.path.exists(target), text(result))
+                check("resolve" in names(await conn.list_tools()), "a declined apply left nothing pending")
+    os.remove(target)
+    async with connect(server("--approval", "ask")) as conn:
+        preview = await conn.call("apply_patch", PREVIEW)
+        check(not is_error(preview), text(preview))
+        refused = await conn.call("resolve", {"action": "apply"})
+        check(is_error(refused) and "--approval" in text(refused), text(refused))
+        check(not os.path.exists(target), "an apply nobody approved wrote the file")
+        dropped = await conn.call("resolve", {"action": "discard"})
+        check(not is_error(dropped), text(dropped))
+    async with connect(server("--approval", "read-only")) as conn:
+        preview = await conn.call("apply_patch", PREVIEW)
+        check(not is_error(preview), f"a preview only reads: {text(preview)}")
+        refused = await conn.call("resolve", {"action": "apply"})
+        check(is_error(refused) and "read-only" in text(refused), text(refused))
+    check(not os.path.exists(target), "read-only applied the preview")
+
+
 SCENARIOS = {
+    "resolve_offered_only_while_pending": resolve_offered_only_while_pending,
+    "pending_per_session": pending_per_session,
+    "pending_apply_asks": pending_apply_asks,
     "initialize_and_list": initialize_and_list,
     "modern_lifecycle": modern_lifecycle,
     "read_and_edit": read_and_edit,
