@@ -1,7 +1,8 @@
 //! The stream processor: chunks in, events out, and the finished assistant turn.
 //!
 //! It strips the completion marker (holding back a partial one, `[TASK`, until the next chunk
-//! decides it), splits a leading `<think>...</think>` out of the content for servers that
+//! decides it), splits leading reasoning (`<think>`, `<seed:think>`, harmony's analysis
+//! channel) out of the content for servers that
 //! leave it there, scans text and thinking for written tool calls (see [`crate::parser`]),
 //! resolves native calls against the real tool names, and times the thinking.
 //!
@@ -56,7 +57,7 @@ pub struct AssistantTurn {
     pub thinking: String,
     /// Calls to run, in order: native calls, then calls recovered from the text (a text call
     /// equal to a native one is dropped as a duplicate); calls found in the thinking only when
-    /// there are no others.
+    /// there are no others and the answer has no text of its own.
     pub calls: Vec<ParsedCall>,
     /// Blocks meant as calls that could not be read; the model should be told.
     pub malformed: Vec<Malformed>,
@@ -125,14 +126,25 @@ impl MarkerFilter {
     }
 }
 
-const THINK_OPEN: &str = "<think>";
-const THINK_CLOSE: &str = "</think>";
+/// Reasoning at the start of the content, for servers that leave it there: `<think>`,
+/// Seed-OSS's `<seed:think>`, gpt-oss harmony's analysis channel (with or without its
+/// `<|start|>assistant`), Apertus's `<|inner_prefix|>`.
+const THINK_TAGS: &[(&str, &str)] = &[
+    ("<think>", "</think>"),
+    ("<seed:think>", "</seed:think>"),
+    ("<|channel|>analysis<|message|>", "<|end|>"),
+    (
+        "<|start|>assistant<|channel|>analysis<|message|>",
+        "<|end|>",
+    ),
+    ("<|inner_prefix|>", "<|inner_suffix|>"),
+];
 
-/// Splits `<think>...</think>` at the start of the content into thinking.
+/// Splits reasoning at the start of the content (see [`THINK_TAGS`]) into thinking.
 #[derive(Debug)]
 enum ThinkTags {
     Start(String),
-    Inside(String),
+    Inside(String, &'static str),
     Content,
 }
 
@@ -144,29 +156,37 @@ impl ThinkTags {
             ThinkTags::Start(buf) => {
                 buf.push_str(text);
                 let trimmed = buf.trim_start();
-                if trimmed.len() < THINK_OPEN.len() && THINK_OPEN.starts_with(trimmed) {
+                if THINK_TAGS
+                    .iter()
+                    .any(|(open, _)| trimmed.len() < open.len() && open.starts_with(trimmed))
+                {
                     return (String::new(), String::new());
                 }
-                if let Some(rest) = trimmed.strip_prefix(THINK_OPEN) {
+                if let Some((rest, close)) = THINK_TAGS
+                    .iter()
+                    .find_map(|(open, close)| trimmed.strip_prefix(open).map(|r| (r, *close)))
+                {
                     let rest = rest.to_string();
-                    *self = ThinkTags::Inside(String::new());
+                    *self = ThinkTags::Inside(String::new(), close);
                     return self.push(&rest);
                 }
                 let content = std::mem::take(buf);
                 *self = ThinkTags::Content;
                 (String::new(), content)
             }
-            ThinkTags::Inside(held) => {
+            ThinkTags::Inside(held, close) => {
+                let close = *close;
                 held.push_str(text);
-                if let Some(at) = held.find(THINK_CLOSE) {
+                if let Some(at) = held.find(close) {
                     let thinking = held[..at].to_string();
-                    let content = held[at + THINK_CLOSE.len()..].trim_start().to_string();
+                    let content = held[at + close.len()..].trim_start().to_string();
                     *self = ThinkTags::Content;
                     return (thinking, content);
                 }
-                let keep = (1..THINK_CLOSE.len())
+                let keep = (1..close.len())
                     .rev()
-                    .find(|&k| held.ends_with(&THINK_CLOSE[..k]))
+                    .filter(|&k| close.is_char_boundary(k))
+                    .find(|&k| held.ends_with(&close[..k]))
                     .unwrap_or(0);
                 let rest = held.split_off(held.len() - keep);
                 let thinking = std::mem::replace(held, rest);
@@ -178,7 +198,7 @@ impl ThinkTags {
     fn finish(&mut self) -> (String, String) {
         match std::mem::replace(self, ThinkTags::Content) {
             ThinkTags::Start(buf) => (String::new(), buf),
-            ThinkTags::Inside(held) => (held, String::new()),
+            ThinkTags::Inside(held, _) => (held, String::new()),
             ThinkTags::Content => (String::new(), String::new()),
         }
     }
@@ -454,7 +474,9 @@ impl StreamProcessor {
                 turn.calls.push(call);
             }
         }
-        if turn.calls.is_empty() {
+        // A call quoted in the reasoning runs only when the answer says nothing of its own:
+        // an answer with text is the model's reply, and the call in its reasoning a draft.
+        if turn.calls.is_empty() && turn.content.trim().is_empty() {
             turn.calls = std::mem::take(&mut self.thinking_calls);
         }
         for (index, call) in turn.calls.iter().enumerate() {

@@ -16,6 +16,7 @@ mod agent_runner;
 mod agent_turns;
 mod parser_families;
 mod parser_fuzz;
+mod parser_model_families;
 mod provider_errors;
 mod provider_ollama;
 mod provider_openai;

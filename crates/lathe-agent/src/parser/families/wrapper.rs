@@ -139,6 +139,11 @@ pub(crate) fn resolve_tag(
 ) -> Resolved {
     let b = buf.as_bytes();
     let content = pos + spec.open.len();
+    if spec.open == "<tool_call>"
+        && let Some(resolved) = super::glm::resolve_glm(buf, content, ctx, eof)
+    {
+        return resolved;
+    }
     let items = items_at(buf, content, ctx.names);
     let finish = |calls: Vec<CallParts>, end: usize, extra: &[Repair]| Resolved::Calls {
         end,
