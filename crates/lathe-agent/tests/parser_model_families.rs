@@ -119,9 +119,9 @@ fn harmony() {
         Family::Harmony,
     );
     check(
-        " to=functions.read_file<|channel|>commentary<|message|>{\"path\": \"a\"}<|call|><|start|>assistant<|channel|>commentary to=functions.grep <|constrain|>json<|message|>{\"pattern\": \"x\"}<|call|>",
+        "<|channel|>analysis<|message|>Two calls.<|end|><|start|>assistant to=functions.read_file<|channel|>commentary<|message|>{\"path\": \"a\"}<|call|><|start|>assistant<|channel|>commentary to=functions.grep <|constrain|>json<|message|>{\"pattern\": \"x\"}<|call|>",
         vec![read("a"), grep("x")],
-        " to=functions.read_file",
+        "Two calls.",
         Family::Harmony,
     );
     // The final channel is the answer; its header and end are not shown.
@@ -520,7 +520,7 @@ fn family_markup_that_cannot_be_read_is_reported_not_run() {
     for text in [
         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>read_file{\"path\": \"a\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
         "<minimax:tool_call><invoke><parameter name=\"path\">a</parameter></invoke></minimax:tool_call>",
-        "<start_function_call>call:read_file{path:}<end_function_call>",
+        "<start_function_call>call:read_file{path:<escape>a}<end_function_call>",
     ] {
         let p = parse(text);
         assert!(p.calls.is_empty(), "{text:?}");

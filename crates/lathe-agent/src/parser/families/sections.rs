@@ -779,7 +779,8 @@ fn functionary(buf: &str, body: usize, ctx: &Ctx<'_>, eof: bool) -> Resolved {
     if parsed.cut_off.is_some() && !eof {
         return Resolved::NeedMore;
     }
-    let (arguments, repairs) = match json_arguments(buf, j, true) {
+    // Nothing closes the JSON but itself: where it ends early, the text was cut off.
+    let (arguments, repairs) = match json_arguments(buf, j, false) {
         Ok(a) => a,
         Err(reason) => {
             return Resolved::Malformed {
