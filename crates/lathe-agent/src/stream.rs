@@ -972,12 +972,18 @@ mod tests {
     fn calls_in_thinking_count_only_without_others() {
         let call =
             "<tool_call>{\"name\": \"read_file\", \"arguments\": {\"path\": \"t\"}}</tool_call>";
+        // Issue 19: an answer with text of its own is the reply; the call was a draft.
         let (turn, _) = run(vec![
             Chunk::Thinking(format!("maybe {call}")),
-            Chunk::Text("ok".into()),
+            Chunk::Text("I will not read it.".into()),
         ]);
-        assert_eq!(turn.calls.len(), 1);
+        assert!(turn.calls.is_empty(), "{:?}", turn.calls);
         assert_eq!(turn.thinking, "maybe ");
+        let (turn, _) = run(vec![
+            Chunk::Thinking(format!("maybe {call}")),
+            Chunk::Text(" \n".into()),
+        ]);
+        assert_eq!(turn.calls.len(), 1, "an empty answer runs the call");
         let (turn, _) = run(vec![
             Chunk::Thinking(format!("maybe {call}")),
             Chunk::ToolCall(ToolCall::new(
