@@ -15,6 +15,7 @@ mod agent_repeats;
 mod agent_runner;
 mod agent_turns;
 mod parser_families;
+mod parser_families_wire;
 mod parser_fuzz;
 mod parser_model_families;
 mod provider_errors;
