@@ -284,3 +284,38 @@ async fn a_list_with_an_unknown_tool_keeps_the_known_calls() {
         vec![read("a"), ("deploy".into(), json!({"target": "prod"}))]
     );
 }
+
+/// Through the executor: the known call of the list runs, and the model is told the unknown
+/// name and the closest real tool (the registry's answer).
+#[tokio::test]
+async fn the_model_is_told_which_name_in_a_list_was_unknown() {
+    use crate::agent_executor::{reply, start_with};
+    use lathe_agent::events::RunStatus;
+    use tokio_util::sync::CancellationToken;
+    let script = Script::new()
+        .chat(
+            reply()
+                .text(
+                    "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>cat<｜tool▁sep｜>{\"path\": \"notes.txt\"}<｜tool▁call▁end｜><｜tool▁call▁begin｜>catt_all<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+                )
+                .done()
+                .rechunk(3),
+        )
+        .chat(reply().text("The notes say hello.").done());
+    let mut run = start_with(script, |_| {}, |_| {});
+    let outcome = run.executor.run("notes?", &CancellationToken::new()).await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
+    let bodies = run.server.chat_bodies();
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    let results: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(results.len(), 2, "{messages:?}");
+    assert!(results[0].contains("hello"), "{results:?}");
+    assert!(
+        results[1].starts_with("unknown tool `catt_all`. Did you mean `cat`"),
+        "{results:?}"
+    );
+}
