@@ -140,19 +140,49 @@ const THINK_TAGS: &[(&str, &str)] = &[
     ("<|inner_prefix|>", "<|inner_suffix|>"),
 ];
 
-/// Splits reasoning at the start of the content (see [`THINK_TAGS`]) into thinking.
+/// Harmony's analysis channel, which may also come later in a reply (after a preamble or
+/// between calls): special tokens, never prose.
+const LATER_THINK: &[&str] = &[
+    "<|start|>assistant<|channel|>analysis<|message|>",
+    "<|channel|>analysis<|message|>",
+];
+const LATER_THINK_CLOSE: &str = "<|end|>";
+
+/// Splits reasoning out of the content: at its start (see [`THINK_TAGS`]), and harmony's
+/// analysis channel anywhere (see [`LATER_THINK`]).
 #[derive(Debug)]
 enum ThinkTags {
     Start(String),
     Inside(String, &'static str),
-    Content,
+    /// In the answer, holding a tail that may begin [`LATER_THINK`].
+    Content(String),
 }
 
 impl ThinkTags {
     /// Returns (thinking, content).
     fn push(&mut self, text: &str) -> (String, String) {
         match self {
-            ThinkTags::Content => (String::new(), text.to_string()),
+            ThinkTags::Content(held) => {
+                held.push_str(text);
+                let found = LATER_THINK
+                    .iter()
+                    .filter_map(|open| held.find(open).map(|k| (k, open.len())))
+                    .min();
+                if let Some((at, len)) = found {
+                    let content = held[..at].to_string();
+                    let rest = held[at + len..].to_string();
+                    *self = ThinkTags::Inside(String::new(), LATER_THINK_CLOSE);
+                    let (thinking, more) = self.push(&rest);
+                    return (thinking, content + &more);
+                }
+                let keep = LATER_THINK
+                    .iter()
+                    .filter_map(|open| (1..open.len()).rev().find(|&k| held.ends_with(&open[..k])))
+                    .max()
+                    .unwrap_or(0);
+                let tail = held.split_off(held.len() - keep);
+                (String::new(), std::mem::replace(held, tail))
+            }
             ThinkTags::Start(buf) => {
                 buf.push_str(text);
                 let trimmed = buf.trim_start();
@@ -171,8 +201,8 @@ impl ThinkTags {
                     return self.push(&rest);
                 }
                 let content = std::mem::take(buf);
-                *self = ThinkTags::Content;
-                (String::new(), content)
+                *self = ThinkTags::Content(String::new());
+                self.push(&content)
             }
             ThinkTags::Inside(held, close) => {
                 let close = *close;
@@ -180,8 +210,9 @@ impl ThinkTags {
                 if let Some(at) = held.find(close) {
                     let thinking = held[..at].to_string();
                     let content = held[at + close.len()..].trim_start().to_string();
-                    *self = ThinkTags::Content;
-                    return (thinking, content);
+                    *self = ThinkTags::Content(String::new());
+                    let (more, content) = self.push(&content);
+                    return (thinking + &more, content);
                 }
                 let keep = (1..close.len())
                     .rev()
@@ -196,10 +227,10 @@ impl ThinkTags {
     }
 
     fn finish(&mut self) -> (String, String) {
-        match std::mem::replace(self, ThinkTags::Content) {
+        match std::mem::replace(self, ThinkTags::Content(String::new())) {
             ThinkTags::Start(buf) => (String::new(), buf),
             ThinkTags::Inside(held, _) => (held, String::new()),
-            ThinkTags::Content => (String::new(), String::new()),
+            ThinkTags::Content(held) => (String::new(), held),
         }
     }
 }

@@ -220,6 +220,16 @@ async fn harmony_analysis_is_reasoning_and_final_is_the_answer() {
     assert!(seen.calls.is_empty());
     assert_eq!(seen.thinking, "Just greet.");
     assert_eq!(seen.content, "Hello!");
+    // A preamble, then more analysis in the middle of the reply, then the call.
+    let seen = through_wire(
+        None,
+        "<|start|>assistant<|channel|>commentary<|message|>Let me look.<|end|><|start|>assistant<|channel|>analysis<|message|>Need a.<|end|><|start|>assistant<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>{\"path\":\"a\"}<|call|>",
+        3,
+    )
+    .await;
+    assert_eq!(seen.calls, vec![read("a")]);
+    assert_eq!(seen.thinking, "Need a.");
+    assert_eq!(seen.content, "Let me look.");
 }
 
 /// A call quoted in the reasoning does not run when the answer has text of its own; it runs
