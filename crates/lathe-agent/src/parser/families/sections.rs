@@ -698,7 +698,7 @@ fn close_gemma(text: &str, quote: &str, in_string: bool) -> String {
     let mut i = 0;
     let mut in_quote = false;
     while i < out.len() {
-        if out[i..].starts_with(quote) {
+        if out.as_bytes()[i..].starts_with(quote.as_bytes()) {
             in_quote = !in_quote;
             i += quote.len();
             continue;
@@ -804,7 +804,11 @@ fn functionary(buf: &str, body: usize, ctx: &Ctx<'_>, eof: bool) -> Resolved {
 /// (up to `<|call|>`, `<|end|>` or the end); without one, the header is dropped and the
 /// message is text. A message to the assistant from a tool is a quoted result: text.
 fn harmony(buf: &str, pos: usize, ctx: &Ctx<'_>, eof: bool) -> Resolved {
-    let window = &buf[pos..buf.len().min(pos + MAX_HEADER + HARMONY_MESSAGE.len())];
+    let mut window_end = buf.len().min(pos + MAX_HEADER + HARMONY_MESSAGE.len());
+    while !buf.is_char_boundary(window_end) {
+        window_end -= 1;
+    }
+    let window = &buf[pos..window_end];
     let Some(m) = window.find(HARMONY_MESSAGE) else {
         return if eof || window.len() >= MAX_HEADER {
             Resolved::Reject
