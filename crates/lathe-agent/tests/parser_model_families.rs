@@ -543,3 +543,22 @@ fn prose_near_the_new_tokens_stays_text() {
         assert_eq!(p.text, text, "{text:?}");
     }
 }
+
+/// Found by fuzzing: `<|start|>` with a `<|message|>` 300 bytes later took everything
+/// between as its header and dropped it. A header is a role, a channel, a recipient and a
+/// constraint, nothing else.
+#[test]
+fn regression_a_harmony_header_never_swallows_text() {
+    let filler = "Some prose with <b>markup</b> and\nlines. ".repeat(3);
+    let text = format!("<|start|>assistant {filler}<|message|>the rest");
+    let p = parse(&text);
+    assert!(p.calls.is_empty());
+    assert_eq!(p.text, text, "nothing is lost");
+    let text = "grep<|message|><|start|>assistant```<|tool_call_end|><end_function_call>[ARGS]-2.5e3\\u00<|tool_call_end|>\\ud83d[ARGS]<｜tool▁calls▁begin｜>[ARGS]<｜tool▁sep｜><｜tool▁calls▁begin｜>`````````\n```<|DSML|invoke name=\"\\u00</function><|tool_calls_section_begin|><|tool_calls_section_begin|><function=~~~<|message|>";
+    assert_eq!(streamed(text, &[315]), streamed(text, &[]));
+    assert!(
+        streamed(text, &[])
+            .text
+            .starts_with("grep<|message|><|start|>assistant```")
+    );
+}

@@ -4,7 +4,9 @@
 //! end of the text), so the streaming scanner and a one-shot read agree.
 
 mod function;
+mod gemma;
 mod glm;
+mod harmony;
 mod marker;
 mod sections;
 mod wrapper;

@@ -7,6 +7,8 @@
 //! A section is held until its closing token (or the end of the text, where it counts as cut
 //! off), then read whole.
 
+use super::gemma::gemma_call;
+use super::harmony::{functionary, harmony};
 use super::{Ctx, Resolved, partial_prefix, skip_ws};
 use crate::parser::json::parse_at;
 use crate::parser::shape::CallParts;
@@ -48,6 +50,20 @@ pub(crate) struct Section {
     pub reader: Reader,
 }
 
+/// How the text of a call ended: at its family's closing token, or with the text itself
+/// (where an unfinished value was cut off by the token limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum End {
+    Closed,
+    Cut,
+}
+
+impl End {
+    fn of(closed: bool) -> End {
+        if closed { End::Closed } else { End::Cut }
+    }
+}
+
 const DS_CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
 const DS_CALLS_END: &str = "<｜tool▁calls▁end｜>";
 const DS_CALL_BEGIN: &str = "<｜tool▁call▁begin｜>";
@@ -56,11 +72,6 @@ const DS_SEP: &str = "<｜tool▁sep｜>";
 const KIMI_CALL_BEGIN: &str = "<|tool_call_begin|>";
 const KIMI_CALL_END: &str = "<|tool_call_end|>";
 const KIMI_ARGS: &str = "<|tool_call_argument_begin|>";
-const HARMONY_MESSAGE: &str = "<|message|>";
-/// Tokens that end a harmony message.
-const HARMONY_ENDS: &[&str] = &["<|call|>", "<|end|>", "<|return|>"];
-/// The longest harmony header read before deciding it is not one.
-const MAX_HEADER: usize = 300;
 
 /// Every section family, tried in order (a longer token before its prefixes).
 pub(crate) const SECTIONS: &[Section] = &[
@@ -276,15 +287,16 @@ pub(crate) fn resolve_section(
         None => (buf.len(), buf.len()),
     };
     let closed = close.is_some();
+    let ending = End::of(closed);
     let inner = &buf[body..body_end];
     let read = match section.reader {
         Reader::Quoted => return Resolved::Text { end },
-        Reader::DeepSeekCalls => items(inner, DS_CALL_BEGIN, DS_CALL_END, closed, deepseek_call),
-        Reader::DeepSeekCall => deepseek_call(inner, closed).map(|c| vec![c]),
-        Reader::KimiCalls => items(inner, KIMI_CALL_BEGIN, KIMI_CALL_END, closed, kimi_call),
-        Reader::KimiCall => kimi_call(inner, closed).map(|c| vec![c]),
-        Reader::Invoke(prefix) => invokes(inner, prefix, closed),
-        Reader::Gemma(quote) => gemma_call(inner, quote, closed).map(|c| vec![c]),
+        Reader::DeepSeekCalls => items(inner, DS_CALL_BEGIN, DS_CALL_END, ending, deepseek_call),
+        Reader::DeepSeekCall => deepseek_call(inner, ending).map(|c| vec![c]),
+        Reader::KimiCalls => items(inner, KIMI_CALL_BEGIN, KIMI_CALL_END, ending, kimi_call),
+        Reader::KimiCall => kimi_call(inner, ending).map(|c| vec![c]),
+        Reader::Invoke(prefix) => invokes(inner, prefix, ending),
+        Reader::Gemma(quote) => gemma_call(inner, quote, ending).map(|c| vec![c]),
         Reader::Functionary | Reader::Harmony | Reader::Drop => unreachable!("read above"),
     };
     match read {
@@ -310,15 +322,15 @@ pub(crate) fn resolve_section(
     }
 }
 
-type ItemReader = fn(&str, bool) -> Result<CallParts, String>;
+type ItemReader = fn(&str, End) -> Result<CallParts, String>;
 
 /// Items that each start with `begin` and end with `end` (the last one may be cut off when
-/// the section is not `closed`).
+/// the section was).
 fn items(
     inner: &str,
     begin: &str,
     end: &str,
-    closed: bool,
+    section: End,
     read: ItemReader,
 ) -> Result<Vec<CallParts>, String> {
     let mut calls = Vec::new();
@@ -327,17 +339,22 @@ fn items(
         return Err(format!("text before the first {begin}"));
     }
     for piece in &pieces[1..] {
-        let (item, whole) = match piece.find(end) {
-            Some(k) => (&piece[..k], true),
-            None => (*piece, closed),
+        let (item, ending) = match piece.find(end) {
+            Some(k) => (&piece[..k], End::Closed),
+            None => (*piece, section),
         };
-        calls.push(read(item, whole)?);
+        calls.push(read(item, ending)?);
     }
     Ok(calls)
 }
 
 /// JSON arguments at `i` of `text`: an object, with a cut off end marked.
-fn json_arguments(text: &str, i: usize, whole: bool) -> Result<(Value, Vec<Repair>), String> {
+pub(super) fn json_arguments(
+    text: &str,
+    i: usize,
+    end: End,
+) -> Result<(Value, Vec<Repair>), String> {
+    let whole = end == End::Closed;
     let i = skip_ws(text.as_bytes(), i);
     if i >= text.len() {
         return if whole {
@@ -365,7 +382,12 @@ fn json_arguments(text: &str, i: usize, whole: bool) -> Result<(Value, Vec<Repai
     }
 }
 
-fn parts(written: &str, arguments: Value, id: Option<String>, repairs: Vec<Repair>) -> CallParts {
+pub(super) fn parts(
+    written: &str,
+    arguments: Value,
+    id: Option<String>,
+    repairs: Vec<Repair>,
+) -> CallParts {
     CallParts {
         written: written.trim().to_string(),
         arguments,
@@ -375,7 +397,7 @@ fn parts(written: &str, arguments: Value, id: Option<String>, repairs: Vec<Repai
 }
 
 /// `function<｜tool▁sep｜>NAME\n```json\n{...}\n```` or `NAME<｜tool▁sep｜>{...}`.
-fn deepseek_call(item: &str, whole: bool) -> Result<CallParts, String> {
+fn deepseek_call(item: &str, end: End) -> Result<CallParts, String> {
     let sep = item
         .find(DS_SEP)
         .ok_or_else(|| format!("the call has no {DS_SEP}"))?;
@@ -396,12 +418,12 @@ fn deepseek_call(item: &str, whole: bool) -> Result<CallParts, String> {
     if name.trim().is_empty() {
         return Err("the call has no tool name".into());
     }
-    let (arguments, repairs) = json_arguments(item, args_at, whole)?;
+    let (arguments, repairs) = json_arguments(item, args_at, end)?;
     Ok(parts(name, arguments, None, repairs))
 }
 
 /// `functions.NAME:N<|tool_call_argument_begin|>{...}`; the id is `functions.NAME:N`.
-fn kimi_call(item: &str, whole: bool) -> Result<CallParts, String> {
+fn kimi_call(item: &str, end: End) -> Result<CallParts, String> {
     let args = item
         .find(KIMI_ARGS)
         .ok_or_else(|| format!("the call has no {KIMI_ARGS}"))?;
@@ -414,7 +436,7 @@ fn kimi_call(item: &str, whole: bool) -> Result<CallParts, String> {
     if name.is_empty() {
         return Err("the call has no tool name".into());
     }
-    let (arguments, repairs) = json_arguments(item, args + KIMI_ARGS.len(), whole)?;
+    let (arguments, repairs) = json_arguments(item, args + KIMI_ARGS.len(), end)?;
     Ok(parts(name, arguments, Some(id.to_string()), repairs))
 }
 
@@ -456,7 +478,8 @@ fn invoke_value(raw: &str, string: Option<&str>) -> Value {
 }
 
 /// `<{p}invoke name="NAME"><{p}parameter name="K">V</{p}parameter>...</{p}invoke>`, repeated.
-fn invokes(inner: &str, prefix: &str, closed: bool) -> Result<Vec<CallParts>, String> {
+fn invokes(inner: &str, prefix: &str, end: End) -> Result<Vec<CallParts>, String> {
+    let closed = end == End::Closed;
     let open = format!("<{prefix}invoke");
     let close = format!("</{prefix}invoke>");
     let param_open = format!("<{prefix}parameter");
@@ -524,340 +547,4 @@ fn invokes(inner: &str, prefix: &str, closed: bool) -> Result<Vec<CallParts>, St
         i = j;
     }
     Ok(calls)
-}
-
-/// The text ended inside a Gemma value.
-struct Cut {
-    in_string: bool,
-}
-
-/// Reads Gemma's argument syntax: `{key:value,...}`, `[...]`, `<quote>text<quote>`, JSON
-/// strings, and bare numbers and literals.
-struct GemmaArgs<'a> {
-    s: &'a str,
-    i: usize,
-    quote: &'a str,
-}
-
-impl GemmaArgs<'_> {
-    fn ws(&mut self) {
-        self.i = skip_ws(self.s.as_bytes(), self.i);
-    }
-
-    fn value(&mut self, depth: usize) -> Result<Value, Option<Cut>> {
-        if depth > 32 {
-            return Err(None);
-        }
-        self.ws();
-        let rest = &self.s[self.i..];
-        if rest.is_empty() {
-            return Err(Some(Cut { in_string: false }));
-        }
-        if let Some(body) = rest.strip_prefix(self.quote) {
-            return match body.find(self.quote) {
-                Some(e) => {
-                    self.i += self.quote.len() + e + self.quote.len();
-                    Ok(Value::String(body[..e].to_string()))
-                }
-                None => Err(Some(Cut { in_string: true })),
-            };
-        }
-        match rest.as_bytes()[0] {
-            b'{' => {
-                self.i += 1;
-                let mut map = Map::new();
-                loop {
-                    self.ws();
-                    let rest = &self.s[self.i..];
-                    if rest.is_empty() {
-                        return Err(Some(Cut { in_string: false }));
-                    }
-                    if rest.starts_with('}') {
-                        self.i += 1;
-                        return Ok(Value::Object(map));
-                    }
-                    let key = if rest.starts_with(self.quote) || rest.starts_with('"') {
-                        match self.value(depth + 1)? {
-                            Value::String(k) => k,
-                            _ => return Err(None),
-                        }
-                    } else {
-                        let e = rest.find(':').ok_or(Some(Cut { in_string: false }))?;
-                        self.i += e;
-                        rest[..e].trim().to_string()
-                    };
-                    self.ws();
-                    if !self.s[self.i..].starts_with(':') {
-                        return Err(None);
-                    }
-                    self.i += 1;
-                    let value = self.value(depth + 1)?;
-                    map.insert(key, value);
-                    self.ws();
-                    if self.s[self.i..].starts_with(',') {
-                        self.i += 1;
-                    }
-                }
-            }
-            b'[' => {
-                self.i += 1;
-                let mut items = Vec::new();
-                loop {
-                    self.ws();
-                    let rest = &self.s[self.i..];
-                    if rest.is_empty() {
-                        return Err(Some(Cut { in_string: false }));
-                    }
-                    if rest.starts_with(']') {
-                        self.i += 1;
-                        return Ok(Value::Array(items));
-                    }
-                    items.push(self.value(depth + 1)?);
-                    self.ws();
-                    if self.s[self.i..].starts_with(',') {
-                        self.i += 1;
-                    }
-                }
-            }
-            b'"' => {
-                let parsed = parse_at(self.s, self.i).ok_or(None)?;
-                if parsed.cut_off.is_some() {
-                    return Err(Some(Cut { in_string: true }));
-                }
-                self.i = parsed.end;
-                Ok(parsed.value)
-            }
-            _ => {
-                let e = rest.find([',', '}', ']']).unwrap_or(rest.len());
-                if e == rest.len() {
-                    return Err(Some(Cut { in_string: false }));
-                }
-                self.i += e;
-                let token = rest[..e].trim();
-                Ok(serde_json::from_str(token).unwrap_or_else(|_| Value::String(token.into())))
-            }
-        }
-    }
-}
-
-/// `call:NAME{...}`.
-fn gemma_call(inner: &str, quote: &str, closed: bool) -> Result<CallParts, String> {
-    let text = inner.trim_start();
-    let text = text.strip_prefix("call:").unwrap_or(text);
-    let brace = text.find('{');
-    let name = &text[..brace.unwrap_or(text.len())];
-    if name.trim().is_empty() || name.trim().contains(char::is_whitespace) {
-        return Err("the call has no tool name".into());
-    }
-    let Some(brace) = brace else {
-        return if closed {
-            Ok(parts(name, Value::Object(Map::new()), None, Vec::new()))
-        } else {
-            Err("the call was cut off before its arguments".into())
-        };
-    };
-    let mut reader = GemmaArgs {
-        s: text,
-        i: brace,
-        quote,
-    };
-    match reader.value(0) {
-        Ok(arguments @ Value::Object(_)) => Ok(parts(name, arguments, None, Vec::new())),
-        Ok(_) | Err(None) => Err("the arguments cannot be read".into()),
-        // Cut off: what was read is not kept, so say what was cut.
-        Err(Some(cut)) if !closed => {
-            let closed_text = close_gemma(&text[brace..], quote, cut.in_string);
-            let mut again = GemmaArgs {
-                s: &closed_text,
-                i: 0,
-                quote,
-            };
-            match again.value(0) {
-                Ok(arguments @ Value::Object(_)) => Ok(parts(
-                    name,
-                    arguments,
-                    None,
-                    vec![Repair::Truncated {
-                        in_string: cut.in_string,
-                    }],
-                )),
-                _ => Err("the call was cut off".into()),
-            }
-        }
-        Err(Some(_)) => Err("the arguments do not end before the closing token".into()),
-    }
-}
-
-/// Closes Gemma arguments cut off at the end: the open quote, then the open brackets.
-fn close_gemma(text: &str, quote: &str, in_string: bool) -> String {
-    let mut out = text.to_string();
-    if in_string {
-        out.push_str(quote);
-    }
-    let mut stack = Vec::new();
-    let mut i = 0;
-    let mut in_quote = false;
-    while i < out.len() {
-        if out.as_bytes()[i..].starts_with(quote.as_bytes()) {
-            in_quote = !in_quote;
-            i += quote.len();
-            continue;
-        }
-        let c = out.as_bytes()[i];
-        if !in_quote {
-            match c {
-                b'{' => stack.push(b'}'),
-                b'[' => stack.push(b']'),
-                b'}' | b']' => {
-                    stack.pop();
-                }
-                _ => {}
-            }
-        }
-        i += 1;
-    }
-    // A key without its value: drop it.
-    let trimmed = out.trim_end();
-    if trimmed.ends_with(':') || trimmed.ends_with(',') {
-        let cut = trimmed.rfind(['{', ',']).map_or(trimmed.len(), |k| {
-            if trimmed.as_bytes()[k] == b'{' {
-                k + 1
-            } else {
-                k
-            }
-        });
-        out.truncate(cut);
-    }
-    while let Some(c) = stack.pop() {
-        out.push(c as char);
-    }
-    out
-}
-
-/// Functionary v3.2 at `pos`: `>>>NAME\n{json}`, or `>>>all\n` (the text that follows is the
-/// answer; the marker is dropped).
-fn functionary(buf: &str, body: usize, ctx: &Ctx<'_>, eof: bool) -> Resolved {
-    let Some(nl) = buf[body..].find('\n').map(|k| body + k) else {
-        let long = buf.len() - body > 100;
-        return if eof || long {
-            Resolved::Reject
-        } else {
-            Resolved::NeedMore
-        };
-    };
-    let name = buf[body..nl].trim_end_matches('\r');
-    if name.is_empty()
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-    {
-        return Resolved::Reject;
-    }
-    if name == "all" {
-        return Resolved::Calls {
-            end: nl + 1,
-            calls: Vec::new(),
-        };
-    }
-    let j = skip_ws(buf.as_bytes(), nl + 1);
-    if j >= buf.len() {
-        return if eof {
-            Resolved::Reject
-        } else {
-            Resolved::NeedMore
-        };
-    }
-    if buf.as_bytes()[j] != b'{' {
-        return Resolved::Reject;
-    }
-    let Some(parsed) = parse_at(buf, j) else {
-        return Resolved::Malformed {
-            end: j,
-            reason: format!("the arguments after >>>{name} are not valid JSON"),
-        };
-    };
-    if parsed.cut_off.is_some() && !eof {
-        return Resolved::NeedMore;
-    }
-    // Nothing closes the JSON but itself: where it ends early, the text was cut off.
-    let (arguments, repairs) = match json_arguments(buf, j, false) {
-        Ok(a) => a,
-        Err(reason) => {
-            return Resolved::Malformed {
-                end: parsed.end,
-                reason,
-            };
-        }
-    };
-    Resolved::Calls {
-        end: parsed.end,
-        calls: vec![ctx.call(
-            parts(name, arguments, None, repairs),
-            Family::Functionary,
-            &[],
-        )],
-    }
-}
-
-/// A harmony header at `pos` (`<|start|>assistant`, `<|channel|>commentary to=functions.NAME
-/// <|constrain|>json`) up to `<|message|>`. With a recipient, the message is the call's JSON
-/// (up to `<|call|>`, `<|end|>` or the end); without one, the header is dropped and the
-/// message is text. A message to the assistant from a tool is a quoted result: text.
-fn harmony(buf: &str, pos: usize, ctx: &Ctx<'_>, eof: bool) -> Resolved {
-    let mut window_end = buf.len().min(pos + MAX_HEADER + HARMONY_MESSAGE.len());
-    while !buf.is_char_boundary(window_end) {
-        window_end -= 1;
-    }
-    let window = &buf[pos..window_end];
-    let Some(m) = window.find(HARMONY_MESSAGE) else {
-        return if eof || window.len() >= MAX_HEADER {
-            Resolved::Reject
-        } else {
-            Resolved::NeedMore
-        };
-    };
-    let header = &buf[pos..pos + m];
-    let message = pos + m + HARMONY_MESSAGE.len();
-    let recipient = header.find("to=").map(|k| {
-        let r = &header[k + 3..];
-        &r[..r
-            .find(|c: char| c.is_whitespace() || c == '<')
-            .unwrap_or(r.len())]
-    });
-    let ends = |from: usize| {
-        HARMONY_ENDS
-            .iter()
-            .chain(["<|start|>"].iter())
-            .filter_map(|e| buf[from..].find(e).map(|k| (from + k, *e)))
-            .min()
-    };
-    let Some(recipient) = recipient.filter(|r| !r.is_empty()) else {
-        return Resolved::Calls {
-            end: message,
-            calls: Vec::new(),
-        };
-    };
-    if recipient == "assistant" {
-        // A tool's answer, quoted: text through its end.
-        return match ends(message) {
-            Some((k, e)) => Resolved::Text { end: k + e.len() },
-            None if !eof => Resolved::NeedMore,
-            None => Resolved::Reject,
-        };
-    }
-    let (body_end, end, closed) = match ends(message) {
-        Some((k, "<|start|>")) => (k, k, true),
-        Some((k, e)) => (k, k + e.len(), true),
-        None if !eof => return Resolved::NeedMore,
-        None => (buf.len(), buf.len(), false),
-    };
-    let body = &buf[..body_end];
-    let name = recipient.strip_prefix("functions.").unwrap_or(recipient);
-    match json_arguments(body, message, closed) {
-        Ok((arguments, repairs)) => Resolved::Calls {
-            end,
-            calls: vec![ctx.call(parts(name, arguments, None, repairs), Family::Harmony, &[])],
-        },
-        Err(reason) => Resolved::Malformed { end, reason },
-    }
 }
