@@ -1,7 +1,8 @@
 //! The stream processor: chunks in, events out, and the finished assistant turn.
 //!
 //! It strips the completion marker (holding back a partial one, `[TASK`, until the next chunk
-//! decides it), splits a leading `<think>...</think>` out of the content for servers that
+//! decides it), splits leading reasoning (`<think>`, `<seed:think>`, harmony's analysis
+//! channel) out of the content for servers that
 //! leave it there, scans text and thinking for written tool calls (see [`crate::parser`]),
 //! resolves native calls against the real tool names, and times the thinking.
 //!
@@ -56,7 +57,7 @@ pub struct AssistantTurn {
     pub thinking: String,
     /// Calls to run, in order: native calls, then calls recovered from the text (a text call
     /// equal to a native one is dropped as a duplicate); calls found in the thinking only when
-    /// there are no others.
+    /// there are no others and the answer has no text of its own.
     pub calls: Vec<ParsedCall>,
     /// Blocks meant as calls that could not be read; the model should be told.
     pub malformed: Vec<Malformed>,
@@ -125,48 +126,98 @@ impl MarkerFilter {
     }
 }
 
-const THINK_OPEN: &str = "<think>";
-const THINK_CLOSE: &str = "</think>";
+/// Reasoning at the start of the content, for servers that leave it there: `<think>`,
+/// Seed-OSS's `<seed:think>`, gpt-oss harmony's analysis channel (with or without its
+/// `<|start|>assistant`), Apertus's `<|inner_prefix|>`.
+const THINK_TAGS: &[(&str, &str)] = &[
+    ("<think>", "</think>"),
+    ("<seed:think>", "</seed:think>"),
+    ("<|channel|>analysis<|message|>", "<|end|>"),
+    (
+        "<|start|>assistant<|channel|>analysis<|message|>",
+        "<|end|>",
+    ),
+    ("<|inner_prefix|>", "<|inner_suffix|>"),
+];
 
-/// Splits `<think>...</think>` at the start of the content into thinking.
+/// Harmony's analysis channel, which may also come later in a reply (after a preamble or
+/// between calls): special tokens, never prose.
+const LATER_THINK: &[&str] = &[
+    "<|start|>assistant<|channel|>analysis<|message|>",
+    "<|channel|>analysis<|message|>",
+];
+const LATER_THINK_CLOSE: &str = "<|end|>";
+
+/// Splits reasoning out of the content: at its start (see [`THINK_TAGS`]), and harmony's
+/// analysis channel anywhere (see [`LATER_THINK`]).
 #[derive(Debug)]
 enum ThinkTags {
     Start(String),
-    Inside(String),
-    Content,
+    Inside(String, &'static str),
+    /// In the answer, holding a tail that may begin [`LATER_THINK`].
+    Content(String),
 }
 
 impl ThinkTags {
     /// Returns (thinking, content).
     fn push(&mut self, text: &str) -> (String, String) {
         match self {
-            ThinkTags::Content => (String::new(), text.to_string()),
+            ThinkTags::Content(held) => {
+                held.push_str(text);
+                let found = LATER_THINK
+                    .iter()
+                    .filter_map(|open| held.find(open).map(|k| (k, open.len())))
+                    .min();
+                if let Some((at, len)) = found {
+                    let content = held[..at].to_string();
+                    let rest = held[at + len..].to_string();
+                    *self = ThinkTags::Inside(String::new(), LATER_THINK_CLOSE);
+                    let (thinking, more) = self.push(&rest);
+                    return (thinking, content + &more);
+                }
+                let keep = LATER_THINK
+                    .iter()
+                    .filter_map(|open| (1..open.len()).rev().find(|&k| held.ends_with(&open[..k])))
+                    .max()
+                    .unwrap_or(0);
+                let tail = held.split_off(held.len() - keep);
+                (String::new(), std::mem::replace(held, tail))
+            }
             ThinkTags::Start(buf) => {
                 buf.push_str(text);
                 let trimmed = buf.trim_start();
-                if trimmed.len() < THINK_OPEN.len() && THINK_OPEN.starts_with(trimmed) {
+                if THINK_TAGS
+                    .iter()
+                    .any(|(open, _)| trimmed.len() < open.len() && open.starts_with(trimmed))
+                {
                     return (String::new(), String::new());
                 }
-                if let Some(rest) = trimmed.strip_prefix(THINK_OPEN) {
+                if let Some((rest, close)) = THINK_TAGS
+                    .iter()
+                    .find_map(|(open, close)| trimmed.strip_prefix(open).map(|r| (r, *close)))
+                {
                     let rest = rest.to_string();
-                    *self = ThinkTags::Inside(String::new());
+                    *self = ThinkTags::Inside(String::new(), close);
                     return self.push(&rest);
                 }
                 let content = std::mem::take(buf);
-                *self = ThinkTags::Content;
-                (String::new(), content)
+                *self = ThinkTags::Content(String::new());
+                self.push(&content)
             }
-            ThinkTags::Inside(held) => {
+            ThinkTags::Inside(held, close) => {
+                let close = *close;
                 held.push_str(text);
-                if let Some(at) = held.find(THINK_CLOSE) {
+                if let Some(at) = held.find(close) {
                     let thinking = held[..at].to_string();
-                    let content = held[at + THINK_CLOSE.len()..].trim_start().to_string();
-                    *self = ThinkTags::Content;
-                    return (thinking, content);
+                    let content = held[at + close.len()..].trim_start().to_string();
+                    *self = ThinkTags::Content(String::new());
+                    let (more, content) = self.push(&content);
+                    return (thinking + &more, content);
                 }
-                let keep = (1..THINK_CLOSE.len())
+                let keep = (1..close.len())
                     .rev()
-                    .find(|&k| held.ends_with(&THINK_CLOSE[..k]))
+                    .filter(|&k| close.is_char_boundary(k))
+                    .find(|&k| held.ends_with(&close[..k]))
                     .unwrap_or(0);
                 let rest = held.split_off(held.len() - keep);
                 let thinking = std::mem::replace(held, rest);
@@ -176,10 +227,10 @@ impl ThinkTags {
     }
 
     fn finish(&mut self) -> (String, String) {
-        match std::mem::replace(self, ThinkTags::Content) {
+        match std::mem::replace(self, ThinkTags::Content(String::new())) {
             ThinkTags::Start(buf) => (String::new(), buf),
-            ThinkTags::Inside(held) => (held, String::new()),
-            ThinkTags::Content => (String::new(), String::new()),
+            ThinkTags::Inside(held, _) => (held, String::new()),
+            ThinkTags::Content(held) => (String::new(), held),
         }
     }
 }
@@ -454,7 +505,9 @@ impl StreamProcessor {
                 turn.calls.push(call);
             }
         }
-        if turn.calls.is_empty() {
+        // A call quoted in the reasoning runs only when the answer says nothing of its own:
+        // an answer with text is the model's reply, and the call in its reasoning a draft.
+        if turn.calls.is_empty() && turn.content.trim().is_empty() {
             turn.calls = std::mem::take(&mut self.thinking_calls);
         }
         for (index, call) in turn.calls.iter().enumerate() {
@@ -950,12 +1003,18 @@ mod tests {
     fn calls_in_thinking_count_only_without_others() {
         let call =
             "<tool_call>{\"name\": \"read_file\", \"arguments\": {\"path\": \"t\"}}</tool_call>";
+        // Issue 19: an answer with text of its own is the reply; the call was a draft.
         let (turn, _) = run(vec![
             Chunk::Thinking(format!("maybe {call}")),
-            Chunk::Text("ok".into()),
+            Chunk::Text("I will not read it.".into()),
         ]);
-        assert_eq!(turn.calls.len(), 1);
+        assert!(turn.calls.is_empty(), "{:?}", turn.calls);
         assert_eq!(turn.thinking, "maybe ");
+        let (turn, _) = run(vec![
+            Chunk::Thinking(format!("maybe {call}")),
+            Chunk::Text(" \n".into()),
+        ]);
+        assert_eq!(turn.calls.len(), 1, "an empty answer runs the call");
         let (turn, _) = run(vec![
             Chunk::Thinking(format!("maybe {call}")),
             Chunk::ToolCall(ToolCall::new(

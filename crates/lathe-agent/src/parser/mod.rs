@@ -52,10 +52,24 @@ pub enum Family {
     Fenced,
     /// A bare JSON object or array.
     BareJson,
-    /// `read_file(path="a.rs")` on a line of its own.
+    /// `read_file(path="a.rs")` on a line of its own, or `[read_file(path="a.rs")]` anywhere.
     PythonCall,
     /// A `*** Begin Patch` ... `*** End Patch` block: an `apply_patch` call.
     Patch,
+    /// DeepSeek V3/R1/V3.1: `<｜tool▁calls▁begin｜>` ... `<｜tool▁sep｜>`.
+    DeepSeek,
+    /// `<invoke name=...>` with `<parameter name=...>`: MiniMax-M2, Step3, DeepSeek V3.2 DSML.
+    Invoke,
+    /// Kimi K2: `<|tool_calls_section_begin|>`.
+    Kimi,
+    /// GLM-4.5/4.6/4.7: `<tool_call>NAME` with `<arg_key>`/`<arg_value>` pairs.
+    Glm,
+    /// FunctionGemma and Gemma 4: `call:NAME{key:<escape>value<escape>}`.
+    Gemma,
+    /// Functionary v3.2: `>>>NAME` then JSON.
+    Functionary,
+    /// gpt-oss harmony: `to=functions.NAME ... <|message|>{json}`.
+    Harmony,
 }
 
 /// Where a call came from.

@@ -135,7 +135,7 @@ fn call_at(src: &str, start: usize) -> Option<(PyCall, usize, bool)> {
 }
 
 /// Whether everything from `i` is the start of a call: a name, then maybe spaces.
-fn partial_call(src: &str, i: usize) -> bool {
+pub(crate) fn partial_call(src: &str, i: usize) -> bool {
     match ident_chain_end(src, i) {
         Some(end) => src.as_bytes()[end..]
             .iter()

@@ -87,6 +87,19 @@ fn calls_in_depth(
             {
                 return calls_in_depth(inner, names, Context::Explicit, depth + 1);
             }
+            // Apertus: `{"NAME": {arguments}}`, inside a wrapper and for a real tool only.
+            if context == Context::Explicit
+                && map.len() == 1
+                && let Some((key, Value::Object(arguments))) = map.iter().next()
+                && names.known(key).is_some()
+            {
+                return Some(vec![CallParts {
+                    written: key.clone(),
+                    arguments: Value::Object(arguments.clone()),
+                    id: None,
+                    repairs: Vec::new(),
+                }]);
+            }
             object_call(map, names, context).map(|c| vec![c])
         }
         _ => None,

@@ -1,4 +1,4 @@
-//! Mistral's `[TOOL_CALLS]`, as a JSON array or as `NAME[ARGS]{...}`.
+//! Mistral's `[TOOL_CALLS]`, as a JSON array, as `NAME[ARGS]{...}` or (v11) `NAME{...}`.
 
 use super::{Ctx, MARKER, Resolved, partial_prefix, skip_ws};
 use crate::parser::json::{parse_at, partial_token};
@@ -84,7 +84,9 @@ pub(crate) fn resolve_marker(buf: &str, pos: usize, ctx: &Ctx<'_>, eof: bool) ->
             id = Some(buf[id_start..id_start + id_len].trim().to_string());
             k = id_start + id_len;
         }
-        if name_end == i || !buf[k..].starts_with(ARGS_MARKER) {
+        // Mistral v11 puts the JSON right after the name: `[TOOL_CALLS]NAME{...}`.
+        let direct = name_end > i && b.get(k) == Some(&b'{');
+        if name_end == i || !(direct || buf[k..].starts_with(ARGS_MARKER)) {
             if !eof
                 && (partial_prefix(buf, k, ARGS_MARKER) || partial_prefix(buf, k, CALL_ID_MARKER))
             {
@@ -98,7 +100,11 @@ pub(crate) fn resolve_marker(buf: &str, pos: usize, ctx: &Ctx<'_>, eof: bool) ->
             }
             return done(calls, end);
         }
-        let args_at = skip_ws(b, k + ARGS_MARKER.len());
+        let args_at = if direct {
+            k
+        } else {
+            skip_ws(b, k + ARGS_MARKER.len())
+        };
         if args_at >= b.len() {
             return if eof {
                 finish_marker(calls, end, b.len(), ctx)

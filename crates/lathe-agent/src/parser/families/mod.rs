@@ -4,11 +4,16 @@
 //! end of the text), so the streaming scanner and a one-shot read agree.
 
 mod function;
+mod gemma;
+mod glm;
+mod harmony;
 mod marker;
+mod sections;
 mod wrapper;
 
 pub(crate) use function::resolve_function_tag;
 pub(crate) use marker::resolve_marker;
+pub(crate) use sections::{SECTIONS, SectionStart, resolve_section, section_at};
 pub(crate) use wrapper::resolve_tag;
 
 use super::json::parse_at;
@@ -75,6 +80,30 @@ pub(crate) const TAGS: &[TagSpec] = &[
         open: "<|python_tag|>",
         closes: &["<|eom_id|>", "<|eot_id|>"],
         family: Family::PythonTag,
+    },
+    // Llama 4.
+    TagSpec {
+        open: "<|python_start|>",
+        closes: &["<|python_end|>"],
+        family: Family::PythonTag,
+    },
+    // Seed-OSS (`<function=...>` inside).
+    TagSpec {
+        open: "<seed:tool_call>",
+        closes: &["</seed:tool_call>"],
+        family: Family::ToolCallTag,
+    },
+    // OLMo 3 (Python calls, one a line).
+    TagSpec {
+        open: "<function_calls>",
+        closes: &["</function_calls>"],
+        family: Family::ToolCallTag,
+    },
+    // Apertus (`[{"NAME": {args}}]`).
+    TagSpec {
+        open: "<|tools_prefix|>",
+        closes: &["<|tools_suffix|>"],
+        family: Family::ToolCallTag,
     },
 ];
 
@@ -151,7 +180,8 @@ pub(crate) fn resolve_json(buf: &str, pos: usize, ctx: &Ctx<'_>, eof: bool) -> R
     }
 }
 
-/// Python-style calls at `pos`, which must stand on a line of their own and name real tools.
+/// Python-style calls at `pos`: on a line of their own (a list item's bullet before them is
+/// fine), or as a bracketed list anywhere; the first names a real tool.
 pub(crate) fn resolve_python(buf: &str, pos: usize, ctx: &Ctx<'_>, eof: bool) -> Resolved {
     let b = buf.as_bytes();
     let Some(py) = calls_at(buf, pos) else {
@@ -168,17 +198,21 @@ pub(crate) fn resolve_python(buf: &str, pos: usize, ctx: &Ctx<'_>, eof: bool) ->
     {
         j += 1;
     }
-    if j >= b.len() && !eof && !py.cut_off {
+    // A bracketed list may stand inside a sentence (SGLang reads these too).
+    let bracketed = b[pos] == b'[' && !py.cut_off;
+    if j >= b.len() && !eof && !py.cut_off && !bracketed {
         return Resolved::NeedMore;
     }
-    if (j < b.len() && b[j] != b'\n') || py.calls.is_empty() {
+    if (j < b.len() && b[j] != b'\n' && !bracketed) || py.calls.is_empty() {
+        return Resolved::Reject;
+    }
+    // In a list, a call of an unknown tool is still a call (its answer names the closest);
+    // the first names a real tool.
+    if ctx.names.known(&py.calls[0].name).is_none() {
         return Resolved::Reject;
     }
     let mut calls = Vec::with_capacity(py.calls.len());
     for call in py.calls {
-        if ctx.names.known(&call.name).is_none() {
-            return Resolved::Reject;
-        }
         let Some(parts) = to_parts(call, ctx.names) else {
             return Resolved::Reject;
         };

@@ -4,7 +4,7 @@ use super::function::{Block, Pending, function_block_at};
 use super::{Ctx, FUNCTION_OPEN, Resolved, TagSpec, partial_prefix, skip_ws};
 use crate::parser::json::{CutOff, parse_at};
 use crate::parser::names::ToolNames;
-use crate::parser::python::{calls_at, to_parts};
+use crate::parser::python::{calls_at, partial_call, to_parts};
 use crate::parser::shape::{CallParts, Context, calls_in};
 use crate::parser::{Family, Repair, add_repairs};
 
@@ -119,8 +119,9 @@ fn items_at(buf: &str, start: usize, names: &ToolNames) -> Items {
                 }
                 None => {
                     // Words after a call are prose that follows it; words instead of a call
-                    // are an unreadable call.
+                    // are an unreadable call. The next call may still be arriving.
                     items.failed = items.calls.is_empty();
+                    items.growing |= partial_call(buf, i);
                     return items;
                 }
             }
@@ -139,6 +140,11 @@ pub(crate) fn resolve_tag(
 ) -> Resolved {
     let b = buf.as_bytes();
     let content = pos + spec.open.len();
+    if spec.open == "<tool_call>"
+        && let Some(resolved) = super::glm::resolve_glm(buf, content, ctx, eof)
+    {
+        return resolved;
+    }
     let items = items_at(buf, content, ctx.names);
     let finish = |calls: Vec<CallParts>, end: usize, extra: &[Repair]| Resolved::Calls {
         end,

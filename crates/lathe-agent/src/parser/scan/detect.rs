@@ -3,7 +3,9 @@
 //! the text so far could still become one.
 
 use super::{Kind, Scanner, Scope};
-use crate::parser::families::{FUNCTION_OPEN, MARKER, TAGS, partial_prefix, skip_ws};
+use crate::parser::families::{
+    FUNCTION_OPEN, MARKER, SectionStart, TAGS, partial_prefix, section_at, skip_ws,
+};
 use crate::parser::python::ident_chain_end;
 
 /// How far the scanner looks ahead (spaces, a name, a fence's info line) before deciding that
@@ -41,7 +43,7 @@ impl Scanner {
                     Detect::No => {}
                 }
             }
-            if matches!(b[i], b'<' | b'[' | b'{') {
+            if matches!(b[i], b'<' | b'[' | b'{' | b'>') {
                 match self.detect_at(i, eof) {
                     Detect::Yes(start, kind) => return Found::Candidate(start, kind),
                     Detect::Wait(start) => return Found::Wait(start),
@@ -105,6 +107,29 @@ impl Scanner {
             }
             return Detect::No;
         }
+        // A list item's bullet: `- `, `* `, `1. `.
+        let bullet = b[j..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let marker = if bullet > 0 && bullet < 4 {
+            j + bullet
+        } else {
+            j
+        };
+        if marker >= b.len() {
+            return if eof { Detect::No } else { Detect::Wait(i) };
+        }
+        if matches!(b[marker], b'-' | b'*' | b'+' | b'.' | b')')
+            && (bullet > 0) == matches!(b[marker], b'.' | b')')
+        {
+            match b.get(marker + 1) {
+                None if !eof => return Detect::Wait(i),
+                Some(b' ') => j = marker + 2,
+                _ => {}
+            }
+            if j >= b.len() {
+                return if eof { Detect::No } else { Detect::Wait(i) };
+            }
+        }
+        let c = b[j];
         if c == b'[' || c.is_ascii_alphabetic() || c == b'_' {
             return match self.detect_python(j, eof) {
                 // Wait from the line start: the next look must still see a line start.
@@ -160,6 +185,13 @@ impl Scanner {
         let b = self.buf.as_bytes();
         let rest = &self.buf[i..];
         let mut wait = false;
+        if matches!(b[i], b'<' | b'>') {
+            match section_at(&self.buf, i) {
+                SectionStart::Yes(index) => return Detect::Yes(i, Kind::Section(index)),
+                SectionStart::Partial => wait = true,
+                SectionStart::No => {}
+            }
+        }
         match b[i] {
             b'<' => {
                 for (index, spec) in TAGS.iter().enumerate() {
@@ -178,6 +210,14 @@ impl Scanner {
                     return Detect::Yes(i, Kind::Marker);
                 }
                 wait |= partial_prefix(&self.buf, i, MARKER);
+                // `[read_file(...)]` inside a sentence.
+                if self.scope == Scope::Text {
+                    match self.detect_python(i, eof) {
+                        Detect::Yes(..) => return Detect::Yes(i, Kind::Python),
+                        Detect::Wait(_) => wait = true,
+                        Detect::No => {}
+                    }
+                }
                 let k = skip_ws(b, i + 1);
                 // `[` then `{`: maybe an array of calls.
                 if self.scope == Scope::Text && k - i <= LOOKAHEAD {

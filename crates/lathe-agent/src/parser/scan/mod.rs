@@ -9,8 +9,8 @@
 mod detect;
 
 use super::families::{
-    Ctx, Resolved, TAGS, fence_may_hold_calls, is_closing_fence, resolve_function_tag,
-    resolve_json, resolve_marker, resolve_python, resolve_tag, skip_ws,
+    Ctx, Resolved, SECTIONS, TAGS, fence_may_hold_calls, is_closing_fence, resolve_function_tag,
+    resolve_json, resolve_marker, resolve_python, resolve_section, resolve_tag, skip_ws,
 };
 use super::names::ToolNames;
 use super::patch::resolve_patch;
@@ -46,6 +46,8 @@ const ALWAYS_RETRY_BELOW: usize = 4096;
 #[derive(Debug, Clone, Copy)]
 enum Kind {
     Tag(usize),
+    /// A family's own tokens (`SECTIONS`).
+    Section(usize),
     FunctionTag,
     Marker,
     Json,
@@ -311,6 +313,7 @@ impl Scanner {
         let ctx = self.ctx();
         match kind {
             Kind::Tag(i) => resolve_tag(&self.buf, self.pos, &TAGS[i], &ctx, eof),
+            Kind::Section(i) => resolve_section(&self.buf, self.pos, i, &ctx, eof),
             Kind::FunctionTag => resolve_function_tag(&self.buf, self.pos, &ctx, eof),
             Kind::Marker => resolve_marker(&self.buf, self.pos, &ctx, eof),
             Kind::Json => resolve_json(&self.buf, self.pos, &ctx, eof),
@@ -406,6 +409,7 @@ fn emit_text(out: &mut Vec<Segment>, text: &str) {
 fn family_of(kind: Kind) -> Family {
     match kind {
         Kind::Tag(i) => TAGS[i].family,
+        Kind::Section(i) => SECTIONS[i].family,
         Kind::FunctionTag => Family::FunctionTag,
         Kind::Marker => Family::ToolCallsMarker,
         Kind::Json => Family::BareJson,
