@@ -89,7 +89,7 @@ pub const MAX_INPUT_BYTES: usize = 64 * 1024 * 1024;
 /// What a one-shot `lathe tool` says after a call that left a change pending.
 pub const ONE_SHOT_PENDING: &str = "the previewed change was not kept: nothing was written, and \
     this `lathe tool` run ends here. Run the call in `lathe tool --batch`, followed by \
-    {\"tool\": \"resolve\", \"arguments\": {\"action\": \"apply\"}}, or call it without preview";
+    {\"name\": \"resolve\", \"arguments\": {\"action\": \"apply\"}}, or call it without preview";
 
 /// `lathe tool NAME [ARGS]` and `lathe tool --batch`.
 pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode> {
@@ -130,7 +130,7 @@ pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode
                 .collect();
             eprintln!(
                 "lathe: the batch ended with {} pending, not written: {} (a \
-                 {{\"tool\": \"resolve\", \"arguments\": {{\"action\": \"apply\"}}}} line makes the newest)",
+                 {{\"name\": \"resolve\", \"arguments\": {{\"action\": \"apply\"}}}} line makes the newest)",
                 if waiting.len() == 1 {
                     "1 change".to_owned()
                 } else {
