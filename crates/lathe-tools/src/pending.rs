@@ -299,7 +299,7 @@ impl Session {
     /// The plan of pending action `id`, when it applies one, ready for the call pipeline to
     /// apply (it leaves the stack when applied). `None` for an embedder's own action or one that
     /// is gone.
-    pub(crate) fn pending_plan(&self, id: u64) -> Option<(Plan, String)> {
+    pub(crate) fn pending_plan(&self, id: u64) -> Option<Plan> {
         let stack = lock(&self.pending);
         let (_, action) = stack.entries.iter().find(|(i, _)| *i == id)?;
         match &action.apply {
@@ -307,7 +307,7 @@ impl Session {
                 let mut plan = Plan::clone(plan);
                 plan.from_pending = Some(id);
                 plan.output = applied_text(plan.output, &action.label);
-                Some((plan, action.label.clone()))
+                Some(plan)
             }
             Apply::Custom { .. } => None,
         }

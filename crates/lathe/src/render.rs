@@ -719,12 +719,7 @@ pub(crate) fn plan_lines(steps: &[lathe_tools::tools::update_plan::PlanStep]) ->
         .count();
     let mut rows = vec![format!("  plan ({done}/{} done)", steps.len())];
     for step in steps {
-        let mark = match step.status {
-            StepStatus::Completed => "[x]",
-            StepStatus::InProgress => "[>]",
-            StepStatus::Pending => "[ ]",
-        };
-        rows.push(format!("  {mark} {}", step.step));
+        rows.push(format!("  {} {}", step.status.mark(), step.step));
     }
     rows
 }

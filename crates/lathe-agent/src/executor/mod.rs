@@ -937,14 +937,7 @@ fn open_steps_reminder(session: &lathe_tools::Session) -> Option<String> {
     }
     let steps: Vec<String> = open
         .iter()
-        .map(|s| {
-            let mark = if s.status == update_plan::StepStatus::InProgress {
-                "[>]"
-            } else {
-                "[ ]"
-            };
-            format!("{mark} {}", s.step)
-        })
+        .map(|s| format!("{} {}", s.status.mark(), s.step))
         .collect();
     Some(format!(
         "Your plan still has {} open step(s):\n{}\nDo them now, or, if they are done or no \

@@ -108,8 +108,7 @@ impl Tool for ResolveTool {
             return None;
         }
         let id = input.judged(session)?;
-        let (plan, _label) = session.pending_plan(id)?;
-        Some(Ok(plan))
+        session.pending_plan(id).map(Ok)
     }
 
     async fn run(&self, input: ResolveInput, ctx: ToolContext) -> ToolOutput {

@@ -50,6 +50,17 @@ pub enum StepStatus {
     Completed,
 }
 
+impl StepStatus {
+    /// The step's mark in a checklist: `[x]` completed, `[>]` in progress, `[ ]` pending.
+    pub fn mark(self) -> &'static str {
+        match self {
+            StepStatus::Completed => "[x]",
+            StepStatus::InProgress => "[>]",
+            StepStatus::Pending => "[ ]",
+        }
+    }
+}
+
 /// The `update_plan` tool.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct UpdatePlanTool;
@@ -128,12 +139,6 @@ pub fn restore(session: &Session, steps: Vec<PlanStep>) -> bool {
     }
 }
 
-/// The plan as the checklist the model read (`[x]`, `[>]`, `[ ]` per step), for front ends
-/// that show it.
-pub fn checklist(plan: &[PlanStep]) -> String {
-    render(plan)
-}
-
 /// The plan a result of this tool holds (the checklist it answered with), for a resumed
 /// session: `None` when `text` is not such a result (an error, or shortened).
 pub fn parse_checklist(text: &str) -> Option<Vec<PlanStep>> {
@@ -147,12 +152,13 @@ pub fn parse_checklist(text: &str) -> Option<Vec<PlanStep>> {
     lines
         .map(|line| {
             let (mark, step) = line.split_at_checked(4)?;
-            let status = match mark {
-                "[x] " => StepStatus::Completed,
-                "[>] " => StepStatus::InProgress,
-                "[ ] " => StepStatus::Pending,
-                _ => return None,
-            };
+            let status = [
+                StepStatus::Completed,
+                StepStatus::InProgress,
+                StepStatus::Pending,
+            ]
+            .into_iter()
+            .find(|s| mark.strip_suffix(' ') == Some(s.mark()))?;
             Some(PlanStep {
                 step: step.to_owned(),
                 status,
@@ -239,13 +245,8 @@ fn render(plan: &[PlanStep]) -> String {
     }
     let mut text = format!("Plan updated ({}/{} done):", completed(plan), plan.len());
     for step in plan {
-        let mark = match step.status {
-            StepStatus::Completed => "[x]",
-            StepStatus::InProgress => "[>]",
-            StepStatus::Pending => "[ ]",
-        };
         text.push('\n');
-        text.push_str(mark);
+        text.push_str(step.status.mark());
         text.push(' ');
         text.push_str(&step.step);
     }
