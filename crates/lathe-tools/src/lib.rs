@@ -166,8 +166,8 @@ pub use pending::{NOTHING_PENDING, PENDING_UNAVAILABLE, PendingAction, PendingSu
 pub use registry::{BoundCall, DynTool, PreparedCall, Registry, RegistryError, ToolDefinition};
 pub use session::{DEFAULT_RESULT_BUDGET, FileStamp, Session, StampBuilder, ToolConfig};
 pub use tool::{
-    Effect, Plan, PlannedWrite, ProgressSink, Tool, ToolContext, ToolHints, ToolKind, ToolOutput,
-    ToolProgress, current_stamp, hints_for, run_planned,
+    Effect, Plan, PlannedWrite, ProgressSink, Tool, ToolContext, ToolHints, ToolImage, ToolKind,
+    ToolOutput, ToolProgress, current_stamp, hints_for, run_planned,
 };
 pub use workspace::{
     Access, Beneath, PathError, ResolvedPath, TEMP_FILE_PATTERN, Workspace, changed_under_walk,

@@ -1,6 +1,6 @@
 //! The registry: typed tools erased once, serving the agent and the MCP server alike.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -20,6 +20,7 @@ use crate::meta::Metadata;
 use crate::schema::tool_schema;
 use crate::session::Session;
 use crate::tool::{Effect, Plan, Tool, ToolContext, ToolHints, ToolKind, ToolOutput};
+use crate::tools::more_tools::MoreToolsTool;
 use names::quote_list;
 
 /// A tool's definition as sent to models and MCP clients.
@@ -242,6 +243,8 @@ pub struct Registry {
     by_name: HashMap<String, usize>,
     /// The same, folded (case, `_`, `-`, `.`): no two tools share a folded name either.
     by_folded: HashMap<String, usize>,
+    /// The tools offered on demand only ([`Registry::defer`]), by name.
+    deferred: HashSet<String>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -319,8 +322,14 @@ impl Registry {
         Ok(())
     }
 
-    /// Keeps only the tools `keep` accepts (for sub-agents and read-only sessions).
+    /// Keeps only the tools `keep` accepts (for sub-agents and read-only sessions). `more_tools`
+    /// stays while a deferred tool does.
     pub fn retain(&mut self, mut keep: impl FnMut(&ToolDefinition) -> bool) {
+        self.retain_entries(|d| d.name == MoreToolsTool::NAME || keep(d));
+        self.rebuild_more_tools();
+    }
+
+    fn retain_entries(&mut self, mut keep: impl FnMut(&ToolDefinition) -> bool) {
         self.entries.retain(|e| keep(e.definition()));
         self.by_name.clear();
         self.by_folded.clear();
@@ -333,21 +342,74 @@ impl Registry {
         }
     }
 
+    /// Offers the tool `name` on demand only: [`Registry::offered`] leaves it out until the
+    /// model enables it through the `more_tools` tool (registered with the first deferred tool,
+    /// removed with the last) or the embedder calls [`Session::enable_tool`]. It stays callable
+    /// by name. For small windows and many tools: those of MCP servers, the web, documents.
+    /// False when no tool is registered as `name` (exactly, or an exact alias).
+    pub fn defer(&mut self, name: &str) -> bool {
+        let Some(&index) = self.by_name.get(name) else {
+            return false;
+        };
+        let name = self.entries[index].definition().name.clone();
+        if name == MoreToolsTool::NAME {
+            return false;
+        }
+        if self.deferred.insert(name) {
+            self.rebuild_more_tools();
+        }
+        true
+    }
+
+    /// Whether the registered tool `name` is offered on demand only ([`Registry::defer`]).
+    pub fn is_deferred(&self, name: &str) -> bool {
+        self.deferred.contains(name)
+    }
+
+    /// The definitions of the deferred tools, in registration order.
+    pub fn deferred(&self) -> impl Iterator<Item = &ToolDefinition> {
+        self.definitions()
+            .filter(|d| self.deferred.contains(&d.name))
+    }
+
+    /// Brings `more_tools` in line with the deferred set: its catalog is every deferred tool
+    /// still registered; with none, it goes. A new tool each time, so a cloned registry keeps
+    /// its own catalog.
+    fn rebuild_more_tools(&mut self) {
+        let registered: HashSet<String> = self.definitions().map(|d| d.name.clone()).collect();
+        self.deferred.retain(|name| registered.contains(name));
+        let catalog: Vec<ToolDefinition> = self.deferred().cloned().collect();
+        let existing = self.by_name.get(MoreToolsTool::NAME).copied();
+        match (existing, catalog.is_empty()) {
+            (Some(index), false) => {
+                let tool = MoreToolsTool::new(catalog);
+                let definition = ToolDefinition::of(&tool);
+                self.entries[index] = Arc::new(Typed {
+                    tool: Arc::new(tool),
+                    definition,
+                });
+            }
+            (None, false) => self.register(MoreToolsTool::new(catalog)),
+            (Some(_), true) => self.retain_entries(|d| d.name != MoreToolsTool::NAME),
+            (None, true) => {}
+        }
+    }
+
     /// The definitions, in registration order.
     pub fn definitions(&self) -> impl Iterator<Item = &ToolDefinition> {
         self.entries.iter().map(|e| e.definition())
     }
 
     /// The definitions of the tools offered in `session` now ([`Tool::offered`]: `resolve`
-    /// only while an action is pending), in registration order. What a request to a model
-    /// should list; every tool stays callable by name.
+    /// only while an action is pending; a deferred tool once enabled), in registration order.
+    /// What a request to a model should list; every tool stays callable by name.
     pub fn offered<'a>(
         &'a self,
         session: &'a Session,
     ) -> impl Iterator<Item = &'a ToolDefinition> + 'a {
         self.entries
             .iter()
-            .filter(move |e| e.offered(session))
+            .filter(move |e| self.entry_offered(e.as_ref(), session))
             .map(|e| e.definition())
     }
 
@@ -355,7 +417,12 @@ impl Registry {
     pub fn is_offered(&self, name: &str, session: &Session) -> bool {
         self.by_name
             .get(name)
-            .is_some_and(|&i| self.entries[i].offered(session))
+            .is_some_and(|&i| self.entry_offered(self.entries[i].as_ref(), session))
+    }
+
+    fn entry_offered(&self, entry: &dyn DynTool, session: &Session) -> bool {
+        let name = &entry.definition().name;
+        entry.offered(session) && (!self.deferred.contains(name) || session.tool_enabled(name))
     }
 
     /// The definitions in the function-calling shape, as one JSON array.

@@ -2,7 +2,7 @@
 //! calls (which files were read, running commands, pending previews).
 
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -63,6 +63,8 @@ pub struct Session {
     files: Mutex<HashMap<PathBuf, FileStamp>>,
     extensions: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
     pub(crate) pending: Mutex<crate::pending::PendingStack>,
+    /// Tools offered on demand that were enabled in this session ([`Session::enable_tool`]).
+    enabled_tools: Mutex<HashSet<String>>,
     result_counter: std::sync::atomic::AtomicU64,
     shutdown_hooks: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
     /// Held while the hooks run, so that a second `shutdown` (a signal arriving during the
@@ -102,6 +104,7 @@ impl Session {
             files: Mutex::new(HashMap::new()),
             extensions: Mutex::new(HashMap::new()),
             pending: Mutex::new(Default::default()),
+            enabled_tools: Mutex::new(HashSet::new()),
             result_counter: std::sync::atomic::AtomicU64::new(0),
             shutdown_hooks: Mutex::new(Vec::new()),
             shutting_down: Mutex::new(()),
@@ -121,6 +124,17 @@ impl Session {
     /// The directory that holds this session's artifacts.
     pub fn state_dir(&self) -> &Path {
         &self.state_dir
+    }
+
+    /// Offers the on-demand tool `name` from now on in this session (see
+    /// [`Registry::defer`](crate::Registry::defer)). True when it was not enabled yet.
+    pub fn enable_tool(&self, name: &str) -> bool {
+        lock(&self.enabled_tools).insert(name.to_owned())
+    }
+
+    /// Whether the on-demand tool `name` was enabled in this session.
+    pub fn tool_enabled(&self, name: &str) -> bool {
+        lock(&self.enabled_tools).contains(name)
     }
 
     /// Remembers the content of `path` as this session last saw it (after a read or a write).

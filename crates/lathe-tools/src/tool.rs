@@ -62,6 +62,21 @@ pub struct ToolOutput {
     /// What the call did, for user interfaces and programs: files changed, lines shown, the
     /// command it ran, where a cut result was saved, and the tool's own fields.
     pub metadata: Metadata,
+    /// Images for a model that can see (a screenshot `read_file` read, an MCP server's image
+    /// result), in the order they were made. A front end that cannot pass them on says so in
+    /// the text it sends instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ToolImage>,
+}
+
+/// One image in a tool result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolImage {
+    /// The media type: `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    pub media_type: String,
+    /// The encoded image bytes, base64 (standard alphabet, padded): the form both Ollama's
+    /// `images` and OpenAI's `data:` URLs take, and MCP's image content.
+    pub data: String,
 }
 
 impl ToolOutput {
@@ -71,6 +86,7 @@ impl ToolOutput {
             text: text.into(),
             is_error: false,
             metadata: Metadata::default(),
+            images: Vec::new(),
         }
     }
 
@@ -80,7 +96,14 @@ impl ToolOutput {
             text: text.into(),
             is_error: true,
             metadata: Metadata::default(),
+            images: Vec::new(),
         }
+    }
+
+    /// Adds an image for the model to see ([`ToolOutput::images`]).
+    pub fn with_image(mut self, image: ToolImage) -> Self {
+        self.images.push(image);
+        self
     }
 
     /// Adds one of the tool's own metadata entries ([`Metadata::extra`]). The typed fields

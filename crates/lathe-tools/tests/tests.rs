@@ -13,6 +13,7 @@ mod search_support;
 mod apply_patch;
 mod ast_edit;
 mod containment;
+mod deferred;
 mod dispatch;
 mod example_custom_tool;
 mod exec_tools;

@@ -11,6 +11,7 @@ pub mod grep;
 pub mod kill_command;
 pub mod list_commands;
 pub mod list_files;
+pub mod more_tools;
 pub mod read_file;
 pub mod resolve;
 mod search_walk;
