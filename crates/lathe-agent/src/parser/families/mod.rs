@@ -108,6 +108,31 @@ pub(crate) const TAGS: &[TagSpec] = &[
 ];
 
 pub(crate) const FUNCTION_OPEN: &str = "<function=";
+
+/// The second bytes of every opener that starts with `<` or `>` (the sections, the wrapper
+/// tags, `<function=`). A `<` or `>` followed by any other byte starts none of them, and that
+/// is most of them in prose and code (`Vec<T>`, `a < b`, `->`, `</div>`): the scanner passes
+/// them over without comparing each of the thirty-odd openers.
+pub(crate) const OPENER_SECOND_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < TAGS.len() {
+        let open = TAGS[i].open.as_bytes();
+        assert!(open.len() > 1 && open[0] == b'<');
+        table[open[1] as usize] = true;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < sections::SECTIONS.len() {
+        let open = sections::SECTIONS[i].open.as_bytes();
+        assert!(open.len() > 1 && (open[0] == b'<' || open[0] == b'>'));
+        table[open[1] as usize] = true;
+        i += 1;
+    }
+    let open = FUNCTION_OPEN.as_bytes();
+    table[open[1] as usize] = true;
+    table
+};
 pub(crate) const MARKER: &str = "[TOOL_CALLS]";
 
 /// What the readers need: the real tool names and where the text came from.

@@ -4,7 +4,8 @@
 
 use super::{Kind, Scanner, Scope};
 use crate::parser::families::{
-    FUNCTION_OPEN, MARKER, SectionStart, TAGS, partial_prefix, section_at, skip_ws,
+    FUNCTION_OPEN, MARKER, OPENER_SECOND_BYTES, SectionStart, TAGS, partial_prefix, section_at,
+    skip_ws,
 };
 use crate::parser::python::ident_chain_end;
 
@@ -186,6 +187,11 @@ impl Scanner {
         let rest = &self.buf[i..];
         let mut wait = false;
         if matches!(b[i], b'<' | b'>') {
+            if b.get(i + 1)
+                .is_some_and(|next| !OPENER_SECOND_BYTES[*next as usize])
+            {
+                return Detect::No;
+            }
             match section_at(&self.buf, i) {
                 SectionStart::Yes(index) => return Detect::Yes(i, Kind::Section(index)),
                 SectionStart::Partial => wait = true,
