@@ -212,6 +212,20 @@ impl PreparedCall {
     }
 }
 
+/// The message for a call to a tool [`Session::allow_only`] left out.
+fn not_allowed(name: &str, session: &Session) -> ToolOutput {
+    let (names, why) = session.allowed_tools().unwrap_or_default();
+    let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    ToolOutput::error(format!(
+        "`{name}` is not available now: {why}. Use one of: {}.",
+        if names.is_empty() {
+            "(none)".to_owned()
+        } else {
+            names.join(", ")
+        }
+    ))
+}
+
 /// Why a tool could not be added to a registry.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RegistryError {
@@ -422,7 +436,9 @@ impl Registry {
 
     fn entry_offered(&self, entry: &dyn DynTool, session: &Session) -> bool {
         let name = &entry.definition().name;
-        entry.offered(session) && (!self.deferred.contains(name) || session.tool_enabled(name))
+        session.tool_allowed(name)
+            && entry.offered(session)
+            && (!self.deferred.contains(name) || session.tool_enabled(name))
     }
 
     /// The definitions in the function-calling shape, as one JSON array.
@@ -531,6 +547,9 @@ impl Registry {
         let Ok(name) = self.resolve_name(name) else {
             return Err(self.unknown_tool(name));
         };
+        if !session.tool_allowed(name) {
+            return Err(not_allowed(name, session));
+        }
         let index = self.by_name[name];
         let entry = &self.entries[index];
         let definition = entry.definition();

@@ -65,6 +65,8 @@ pub struct Session {
     pub(crate) pending: Mutex<crate::pending::PendingStack>,
     /// Tools offered on demand that were enabled in this session ([`Session::enable_tool`]).
     enabled_tools: Mutex<HashSet<String>>,
+    /// The only tools this session may call now, with why ([`Session::allow_only`]).
+    allowed_tools: Mutex<Option<(HashSet<String>, String)>>,
     result_counter: std::sync::atomic::AtomicU64,
     shutdown_hooks: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
     /// Held while the hooks run, so that a second `shutdown` (a signal arriving during the
@@ -105,6 +107,7 @@ impl Session {
             extensions: Mutex::new(HashMap::new()),
             pending: Mutex::new(Default::default()),
             enabled_tools: Mutex::new(HashSet::new()),
+            allowed_tools: Mutex::new(None),
             result_counter: std::sync::atomic::AtomicU64::new(0),
             shutdown_hooks: Mutex::new(Vec::new()),
             shutting_down: Mutex::new(()),
@@ -135,6 +138,30 @@ impl Session {
     /// Whether the on-demand tool `name` was enabled in this session.
     pub fn tool_enabled(&self, name: &str) -> bool {
         lock(&self.enabled_tools).contains(name)
+    }
+
+    /// Narrows the tools this session offers and runs to `names` (registered names), until
+    /// called with `None`: a project command's `allowed-tools`, a front end's own limit.
+    /// `why` ends the message a call to another tool gets (`the command /review allows only
+    /// these`). It only narrows: the policy still judges every call.
+    pub fn allow_only(&self, names: Option<(Vec<String>, String)>) {
+        *lock(&self.allowed_tools) = names.map(|(names, why)| (names.into_iter().collect(), why));
+    }
+
+    /// Whether the session may call the registered tool `name` now ([`Session::allow_only`]).
+    pub fn tool_allowed(&self, name: &str) -> bool {
+        lock(&self.allowed_tools)
+            .as_ref()
+            .is_none_or(|(names, _)| names.contains(name))
+    }
+
+    /// The tools [`Session::allow_only`] left, sorted, and why; `None` without a limit.
+    pub fn allowed_tools(&self) -> Option<(Vec<String>, String)> {
+        lock(&self.allowed_tools).as_ref().map(|(names, why)| {
+            let mut names: Vec<String> = names.iter().cloned().collect();
+            names.sort();
+            (names, why.clone())
+        })
     }
 
     /// Remembers the content of `path` as this session last saw it (after a read or a write).

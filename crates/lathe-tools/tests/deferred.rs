@@ -202,3 +202,35 @@ async fn clones_keep_their_own_catalog_and_retain_drops_more_tools_with_the_last
     assert!(!child.is_deferred("grep"));
     assert!(parent.definition("more_tools").is_some());
 }
+
+#[tokio::test]
+async fn allow_only_narrows_what_is_offered_and_refuses_the_rest_until_lifted() {
+    let f = Fixture::new();
+    let registry = Registry::builtin();
+    f.session.allow_only(Some((
+        vec!["read_file".to_owned(), "grep".to_owned()],
+        "the command /review allows only these".to_owned(),
+    )));
+    assert_eq!(offered(&registry, &f.session), ["grep", "read_file"]);
+    let dispatcher = f.dispatcher_with(lathe_policy::ApprovalMode::Full, registry.clone());
+    let refused = dispatcher
+        .call(
+            "shell",
+            json!({"command": "touch made"}),
+            &NonInteractive,
+            f.ctx(),
+        )
+        .await;
+    assert_eq!(refused.status, CallStatus::Refused);
+    assert_eq!(
+        refused.output.text,
+        "`shell` is not available now: the command /review allows only these. Use one of: \
+         `grep`, `read_file`."
+    );
+    assert!(!f.path("made").exists(), "nothing ran");
+    let read = call(&f, &registry, "read_file", json!({"path": "src/lib.rs"})).await;
+    assert_eq!(read.status, CallStatus::Ok, "{:?}", read.output);
+
+    f.session.allow_only(None);
+    assert!(offered(&registry, &f.session).contains(&"shell".to_owned()));
+}

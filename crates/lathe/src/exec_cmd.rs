@@ -75,7 +75,12 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
         anyhow::bail!("the task is empty: give it as an argument, or pipe it in with `-`");
     }
     let setup = Setup::load(common)?;
+    let commands = crate::project_commands::Commands::load(&setup.root);
+    let (task, project_run) = crate::project_commands::exec_task(&commands, task)?;
     let mut resolved = agent_setup::resolve(&setup, &args.model, agent_setup::process_env)?;
+    if let Some(model) = project_run.as_ref().and_then(|c| c.model.clone()) {
+        resolved.model = Some(model);
+    }
     if let Some(max_turns) = args.max_turns {
         resolved.max_turns = max_turns;
     }
@@ -151,6 +156,9 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
             .approver(approver)
             .sink(sink.clone()),
     )?;
+    if let Some(command) = &project_run {
+        crate::project_commands::narrow(command, &agent);
+    }
     let mut interrupts = Interrupts::listen();
     let terminating = end_on_termination(Arc::clone(&tools), sink.clone(), cancel.clone());
     let watcher = {

@@ -9,6 +9,7 @@ mod exec_cmd;
 mod mcp;
 mod memory_cmd;
 mod policy_cmd;
+mod project_commands;
 mod render;
 mod sessions_cmd;
 mod setup;

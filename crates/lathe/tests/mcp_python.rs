@@ -100,6 +100,11 @@ fn initialize_and_tools_list_match_lathe_tools() {
 }
 
 #[test]
+fn project_commands_are_prompts() {
+    scenario("project_prompts");
+}
+
+#[test]
 fn modern_lifecycle_discover_and_call() {
     scenario("modern_lifecycle");
 }

@@ -39,6 +39,7 @@ mod mcp_sessions;
 mod memory;
 mod pending;
 mod policy_cmd;
+mod project_commands;
 mod readme_transcript;
 mod sandbox_cli;
 mod tool_cli;

@@ -314,6 +314,15 @@ pub async fn apply(command: Command, cx: Context<'_>) -> Outcome {
     match command {
         Command::Help => {
             let _ = writeln!(out, "{HELP}");
+            let project = crate::project_commands::Commands::load(&cx.setup.root);
+            if !project.is_empty() {
+                let _ = write!(
+                    out,
+                    "Project commands (.lathe/commands/, and commands/ in your config \
+                     directory; a built-in name wins):\n{}",
+                    project.help()
+                );
+            }
         }
         Command::Status => {
             let _ = writeln!(out, "{}", status(&cx));

@@ -24,6 +24,7 @@ use lathe_tools::Session;
 
 use crate::agent_setup::{self, ModelArgs};
 use crate::cli::CommonArgs;
+use crate::project_commands::{Commands, ProjectCommand};
 use crate::render::{OutputMode, Renderer};
 use crate::setup::Setup;
 use approver::TerminalApprover;
@@ -307,7 +308,15 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         if line.is_empty() {
             continue;
         }
+        let mut project_run: Option<ProjectCommand> = None;
         let task = match Command::parse(line) {
+            // Not a built-in: a project command, when one has the name.
+            Some(Command::Unknown(_))
+                if let Some((command, args)) = Commands::load(&setup.root).invocation(line) =>
+            {
+                project_run = Some(command.clone());
+                command.expand(args)
+            }
             Some(command) => {
                 let cx = commands::Context {
                     agent: &mut live.agent,
@@ -342,24 +351,35 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         let cancel = terminate.child_token();
         *turn.lock().unwrap_or_else(|e| e.into_inner()) = Some(cancel.clone());
         let message = with_notes(&mut notes, &task);
-        let run = live.agent.run(&message, &cancel);
-        tokio::pin!(run);
+        let restore_model = project_run
+            .as_ref()
+            .and_then(|command| start_project_run(command, &mut live.agent));
         let mut stopping = false;
-        loop {
-            tokio::select! {
-                _ = &mut run => break,
-                () = interrupts.next() => {
-                    if stopping {
-                        exit_now(&live.tools, &live.sink);
+        {
+            let run = live.agent.run(&message, &cancel);
+            tokio::pin!(run);
+            loop {
+                tokio::select! {
+                    _ = &mut run => break,
+                    () = interrupts.next() => {
+                        if stopping {
+                            exit_now(&live.tools, &live.sink);
+                        }
+                        stopping = true;
+                        renderer.pause();
+                        say(&style.yellow("stopping the turn… (Ctrl-C again to exit)"));
+                        cancel.cancel();
                     }
-                    stopping = true;
-                    renderer.pause();
-                    say(&style.yellow("stopping the turn… (Ctrl-C again to exit)"));
-                    cancel.cancel();
                 }
             }
         }
         *turn.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        if project_run.is_some() {
+            live.tools.allow_only(None);
+            if let Some(model) = restore_model {
+                live.agent.set_model(model);
+            }
+        }
         if let Some(hint) = commands::pending_hint(&live.tools) {
             say(&style.yellow(&hint));
         }
@@ -370,6 +390,20 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     }
     live.close(&store);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Narrows the tools and switches the model for one run of `command`; the model to go back
+/// to after it, when it switched.
+fn start_project_run(command: &ProjectCommand, agent: &mut Agent) -> Option<String> {
+    crate::project_commands::narrow(command, agent);
+    let model = command.model.clone()?;
+    let before = agent.model().to_owned();
+    say(&format!(
+        "/{}: using model {model} for this turn",
+        command.name
+    ));
+    agent.set_model(model);
+    Some(before)
 }
 
 /// The message the model gets for `task`: what the user did since the last one (`/apply`,

@@ -50,12 +50,12 @@ pub const SERVED_REQUESTS: &[&str] = &[
     "resources/list",
     "resources/read",
     "resources/templates/list",
+    "prompts/list",
+    "prompts/get",
 ];
 
 /// Requests of MCP that this server does not implement (their capabilities are not declared).
 const UNSERVED_REQUESTS: &[&str] = &[
-    "prompts/list",
-    "prompts/get",
     "completion/complete",
     "resources/subscribe",
     "resources/unsubscribe",

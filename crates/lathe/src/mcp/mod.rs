@@ -10,6 +10,7 @@ mod convert;
 mod gate;
 mod http;
 mod progress;
+mod prompts;
 mod resources;
 mod server;
 mod sessions;

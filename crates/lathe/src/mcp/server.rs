@@ -12,10 +12,10 @@ use lathe_tools::{Registry, Session, ToolContext};
 )]
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
-    InitializeResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
+    Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::Peer;
 use rmcp::service::{RequestContext, RoleServer};
@@ -41,6 +41,8 @@ pub struct Shared {
     idle_tools: Vec<Tool>,
     gates: GateConfig,
     instructions: String,
+    /// The workspace, for its project commands (MCP prompts).
+    workspace: std::path::PathBuf,
     new_session: Box<dyn Fn() -> anyhow::Result<Arc<Session>> + Send + Sync>,
 }
 
@@ -72,6 +74,7 @@ impl Shared {
             idle_tools,
             gates,
             instructions,
+            workspace: workspace.to_path_buf(),
             new_session: Box::new(new_session),
         })
     }
@@ -533,6 +536,7 @@ impl ServerHandler for LatheServer {
             .enable_tool_list_changed()
             .enable_logging()
             .enable_resources()
+            .enable_prompts()
             .build();
         let mut info =
             InitializeResult::new(capabilities).with_instructions(self.shared.instructions.clone());
@@ -593,6 +597,22 @@ impl ServerHandler for LatheServer {
         let rank = LEVELS.iter().position(|l| *l == name).unwrap_or(0);
         *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = Some(rank);
         Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(super::prompts::list(&self.shared.workspace))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        super::prompts::get(&self.shared.workspace, &request)
     }
 
     async fn list_resources(

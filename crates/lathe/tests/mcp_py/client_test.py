@@ -552,7 +552,38 @@ async def pending_apply_asks() -> None:
     check(not os.path.exists(target), "read-only applied the preview")
 
 
+async def project_prompts() -> None:
+    """Project commands (`.lathe/commands/NAME.md`, and the user's) as MCP prompts."""
+    commands = os.path.join(WORKSPACE, ".lathe", "commands")
+    os.makedirs(commands, exist_ok=True)
+    with open(os.path.join(commands, "review.md"), "w") as f:
+        f.write("---\ndescription: Review a file\nargument-hint: FILE\n---\nReview $ARGUMENTS for bugs.\n")
+    user = os.path.join(os.environ["LATHE_CONFIG_DIR"], "commands")
+    os.makedirs(user, exist_ok=True)
+    with open(os.path.join(user, "explain.md"), "w") as f:
+        f.write("Explain the code.\n")
+    async with connect(server()) as conn:
+        check("prompts" in conn.capabilities, f"prompts capability {conn.capabilities}")
+        listed = [wire(p) for p in (await conn.session.list_prompts()).prompts]
+        check([p["name"] for p in listed] == ["review", "explain"], f"prompts {listed}")
+        check(listed[0].get("description") == "Review a file", f"description {listed[0]}")
+        check([a["name"] for a in listed[0].get("arguments", [])] == ["arguments"], f"arguments {listed[0]}")
+        got = wire(await conn.session.get_prompt("review", {"arguments": "src/a.rs"}))
+        messages = got["messages"]
+        check(len(messages) == 1 and messages[0]["role"] == "user", f"messages {messages}")
+        check(messages[0]["content"]["text"] == "Review src/a.rs for bugs.", f"text {messages[0]}")
+        plain = wire(await conn.session.get_prompt("explain", {"arguments": "main.rs"}))
+        check(plain["messages"][0]["content"]["text"] == "Explain the code.\n\nARGUMENTS: main.rs", f"{plain}")
+        try:
+            await conn.session.get_prompt("nope")
+        except ProtocolError as err:
+            check("/review" in str(err) and "/explain" in str(err), str(err))
+        else:
+            raise AssertionError("an unknown prompt should be a protocol error")
+
+
 SCENARIOS = {
+    "project_prompts": project_prompts,
     "resolve_offered_only_while_pending": resolve_offered_only_while_pending,
     "pending_per_session": pending_per_session,
     "pending_apply_asks": pending_apply_asks,
