@@ -89,6 +89,8 @@ struct Parts<'a> {
     terminate: &'a CancellationToken,
     /// The running turn, for a Ctrl-C at an approval question.
     turn: &'a approver::CurrentTurn,
+    /// The tools, the configured MCP servers' among them (started once per chat).
+    registry: &'a Arc<lathe_tools::Registry>,
 }
 
 impl Parts<'_> {
@@ -110,7 +112,8 @@ impl Parts<'_> {
                 Arc::clone(self.provider),
                 model.to_owned(),
                 Arc::clone(&tools),
-            )),
+            ))
+            .registry(Arc::clone(self.registry)),
             self.setup,
             &id,
             agent_setup::stored_turns(self.store, &id),
@@ -229,7 +232,11 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     // Each turn's cancellation is a child of this one, which a termination signal cancels.
     let terminate = CancellationToken::new();
     let turn = approver::CurrentTurn::default();
+    let (registry, servers) =
+        crate::mcp_client::with_servers(&setup, lathe_tools::Registry::builtin()).await;
+    let registry = Arc::new(registry);
     let parts = Parts {
+        registry: &registry,
         setup: &setup,
         resolved: &resolved,
         provider: &provider,
@@ -369,6 +376,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         }
     }
     live.close(&store);
+    crate::mcp_client::stop(&servers).await;
     Ok(ExitCode::SUCCESS)
 }
 
