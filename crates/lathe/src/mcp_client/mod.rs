@@ -26,6 +26,18 @@ pub const DEFAULT_DEFER_TOOLS_OVER: usize = 20;
 /// (`[mcp] defer_chars_over`).
 pub const DEFAULT_DEFER_CHARS_OVER: usize = 16_000;
 
+/// Set by Lathe for the MCP servers it starts: how many Lathe clients are above. A Lathe started
+/// as a server (a remote workspace) starts its own servers only at depth 1, so that an entry
+/// that starts Lathe again cannot recurse.
+pub const DEPTH_VAR: &str = "LATHE_MCP_DEPTH";
+
+fn depth() -> u32 {
+    std::env::var(DEPTH_VAR)
+        .ok()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(0)
+}
+
 /// A configured server, started or not.
 pub struct Started {
     /// The server.
@@ -113,6 +125,12 @@ pub fn add_tools(
 /// `chat` and `mcp` call this once at start.
 pub async fn with_servers(setup: &Setup, mut registry: Registry) -> (Registry, Vec<Started>) {
     if setup.config.mcp_servers.is_empty() {
+        return (registry, Vec::new());
+    }
+    if depth() >= 2 {
+        eprintln!(
+            "lathe: MCP servers are not started by a Lathe that is itself two MCP servers deep ({DEPTH_VAR}): an entry that starts Lathe again would recurse"
+        );
         return (registry, Vec::new());
     }
     let started = start(setup).await;

@@ -55,14 +55,16 @@ impl ClientHandler for Handler {
             .get(&key)
             .cloned();
         if let Some(sink) = sink {
-            let mut message = match params.total {
-                Some(total) => format!("{}/{}", params.progress, total),
-                None => format!("{}", params.progress),
+            let mut text = match params.total {
+                Some(total) => format!("progress {}/{}", params.progress, total),
+                None => format!("progress {}", params.progress),
             };
-            if let Some(text) = params.message.filter(|m| !m.is_empty()) {
-                message = format!("{message} {text}");
+            if let Some(message) = params.message.filter(|m| !m.is_empty()) {
+                text = format!("{text}: {message}");
             }
-            sink(ToolProgress::Status { message });
+            // As output, so that front ends show it live (a status line is for logs only).
+            text.push('\n');
+            sink(ToolProgress::Output { text });
         }
     }
 }
@@ -157,6 +159,7 @@ impl Server {
             Transport::Stdio { command } => {
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(&self.config.args).envs(&self.config.env);
+                cmd.env(super::DEPTH_VAR, (super::depth() + 1).to_string());
                 cmd.current_dir(match &self.config.cwd {
                     Some(dir) => self.root.join(dir),
                     None => self.root.clone(),
