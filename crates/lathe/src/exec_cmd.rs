@@ -139,7 +139,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
         Arc::new(Refuse(NON_INTERACTIVE_DENIAL.to_owned()))
     };
     let (registry, servers) =
-        crate::mcp_client::with_servers(&setup, lathe_tools::Registry::builtin()).await;
+        crate::mcp_client::with_servers(&setup, lathe_tools::Registry::builtin(), None).await;
     let builder = resolved.with_checkpoints(
         resolved
             .configure(Agent::builder(provider, model, Arc::clone(&tools)))

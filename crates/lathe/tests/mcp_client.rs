@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use lathe_testkit::Script;
 
 use crate::agent_harness::*;
+use crate::chat_pty::Terminal;
 
 const DEADLINE: Duration = Duration::from_secs(90);
 
@@ -462,7 +463,7 @@ fn mcp_add_list_and_remove_edit_the_user_file_and_keep_the_rest() {
     let listed = run(&["list"]);
     assert_exit(&listed, 1);
     let out = stdout(&listed);
-    assert!(out.contains("py: connected, 4 tools"), "{out}");
+    assert!(out.contains("py: connected, 5 tools"), "{out}");
     assert!(out.contains("  mcp__py__lookup [read-only]  Looks a key up"), "{out}");
     assert!(out.contains("broken: failed:") && out.contains("cannot open the database"), "{out}");
 
@@ -477,4 +478,54 @@ fn mcp_add_list_and_remove_edit_the_user_file_and_keep_the_rest() {
     let nothing = run(&["add", "x"]);
     assert_exit(&nothing, 2);
     assert!(stderr(&nothing).contains("after `--`"), "{}", stderr(&nothing));
+}
+
+/// In chat, a server's elicitation request is put to the user, field by field; in a headless
+/// run it is declined.
+#[test]
+fn chat_puts_an_elicitation_to_the_user_and_exec_declines_it() {
+    if !sdk() {
+        return;
+    }
+    let script = Script::new()
+        .chat(call("mcp__py__ask_name", json!({})))
+        .chat(reply().text("Greeted.").done());
+    let h = Harness::new(script);
+    let marker = h.dir.path().join("marker");
+    user_config(
+        &h,
+        &format!(
+            "[permissions]\nallow = [\"tool(mcp__py__*)\"]\n\n{}",
+            py_entry("py", "normal", &marker, "")
+        ),
+    );
+    let mut term = Terminal::start(&h, &["--approval", "auto"]);
+    term.wait_for("> ");
+    term.type_line("who am I");
+    term.wait_for("The MCP server `py` asks: Who is asking?");
+    term.wait_for("Name [string]: ");
+    term.type_line("Ada");
+    term.wait_for("Age [integer]: ");
+    term.type_line("many");
+    term.wait_for("give integer");
+    term.type_line("36");
+    term.wait_for("Greeted.");
+    term.type_line("/exit");
+    assert_eq!(term.wait_exit(), 0);
+    assert_eq!(tool_results(&h, 1), ["hello Ada, 36"]);
+
+    let script = Script::new()
+        .chat(call("mcp__py__ask_name", json!({})))
+        .chat(reply().text("Nobody.").done());
+    let h = Harness::new(script);
+    user_config(
+        &h,
+        &format!(
+            "[permissions]\nallow = [\"tool(mcp__py__*)\"]\n\n{}",
+            py_entry("py", "normal", &marker, "")
+        ),
+    );
+    let output = h.exec("who am I", &["--approval", "auto"]);
+    assert_exit(&output, 0);
+    assert_eq!(tool_results(&h, 1), ["the user answered decline"]);
 }

@@ -232,8 +232,15 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     // Each turn's cancellation is a child of this one, which a termination signal cancels.
     let terminate = CancellationToken::new();
     let turn = approver::CurrentTurn::default();
-    let (registry, servers) =
-        crate::mcp_client::with_servers(&setup, lathe_tools::Registry::builtin()).await;
+    let (registry, servers) = crate::mcp_client::with_servers(
+        &setup,
+        lathe_tools::Registry::builtin(),
+        Some(crate::mcp_client::form::terminal(
+            Arc::clone(&input),
+            Arc::clone(&renderer),
+        )),
+    )
+    .await;
     let registry = Arc::new(registry);
     let parts = Parts {
         registry: &registry,

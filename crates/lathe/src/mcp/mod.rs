@@ -96,7 +96,7 @@ pub async fn run(common: &CommonArgs, mut args: McpArgs) -> anyhow::Result<ExitC
     let mut registry = Registry::builtin();
     checkpoint::register(&mut registry);
     // The configured MCP servers' tools, passed on to this server's own clients.
-    let (registry, _servers) = crate::mcp_client::with_servers(&setup, registry).await;
+    let (registry, _servers) = crate::mcp_client::with_servers(&setup, registry, None).await;
     let shared = server::Shared::new(registry, gates, &root, new_session);
     let signal = match &args.listen {
         Some(addr) => http::serve(shared, addr, args.allow_remote, timeout).await?,

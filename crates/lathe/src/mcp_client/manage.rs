@@ -93,7 +93,7 @@ async fn list(common: &CommonArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let started = super::start(&setup).await;
+    let started = super::start(&setup, None).await;
     let mut out = std::io::stdout().lock();
     let mut failed = false;
     for one in &started {

@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod manage;
+pub mod form;
 mod server;
 mod tool;
 
@@ -15,7 +16,7 @@ use std::sync::Arc;
 use lathe_tools::Registry;
 
 pub use config::ServerConfig;
-pub use server::{RemoteTool, Server};
+pub use server::{Elicit, RemoteTool, Server};
 pub use tool::{McpTool, tool_name};
 
 use crate::setup::Setup;
@@ -46,8 +47,9 @@ pub struct Started {
     pub tools: Result<Vec<RemoteTool>, String>,
 }
 
-/// Starts every server of `setup`'s configuration, in parallel.
-pub async fn start(setup: &Setup) -> Vec<Started> {
+/// Starts every server of `setup`'s configuration, in parallel; their elicitation requests go
+/// to `elicit` (none: declined).
+pub async fn start(setup: &Setup, elicit: Option<Elicit>) -> Vec<Started> {
     let root = setup
         .root
         .canonicalize()
@@ -56,7 +58,9 @@ pub async fn start(setup: &Setup) -> Vec<Started> {
         .config
         .mcp_servers
         .iter()
-        .map(|(name, config)| Arc::new(Server::new(name, config.clone(), &root)))
+        .map(|(name, config)| {
+            Arc::new(Server::new(name, config.clone(), &root, elicit.clone()))
+        })
         .collect();
     let started = futures::future::join_all(servers.iter().map(|s| s.start())).await;
     servers
@@ -122,8 +126,13 @@ pub fn add_tools(
 }
 
 /// The servers' tools added to `registry`, with the notices said on stderr. `lathe exec`,
-/// `chat` and `mcp` call this once at start.
-pub async fn with_servers(setup: &Setup, mut registry: Registry) -> (Registry, Vec<Started>) {
+/// `chat` and `mcp` call this once at start; only `chat` has someone to put elicitation
+/// requests to.
+pub async fn with_servers(
+    setup: &Setup,
+    mut registry: Registry,
+    elicit: Option<Elicit>,
+) -> (Registry, Vec<Started>) {
     if setup.config.mcp_servers.is_empty() {
         return (registry, Vec::new());
     }
@@ -133,7 +142,7 @@ pub async fn with_servers(setup: &Setup, mut registry: Registry) -> (Registry, V
         );
         return (registry, Vec::new());
     }
-    let started = start(setup).await;
+    let started = start(setup, elicit).await;
     let mcp = &setup.config.mcp;
     for notice in add_tools(
         &mut registry,

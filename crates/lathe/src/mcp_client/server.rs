@@ -22,11 +22,29 @@ use super::config::{ServerConfig, Transport};
 /// The calls in flight that listen for progress, by progress token (as JSON text).
 type Listeners = Arc<Mutex<HashMap<String, ProgressSink>>>;
 
+/// A server's elicitation request: a form it wants the user to fill.
+pub struct Elicitation {
+    /// The server's name.
+    pub server: String,
+    /// What it asks, in its words.
+    pub message: String,
+    /// The form: a JSON Schema object of flat properties.
+    pub schema: Value,
+}
+
+/// Puts an [`Elicitation`] to the user: the content when they filled it, `None` when they
+/// declined (or nobody can be asked).
+pub type Elicit =
+    Arc<dyn Fn(Elicitation) -> futures::future::BoxFuture<'static, Option<Value>> + Send + Sync>;
+
 /// What Lathe tells servers about itself, and what it does with their requests: progress goes
-/// to the call's listener; elicitation is declined (nobody to ask in a headless run).
+/// to the call's listener; elicitation goes to the user when there is one to ask (chat), and
+/// is declined otherwise.
 #[derive(Clone)]
 struct Handler {
+    name: String,
     listeners: Listeners,
+    elicit: Option<Elicit>,
 }
 
 impl ClientHandler for Handler {
@@ -40,6 +58,30 @@ impl ClientHandler for Handler {
             info.capabilities = capabilities;
         }
         info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let request = serde_json::to_value(&request).unwrap_or_default();
+        let answer = match (&self.elicit, request.get("requestedSchema")) {
+            (Some(elicit), Some(schema)) => {
+                elicit(Elicitation {
+                    server: self.name.clone(),
+                    message: request["message"].as_str().unwrap_or_default().to_owned(),
+                    schema: schema.clone(),
+                })
+                .await
+            }
+            _ => None,
+        };
+        let result = match answer {
+            Some(content) => serde_json::json!({"action": "accept", "content": content}),
+            None => serde_json::json!({"action": "decline"}),
+        };
+        serde_json::from_value(result).map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))
     }
 
     async fn on_progress(
@@ -92,11 +134,12 @@ pub struct Server {
     listeners: Listeners,
     client: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
     restarted: AtomicBool,
+    elicit: Option<Elicit>,
 }
 
 impl Server {
     /// A server not started yet.
-    pub fn new(name: &str, config: ServerConfig, root: &Path) -> Server {
+    pub fn new(name: &str, config: ServerConfig, root: &Path, elicit: Option<Elicit>) -> Server {
         Server {
             name: name.to_owned(),
             config,
@@ -104,6 +147,7 @@ impl Server {
             listeners: Arc::default(),
             client: tokio::sync::Mutex::new(None),
             restarted: AtomicBool::new(false),
+            elicit,
         }
     }
 
@@ -153,7 +197,9 @@ impl Server {
         stderr: Arc<Mutex<String>>,
     ) -> Result<(RunningService<RoleClient, Handler>, Vec<RemoteTool>), String> {
         let handler = Handler {
+            name: self.name.clone(),
             listeners: Arc::clone(&self.listeners),
+            elicit: self.elicit.clone(),
         };
         let client = match self.config.transport(&self.name)? {
             Transport::Stdio { command } => {

@@ -1,7 +1,7 @@
 """An MCP server written with the official Python SDK, for Lathe's MCP client tests.
 
 Usage: tool_server.py MODE, MODE one of:
-  normal  tools add, lookup (readOnlyHint), crash (exits the process on its first call, marked
+  normal  tools add, lookup (readOnlyHint), ask_name (elicitation), crash (exits the process on its first call, marked
           by the file $MARKER), slow (waits; writes $MARKER.cancelled when cancelled)
   many    200 tools tool_0 .. tool_199
   fail    exits at once, saying why on stderr
@@ -11,7 +11,8 @@ import os
 import sys
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 
 mode = sys.argv[1] if len(sys.argv) > 1 else "normal"
@@ -52,6 +53,17 @@ else:
             open(marker, "w").close()
             os._exit(1)
         return "survived the restart"
+
+    class Person(BaseModel):
+        name: str
+        age: int
+
+    @server.tool(description="Asks the user who they are (elicitation).")
+    async def ask_name(ctx: Context) -> str:
+        answer = await ctx.elicit(message="Who is asking?", schema=Person)
+        if answer.action == "accept":
+            return f"hello {answer.data.name}, {answer.data.age}"
+        return f"the user answered {answer.action}"
 
     @server.tool(description="Waits until cancelled.")
     async def slow() -> str:
