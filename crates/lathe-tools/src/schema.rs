@@ -256,7 +256,10 @@ mod tests {
             !text.contains("$ref") && !text.contains("$defs") && !text.contains("null"),
             "{text}"
         );
-        assert_eq!(schema["properties"]["mode"]["enum"], serde_json::json!(["a", "b"]));
+        assert_eq!(
+            schema["properties"]["mode"]["enum"],
+            serde_json::json!(["a", "b"])
+        );
         assert_eq!(schema["properties"]["limit"]["type"], "integer");
         assert_eq!(portable_schema(Value::Null)["type"], "object");
     }

@@ -108,7 +108,10 @@ fn the_agent_calls_a_python_sdk_server_and_an_allow_rule_lets_it_run() {
     assert_eq!(statuses(&output), ["ok"]);
     let tools = offered(&h, 0);
     for name in ["mcp__py__add", "mcp__py__lookup", "read_file"] {
-        assert!(tools.contains(&name.to_owned()), "{name} offered: {tools:?}");
+        assert!(
+            tools.contains(&name.to_owned()),
+            "{name} offered: {tools:?}"
+        );
     }
     // The server's schema, made portable: no titles.
     let bodies = h.bodies();
@@ -119,7 +122,10 @@ fn the_agent_calls_a_python_sdk_server_and_an_allow_rule_lets_it_run() {
         .find(|t| t["function"]["name"] == "mcp__py__add")
         .unwrap()["function"];
     assert_eq!(add["description"], "Adds two integers.");
-    assert_eq!(add["parameters"]["properties"]["a"], json!({"type": "integer"}));
+    assert_eq!(
+        add["parameters"]["properties"]["a"],
+        json!({"type": "integer"})
+    );
     assert_eq!(tool_results(&h, 1), ["sum 5"]);
 }
 
@@ -139,7 +145,12 @@ fn mcp_tools_ask_in_auto_and_read_only_hints_count_only_for_a_trusted_server() {
     user_config(&h, &py_entry("py", "normal", &marker, ""));
     let output = h.exec("look up k", &["--approval", "auto", "--json"]);
     // Not trusted: the hint does not count, and nobody can be asked in this run.
-    assert_eq!(statuses(&output), ["denied", "denied"], "{}", stderr(&output));
+    assert_eq!(
+        statuses(&output),
+        ["denied", "denied"],
+        "{}",
+        stderr(&output)
+    );
     let asked = of_type(&json_lines(&output), "approval_requested").len();
     assert_eq!(asked, 2);
 
@@ -172,7 +183,11 @@ fn a_workspace_server_needs_the_workspace_trusted_and_cannot_trust_itself() {
         !offered(&h, 0).contains(&"mcp__py__lookup".to_owned()),
         "an untrusted workspace's server is not started"
     );
-    assert!(stderr(&output).contains("lathe trust"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("lathe trust"),
+        "{}",
+        stderr(&output)
+    );
 
     let h2 = Harness::new(script());
     h2.write(
@@ -242,7 +257,11 @@ fn two_hundred_tools_are_offered_on_demand_through_more_tools() {
     );
     let output = h.exec("use tool 7", &["--approval", "auto", "--json"]);
     assert_exit(&output, 0);
-    assert!(stderr(&output).contains("200 MCP tools"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("200 MCP tools"),
+        "{}",
+        stderr(&output)
+    );
     let first = offered(&h, 0);
     assert!(first.contains(&"more_tools".to_owned()), "{first:?}");
     assert!(!first.iter().any(|n| n.starts_with("mcp__")), "{first:?}");
@@ -266,11 +285,18 @@ fn ctrl_c_during_a_call_sends_the_server_notifications_cancelled() {
         ),
     );
     let mut cmd = h.lathe();
-    cmd.args(["exec", "wait", "--model", MODEL, "--base-url", &h.server.url()])
-        .args(["--approval", "auto", "--json"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.args([
+        "exec",
+        "wait",
+        "--model",
+        MODEL,
+        "--base-url",
+        &h.server.url(),
+    ])
+    .args(["--approval", "auto", "--json"])
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     let child = cmd.spawn().unwrap();
     let started = marker.with_extension("started");
     let start = Instant::now();
@@ -358,10 +384,17 @@ fn a_streamable_http_server_is_called_with_its_headers() {
         ),
     );
     let mut cmd = h.lathe();
-    cmd.args(["exec", "read far", "--model", MODEL, "--base-url", &h.server.url()])
-        .args(["--approval", "auto", "--json"])
-        .env("WEB_TOKEN", "secret-1")
-        .stdin(Stdio::null());
+    cmd.args([
+        "exec",
+        "read far",
+        "--model",
+        MODEL,
+        "--base-url",
+        &h.server.url(),
+    ])
+    .args(["--approval", "auto", "--json"])
+    .env("WEB_TOKEN", "secret-1")
+    .stdin(Stdio::null());
     let output = cmd.output().unwrap();
     let _ = server.kill();
     let _ = server.wait();
@@ -415,7 +448,10 @@ fn the_reference_server_progress_images_and_a_declined_elicitation() {
             json!({"duration": 1, "steps": 2}),
         ))
         .chat(call("mcp__everything__get-tiny-image", json!({})))
-        .chat(call("mcp__everything__trigger-elicitation-request", json!({})))
+        .chat(call(
+            "mcp__everything__trigger-elicitation-request",
+            json!({}),
+        ))
         .chat(reply().text("done").done());
     let h = Harness::new(script);
     user_config(
@@ -447,37 +483,83 @@ fn mcp_add_list_and_remove_edit_the_user_file_and_keep_the_rest() {
     }
     let h = Harness::new(Script::new());
     let file = h.dir.path().join("config/config.toml");
-    std::fs::write(&file, "# my settings\n[model]\nname = \"qwen3:8b\" # the usual\n").unwrap();
-    let run = |args: &[&str]| h.lathe().arg("mcp").args(args).stdin(Stdio::null()).output().unwrap();
+    std::fs::write(
+        &file,
+        "# my settings\n[model]\nname = \"qwen3:8b\" # the usual\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        h.lathe()
+            .arg("mcp")
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
     let script = server_script().display().to_string();
-    let added = run(&["add", "py", "--env", "MARKER=/tmp/x", "--", "python3", &script, "normal"]);
+    let added = run(&[
+        "add",
+        "py",
+        "--env",
+        "MARKER=/tmp/x",
+        "--",
+        "python3",
+        &script,
+        "normal",
+    ]);
     assert_exit(&added, 0);
     let text = std::fs::read_to_string(&file).unwrap();
-    assert!(text.starts_with("# my settings\n[model]\nname = \"qwen3:8b\" # the usual\n"), "{text}");
-    assert!(text.contains("[mcp_servers.py]") && text.contains("command = \"python3\""), "{text}");
+    assert!(
+        text.starts_with("# my settings\n[model]\nname = \"qwen3:8b\" # the usual\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[mcp_servers.py]") && text.contains("command = \"python3\""),
+        "{text}"
+    );
     let again = run(&["add", "py", "--", "python3"]);
     assert_exit(&again, 2);
     assert!(stderr(&again).contains("already in"), "{}", stderr(&again));
-    assert_exit(&run(&["add", "broken", "--", "python3", &script, "fail"]), 0);
+    assert_exit(
+        &run(&["add", "broken", "--", "python3", &script, "fail"]),
+        0,
+    );
 
     let listed = run(&["list"]);
     assert_exit(&listed, 1);
     let out = stdout(&listed);
     assert!(out.contains("py: connected, 5 tools"), "{out}");
-    assert!(out.contains("  mcp__py__lookup [read-only]  Looks a key up"), "{out}");
-    assert!(out.contains("broken: failed:") && out.contains("cannot open the database"), "{out}");
+    assert!(
+        out.contains("  mcp__py__lookup [read-only]  Looks a key up"),
+        "{out}"
+    );
+    assert!(
+        out.contains("broken: failed:") && out.contains("cannot open the database"),
+        "{out}"
+    );
 
     assert_exit(&run(&["remove", "broken"]), 0);
     assert_exit(&run(&["list"]), 0);
     let missing = run(&["remove", "nope"]);
     assert_exit(&missing, 2);
-    assert!(stderr(&missing).contains("no MCP server `nope`"), "{}", stderr(&missing));
+    assert!(
+        stderr(&missing).contains("no MCP server `nope`"),
+        "{}",
+        stderr(&missing)
+    );
     assert_exit(&run(&["remove", "py"]), 0);
     let text = std::fs::read_to_string(&file).unwrap();
-    assert_eq!(text, "# my settings\n[model]\nname = \"qwen3:8b\" # the usual\n");
+    assert_eq!(
+        text,
+        "# my settings\n[model]\nname = \"qwen3:8b\" # the usual\n"
+    );
     let nothing = run(&["add", "x"]);
     assert_exit(&nothing, 2);
-    assert!(stderr(&nothing).contains("after `--`"), "{}", stderr(&nothing));
+    assert!(
+        stderr(&nothing).contains("after `--`"),
+        "{}",
+        stderr(&nothing)
+    );
 }
 
 /// In chat, a server's elicitation request is put to the user, field by field; in a headless

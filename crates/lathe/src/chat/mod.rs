@@ -108,12 +108,13 @@ impl Parts<'_> {
             .stopping(Arc::clone(self.turn)),
         );
         let builder = self.resolved.with_checkpoints(
-            self.resolved.configure(Agent::builder(
-                Arc::clone(self.provider),
-                model.to_owned(),
-                Arc::clone(&tools),
-            ))
-            .registry(Arc::clone(self.registry)),
+            self.resolved
+                .configure(Agent::builder(
+                    Arc::clone(self.provider),
+                    model.to_owned(),
+                    Arc::clone(&tools),
+                ))
+                .registry(Arc::clone(self.registry)),
             self.setup,
             &id,
             agent_setup::stored_turns(self.store, &id),

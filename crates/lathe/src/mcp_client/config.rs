@@ -69,9 +69,7 @@ impl ServerConfig {
     /// How the server is reached, or what is wrong with the entry `name`.
     pub fn transport(&self, name: &str) -> Result<Transport<'_>, String> {
         match (&self.command, &self.url) {
-            (Some(command), None) if !command.trim().is_empty() => {
-                Ok(Transport::Stdio { command })
-            }
+            (Some(command), None) if !command.trim().is_empty() => Ok(Transport::Stdio { command }),
             (None, Some(url)) if url.starts_with("http://") || url.starts_with("https://") => {
                 Ok(Transport::Http { url })
             }
@@ -107,7 +105,11 @@ impl ServerConfig {
 /// Checks every entry (for the configuration's own check).
 pub fn check(servers: &BTreeMap<String, ServerConfig>) -> Result<(), String> {
     for (name, server) in servers {
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
             return Err(format!(
                 "[mcp_servers.{name}]: a server's name takes letters, digits, `_` and `-` only (it becomes part of its tools' names, mcp__NAME__TOOL)"
             ));
@@ -134,9 +136,15 @@ mod tests {
             "[gh]\ncommand = \"gh-mcp\"\nargs = [\"--x\"]\nenv = {A = \"1\"}\ndisabled_tools = [\"delete\"]\n[web]\nurl = \"http://127.0.0.1:9/mcp\"\nbearer_token_env = \"TOKEN\"\nstartup_timeout_sec = 2.5\n",
         )
         .unwrap();
-        assert!(matches!(servers["gh"].transport("gh"), Ok(Transport::Stdio { command: "gh-mcp" })));
+        assert!(matches!(
+            servers["gh"].transport("gh"),
+            Ok(Transport::Stdio { command: "gh-mcp" })
+        ));
         assert!(servers["gh"].wants("search") && !servers["gh"].wants("delete"));
-        assert_eq!(servers["web"].startup_timeout(), Duration::from_millis(2500));
+        assert_eq!(
+            servers["web"].startup_timeout(),
+            Duration::from_millis(2500)
+        );
         assert_eq!(servers["gh"].startup_timeout(), DEFAULT_STARTUP_TIMEOUT);
         let err = parse("[x]\nargs = [\"a\"]\n").unwrap_err();
         assert!(err.contains("needs `command`"), "{err}");
@@ -146,7 +154,11 @@ mod tests {
         assert!(err.contains("not an http://"), "{err}");
         let err = parse("[\"a b\"]\ncommand = \"a\"\n").unwrap_err();
         assert!(err.contains("letters, digits"), "{err}");
-        assert!(parse("[x]\ncommand = \"a\"\ncomand = \"b\"\n").unwrap_err().contains("comand"));
+        assert!(
+            parse("[x]\ncommand = \"a\"\ncomand = \"b\"\n")
+                .unwrap_err()
+                .contains("comand")
+        );
         let only = parse("[x]\ncommand = \"a\"\nenabled_tools = [\"one\"]\n").unwrap();
         assert!(only["x"].wants("one") && !only["x"].wants("two"));
     }

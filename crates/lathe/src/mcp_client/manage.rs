@@ -263,7 +263,9 @@ fn write_atomically(file: &Path, text: &str) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let temp = dir.join(format!(
         ".{}.{}.tmp",
-        file.file_name().and_then(|n| n.to_str()).unwrap_or("config"),
+        file.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("config"),
         std::process::id()
     ));
     let written = (|| {

@@ -6,8 +6,8 @@
 //! Like `crate::mcp`, this is the only place that knows rmcp's client side.
 
 pub mod config;
-pub mod manage;
 pub mod form;
+pub mod manage;
 mod server;
 mod tool;
 
@@ -58,17 +58,18 @@ pub async fn start(setup: &Setup, elicit: Option<Elicit>) -> Vec<Started> {
         .config
         .mcp_servers
         .iter()
-        .map(|(name, config)| {
-            Arc::new(Server::new(name, config.clone(), &root, elicit.clone()))
-        })
+        .map(|(name, config)| Arc::new(Server::new(name, config.clone(), &root, elicit.clone())))
         .collect();
     let started = futures::future::join_all(servers.iter().map(|s| s.start())).await;
     servers
         .into_iter()
         .zip(started)
         .map(|(server, tools)| {
-            let tools =
-                tools.map(|all| all.into_iter().filter(|t| server.config.wants(&t.name)).collect());
+            let tools = tools.map(|all| {
+                all.into_iter()
+                    .filter(|t| server.config.wants(&t.name))
+                    .collect()
+            });
             Started { server, tools }
         })
         .collect()

@@ -81,7 +81,8 @@ impl ClientHandler for Handler {
             Some(content) => serde_json::json!({"action": "accept", "content": content}),
             None => serde_json::json!({"action": "decline"}),
         };
-        serde_json::from_value(result).map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))
+        serde_json::from_value(result)
+            .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))
     }
 
     async fn on_progress(
@@ -450,7 +451,13 @@ mod tests {
             out.text,
             "hello\n[image image/gif]\ninside\n[resource link file:///b]\n[audio content, not shown]"
         );
-        assert_eq!(out.images, vec![ToolImage { media_type: "image/gif".into(), data: "AAAA".into() }]);
+        assert_eq!(
+            out.images,
+            vec![ToolImage {
+                media_type: "image/gif".into(),
+                data: "AAAA".into()
+            }]
+        );
         let out = output(json!({"content": [], "structuredContent": {"n": 1}, "isError": true}));
         assert!(out.is_error);
         assert_eq!(out.text, "{\n  \"n\": 1\n}");

@@ -137,11 +137,7 @@ impl BoundCall for McpCall {
     }
 
     fn run(self: Box<Self>, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
-        Box::pin(async move {
-            self.server
-                .call(&self.remote, self.arguments, &ctx)
-                .await
-        })
+        Box::pin(async move { self.server.call(&self.remote, self.arguments, &ctx).await })
     }
 }
 
@@ -151,7 +147,10 @@ mod tests {
 
     #[test]
     fn names_are_claude_codes_sanitised_and_cut_apart() {
-        assert_eq!(tool_name("github", "search_issues"), "mcp__github__search_issues");
+        assert_eq!(
+            tool_name("github", "search_issues"),
+            "mcp__github__search_issues"
+        );
         assert_eq!(tool_name("docs", "get.page v2"), "mcp__docs__get_page_v2");
         let long_a = tool_name("server", &"a".repeat(80));
         let long_b = tool_name("server", &format!("{}b", "a".repeat(79)));
