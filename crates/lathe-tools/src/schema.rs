@@ -29,8 +29,8 @@ pub fn tool_schema<T: JsonSchema>() -> (String, Value) {
     (description, value)
 }
 
-/// A JSON Schema from outside (another MCP server's tool) in the shape [`tool_schema`] gives
-/// built-in tools, so that small models and strict servers read both alike: local `$ref`s
+/// A JSON Schema from outside (another MCP server's tool) in the shape the built-in tools'
+/// schemas have, so that small models and strict servers read both alike: local `$ref`s
 /// (`#/$defs/..`, `#/definitions/..`) inlined, no `$schema`, titles or nullable unions, enums
 /// as plain lists, and an `object` at the top with `properties`.
 pub fn portable_schema(mut value: Value) -> Value {
