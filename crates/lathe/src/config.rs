@@ -47,6 +47,10 @@ pub struct Config {
     /// The project's memory: `path` (relative to the workspace; by default
     /// `.lathe/memory.md`). From a workspace's own file only once it is trusted.
     pub memory: lathe_tools::tools::update_memory::MemoryConfig,
+    /// MCP servers whose tools the agent may call (`[mcp_servers.NAME]`, see
+    /// `crate::mcp_client`). From a workspace's own file only once it is trusted, and never
+    /// its `trusted` key.
+    pub mcp_servers: std::collections::BTreeMap<String, crate::mcp_client::ServerConfig>,
 }
 
 impl Config {
@@ -69,6 +73,8 @@ impl Config {
         }
         self.memory
             .check()
+            .map_err(|err| anyhow::anyhow!("invalid configuration: {err}"))?;
+        crate::mcp_client::config::check(&self.mcp_servers)
             .map_err(|err| anyhow::anyhow!("invalid configuration: {err}"))?;
         Ok(self)
     }
@@ -129,7 +135,7 @@ impl<'de> Deserialize<'de> for Timeout {
 }
 
 /// The user's own configuration file.
-fn user_file() -> Option<PathBuf> {
+pub(crate) fn user_file() -> Option<PathBuf> {
     crate::state::config_dir().map(|dir| dir.join("config.toml"))
 }
 
@@ -208,11 +214,20 @@ fn workspace_part(
         tightening: split.tightening,
         state,
     };
-    let part = if state == TrustState::Trusted {
+    let mut part = if state == TrustState::Trusted {
         split.trusted
     } else {
         split.safe
     };
+    // Whether a server's read-only hints are believed is the user's word, never the
+    // repository's.
+    if let Some(toml::Value::Table(servers)) = part.get_mut("mcp_servers") {
+        for (_, server) in servers.iter_mut() {
+            if let toml::Value::Table(server) = server {
+                server.remove("trusted");
+            }
+        }
+    }
     Ok(Some((file, part)))
 }
 

@@ -143,8 +143,12 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     } else {
         Arc::new(Refuse(NON_INTERACTIVE_DENIAL.to_owned()))
     };
+    let (registry, servers) =
+        crate::mcp_client::with_servers(&setup, lathe_tools::Registry::builtin(), None).await;
     let builder = resolved.with_checkpoints(
-        resolved.configure(Agent::builder(provider, model, Arc::clone(&tools))),
+        resolved
+            .configure(Agent::builder(provider, model, Arc::clone(&tools)))
+            .registry(Arc::new(registry)),
         &setup,
         &id,
         0,
@@ -176,6 +180,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     terminating.abort();
     tools.shutdown();
     drop(agent);
+    crate::mcp_client::stop(&servers).await;
     Ok(match outcome.status {
         RunStatus::Finished if outcome.report.changes_denied => ExitCode::from(EXIT_CHANGES_DENIED),
         RunStatus::Finished => ExitCode::SUCCESS,

@@ -7,6 +7,7 @@ mod cli;
 mod config;
 mod exec_cmd;
 mod mcp;
+mod mcp_client;
 mod memory_cmd;
 mod policy_cmd;
 mod project_commands;

@@ -31,6 +31,7 @@ mod exec_task;
 mod exec_terminal;
 mod frontends;
 mod mcp_checkpoints;
+mod mcp_client;
 mod mcp_conformance;
 mod mcp_http;
 mod mcp_protocol;

@@ -90,6 +90,8 @@ struct Parts<'a> {
     terminate: &'a CancellationToken,
     /// The running turn, for a Ctrl-C at an approval question.
     turn: &'a approver::CurrentTurn,
+    /// The tools, the configured MCP servers' among them (started once per chat).
+    registry: &'a Arc<lathe_tools::Registry>,
 }
 
 impl Parts<'_> {
@@ -107,11 +109,13 @@ impl Parts<'_> {
             .stopping(Arc::clone(self.turn)),
         );
         let builder = self.resolved.with_checkpoints(
-            self.resolved.configure(Agent::builder(
-                Arc::clone(self.provider),
-                model.to_owned(),
-                Arc::clone(&tools),
-            )),
+            self.resolved
+                .configure(Agent::builder(
+                    Arc::clone(self.provider),
+                    model.to_owned(),
+                    Arc::clone(&tools),
+                ))
+                .registry(Arc::clone(self.registry)),
             self.setup,
             &id,
             agent_setup::stored_turns(self.store, &id),
@@ -230,7 +234,18 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     // Each turn's cancellation is a child of this one, which a termination signal cancels.
     let terminate = CancellationToken::new();
     let turn = approver::CurrentTurn::default();
+    let (registry, servers) = crate::mcp_client::with_servers(
+        &setup,
+        lathe_tools::Registry::builtin(),
+        Some(crate::mcp_client::form::terminal(
+            Arc::clone(&input),
+            Arc::clone(&renderer),
+        )),
+    )
+    .await;
+    let registry = Arc::new(registry);
     let parts = Parts {
+        registry: &registry,
         setup: &setup,
         resolved: &resolved,
         provider: &provider,
@@ -389,6 +404,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         }
     }
     live.close(&store);
+    crate::mcp_client::stop(&servers).await;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -61,10 +61,16 @@ pub struct McpArgs {
     /// protocol).
     #[arg(long, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
+    /// Manage the MCP servers Lathe uses (`list`, `add`, `remove`); without one, serve.
+    #[command(subcommand)]
+    pub action: Option<crate::mcp_client::manage::McpAction>,
 }
 
 /// Runs the server until the client disconnects (stdio) or a signal arrives (HTTP).
-pub async fn run(common: &CommonArgs, args: McpArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(common: &CommonArgs, mut args: McpArgs) -> anyhow::Result<ExitCode> {
+    if let Some(action) = args.action.take() {
+        return crate::mcp_client::manage::run(common, action).await;
+    }
     if let Some(file) = &args.log_file {
         stdio::log_to(file)?;
     }
@@ -90,6 +96,8 @@ pub async fn run(common: &CommonArgs, args: McpArgs) -> anyhow::Result<ExitCode>
     let timeout = (!timeout.is_zero()).then_some(timeout);
     let mut registry = Registry::builtin();
     checkpoint::register(&mut registry);
+    // The configured MCP servers' tools, passed on to this server's own clients.
+    let (registry, _servers) = crate::mcp_client::with_servers(&setup, registry, None).await;
     let shared = server::Shared::new(registry, gates, &root, new_session);
     let signal = match &args.listen {
         Some(addr) => http::serve(shared, addr, args.allow_remote, timeout).await?,
@@ -108,6 +116,12 @@ pub async fn run(common: &CommonArgs, args: McpArgs) -> anyhow::Result<ExitCode>
 pub struct McpConfig {
     /// Seconds without traffic before an idle HTTP session ends; 0: never.
     pub session_timeout: Option<u64>,
+    /// More MCP client tools than this (default 20), and they are offered on demand through
+    /// `more_tools` instead of all at once.
+    pub defer_tools_over: Option<usize>,
+    /// More characters of MCP client tool definitions than this (default 16000), and they
+    /// are offered on demand.
+    pub defer_chars_over: Option<usize>,
 }
 
 /// `--session-timeout`: `90`, `90s`, `500ms`, `10m`, `1h`.

@@ -94,6 +94,11 @@ fn rate(section: &str, key: &str, value: &toml::Value, base: &Config) -> Effect 
         ("agent", "max_turns") => Effect::Neutral,
         // how long an idle `lathe mcp` session lives widens nothing it may do
         ("mcp", "session_timeout") => Effect::Neutral,
+        // how many MCP tools are offered at once
+        ("mcp", "defer_tools_over" | "defer_chars_over") => Effect::Neutral,
+        ("mcp_servers", _) => Effect::Weakens(
+            "Lathe starts this MCP server (its command runs as you, unsandboxed) or connects to it, and offers its tools to the model".into(),
+        ),
         ("agent", "approval") => {
             let have = base.agent.approval.unwrap_or_default();
             match value.as_str().and_then(|v| v.parse::<ApprovalMode>().ok()) {
