@@ -943,3 +943,74 @@ pub(crate) fn ref_safe(text: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(data: &Path, ws: &Path) -> Shadow {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let program = crate::git::find(&path).expect("git on PATH");
+        Shadow::open(data, ws, "s", 1 << 20, program, path, Gc::default()).unwrap()
+    }
+
+    /// Every valid node of `cache` (the directory `dir`) has the id and entry count git gives
+    /// that directory of `tree`.
+    fn check(shadow: &Shadow, tree: &str, dir: &str, cache: &CacheTree, valid: &mut usize) {
+        if cache.entries >= 0 {
+            *valid += 1;
+            let spec = format!("{tree}:{dir}");
+            let id = trimmed(shadow.git.run(["rev-parse", spec.as_str()]).unwrap());
+            assert_eq!(objects::hex(&cache.oid.unwrap()), id, "{dir:?}");
+            let listed = shadow
+                .git
+                .run(["ls-tree", "-r", "--name-only", spec.as_str()])
+                .unwrap();
+            let count = listed.iter().filter(|b| **b == b'\n').count();
+            assert_eq!(cache.entries as usize, count, "{dir:?}");
+        }
+        for (name, child) in &cache.children {
+            let name = String::from_utf8_lossy(name);
+            let path = if dir.is_empty() {
+                name.into_owned()
+            } else {
+                format!("{dir}/{name}")
+            };
+            check(shadow, tree, &path, child, valid);
+        }
+    }
+
+    #[test]
+    fn the_index_keeps_the_ids_git_gives_every_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        for (path, text) in [
+            ("a.txt", "a"),
+            ("src/lib.rs", "l"),
+            ("src/deep/er/x.rs", "x"),
+            ("src/deep/y.rs", "y"),
+            ("src-b/z", "z"),
+            ("docs/d.md", "d"),
+        ] {
+            let full = ws.join(path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(full, text).unwrap();
+        }
+        let shadow = open(&dir.path().join("data"), &ws);
+        let first = shadow.snapshot().unwrap().tree;
+        std::fs::write(ws.join("src/deep/er/x.rs"), "changed").unwrap();
+        std::fs::remove_dir_all(ws.join("docs")).unwrap();
+        std::fs::write(ws.join("src/deep/new.rs"), "n").unwrap();
+        let second = shadow.snapshot().unwrap().tree;
+        assert_ne!(first, second);
+        let Read::Parsed(index) = index::read(&shadow.git.index) else {
+            panic!("the index is read in-process");
+        };
+        let cache = index.tree.expect("a TREE extension");
+        let mut valid = 0;
+        check(&shadow, &second, "", &cache, &mut valid);
+        // The root, src, src/deep, src/deep/er and src-b: docs is gone.
+        assert_eq!(valid, 5);
+        assert_eq!(index.entries.len(), 6);
+    }
+}

@@ -211,4 +211,65 @@ mod tests {
         assert_eq!(CacheTree::parse(&data).unwrap(), root, "invalid nodes too");
         assert!(CacheTree::parse(b"\x001 0\n").is_err(), "an id cut short");
     }
+
+    fn entry(path: &str, oid: u8) -> Entry {
+        Entry {
+            path: path.as_bytes().to_vec(),
+            stat: crate::index::Stat {
+                ctime: (0, 0),
+                mtime: (0, 0),
+                dev: 0,
+                ino: 0,
+                uid: 0,
+                gid: 0,
+                size: 0,
+                mode: 0o100644,
+            },
+            oid: [oid; 20],
+        }
+    }
+
+    /// A directory whose node is valid and covers as many entries as it holds keeps the id the
+    /// cache says, unhashed (here an id no content has, to tell it from a rebuilt one); one
+    /// whose count no longer matches, or that was invalidated, is built again.
+    #[test]
+    fn valid_directories_keep_their_cached_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let objects = Objects::new(dir.path());
+        std::fs::create_dir(dir.path().join("objects")).unwrap();
+        let entries = [
+            entry("a/one", 1),
+            entry("a/two", 2),
+            entry("b/three", 3),
+            entry("top", 4),
+        ];
+        let fresh = build(&entries, CacheTree::unknown(), &objects).unwrap();
+        assert_eq!(fresh.entries, 4);
+        let names: Vec<&[u8]> = fresh.children.iter().map(|(n, _)| n.as_slice()).collect();
+        assert_eq!(names, [b"a".as_slice(), b"b"]);
+
+        let mut cache = fresh.clone();
+        cache.children[0].1.oid = Some([9; 20]);
+        cache.invalidate(b"top");
+        let built = build(&entries, cache.clone(), &objects).unwrap();
+        assert_eq!(built.children[0].1.oid, Some([9; 20]), "a/ from the cache");
+        assert_eq!(built.children[1].1, fresh.children[1].1);
+        assert_ne!(built.oid, fresh.oid, "the root names a/ by the cached id");
+        assert!(!objects.has_loose(&[9; 20]), "nothing written for it");
+
+        cache.invalidate(b"a/one");
+        let rebuilt = build(&entries, cache.clone(), &objects).unwrap();
+        assert_eq!(rebuilt, fresh, "a/ invalidated: built again");
+        let fewer = [entry("a/one", 1), entry("b/three", 3), entry("top", 4)];
+        let mut stale = fresh.clone();
+        stale.children[0].1.oid = Some([9; 20]);
+        stale.invalidate(b"top");
+        let built = build(&fewer, stale, &objects).unwrap();
+        assert_ne!(
+            built.children[0].1.oid,
+            Some([9; 20]),
+            "a/ holds fewer entries"
+        );
+        assert_eq!(built.children[0].1.entries, 1);
+    }
 }
