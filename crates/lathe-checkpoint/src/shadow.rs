@@ -2,9 +2,12 @@
 //! ref namespace per session. A snapshot is the tree of the work tree as the walk of
 //! `crate::walk` finds it (`.gitignore` and `.ignore` at every level and the user's
 //! `.git/info/exclude`, as ripgrep reads them; not the global gitignore), without files over
-//! the size limit; the session's index is its stat cache, read in-process, so that only changed
-//! files reach git. A step is a pair of commits (the state before, the state after) on the
-//! session's ref `refs/lathe/<session>/head`.
+//! the size limit; the session's index is its stat cache, read and written in-process, and the
+//! changed files' blobs and their directories' trees are written in-process too
+//! (`crate::objects`, `crate::tree`): a snapshot starts no git process. A step is a pair of
+//! commits (the state before, the state after) on the session's ref
+//! `refs/lathe/<session>/head`, made by `git commit-tree` and `git update-ref` once a turn that
+//! changed something ends; undo, redo and review run git too.
 
 use std::path::{Path, PathBuf};
 
