@@ -42,5 +42,6 @@ mod policy_cmd;
 mod readme_transcript;
 mod sandbox_cli;
 mod tool_cli;
+mod tools_list;
 mod trust;
 mod undo_cli;

@@ -288,6 +288,7 @@ impl Inner {
             transcript: None,
             line: "queued".to_owned(),
             tools: None,
+            progress: None,
         };
         lock(&self.records).push(record);
         id

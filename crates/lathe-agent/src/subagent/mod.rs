@@ -28,7 +28,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use lathe_tools::{Registry, Session};
+use lathe_tools::{ProgressSink, Registry, Session, ToolDefinition, ToolProgress};
 
 use crate::approval::{Approver, Gate};
 use crate::events::{Event, SubAgentState, SubAgentUpdate};
@@ -75,19 +75,28 @@ pub struct SubAgentResult {
     pub text: String,
 }
 
-/// What the parent lends its children.
-pub(crate) struct Parent {
-    pub(crate) provider: Arc<dyn Provider>,
-    pub(crate) config: ExecutorConfig,
+/// What the parent lends its children: an [`Agent`](crate::Agent)'s own parts, or, for a
+/// front end with no agent of its own (`lathe mcp`, where the client is the parent), parts
+/// made for it.
+pub struct Parent {
+    /// The model server the children ask.
+    pub provider: Arc<dyn Provider>,
+    /// The children's model and request options (`max_turns` is the sub-agents' own).
+    pub config: ExecutorConfig,
     /// The parent's tools without the sub-agent tools (a `general` child's).
-    pub(crate) registry: Arc<Registry>,
-    pub(crate) gate: Arc<Gate>,
-    pub(crate) approver: Arc<dyn Approver>,
-    pub(crate) session: Arc<Session>,
-    pub(crate) sink: EventSink,
+    pub registry: Arc<Registry>,
+    /// The parent's gate: a `general` child's, and what an `explore` child's read-only gate
+    /// is made from.
+    pub gate: Arc<Gate>,
+    /// Who answers the children's approval requests (labelled with the child's id and task).
+    pub approver: Arc<dyn Approver>,
+    /// The parent's tool session: the workspace, and the end that stops the children.
+    pub session: Arc<Session>,
+    /// Where the children's updates go ([`Event::SubAgent`]), and the store of their sessions.
+    pub sink: EventSink,
     /// The parent's hooks (its checkpoints first): a child's calls go through them too, so
     /// that a child's changes are part of the parent's turn (`lathe undo` takes them back).
-    pub(crate) hooks: Vec<Arc<dyn lathe_tools::Hook>>,
+    pub hooks: Vec<Arc<dyn lathe_tools::Hook>>,
 }
 
 /// One child, as the parent knows it.
@@ -104,6 +113,9 @@ struct Record {
     line: String,
     /// Its tool session while it runs (shut down with the parent's).
     tools: Option<Arc<Session>>,
+    /// The progress listener of the `spawn_agent` call that waits for it (foreground), which
+    /// hears each of its updates as a status line.
+    progress: Option<ProgressSink>,
 }
 
 pub(crate) struct Inner {
@@ -136,7 +148,8 @@ impl std::fmt::Debug for SubAgents {
 }
 
 impl SubAgents {
-    pub(crate) fn new(config: SubAgentConfig, parent: Parent) -> Self {
+    /// The sub-agents of `parent`, run as `config` says.
+    pub fn new(config: SubAgentConfig, parent: Parent) -> Self {
         // A resumed session numbers its children on from those it had: an id is never reused.
         let before = stored_children(&parent.sink).len();
         let inner = Arc::new(Inner {
@@ -172,6 +185,21 @@ impl SubAgents {
     pub fn register(&self, registry: &mut Registry) {
         registry.register(SpawnAgentTool::new(self.clone()));
         registry.register(ReadSubAgentTool::new(self.clone()));
+    }
+
+    /// Makes these the sub-agents of tool session `session`: the tools of
+    /// [`SpawnAgentTool::of_session`] and [`ReadSubAgentTool::of_session`] find them there. The
+    /// first attached stays; returns the session's.
+    pub fn attach(&self, session: &Session) -> SubAgents {
+        let attached = session.extension(|| Attached(self.clone()));
+        attached.0.clone()
+    }
+
+    /// The sub-agents attached to `session` ([`SubAgents::attach`]), if any.
+    pub fn of_session(session: &Session) -> Option<SubAgents> {
+        session
+            .existing_extension::<Attached>()
+            .map(|attached| attached.0.clone())
     }
 
     /// How they run.
@@ -229,12 +257,29 @@ impl SubAgents {
     }
 }
 
+/// The sub-agents of a tool session, kept in it.
+struct Attached(SubAgents);
+
+/// The definitions of `spawn_agent` and `read_sub_agent`, as a model or an MCP client sees
+/// them, from the tools themselves (for lists such as `lathe tools`).
+pub fn definitions() -> Vec<ToolDefinition> {
+    let mut registry = Registry::new();
+    registry.register(SpawnAgentTool::of_session());
+    registry.register(ReadSubAgentTool::of_session());
+    registry.definitions().cloned().collect()
+}
+
 impl Inner {
     fn stop_token(&self) -> CancellationToken {
         lock(&self.stop).clone()
     }
 
     fn emit(&self, record: &Record) {
+        if let Some(progress) = &record.progress {
+            progress(ToolProgress::Status {
+                message: format!("sub-agent {}: {}", record.id, record.line),
+            });
+        }
         self.parent.sink.emit(Event::SubAgent(SubAgentUpdate {
             id: record.id.clone(),
             task: record.task.clone(),
@@ -250,6 +295,13 @@ impl Inner {
         if let Some(record) = records.iter_mut().find(|r| r.id == id) {
             change(record);
             self.emit(record);
+        }
+    }
+
+    /// Stops telling the call that waited for `id` about it (the call has returned).
+    fn forget_progress(&self, id: &str) {
+        if let Some(record) = lock(&self.records).iter_mut().find(|r| r.id == id) {
+            record.progress = None;
         }
     }
 
