@@ -72,7 +72,10 @@ pub fn list(common: &CommonArgs, args: ToolsArgs) -> anyhow::Result<ExitCode> {
 
 /// One tool of `lathe tools`: its name and summary, then its parameters (optional ones in
 /// brackets).
-fn write_tool(out: &mut impl Write, definition: &lathe_tools::ToolDefinition) -> anyhow::Result<()> {
+fn write_tool(
+    out: &mut impl Write,
+    definition: &lathe_tools::ToolDefinition,
+) -> anyhow::Result<()> {
     let summary = summary(&definition.description);
     writeln!(out, "{:<16} {summary}", definition.name)?;
     if let Some(props) = definition.parameters["properties"].as_object() {

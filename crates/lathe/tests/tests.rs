@@ -36,6 +36,7 @@ mod mcp_http;
 mod mcp_protocol;
 mod mcp_python;
 mod mcp_sessions;
+mod mcp_sub_agents;
 mod memory;
 mod pending;
 mod policy_cmd;

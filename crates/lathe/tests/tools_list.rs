@@ -34,7 +34,10 @@ fn tools_json_lists_the_agent_tools_as_the_model_sees_them() {
             .unwrap_or_else(|| panic!("{name} missing from lathe tools --json: {listed:#?}"));
         assert_eq!(entry["agent_tool"], true, "{entry:#}");
         let available = entry["available"].as_str().unwrap();
-        assert!(available.contains("lathe mcp when a model is configured"), "{available}");
+        assert!(
+            available.contains("lathe mcp when a model is configured"),
+            "{available}"
+        );
         let model_saw = sent
             .iter()
             .find(|d| d["function"]["name"] == name)
@@ -59,11 +62,20 @@ fn tools_text_lists_the_agent_tools_under_their_own_heading() {
         .split_once("\nagent tools (in lathe exec and lathe chat; in lathe mcp when a model is configured (lathe mcp --model NAME, or name under [model])):\n")
         .unwrap_or_else(|| panic!("no agent tools heading:\n{text}"));
     assert!(builtin.contains("\nread_file "), "{builtin}");
-    assert!(agent.starts_with("spawn_agent      Hand one task to a sub-agent"), "{agent}");
-    assert!(agent.contains("\n                 task [profile] [background]\n"), "{agent}");
+    assert!(
+        agent.starts_with("spawn_agent      Hand one task to a sub-agent"),
+        "{agent}"
+    );
+    assert!(
+        agent.contains("\n                 task [profile] [background]\n"),
+        "{agent}"
+    );
     assert!(agent.contains("\nread_sub_agent   "), "{agent}");
     for name in AGENT_TOOLS {
-        assert!(!builtin.contains(name), "{name} among the built-ins:\n{builtin}");
+        assert!(
+            !builtin.contains(name),
+            "{name} among the built-ins:\n{builtin}"
+        );
     }
 
     // Turned off by the configuration: still listed, and the heading says so.
@@ -72,7 +84,9 @@ fn tools_text_lists_the_agent_tools_under_their_own_heading() {
     let out = h.lathe().arg("tools").output().unwrap();
     let text = stdout(&out);
     assert!(
-        text.contains("\nagent tools (turned off here by [agent] max_sub_agents = 0):\nspawn_agent "),
+        text.contains(
+            "\nagent tools (turned off here by [agent] max_sub_agents = 0):\nspawn_agent "
+        ),
         "{text}"
     );
 }

@@ -264,9 +264,16 @@ struct Attached(SubAgents);
 /// them, from the tools themselves (for lists such as `lathe tools`).
 pub fn definitions() -> Vec<ToolDefinition> {
     let mut registry = Registry::new();
+    register_for_sessions(&mut registry);
+    registry.definitions().cloned().collect()
+}
+
+/// Adds `spawn_agent` and `read_sub_agent` to `registry` for the sub-agents of whichever tool
+/// session calls them ([`SubAgents::attach`]): one registry serving many sessions. A session
+/// with none attached answers that sub-agents are not available there.
+pub fn register_for_sessions(registry: &mut Registry) {
     registry.register(SpawnAgentTool::of_session());
     registry.register(ReadSubAgentTool::of_session());
-    registry.definitions().cloned().collect()
 }
 
 impl Inner {
