@@ -379,6 +379,10 @@ pub struct ChangedFile {
     /// The run deleted it.
     #[serde(default)]
     pub deleted: bool,
+    /// The sub-agents that changed it (`sub-1`), in the order they did; empty when only the
+    /// run's own calls did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sub_agents: Vec<String>,
 }
 
 /// A call that was denied.
@@ -548,6 +552,7 @@ mod tests {
                     removed: 2,
                     created: false,
                     deleted: false,
+                    sub_agents: Vec::new(),
                 }],
                 denied: vec![DeniedCall {
                     call_id: "call_1".into(),
@@ -579,6 +584,7 @@ mod tests {
                     removed: 2,
                     created: false,
                     deleted: true,
+                    sub_agents: Vec::new(),
                 }],
                 added: 0,
                 removed: 2,

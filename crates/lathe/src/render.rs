@@ -798,6 +798,7 @@ mod tests {
                     removed: *removed,
                     created: false,
                     deleted: false,
+                    sub_agents: Vec::new(),
                 })
                 .collect(),
             denied: denied

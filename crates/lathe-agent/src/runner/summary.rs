@@ -247,12 +247,34 @@ impl RunTally {
                     removed: change.removed,
                     created: change.created,
                     deleted: change.deleted,
+                    sub_agents: Vec::new(),
                 }),
             }
         }
         self.recent.push((result.clone(), arguments.clone()));
         if self.recent.len() > SUMMARISED_CALLS {
             self.recent.remove(0);
+        }
+    }
+
+    /// Counts the files a sub-agent changed (each labelled with it), merged by path with the
+    /// run's own.
+    pub fn sub_agent_files(&mut self, files: Vec<ChangedFile>) {
+        for change in files {
+            self.wrote = true;
+            match self.files.iter_mut().find(|f| f.path == change.path) {
+                Some(file) => {
+                    file.added += change.added;
+                    file.removed += change.removed;
+                    file.deleted = change.deleted;
+                    for by in change.sub_agents {
+                        if !file.sub_agents.contains(&by) {
+                            file.sub_agents.push(by);
+                        }
+                    }
+                }
+                None => self.files.push(change),
+            }
         }
     }
 

@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 use lathe_tools::{ProgressSink, Registry, Session, ToolDefinition, ToolProgress};
 
 use crate::approval::{Approver, Gate};
-use crate::events::{Event, SubAgentState, SubAgentUpdate};
+use crate::events::{ChangedFile, Event, SubAgentState, SubAgentUpdate};
 use crate::executor::ExecutorConfig;
 use crate::provider::Provider;
 use crate::sink::EventSink;
@@ -127,6 +127,9 @@ pub(crate) struct Inner {
     next: AtomicU32,
     records: Mutex<Vec<Record>>,
     results: Mutex<Vec<SubAgentResult>>,
+    /// The files children changed, each labelled with its child, not yet taken by the
+    /// parent's run.
+    changes: Mutex<Vec<ChangedFile>>,
     background: Mutex<Vec<JoinHandle<()>>>,
     /// Woken when a background child ends.
     ended: Notify,
@@ -159,6 +162,7 @@ impl SubAgents {
             next: AtomicU32::new(u32::try_from(before).unwrap_or(u32::MAX)),
             records: Mutex::new(Vec::new()),
             results: Mutex::new(Vec::new()),
+            changes: Mutex::new(Vec::new()),
             background: Mutex::new(Vec::new()),
             ended: Notify::new(),
             parent,
@@ -210,6 +214,12 @@ impl SubAgents {
     /// The results of background children that ended since the last call, oldest first.
     pub fn take_results(&self) -> Vec<SubAgentResult> {
         std::mem::take(&mut *lock(&self.inner.results))
+    }
+
+    /// The files children changed since the last call, each labelled with its child: the
+    /// parent's run counts them as its own changes.
+    pub fn take_changes(&self) -> Vec<ChangedFile> {
+        std::mem::take(&mut *lock(&self.inner.changes))
     }
 
     /// Whether results of background children wait to be taken.
