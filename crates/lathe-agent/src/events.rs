@@ -396,6 +396,21 @@ pub struct DeniedCall {
     pub description: String,
     /// Why it was denied, in one sentence.
     pub reason: String,
+    /// What would let it run: the answer to what the user can do next.
+    #[serde(default)]
+    pub kind: DenialKind,
+}
+
+/// What kind of approval a denied call needed, which says what would let it run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DenialKind {
+    /// An ordinary call: a less careful approval mode or an allow rule would let it run.
+    #[default]
+    Approval,
+    /// A change of the project's memory: it asks in every mode and no allow rule lets it run
+    /// unasked, so only a person's answer (on a terminal) does, or editing the memory by hand.
+    Memory,
 }
 
 /// Tokens over a run.
@@ -559,6 +574,7 @@ mod tests {
                     tool: "shell".into(),
                     description: "shell \"cargo fmt\"".into(),
                     reason: "no terminal".into(),
+                    kind: DenialKind::Approval,
                 }],
                 checkpoints: vec!["3f2a".into()],
                 changes_denied: false,

@@ -13,7 +13,9 @@ use serde_json::Value;
 
 use lathe_tools::{CommandState, Metadata, ToolOutput};
 
-use crate::events::{ChangedFile, DeniedCall, DiffStats, RunReport, TokenTotals, ToolStatus};
+use crate::events::{
+    ChangedFile, DenialKind, DeniedCall, DiffStats, RunReport, TokenTotals, ToolStatus,
+};
 use crate::provider::Usage;
 use crate::runner::CallResult;
 use crate::text::cut;
@@ -230,6 +232,11 @@ impl RunTally {
                 tool: result.name.clone(),
                 description: denied_description(result, arguments),
                 reason: denied_reason(result),
+                kind: if result.changes_memory {
+                    DenialKind::Memory
+                } else {
+                    DenialKind::Approval
+                },
             });
         }
         // What a call changed counts whatever its status: one that failed half-way may have
@@ -472,6 +479,7 @@ mod tests {
             changes: output.metadata.changes.clone(),
             output,
             summary: summary.into(),
+            changes_memory: false,
         }
     }
 
