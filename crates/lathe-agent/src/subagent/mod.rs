@@ -172,14 +172,7 @@ impl SubAgents {
         let weak: Weak<Inner> = Arc::downgrade(&inner);
         inner.parent.session.on_shutdown(move || {
             if let Some(inner) = weak.upgrade() {
-                inner.stop_token().cancel();
-                let running: Vec<Arc<Session>> = lock(&inner.records)
-                    .iter()
-                    .filter_map(|r| r.tools.clone())
-                    .collect();
-                for tools in running {
-                    tools.shutdown();
-                }
+                inner.stop_now();
             }
         });
         SubAgents { inner }
@@ -194,16 +187,33 @@ impl SubAgents {
     /// Makes these the sub-agents of tool session `session`: the tools of
     /// [`SpawnAgentTool::of_session`] and [`ReadSubAgentTool::of_session`] find them there. The
     /// first attached stays; returns the session's.
+    ///
+    /// The session's end stops them and lets them go: they hold their parent's session, which
+    /// then holds them no longer, so neither outlives the other's end.
     pub fn attach(&self, session: &Session) -> SubAgents {
-        let attached = session.extension(|| Attached(self.clone()));
-        attached.0.clone()
+        let mut first = false;
+        let attached = session.extension(|| {
+            first = true;
+            Attached(Mutex::new(Some(self.clone())))
+        });
+        if first {
+            let slot = Arc::clone(&attached);
+            session.on_shutdown(move || {
+                if let Some(agents) = lock(&slot.0).take() {
+                    agents.inner.stop_now();
+                }
+            });
+        }
+        let agents = lock(&attached.0).clone();
+        agents.unwrap_or_else(|| self.clone())
     }
 
-    /// The sub-agents attached to `session` ([`SubAgents::attach`]), if any.
+    /// The sub-agents attached to `session` ([`SubAgents::attach`]), if any (none once the
+    /// session has ended).
     pub fn of_session(session: &Session) -> Option<SubAgents> {
         session
             .existing_extension::<Attached>()
-            .map(|attached| attached.0.clone())
+            .and_then(|attached| lock(&attached.0).clone())
     }
 
     /// How they run.
@@ -267,8 +277,8 @@ impl SubAgents {
     }
 }
 
-/// The sub-agents of a tool session, kept in it.
-struct Attached(SubAgents);
+/// The sub-agents of a tool session, kept in it until it ends.
+struct Attached(Mutex<Option<SubAgents>>);
 
 /// The definitions of `spawn_agent` and `read_sub_agent`, as a model or an MCP client sees
 /// them, from the tools themselves (for lists such as `lathe tools`).
@@ -289,6 +299,19 @@ pub fn register_for_sessions(registry: &mut Registry) {
 impl Inner {
     fn stop_token(&self) -> CancellationToken {
         lock(&self.stop).clone()
+    }
+
+    /// Stops every child at once, without waiting: their runs are cancelled and their
+    /// commands killed (the parent's session is ending).
+    fn stop_now(&self) {
+        self.stop_token().cancel();
+        let running: Vec<Arc<Session>> = lock(&self.records)
+            .iter()
+            .filter_map(|r| r.tools.clone())
+            .collect();
+        for tools in running {
+            tools.shutdown();
+        }
     }
 
     fn emit(&self, record: &Record) {
@@ -376,6 +399,59 @@ fn short_task(task: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sub_agents_attached_to_a_session_let_it_go_when_it_ends() {
+        use lathe_tools::{ToolConfig, Workspace};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir(&root).unwrap();
+        let session = Session::new(
+            Workspace::new(&root).unwrap(),
+            ToolConfig::default(),
+            dir.path().join("state"),
+        )
+        .unwrap();
+        let provider = crate::provider::connect(
+            crate::provider::ProviderKind::Ollama,
+            crate::provider::ProviderConfig::new("http://127.0.0.1:9"),
+        )
+        .unwrap();
+        let gate = Gate::with_permissions(
+            &lathe_policy::PermissionsConfig::default(),
+            crate::approval::ApprovalMode::Auto,
+            &root,
+            false,
+        )
+        .unwrap();
+        let agents = SubAgents::new(
+            SubAgentConfig::default(),
+            Parent {
+                provider,
+                config: ExecutorConfig::new("m"),
+                registry: Arc::new(Registry::builtin()),
+                gate: Arc::new(gate),
+                approver: Arc::new(crate::approval::NonInteractive),
+                session: Arc::clone(&session),
+                sink: EventSink::detached(Arc::new(|_: &Event| {})),
+                hooks: Vec::new(),
+            },
+        );
+        agents.attach(&session);
+        let inner = Arc::downgrade(&agents.inner);
+        drop(agents);
+        assert!(SubAgents::of_session(&session).is_some());
+        let weak = Arc::downgrade(&session);
+        session.shutdown();
+        assert!(SubAgents::of_session(&session).is_none());
+        drop(session);
+        // Without the end letting them go, each would keep the other alive.
+        assert!(weak.upgrade().is_none(), "the session outlived its end");
+        assert!(
+            inner.upgrade().is_none(),
+            "the sub-agents outlived the session"
+        );
+    }
 
     #[test]
     fn tasks_are_shown_on_one_short_line() {
