@@ -74,6 +74,9 @@ async def approval_by_elicitation() -> None:
     async with connect(with_model("--approval", "ask"), elicitation=elicitation("accept", seen)) as conn:
         result = await conn.call("spawn_agent", {"task": "write b.txt", "profile": "general"})
         check(not is_error(result), text(result))
+        # The call that ran the child is a checkpoint holding what the child changed.
+        checkpoints = text(await conn.call("checkpoint_list", {}))
+        check("  b.txt +1 -0" in checkpoints, checkpoints)
     check(len(seen) == 1, f"the client was asked {seen}")
     check("[sub-agent sub-1: write b.txt]" in seen[0], f"the question names the child: {seen[0]!r}")
     check("write_file" in seen[0], seen[0])
