@@ -379,6 +379,10 @@ pub struct ChangedFile {
     /// The run deleted it.
     #[serde(default)]
     pub deleted: bool,
+    /// The sub-agents that changed it (`sub-1`), in the order they did; empty when only the
+    /// run's own calls did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sub_agents: Vec<String>,
 }
 
 /// A call that was denied.
@@ -392,6 +396,21 @@ pub struct DeniedCall {
     pub description: String,
     /// Why it was denied, in one sentence.
     pub reason: String,
+    /// What would let it run: the answer to what the user can do next.
+    #[serde(default)]
+    pub kind: DenialKind,
+}
+
+/// What kind of approval a denied call needed, which says what would let it run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DenialKind {
+    /// An ordinary call: a less careful approval mode or an allow rule would let it run.
+    #[default]
+    Approval,
+    /// A change of the project's memory: it asks in every mode and no allow rule lets it run
+    /// unasked, so only a person's answer (on a terminal) does, or editing the memory by hand.
+    Memory,
 }
 
 /// Tokens over a run.
@@ -548,12 +567,14 @@ mod tests {
                     removed: 2,
                     created: false,
                     deleted: false,
+                    sub_agents: Vec::new(),
                 }],
                 denied: vec![DeniedCall {
                     call_id: "call_1".into(),
                     tool: "shell".into(),
                     description: "shell \"cargo fmt\"".into(),
                     reason: "no terminal".into(),
+                    kind: DenialKind::Approval,
                 }],
                 checkpoints: vec!["3f2a".into()],
                 changes_denied: false,
@@ -579,6 +600,7 @@ mod tests {
                     removed: 2,
                     created: false,
                     deleted: true,
+                    sub_agents: Vec::new(),
                 }],
                 added: 0,
                 removed: 2,

@@ -44,6 +44,25 @@ const OUTPUT_TAIL_BYTES: usize = 4096;
 pub const ALLOW_HINT: &str = "  to allow them: rerun with --approval auto (in chat: /approval \
 auto), or add a [permissions] allow rule to .lathe/config.toml (see `lathe policy`)";
 
+/// How a denied memory change can be made, under the end line: no mode or rule allows one
+/// unasked ([`DenialKind::Memory`](lathe_agent::events::DenialKind::Memory)).
+pub const MEMORY_HINT: &str = "  memory changes ask in every mode and no rule allows them \
+unasked: approve it when asked (run on a terminal: lathe chat, or lathe exec), or edit the \
+memory yourself with `lathe memory edit`";
+
+/// The hints under the denied line: each kind of denial says what would let it run.
+pub fn allow_hints(report: &RunReport) -> Vec<&'static str> {
+    use lathe_agent::events::DenialKind;
+    let mut hints = Vec::new();
+    if report.denied.iter().any(|d| d.kind == DenialKind::Approval) {
+        hints.push(ALLOW_HINT);
+    }
+    if report.denied.iter().any(|d| d.kind == DenialKind::Memory) {
+        hints.push(MEMORY_HINT);
+    }
+    hints
+}
+
 /// How events are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputMode {
@@ -465,7 +484,9 @@ impl Renderer {
                 line(&mut state, &end_line(s, report, shown_error.as_deref()));
                 if let Some(denied) = denied_line(report) {
                     line(&mut state, &s.yellow(&denied));
-                    line(&mut state, &s.dim(ALLOW_HINT));
+                    for hint in allow_hints(report) {
+                        line(&mut state, &s.dim(hint));
+                    }
                 }
             }
             Event::Error { message } => {
@@ -798,6 +819,7 @@ mod tests {
                     removed: *removed,
                     created: false,
                     deleted: false,
+                    sub_agents: Vec::new(),
                 })
                 .collect(),
             denied: denied
@@ -807,6 +829,7 @@ mod tests {
                     tool: "shell".into(),
                     description: (*d).into(),
                     reason: "no terminal".into(),
+                    kind: lathe_agent::events::DenialKind::Approval,
                 })
                 .collect(),
             ..RunReport::default()

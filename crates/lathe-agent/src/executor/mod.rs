@@ -517,6 +517,7 @@ impl Executor {
                     .unwrap_or(&Value::Null);
                 tally.call(result, arguments, self.changes_files(result, arguments));
             }
+            self.fold_sub_agent_changes(&mut tally);
             self.record_results(&turn, &results);
             if results
                 .iter()
@@ -541,6 +542,7 @@ impl Executor {
         let (status, message) = outcome;
         // No child outlives the run that started it.
         self.stop_sub_agents().await;
+        self.fold_sub_agent_changes(&mut tally);
         let mut answer_from = AnswerSource::Model;
         // Calls and then not a word: ask for a short summary, and if that brings nothing
         // either, say what the last calls did.

@@ -13,7 +13,9 @@ use serde_json::Value;
 
 use lathe_tools::{CommandState, Metadata, ToolOutput};
 
-use crate::events::{ChangedFile, DeniedCall, DiffStats, RunReport, TokenTotals, ToolStatus};
+use crate::events::{
+    ChangedFile, DenialKind, DeniedCall, DiffStats, RunReport, TokenTotals, ToolStatus,
+};
 use crate::provider::Usage;
 use crate::runner::CallResult;
 use crate::text::cut;
@@ -230,6 +232,11 @@ impl RunTally {
                 tool: result.name.clone(),
                 description: denied_description(result, arguments),
                 reason: denied_reason(result),
+                kind: if result.changes_memory {
+                    DenialKind::Memory
+                } else {
+                    DenialKind::Approval
+                },
             });
         }
         // What a call changed counts whatever its status: one that failed half-way may have
@@ -247,12 +254,34 @@ impl RunTally {
                     removed: change.removed,
                     created: change.created,
                     deleted: change.deleted,
+                    sub_agents: Vec::new(),
                 }),
             }
         }
         self.recent.push((result.clone(), arguments.clone()));
         if self.recent.len() > SUMMARISED_CALLS {
             self.recent.remove(0);
+        }
+    }
+
+    /// Counts the files a sub-agent changed (each labelled with it), merged by path with the
+    /// run's own.
+    pub fn sub_agent_files(&mut self, files: Vec<ChangedFile>) {
+        for change in files {
+            self.wrote = true;
+            match self.files.iter_mut().find(|f| f.path == change.path) {
+                Some(file) => {
+                    file.added += change.added;
+                    file.removed += change.removed;
+                    file.deleted = change.deleted;
+                    for by in change.sub_agents {
+                        if !file.sub_agents.contains(&by) {
+                            file.sub_agents.push(by);
+                        }
+                    }
+                }
+                None => self.files.push(change),
+            }
         }
     }
 
@@ -450,6 +479,7 @@ mod tests {
             changes: output.metadata.changes.clone(),
             output,
             summary: summary.into(),
+            changes_memory: false,
         }
     }
 

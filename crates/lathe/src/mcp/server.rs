@@ -364,6 +364,7 @@ impl LatheServer {
             Err(outcome) => return Ok(convert::result(outcome.output).into()),
         };
         let name = call.name.clone();
+        super::sub_agents::enter(&session, &name, &context, &request);
         let cancel = self.closed.child_token();
         let _link = Link::new(&context.ct, &cancel);
         let call_id = context.id.to_string();
