@@ -344,11 +344,14 @@ mod tests {
 
     #[test]
     fn the_transcript_shows_calls_and_cut_results() {
-        let text = transcript(&history()[1..4], 10);
+        let text = transcript(&history()[1..4], 20);
         assert!(
             text.starts_with("USER: task\n\nAGENT:\n  called read_file {\"path\":\"f0\"}"),
             "{text}"
         );
-        assert!(text.contains("RESULT of read_file: xxxxxxxxxx…"), "{text}");
+        assert!(
+            text.contains(&format!("RESULT of read_file: {}…", "x".repeat(20))),
+            "{text}"
+        );
     }
 }
