@@ -538,3 +538,71 @@ async fn a_second_overflow_fails_naming_the_window_and_the_setting() {
         );
     }
 }
+
+#[tokio::test]
+async fn without_a_summary_the_conversation_is_shortened_instead_and_still_fits() {
+    // Every summary request fails; each turn's text is long enough to be cut.
+    let turns = 8;
+    let mut script = Script::new();
+    for _ in 0..turns {
+        script = script.chat_when(
+            "You summarise a coding agent",
+            ollama::error(500, "out of memory while summarising"),
+        );
+    }
+    for i in 0..turns {
+        let thought = format!(
+            "Reading note {i}. {}",
+            "I think about what it says. ".repeat(90)
+        );
+        script = script.chat(
+            ollama::turn(MODEL)
+                .text(&thought)
+                .tool_call("cat", json!({"path": format!("n{i}.txt")}))
+                .done(),
+        );
+    }
+    let script = script.chat(says("Read every note."));
+    let mut run = start(ProviderKind::Ollama, script, 4_096);
+    for i in 0..turns {
+        std::fs::write(run.root.join(format!("n{i}.txt")), format!("note {i}\n")).unwrap();
+    }
+    let outcome = run
+        .executor
+        .run("read the notes n0.txt to n7.txt", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
+    let bodies = run.server.chat_bodies();
+    let (summaries, work): (Vec<&Value>, Vec<&Value>) = bodies
+        .iter()
+        .partition(|b| b.to_string().contains("You summarise a coding agent"));
+    assert_eq!(work.len(), turns + 1);
+    assert!(
+        !summaries.is_empty() && summaries.len() < turns / 2,
+        "a failed summary is not asked for again every turn: {}",
+        summaries.len()
+    );
+    for body in &work {
+        let (prompt, cap) = request_tokens(body);
+        assert!(prompt + cap <= 4_096, "{prompt} + {cap}");
+    }
+    let last = work.last().unwrap()["messages"].as_array().unwrap();
+    assert!(
+        !last[1]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with(SUMMARY_HEAD)
+    );
+    assert!(
+        last.iter().any(|m| m["content"]
+            .as_str()
+            .unwrap_or("")
+            .contains("removed to save context")),
+        "old long texts were cut instead"
+    );
+    assert!(
+        !run.events()
+            .iter()
+            .any(|e| matches!(e, Event::ContextCompacted { .. }))
+    );
+}

@@ -38,9 +38,14 @@ const KEEP_PERCENT: u64 = 20;
 /// Each message of the transcript is cut to the first of these lengths, in characters, at
 /// which the summary request fits.
 const TRANSCRIPT_CUTS: &[usize] = &[4_000, 1_500, 600, 200, 80];
-/// The summary's own length cap: this share of the window, at most [`SUMMARY_MAX_TOKENS`].
+/// After a summary request failed, automatic compaction waits for this many more messages.
+const RETRY_AFTER_MESSAGES: usize = 6;
+/// The summary's own length cap: this share of the window, at most [`SUMMARY_MAX_TOKENS`] and
+/// a third of the conversation's room...
 const SUMMARY_SHARE_DIVISOR: u64 = 8;
 const SUMMARY_MAX_TOKENS: u64 = 1_024;
+/// ...and never under this.
+const MIN_SUMMARY_TOKENS: u64 = 128;
 
 /// How a compaction moved the history: the messages from 1 to before `end` were replaced by
 /// one, and the message at `end` was merged into it when `merged`.
@@ -70,6 +75,11 @@ pub struct Compaction {
     pub before: u64,
     /// And after.
     pub after: u64,
+}
+
+/// The longest summary asked for in a `window`-token window.
+fn summary_cap(window: u64) -> u64 {
+    (window / SUMMARY_SHARE_DIVISOR).min(SUMMARY_MAX_TOKENS)
 }
 
 /// The index to cut `history` at: one of `boundaries` (where model turns began), after at
@@ -157,16 +167,40 @@ impl Executor {
             .map(|m| self.context.message_estimate(m))
             .collect();
         let boundaries: Vec<usize> = self.marks.iter().map(|m| m.len).collect();
-        let keep = window * KEEP_PERCENT / 100;
+        // What the conversation has of the window once the fixed part and the reply are
+        // counted: the recent part and the summary take a third of it each at most.
+        let fixed = self.fixed_part(tools);
+        let room = self.prompt_budget(fixed).saturating_sub(fixed);
+        let keep = (window * KEEP_PERCENT / 100).min(room / 3);
+        let cap = summary_cap(window).min(room / 3).max(MIN_SUMMARY_TOKENS);
         let Some(end) = split_point(&self.history, &boundaries, &sizes, keep) else {
             return Err("no earlier turns to summarise yet".to_owned());
         };
+        let replaced: u64 = sizes[1..end].iter().sum();
+        if !manual && replaced < cap {
+            return Err(format!(
+                "the older turns (about {replaced} tokens) are shorter than a summary could be"
+            ));
+        }
+        if !manual
+            && let Some(failed) = self.summary_failed_at
+            && self.history.len() < failed + RETRY_AFTER_MESSAGES
+        {
+            return Err("the last summary request failed; waiting for more turns".to_owned());
+        }
         let last_message = self
             .marks
             .iter()
             .find(|m| m.len == end)
             .map_or(0, |m| m.stored);
-        let summary = self.summarise(end, cancel).await?;
+        let summary = match self.summarise(end, cap, cancel).await {
+            Ok(summary) => summary,
+            Err(why) => {
+                self.summary_failed_at = Some(self.history.len());
+                return Err(why);
+            }
+        };
+        self.summary_failed_at = None;
         let mut text = format!(
             "{SUMMARY_HEAD} {} messages were replaced by this summary to keep the conversation \
              inside the context window; the session keeps them all.]\n\n{}",
@@ -230,10 +264,10 @@ impl Executor {
     async fn summarise(
         &mut self,
         end: usize,
+        cap: u64,
         cancel: &CancellationToken,
     ) -> Result<String, String> {
         let window = self.context.window();
-        let cap = (window / SUMMARY_SHARE_DIVISOR).min(SUMMARY_MAX_TOKENS);
         let budget = window.saturating_sub(cap + margin(window));
         let ask = "Summarise the conversation above under the headings Task, Done, Files \
                    changed, Open and Plan.";

@@ -44,10 +44,16 @@ const AFTER_OVERFLOW_PERCENT: u64 = 70;
 /// The shortest reply a request is sent with: below it there is no room for an answer.
 const MIN_REPLY_TOKENS: u64 = 256;
 
-/// The largest tool result, in characters, for a `window`-token window: a quarter of it (at
-/// 3.5 characters a token), never under 1,000 characters.
-pub fn result_chars(window: u64) -> usize {
-    usize::try_from(window * RESULT_SHARE_PERCENT / 100 * 7 / 2)
+/// The conversation is given at least this share of the window before the reply's room is cut
+/// (a fixed part that takes most of a small window leaves the reply less, not the history).
+const CONVERSATION_MIN_PERCENT: u64 = 15;
+
+/// The largest tool result, in characters, for a `window`-token window whose conversation has
+/// `room` tokens: a quarter of the window and half the room (at 3.5 characters a token), never
+/// under 1,000 characters.
+pub fn result_chars(window: u64, room: u64) -> usize {
+    let tokens = (window * RESULT_SHARE_PERCENT / 100).min(room / 2);
+    usize::try_from(tokens * 7 / 2)
         .unwrap_or(usize::MAX)
         .max(MIN_RESULT_CHARS)
 }
@@ -58,26 +64,43 @@ pub fn margin(window: u64) -> u64 {
 }
 
 impl Executor {
-    /// Lowers the tools' result budget to what the window can take.
-    pub(super) fn apply_result_budget(&self) {
-        self.runner
-            .session()
-            .limit_result_budget(Some(result_chars(self.context.window())));
+    /// The fixed part of a request with `tools`: the system prompt and the tool definitions.
+    pub(super) fn fixed_part(&self, tools: &[Value]) -> u64 {
+        self.context.estimate(&self.history[..1], tools)
     }
 
-    /// The tokens the reply is given: the configured cap, or a quarter of the window.
-    pub(super) fn output_reserve(&self) -> u64 {
+    /// Lowers the tools' result budget to what the window can take, with `tools` offered.
+    pub(super) fn apply_result_budget(&self, tools: &[Value]) {
+        let fixed = self.fixed_part(tools);
+        let room = self.prompt_budget(fixed).saturating_sub(fixed);
+        self.runner
+            .session()
+            .limit_result_budget(Some(result_chars(self.context.window(), room)));
+    }
+
+    /// The tokens the reply is given with a `fixed`-token fixed part: the configured cap, or a
+    /// quarter of the window, less when the fixed part leaves the conversation under 15% of
+    /// the window, never under 256.
+    pub(super) fn output_reserve(&self, fixed: u64) -> u64 {
+        let window = self.context.window();
         match self.config.options.max_tokens {
             Some(cap) => u64::from(cap),
-            None => u64::from(default_output_cap(self.context.window(), 0)),
+            None => {
+                let room = window.saturating_sub(
+                    fixed + margin(window) + window * CONVERSATION_MIN_PERCENT / 100,
+                );
+                u64::from(default_output_cap(window, 0))
+                    .min(room)
+                    .max(MIN_REPLY_TOKENS)
+            }
         }
     }
 
-    /// The most tokens the prompt of a request may take: the window less the reply and the
-    /// margin.
-    pub(super) fn prompt_budget(&self) -> u64 {
+    /// The most tokens the prompt of a request may take with a `fixed`-token fixed part: the
+    /// window less the reply and the margin.
+    pub(super) fn prompt_budget(&self, fixed: u64) -> u64 {
         let window = self.context.window();
-        window.saturating_sub(self.output_reserve() + margin(window))
+        window.saturating_sub(self.output_reserve(fixed) + margin(window))
     }
 
     /// The reply cap sent with a prompt estimated at `estimate` tokens when none is
@@ -101,7 +124,8 @@ impl Executor {
                 "shortened the context"
             );
         }
-        let budget = self.prompt_budget();
+        self.apply_result_budget(tools);
+        let budget = self.prompt_budget(self.fixed_part(tools));
         if self.context.estimate(&self.history, tools) <= budget {
             return Ok(());
         }
@@ -139,7 +163,7 @@ impl Executor {
         {
             return Ok(());
         }
-        let fixed = self.context.estimate(&self.history[..1], tools);
+        let fixed = self.fixed_part(tools);
         Err(format!(
             "the request does not fit the model's context window of {window} tokens, even with \
              the conversation shortened: it needs about {estimate} tokens (the system prompt and \
@@ -148,7 +172,7 @@ impl Executor {
              llama-server -c, Ollama's num_ctx, vLLM's --max-model-len, LM Studio's context \
              length), offer fewer tools, or start a new session",
             tools.len(),
-            self.output_reserve(),
+            self.output_reserve(fixed),
         ))
     }
 
@@ -185,7 +209,7 @@ impl Executor {
             self.context.calibrate(estimate, counted);
         }
         let target = self
-            .prompt_budget()
+            .prompt_budget(self.fixed_part(tools))
             .min(estimate * AFTER_OVERFLOW_PERCENT / 100);
         self.shrink_to(target, tools, cancel).await?;
         Ok(format!(
@@ -212,9 +236,11 @@ mod tests {
 
     #[test]
     fn results_take_at_most_a_quarter_of_the_window() {
-        assert_eq!(result_chars(2_048), 1_792);
-        assert_eq!(result_chars(8_192), 7_168);
-        assert_eq!(result_chars(32_768), 28_672);
-        assert_eq!(result_chars(1_000), MIN_RESULT_CHARS);
+        assert_eq!(result_chars(2_048, 10_000), 1_792);
+        assert_eq!(result_chars(8_192, 10_000), 7_168);
+        assert_eq!(result_chars(32_768, 30_000), 28_672);
+        assert_eq!(result_chars(1_000, 10_000), MIN_RESULT_CHARS);
+        // A fixed part that takes most of the window leaves results half the room.
+        assert_eq!(result_chars(8_192, 1_200), 2_100);
     }
 }

@@ -187,6 +187,9 @@ pub struct Executor {
     sub_agents: Option<crate::subagent::SubAgents>,
     /// How each compaction of this process moved the history (turn marks follow them).
     compactions: Vec<compact::Shift>,
+    /// The history's length when the model last failed to write a summary: automatic
+    /// compaction waits for a few more messages before it asks again.
+    summary_failed_at: Option<usize>,
 }
 
 /// Where a model turn began in the history.
@@ -247,12 +250,14 @@ impl Executor {
             marks: Vec::new(),
             sub_agents: None,
             compactions: Vec::new(),
+            summary_failed_at: None,
             runner,
             sink,
             config,
         };
-        executor.apply_result_budget();
         executor.push(Message::system(prompt));
+        let tools = executor.offered_tools().to_vec();
+        executor.apply_result_budget(&tools);
         executor
     }
 
@@ -375,7 +380,8 @@ impl Executor {
     /// the user changed it), and the tools' results to a quarter of it.
     pub fn set_context_window(&mut self, window: u64) {
         self.context.set_window(window);
-        self.apply_result_budget();
+        let tools = self.offered_tools().to_vec();
+        self.apply_result_budget(&tools);
     }
 
     /// Replaces the older part of the conversation with a summary the model writes now (chat's
