@@ -77,6 +77,15 @@ impl Agent {
         self.executor.rewind(turn)
     }
 
+    /// Replaces the older part of the conversation with a summary the model writes (chat's
+    /// `/compact`; see [`Executor::compact`]).
+    pub async fn compact(
+        &mut self,
+        cancel: &CancellationToken,
+    ) -> Result<crate::executor::Compaction, String> {
+        self.executor.compact(cancel).await
+    }
+
     /// The checkpoints of the session, when it keeps any.
     pub fn checkpoints(&self) -> Option<&Arc<Checkpoints>> {
         self.executor.checkpoints().map(|hook| hook.checkpoints())

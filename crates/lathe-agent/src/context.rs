@@ -18,7 +18,7 @@ use crate::message::Message;
 const TRIGGER_PERCENT: u64 = 75;
 /// ...and goes on until it is under this share, so that the next requests share a long,
 /// unchanged prefix (servers cache it) instead of shortening one result per turn.
-const TARGET_PERCENT: u64 = 50;
+pub(crate) const TARGET_PERCENT: u64 = 50;
 /// The tool whose newest result is the model's plan.
 const PLAN_TOOL: &str =
     <lathe_tools::tools::update_plan::UpdatePlanTool as lathe_tools::Tool>::NAME;
@@ -100,6 +100,34 @@ impl ContextWindow {
         self.window
     }
 
+    /// Changes the window (the server turned out to serve a smaller one): the next requests
+    /// are fitted to it.
+    pub fn set_window(&mut self, window: u64) {
+        self.window = window.max(1);
+    }
+
+    /// The estimated tokens of one message, as [`ContextWindow::estimate`] counts it.
+    pub fn message_estimate(&self, message: &Message) -> u64 {
+        (message_tokens(message) as f64 * self.calibration).ceil() as u64
+    }
+
+    /// The messages from `start` to before `end` were replaced by `inserted` others (a
+    /// compaction): their notes go, and the notes after them move.
+    pub fn replace_notes(&mut self, start: usize, end: usize, inserted: usize) {
+        let notes = std::mem::take(&mut self.notes);
+        self.notes = notes
+            .into_iter()
+            .filter(|(i, _)| *i < start || *i >= end)
+            .map(|(i, note)| {
+                if i >= end {
+                    (i - (end - start) + inserted, note)
+                } else {
+                    (i, note)
+                }
+            })
+            .collect();
+    }
+
     /// Remembers what the tool result at `index` in the history was about.
     pub fn note(&mut self, index: usize, note: ResultNote) {
         self.notes.insert(index, note);
@@ -139,17 +167,38 @@ impl ContextWindow {
         if before * 100 <= self.window * TRIGGER_PERCENT {
             return None;
         }
-        let target = self.window * TARGET_PERCENT / 100;
+        self.shorten(messages, tools, self.window * TARGET_PERCENT / 100, false)
+    }
+
+    /// Shortens `messages` until a request with them and `tools` is estimated at `target`
+    /// tokens or less, or nothing more can be cut: old results first (oldest first), then old
+    /// thinking, then old long texts. With `unseen`, the results the model has not seen yet
+    /// are shortened too (the last resort before a request that would not fit).
+    pub fn shorten(
+        &self,
+        messages: &mut [Message],
+        tools: &[Value],
+        target: u64,
+        unseen: bool,
+    ) -> Option<Shortening> {
+        let before = self.estimate(messages, tools);
+        if before <= target {
+            return None;
+        }
         let fixed = self.estimate(&[], tools);
         let mut sizes: Vec<u64> = messages
             .iter()
             .map(|m| (message_tokens(m) as f64 * self.calibration).ceil() as u64)
             .collect();
         let mut total = fixed + sizes.iter().sum::<u64>();
-        let protected_from = messages
-            .iter()
-            .rposition(|m| matches!(m, Message::Assistant(_)))
-            .unwrap_or(messages.len());
+        let protected_from = if unseen {
+            messages.len()
+        } else {
+            messages
+                .iter()
+                .rposition(|m| matches!(m, Message::Assistant(_)))
+                .unwrap_or(messages.len())
+        };
         let mut results = 0;
         let mut others = 0;
         // The model's current plan (the newest `update_plan` result) is kept whole: it is short,

@@ -140,6 +140,27 @@ pub enum Event {
         /// The seq of the last message cut.
         last_message: u64,
     },
+    /// The older part of the conversation was replaced by a summary the model wrote, to keep
+    /// the requests inside the context window (automatically, or chat's `/compact`). The
+    /// stored messages from `first_message` to `last_message` stay in the store; a resumed
+    /// session reads `summary` in their place. Both are 0 when the replaced messages were not
+    /// stored by this process (then a resumed session reads them all again).
+    ContextCompacted {
+        /// Asked for (`/compact`), rather than needed.
+        manual: bool,
+        /// How many messages the summary replaced.
+        messages: usize,
+        /// The request's estimated tokens before, without the reserved output.
+        tokens_before: u64,
+        /// And after.
+        tokens_after: u64,
+        /// The seq of the first stored message replaced.
+        first_message: u64,
+        /// The seq of the last stored message replaced.
+        last_message: u64,
+        /// The message that replaced them, as the model reads it.
+        summary: String,
+    },
     /// A call changed a place whose code can later run outside the sandbox: the workspace's
     /// `.lathe/` (its configuration), git's hooks, configuration or attributes.
     WorkspaceChanged {
@@ -609,6 +630,15 @@ mod tests {
                 turn: 3,
                 first_message: 7,
                 last_message: 12,
+            },
+            Event::ContextCompacted {
+                manual: false,
+                messages: 14,
+                tokens_before: 3_100,
+                tokens_after: 900,
+                first_message: 2,
+                last_message: 15,
+                summary: "[Summary ...] Task: fix the parser.".into(),
             },
         ];
         for event in events {

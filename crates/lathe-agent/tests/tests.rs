@@ -9,6 +9,7 @@
 mod common;
 
 mod agent_checkpoints;
+mod agent_context;
 mod agent_executor;
 mod agent_patch;
 mod agent_plan;

@@ -187,6 +187,38 @@ pub fn vllm_tools_unsupported() -> Response {
     )
 }
 
+/// llama.cpp's server (`llama-server`) refusing a prompt of `prompt_tokens` tokens for a slot
+/// of `n_ctx`: 400 with its own error type and the two counts.
+pub fn llama_cpp_overflow(prompt_tokens: u64, n_ctx: u64) -> Response {
+    Response::json(
+        400,
+        &json!({"error": {"code": 400,
+            "message": format!("request ({prompt_tokens} tokens) exceeds the available context size ({n_ctx} tokens), try increasing it"),
+            "type": "exceed_context_size_error", "n_prompt_tokens": prompt_tokens, "n_ctx": n_ctx}}),
+    )
+}
+
+/// vLLM refusing `prompt_tokens` of messages plus `completion_tokens` of output for a model of
+/// `max_model_len`: 400 in its `{"object": "error", ...}` shape.
+pub fn vllm_overflow(max_model_len: u64, prompt_tokens: u64, completion_tokens: u64) -> Response {
+    let total = prompt_tokens + completion_tokens;
+    Response::json(
+        400,
+        &json!({"object": "error",
+            "message": format!("This model's maximum context length is {max_model_len} tokens. However, you requested {total} tokens ({prompt_tokens} in the messages, {completion_tokens} in the completion). Please reduce the length of the messages or completion."),
+            "type": "BadRequestError", "param": null, "code": 400}),
+    )
+}
+
+/// LM Studio refusing a prompt of `prompt_tokens` for a model loaded with `context_length`:
+/// 400 with its message as a plain `{"error": "..."}`.
+pub fn lmstudio_overflow(prompt_tokens: u64, context_length: u64) -> Response {
+    Response::json(
+        400,
+        &json!({"error": format!("Trying to keep the first {prompt_tokens} tokens when context the overflows. However, the model is loaded with context length of only {context_length} tokens, which is not enough. Try to load the model with a larger context length, or provide a shorter input")}),
+    )
+}
+
 /// What an OpenAI-compatible server answers for a model it does not serve.
 pub fn model_not_found(model: &str) -> Response {
     Response::json(

@@ -631,7 +631,7 @@ impl Registry {
             Err(panic) => internal_error(&name, &*panic),
         };
         bound_metadata(&mut output.metadata);
-        let budget_chars = session.config().result_budget;
+        let budget_chars = session.result_budget();
         let (text, saved) = budget::fit(std::mem::take(&mut output.text), budget_chars, &session);
         output.text = text;
         if let Some(saved) = saved {

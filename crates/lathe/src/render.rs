@@ -459,6 +459,26 @@ impl Renderer {
                 stop();
                 line(&mut state, &s.dim(&format!("note: {}", sanitize(message))));
             }
+            Event::ContextCompacted {
+                manual,
+                messages,
+                tokens_before,
+                tokens_after,
+                ..
+            } => {
+                stop();
+                let why = if *manual {
+                    ""
+                } else {
+                    " to fit the context window"
+                };
+                line(
+                    &mut state,
+                    &s.dim(&format!(
+                        "note: replaced {messages} earlier messages with a summary{why} (about {tokens_before} -> {tokens_after} tokens; the full history stays in the session)"
+                    )),
+                );
+            }
             Event::TurnFinished { .. } => {
                 stop();
                 if !state.at_line_start {

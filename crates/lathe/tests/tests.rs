@@ -11,6 +11,7 @@ mod agent_harness;
 mod mcp_support;
 
 mod chat_checkpoints;
+mod chat_compact;
 mod chat_input;
 mod chat_pty;
 mod chat_sub_agents;

@@ -18,6 +18,8 @@
 //! module's docs in the source, or the README's "Previews waiting for a decision").
 
 mod checkpoint;
+mod compact;
+mod fit;
 mod guard;
 mod pending;
 mod sub_agents;
@@ -34,7 +36,7 @@ use lathe_tools::tools::resolve::ResolveTool;
 use lathe_tools::tools::update_plan;
 use lathe_tools::{Tool, ToolKind};
 
-use crate::context::{ContextWindow, ResultNote, default_output_cap, shorten_turn, turn_budget};
+use crate::context::{ContextWindow, ResultNote, shorten_turn, turn_budget};
 use crate::events::{AnswerSource, Event, RunReport, RunStatus, ToolStatus};
 use crate::message::{INTERRUPTED_BY_USER, Message, merged, push_merged};
 use crate::parser::{ToolNames, malformed_call_message};
@@ -49,6 +51,8 @@ use crate::stream::{
     AssistantTurn, Quiet, Silence, StreamError, StreamLimits, WAITING_EVERY, collect_turn_with,
 };
 
+pub use compact::{COMPACT_SYSTEM, Compaction, SUMMARY_HEAD};
+pub use fit::result_chars;
 pub use guard::{NUDGE, Repeat, RepeatGuard, asks_for_change, claims_change};
 
 /// The default limit on model turns in one run.
@@ -181,6 +185,11 @@ pub struct Executor {
     marks: Vec<TurnMark>,
     /// The children the model may start, when it may.
     sub_agents: Option<crate::subagent::SubAgents>,
+    /// How each compaction of this process moved the history (turn marks follow them).
+    compactions: Vec<compact::Shift>,
+    /// The history's length when the model last failed to write a summary: automatic
+    /// compaction waits for a few more messages before it asks again.
+    summary_failed_at: Option<usize>,
 }
 
 /// Where a model turn began in the history.
@@ -240,11 +249,15 @@ impl Executor {
             session_turns: 0,
             marks: Vec::new(),
             sub_agents: None,
+            compactions: Vec::new(),
+            summary_failed_at: None,
             runner,
             sink,
             config,
         };
         executor.push(Message::system(prompt));
+        let tools = executor.offered_tools().to_vec();
+        executor.apply_result_budget(&tools);
         executor
     }
 
@@ -358,6 +371,27 @@ impl Executor {
         &self.history
     }
 
+    /// The window the requests are fitted to, in tokens.
+    pub fn context_window(&self) -> u64 {
+        self.context.window()
+    }
+
+    /// Fits the next requests to a `window`-token window (the server's turned out smaller, or
+    /// the user changed it), and the tools' results to a quarter of it.
+    pub fn set_context_window(&mut self, window: u64) {
+        self.context.set_window(window);
+        let tools = self.offered_tools().to_vec();
+        self.apply_result_budget(&tools);
+    }
+
+    /// Replaces the older part of the conversation with a summary the model writes now (chat's
+    /// `/compact`; it happens by itself when a request would not fit). `Err` says why nothing
+    /// changed.
+    pub async fn compact(&mut self, cancel: &CancellationToken) -> Result<Compaction, String> {
+        let tools = self.offered_tools().to_vec();
+        self.compact_history(&tools, true, cancel).await
+    }
+
     /// The model in use.
     pub fn model(&self) -> &str {
         &self.config.model
@@ -433,14 +467,21 @@ impl Executor {
                 (self.history.len(), self.sink.recorded_messages(), None)
             };
             let asked = Instant::now();
+            let compactions = self.compactions.len();
             let turn = self.model_turn(turns, cancel, Offer::Work).await;
             let session_turn = self.session_turns;
-            self.marks.push(TurnMark {
-                turn: session_turn,
-                len: mark,
-                stored,
-                merged_into: merged,
-            });
+            // A compaction in the turn moved where it began, or replaced it.
+            let mark = self.compactions[compactions..]
+                .iter()
+                .try_fold(mark, |at, shift| shift.moved(at));
+            if let Some(mark) = mark {
+                self.marks.push(TurnMark {
+                    turn: session_turn,
+                    len: mark,
+                    stored,
+                    merged_into: merged,
+                });
+            }
             tally.model_time += asked.elapsed();
             let turn = match turn {
                 Ok(turn) => turn,
@@ -658,47 +699,48 @@ impl Executor {
             Offer::Work | Offer::Summary { tools: true } => self.offered_tools().to_vec(),
             Offer::Summary { tools: false } => Vec::new(),
         };
-        if let Some(done) = self.context.fit(&mut self.history, &tools) {
-            tracing::info!(
-                before = done.before,
-                after = done.after,
-                results = done.results,
-                "shortened the context"
-            );
-        }
-        let estimate = self.context.estimate(&self.history, &tools);
         self.session_turns += 1;
+        if let Err(message) = self.fit_request(&tools, cancel).await {
+            return Err(self.fail(message));
+        }
         self.sink.emit(Event::TurnStarted {
             turn,
             model: self.config.model.clone(),
         });
-        let mut options = self.config.options.clone();
-        if options.max_tokens.is_none() {
-            options.max_tokens = Some(default_output_cap(self.context.window(), estimate));
-        }
-        let mut messages = self.history.clone();
         let (tool_choice, reminder) = match offer {
             Offer::Work => self.steer_to_pending(),
             Offer::Summary { .. } => (None, None),
         };
-        if let Some(reminder) = reminder {
-            pending::remind(&mut messages, &reminder);
-        }
-        let request = ChatRequest {
-            model: self.config.model.clone(),
-            messages,
-            tools,
-            options,
-            tool_protocol: self.config.tool_protocol,
-            tool_choice,
-        };
+        let (mut request, mut estimate) = self.request(tools, tool_choice, reminder.as_deref());
         let sink = self.sink.clone();
         let mut emit = move |event: Event| sink.emit(event);
         let retries = self.config.stream_retries;
         let mut cuts = 0;
+        let mut overflowed = false;
         let turn_data = loop {
             let error = match self.attempt(&request, cancel, &mut emit).await {
                 Ok(turn_data) => break turn_data,
+                Err(Attempt::Failed(error @ ProviderError::ContextOverflow { .. })) => {
+                    if overflowed {
+                        let message = self.overflow_failure(&error);
+                        return Err(self.fail(message));
+                    }
+                    overflowed = true;
+                    match self
+                        .after_overflow(&error, estimate, &request.tools, cancel)
+                        .await
+                    {
+                        Ok(message) => emit(Event::Notice { message }),
+                        Err(why) => {
+                            let message = format!("{error}; {why}");
+                            return Err(self.fail(message));
+                        }
+                    }
+                    let tools = std::mem::take(&mut request.tools);
+                    let choice = request.tool_choice.take();
+                    (request, estimate) = self.request(tools, choice, reminder.as_deref());
+                    continue;
+                }
                 Err(Attempt::Failed(error)) => return Err(self.fail(error.to_string())),
                 Err(Attempt::Cut(failure)) if !failure.partial.calls.is_empty() => {
                     let n = failure.partial.calls.len();
@@ -760,6 +802,34 @@ impl Executor {
             task_complete: turn_data.task_complete,
         });
         Ok(turn_data)
+    }
+
+    /// The request for the history as it is now, with `tools`, the forced `tool_choice` and the
+    /// pending `reminder`; and its prompt's estimated tokens.
+    fn request(
+        &self,
+        tools: Vec<Value>,
+        tool_choice: Option<String>,
+        reminder: Option<&str>,
+    ) -> (ChatRequest, u64) {
+        let estimate = self.context.estimate(&self.history, &tools);
+        let mut options = self.config.options.clone();
+        if options.max_tokens.is_none() {
+            options.max_tokens = Some(self.output_cap(estimate));
+        }
+        let mut messages = self.history.clone();
+        if let Some(reminder) = reminder {
+            pending::remind(&mut messages, reminder);
+        }
+        let request = ChatRequest {
+            model: self.config.model.clone(),
+            messages,
+            tools,
+            options,
+            tool_protocol: self.config.tool_protocol,
+            tool_choice,
+        };
+        (request, estimate)
     }
 
     /// Sends `request` once and reads its answer, reporting silence meanwhile.

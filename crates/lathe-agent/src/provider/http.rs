@@ -2,7 +2,7 @@
 //! (each one told to the user as a [`Chunk::Notice`] while it waits), and turning a response body
 //! into a stream of [`Chunk`]s through a wire decoder.
 
-use super::error::{ProviderError, error_message};
+use super::error::{ProviderError, context_overflow, error_message};
 use super::retry::RetryPolicy;
 use super::{Chunk, ChunkStream, ProviderConfig, ProviderKind};
 use crate::text::cut;
@@ -134,6 +134,14 @@ impl HttpClient {
                 url: self.base_url.clone(),
                 body: error_message(&body),
                 key_sent: self.api_key.is_some(),
+            });
+        }
+        if let Some((prompt_tokens, window)) = context_overflow(status.as_u16(), &body) {
+            return Err(ProviderError::ContextOverflow {
+                status: status.as_u16(),
+                prompt_tokens,
+                window,
+                body: error_message(&body),
             });
         }
         Err(ProviderError::Http {

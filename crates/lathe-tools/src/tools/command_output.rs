@@ -84,7 +84,7 @@ impl Tool for CommandOutputTool {
             };
             return ToolOutput::error(format!("limit must be 1 or more ({what}), got 0"));
         }
-        let budget = ctx.session.config().result_budget;
+        let budget = ctx.session.result_budget();
         let offset = input.offset.unwrap_or(0);
         let pattern = input.search.filter(|p| !p.is_empty());
         if let Some(pattern) = pattern {

@@ -1,6 +1,6 @@
 //! Slash commands: `/help`, `/status`, `/clear`, `/init`, `/model NAME`, `/approval MODE`,
 //! `/sessions`, `/diff [N] [--stat]`, `/undo [--force]`, `/redo [--force]`, `/rewind N`,
-//! `/pending`, `/apply [REASON]`, `/discard [REASON]`, `/exit`.
+//! `/pending`, `/apply [REASON]`, `/discard [REASON]`, `/compact`, `/exit`.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -68,6 +68,8 @@ pub enum Command {
     Apply(Option<String>),
     /// `/discard [REASON]`: drops the newest pending change.
     Discard(Option<String>),
+    /// `/compact`: the older part of the conversation replaced by a summary now.
+    Compact,
     /// `/exit` or `/quit`.
     Exit,
     /// Anything else starting with `/`.
@@ -90,7 +92,7 @@ pub enum Outcome {
 /// The names `/help` lists, for suggestions.
 const NAMES: &[&str] = &[
     "help", "status", "clear", "init", "model", "approval", "sessions", "diff", "undo", "redo",
-    "rewind", "pending", "apply", "discard", "exit", "quit",
+    "rewind", "pending", "apply", "discard", "compact", "exit", "quit",
 ];
 
 impl Command {
@@ -137,6 +139,7 @@ impl Command {
             "pending" => Command::Pending,
             "apply" => Command::Apply(said()),
             "discard" => Command::Discard(said()),
+            "compact" => Command::Compact,
             "exit" | "quit" | "q" => Command::Exit,
             _ => Command::Unknown(name),
         })
@@ -155,6 +158,8 @@ const HELP: &str = "\
 /undo [--force]  take back the newest turn's file changes (--force: also files changed since)
 /redo [--force]  take back the last /undo
 /rewind N        put the code back as it was before turn N and cut the conversation there
+/compact         replace the older part of the conversation with a summary the model writes (it
+                 happens by itself when a request would not fit the window)
 /pending         the changes a tool previewed that wait for a decision (newest last)
 /apply [REASON]  make the newest pending change (your /apply approves it; read-only refuses)
 /discard [REASON] drop the newest pending change; nothing is written
@@ -443,6 +448,25 @@ pub async fn apply(command: Command, cx: Context<'_>) -> Outcome {
                 Err(said) => said,
             };
             let _ = write!(out, "{said}");
+        }
+        Command::Compact => {
+            // The summary takes a model request: nothing is held meanwhile. What it did is
+            // said by its event, as when it happens by itself.
+            drop(out);
+            let compacted = cx
+                .agent
+                .compact(&tokio_util::sync::CancellationToken::new())
+                .await;
+            let mut out = std::io::stdout().lock();
+            if let Err(why) = compacted {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    style.dim(&format!("/compact did nothing: {why}"))
+                );
+            }
+            let _ = out.flush();
+            return Outcome::Continue;
         }
         Command::Pending => {
             let _ = write!(
@@ -792,6 +816,7 @@ mod tests {
         assert_eq!(Command::parse("//comment"), None);
         assert_eq!(Command::parse("/"), None);
         assert_eq!(Command::parse("/status"), Some(Command::Status));
+        assert_eq!(Command::parse("/compact"), Some(Command::Compact));
         assert_eq!(Command::parse("/clear"), Some(Command::Clear));
         assert_eq!(Command::parse("/init"), Some(Command::Init));
         assert_eq!(
