@@ -45,6 +45,16 @@ pub struct CommandOutputInput {
 
 impl Tool for CommandOutputTool {
     const NAME: &'static str = "command_output";
+    const COMPACT_DESCRIPTION: Option<&'static str> = Some(
+        r#"Read a `shell` command's whole output by its id: bytes from `offset` (up to `limit`), or with `search` (a case-insensitive regex) the matching lines, numbered."#,
+    );
+    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> = Some(&[
+        ("id", r#""#),
+        ("search", r#""#),
+        ("offset", r#""#),
+        ("limit", r#""#),
+    ]);
+    const ON_DEMAND: bool = true;
     type Input = CommandOutputInput;
 
     fn kind(&self) -> ToolKind {

@@ -59,6 +59,11 @@ pub struct ResolveTool;
 
 impl Tool for ResolveTool {
     const NAME: &'static str = "resolve";
+    const COMPACT_DESCRIPTION: Option<&'static str> = Some(
+        r#"Apply or discard the newest pending change (one a tool previewed); nothing of it is written before `apply`. Several pending: newest first."#,
+    );
+    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> =
+        Some(&[("action", r#""#), ("reason", r#""#)]);
     type Input = ResolveInput;
 
     fn kind(&self) -> ToolKind {
