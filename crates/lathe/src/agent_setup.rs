@@ -15,7 +15,7 @@ use lathe_agent::approval::ApprovalMode;
 use lathe_agent::executor::DEFAULT_MAX_TURNS;
 use lathe_agent::provider::{
     ChatOptions, DEFAULT_NUM_CTX, OllamaProvider, Provider, ProviderConfig, ProviderKind, Think,
-    ToolProtocol, connect,
+    ToolProtocol, WindowChoice, connect,
 };
 use lathe_agent::subagent::{self, SubAgentConfig};
 use lathe_agent::{Agent, AgentBuilder, BuildError};
@@ -151,6 +151,11 @@ pub struct Resolved {
     pub git_branch: bool,
     /// Sub-agents (`[agent] max_sub_agents`, `sub_agent_max_turns`); `None` when turned off.
     pub sub_agents: Option<SubAgentConfig>,
+    /// The window as configured (`[model] context_window`, or the default), before the server
+    /// was asked ([`Resolved::fit_window`]).
+    pub configured_window: u32,
+    /// The window the server said it has, once asked.
+    pub served_window: Option<u32>,
 }
 
 /// Resolves the model side from `args`, the environment (read through `env`) and `setup`.
@@ -198,6 +203,8 @@ pub fn resolve(
         ..ChatOptions::default()
     };
     Ok(Resolved {
+        configured_window: options.num_ctx,
+        served_window: None,
         provider,
         base_url,
         model,
@@ -402,6 +409,18 @@ pub fn tool_session(setup: &Setup, id: &SessionId) -> anyhow::Result<Arc<Session
 }
 
 impl Resolved {
+    /// Asks the server what window it serves `model` with and uses the smaller of that and
+    /// the configured one (`options.num_ctx`, which Ollama is sent and the agent keeps the
+    /// conversation within). Returns the note to show when the server's is smaller (once per
+    /// session); a server that does not say changes nothing.
+    pub async fn fit_window(&mut self, provider: &dyn Provider, model: &str) -> Option<String> {
+        let served = provider.served_window(model).await;
+        let choice = WindowChoice::new(self.configured_window, served);
+        self.served_window = choice.served;
+        self.options.num_ctx = choice.window;
+        choice.note()
+    }
+
     /// `builder` with what was resolved here: the approval mode (and
     /// `--dangerously-skip-approvals`), the turn limit, the request options and the tool
     /// protocol.
