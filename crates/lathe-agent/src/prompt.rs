@@ -263,8 +263,8 @@ pub fn system_prompt_for(inputs: &PromptInputs, profile: lathe_tools::Profile) -
 fn compact_system_prompt(inputs: &PromptInputs) -> String {
     let mut prompt = String::with_capacity(2048);
     prompt.push_str(
-        "You are Lathe, a coding agent in the user's project. Do the task with the tools: read \
-         the code, change files, run commands, check your work. Be brief.\n\n",
+        "You are Lathe, a coding agent in the user's project: do the task with the tools. Be \
+         brief.\n",
     );
     prompt.push_str(&format!(
         "Workspace root: {} · {} · {}\n",
@@ -313,16 +313,13 @@ user should know. You may end that answer with [TASK_COMPLETE].
 /// [`TOOL_RULES`] in fewer words, for small windows: every rule is kept.
 const COMPACT_TOOL_RULES: &str = "
 # Rules
-- Act with the tools; do not only describe. Paths are relative to the workspace root.
-- Read a file before changing it: edit_file for part of a file (old_string exactly as in the \
-file), write_file for new files.
-- Run builds and tests with shell; check what you changed.
-- Reads (read_file, grep, glob, list_files) may go several in one turn; changes run one at a time.
-- An error result says what to fix: fix the call, do not repeat it unchanged. Do not retry a \
-call the user denied.
-- Long results are cut; the result says where the rest is. more_tools lists further tools.
-- When done, answer without a tool call: what you did, briefly. You may end with \
-[TASK_COMPLETE].
+- Act with the tools, do not only describe. Paths are relative to the workspace root.
+- Read a file before changing it: edit_file for part of it, write_file for new files.
+- Check your changes: run builds and tests with shell.
+- Reads may go several in one turn; changes run one at a time.
+- An error says what to fix: fix the call, never repeat it unchanged. Never retry a denied call.
+- Cut results say where the rest is. more_tools lists further tools.
+- When done, answer without a tool call, briefly. You may end with [TASK_COMPLETE].
 ";
 
 #[cfg(test)]

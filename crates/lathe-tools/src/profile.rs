@@ -78,10 +78,14 @@ pub(crate) fn compact_schema(full: &Value, listed: &[(&str, &str)]) -> Value {
     schema
 }
 
+/// Drops the descriptions, and the defaults and minimums the short descriptions imply
+/// (`false`, `0`), at any depth.
 fn strip_descriptions(value: &mut Value) {
     match value {
         Value::Object(object) => {
             object.remove("description");
+            object.remove("default");
+            object.remove("minimum");
             for (key, inner) in object.iter_mut() {
                 // A property named `description` is a parameter, not a doc string.
                 if key == "properties"
@@ -116,14 +120,17 @@ mod tests {
         let full = json!({"type": "object", "required": ["a", "c"], "properties": {
             "a": {"type": "string", "description": "long a"},
             "b": {"type": "integer", "description": "long b"},
+            "d": {"type": "boolean", "default": false, "description": "d"},
             "c": {"type": "array", "description": "long c", "items": {"type": "object",
-                "description": "one", "properties": {"x": {"type": "string", "description": "x"}}}},
+                "description": "one", "properties": {"x": {"type": "string", "description": "x",
+                "minimum": 0}}}},
         }});
-        let compact = compact_schema(&full, &[("c", ""), ("a", "short a")]);
+        let compact = compact_schema(&full, &[("c", ""), ("a", "short a"), ("d", "")]);
         assert_eq!(
             compact,
             json!({"type": "object", "required": ["a", "c"], "properties": {
                 "a": {"type": "string", "description": "short a"},
+                "d": {"type": "boolean"},
                 "c": {"type": "array", "items": {"type": "object",
                     "properties": {"x": {"type": "string"}}}},
             }})

@@ -336,8 +336,11 @@ impl Registry {
             if self.profile == Profile::Compact {
                 self.swap(T::NAME, Arc::clone(&compact));
             }
-            self.forms
-                .insert(T::NAME.to_owned(), Forms { full, compact });
+            // `more_tools` is made anew whenever its catalog changes, in the profile's form.
+            if T::NAME != MoreToolsTool::NAME {
+                self.forms
+                    .insert(T::NAME.to_owned(), Forms { full, compact });
+            }
         }
         if self.profile == Profile::Compact && T::ON_DEMAND {
             self.defer_for_profile(T::NAME);
@@ -376,9 +379,9 @@ impl Registry {
             Profile::Full => {
                 let given_back = std::mem::take(&mut self.deferred_by_profile);
                 self.deferred.retain(|name| !given_back.contains(name));
-                self.rebuild_more_tools();
             }
         }
+        self.rebuild_more_tools();
     }
 
     /// The profile the definitions are in ([`Registry::use_profile`]).
@@ -515,7 +518,12 @@ impl Registry {
         match (existing, catalog.is_empty()) {
             (Some(index), false) => {
                 let tool = MoreToolsTool::new(catalog);
-                let definition = ToolDefinition::of(&tool);
+                let mut definition = ToolDefinition::of(&tool);
+                if self.profile == Profile::Compact
+                    && let Some(compact) = compact_definition::<MoreToolsTool>(&definition)
+                {
+                    definition = compact;
+                }
                 self.entries[index] = Arc::new(Typed {
                     tool: Arc::new(tool),
                     definition,

@@ -69,13 +69,17 @@ pub struct Truncation {
 const TRUNCATED_BELOW_PERCENT: u64 = 50;
 /// ...and it must be short by at least this many tokens (a tiny prompt's count varies more).
 const TRUNCATED_BY_AT_LEAST: u64 = 256;
+/// A server that cuts a prompt keeps a window's worth of it, and no server has a window this
+/// small; a lower count is the count of the part not cached (older Ollama and LM Studio
+/// report that), not a cut.
+const KEPT_AT_LEAST: u64 = 512;
 
 impl Truncation {
     /// A cut when the server reported `reported` prompt tokens for a request estimated at
-    /// `sent`: under half, and by at least 256 tokens. A count of 0 is no count (old servers
-    /// say 0 for a prompt they had cached).
+    /// `sent`: under half, and by at least 256 tokens. A count under 512 is no cut (a server
+    /// that cuts keeps a window's worth; old servers count only the part they had not cached).
     pub fn detect(sent: u64, reported: u64) -> Option<Truncation> {
-        let cut = reported > 0
+        let cut = reported >= KEPT_AT_LEAST
             && reported * 100 < sent * TRUNCATED_BELOW_PERCENT
             && sent - reported >= TRUNCATED_BY_AT_LEAST;
         cut.then_some(Truncation { sent, reported })
@@ -215,6 +219,7 @@ mod tests {
         assert_eq!(Truncation::detect(6_000, 4_500), None);
         assert_eq!(Truncation::detect(400, 100), None);
         assert_eq!(Truncation::detect(6_000, 0), None);
+        assert_eq!(Truncation::detect(6_000, 300), None);
         assert_eq!(Truncation::detect(6_000, 7_000), None);
     }
 

@@ -46,14 +46,10 @@ pub struct CommandOutputInput {
 impl Tool for CommandOutputTool {
     const NAME: &'static str = "command_output";
     const COMPACT_DESCRIPTION: Option<&'static str> = Some(
-        r#"Read a `shell` command's whole output by its id: bytes from `offset` (up to `limit`), or with `search` (a case-insensitive regex) the matching lines, numbered."#,
+        r#"Read a `shell` command's whole output by id: bytes from `offset` (up to `limit`), or the lines matching the regex `search`."#,
     );
-    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> = Some(&[
-        ("id", r#""#),
-        ("search", r#""#),
-        ("offset", r#""#),
-        ("limit", r#""#),
-    ]);
+    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> =
+        Some(&[("id", ""), ("search", ""), ("offset", ""), ("limit", "")]);
     const ON_DEMAND: bool = true;
     type Input = CommandOutputInput;
 

@@ -79,17 +79,13 @@ pub struct EditFileTool;
 impl Tool for EditFileTool {
     const NAME: &'static str = "edit_file";
     const COMPACT_DESCRIPTION: Option<&'static str> = Some(
-        r#"Replace `old_string` with `new_string` in a file. Copy old_string exactly from read_file (without the line numbers), with enough lines to match one place, or set replace_all. For several changes to one file give `edits`: [{old_string, new_string}], applied in order, all or none. An empty old_string creates a new file."#,
+        r#"Replace `old_string` with `new_string` in a file. Copy old_string exactly from read_file (no line numbers), with enough lines to match once, or set replace_all. Empty old_string creates a new file."#,
     );
     const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> = Some(&[
-        ("path", r#"Relative to the workspace root."#),
-        ("old_string", r#""#),
-        ("new_string", r#""" deletes old_string."#),
-        ("replace_all", r#""#),
-        (
-            "edits",
-            r#"Instead of old_string/new_string: several edits."#,
-        ),
+        ("path", ""),
+        ("old_string", ""),
+        ("new_string", ""),
+        ("replace_all", ""),
     ]);
     const ALIASES: &'static [&'static str] = &[
         "edit",

@@ -74,15 +74,12 @@ pub enum GlobSort {
 impl Tool for GlobTool {
     const NAME: &'static str = "glob";
     const COMPACT_DESCRIPTION: Option<&'static str> = Some(
-        r#"Find files by glob: `**/*.rs`, `src/**/test_*.py`, `*.{ts,tsx}` (a pattern without `/` matches names at any depth). Lists paths relative to the workspace root, newest first, at most `limit` (default 100), skipping ignored and hidden files."#,
+        r#"Find files by glob (`**/*.rs`, `*.{ts,tsx}`; no `/`: names at any depth). Newest first, at most `limit` (100); ignored and hidden files skipped."#,
     );
     const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> = Some(&[
-        ("pattern", r#""#),
-        (
-            "path",
-            r#"Directory to search, relative to the workspace root. Default: all of it."#,
-        ),
-        ("limit", r#""#),
+        ("pattern", ""),
+        ("path", r#"Directory. Default: all."#),
+        ("limit", ""),
     ]);
     const ALIASES: &'static [&'static str] =
         &["find_files", "file_search", "glob_files", "glob_search"];

@@ -141,24 +141,18 @@ impl JsonSchema for StringList {
 impl Tool for GrepTool {
     const NAME: &'static str = "grep";
     const COMPACT_DESCRIPTION: Option<&'static str> = Some(
-        r#"Search file contents with a regex (ripgrep syntax; no look-around or backreferences: use `fixed_strings: true` for literal text). Prints `path:line: text`, sorted by path and line, paged: at most `limit` (default 200) from `offset`, with exact totals. Skips ignored, hidden and binary files."#,
+        r#"Search file contents with a regex (ripgrep syntax, no look-around; `fixed_strings: true` for literal text). Lines as `path:line: text`, sorted, at most `limit` (200) from `offset`. Skips ignored, hidden and binary files."#,
     );
     const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> = Some(&[
-        ("pattern", r#"The regex, e.g. `fn\s+main`, `TODO|FIXME`."#),
-        (
-            "path",
-            r#"File or directory, relative to the workspace root. Default: all of it."#,
-        ),
-        (
-            "glob",
-            r#"Globs choosing files: `*.rs`, `src/**/*.ts`, `!**/tests/**`."#,
-        ),
-        ("case_insensitive", r#""#),
-        ("fixed_strings", r#""#),
-        ("context", r#"Lines shown around each match."#),
-        ("output_mode", r#""#),
-        ("limit", r#""#),
-        ("offset", r#"Entries to skip: the next page."#),
+        ("pattern", ""),
+        ("path", r#"File or directory. Default: all."#),
+        ("glob", r#"`*.rs`, `!**/tests/**`"#),
+        ("case_insensitive", ""),
+        ("fixed_strings", ""),
+        ("context", r#"Lines around each match."#),
+        ("output_mode", ""),
+        ("limit", ""),
+        ("offset", ""),
     ]);
     const ALIASES: &'static [&'static str] = &[
         "search",

@@ -26,9 +26,8 @@ pub struct KillCommandInput {
 impl Tool for KillCommandTool {
     const NAME: &'static str = "kill_command";
     const COMPACT_DESCRIPTION: Option<&'static str> =
-        Some(r#"Stop a command started with `shell` (and every process it started) by its id."#);
-    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> =
-        Some(&[("id", r#""#)]);
+        Some(r#"Stop a `shell` command (and what it started) by id."#);
+    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> = Some(&[("id", "")]);
     const ON_DEMAND: bool = true;
     type Input = KillCommandInput;
 

@@ -50,13 +50,10 @@ pub struct ReadFileTool;
 impl Tool for ReadFileTool {
     const NAME: &'static str = "read_file";
     const COMPACT_DESCRIPTION: Option<&'static str> = Some(
-        r#"Read a text file: its lines numbered (number, tab, text), 2000 from `offset` (the first line, from 1). When only part is shown, a last note says which offset reads on. For a directory use list_files."#,
+        r#"Read a text file, lines numbered, 2000 from `offset` (first line, from 1); a note says how to read on. Directories: list_files."#,
     );
-    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> = Some(&[
-        ("path", r#"Relative to the workspace root."#),
-        ("offset", r#"First line to show, from 1."#),
-        ("limit", r#"Most lines to show."#),
-    ]);
+    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> =
+        Some(&[("path", ""), ("offset", ""), ("limit", "")]);
     const ALIASES: &'static [&'static str] = &[
         "cat",
         "read",

@@ -60,10 +60,10 @@ pub struct ResolveTool;
 impl Tool for ResolveTool {
     const NAME: &'static str = "resolve";
     const COMPACT_DESCRIPTION: Option<&'static str> = Some(
-        r#"Apply or discard the newest pending change (one a tool previewed); nothing of it is written before `apply`. Several pending: newest first."#,
+        r#"Apply or discard the newest pending change (one a tool previewed); nothing is written before `apply`."#,
     );
     const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> =
-        Some(&[("action", r#""#), ("reason", r#""#)]);
+        Some(&[("action", ""), ("reason", "")]);
     type Input = ResolveInput;
 
     fn kind(&self) -> ToolKind {

@@ -320,16 +320,15 @@ fn default_true() -> bool {
 impl Tool for ShellTool {
     const NAME: &'static str = "shell";
     const COMPACT_DESCRIPTION: Option<&'static str> = Some(
-        r#"Run a command with `bash -c` in the workspace: exit code and output. Long output shows head and tail; the result names the command's id (read the rest with command_output). Non-interactive: stdin empty, no prompts (pass `-y`). `background: true` for servers and watchers; past `timeout` seconds a command goes on in the background."#,
+        r#"Run a command with `bash -c` in the workspace: exit code and output (long output is cut; command_output reads it all by id). No stdin, no prompts (pass `-y`). `background: true` for servers; past `timeout` seconds it goes on in the background."#,
     );
     const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> = Some(&[
-        ("command", r#"Pipes, `&&`, redirections and `cd` work."#),
-        ("cwd", r#"Relative to the workspace root."#),
-        ("timeout", r#""#),
-        ("background", r#""#),
+        ("command", ""),
+        ("timeout", ""),
+        ("background", ""),
         (
             "sandbox",
-            r#"Default true: writes only in the workspace and /tmp, no network. A call that failed for that may be run again with false (the user is asked)."#,
+            r#"Default true: no writes outside the workspace and /tmp, no network. If that made it fail, retry with false (asks the user)."#,
         ),
     ]);
     const ALIASES: &'static [&'static str] = &[

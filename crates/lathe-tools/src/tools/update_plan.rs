@@ -68,10 +68,10 @@ pub struct UpdatePlanTool;
 impl Tool for UpdatePlanTool {
     const NAME: &'static str = "update_plan";
     const COMPACT_DESCRIPTION: Option<&'static str> = Some(
-        r#"Keep a plan for a task of several steps: send the whole plan every time, each step with its status; one step `in_progress` at a time."#,
+        r#"A plan for a task of several steps: send the whole plan each time, one step `in_progress` at a time."#,
     );
     const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> =
-        Some(&[("plan", r#"The steps, in order; [] clears the plan."#)]);
+        Some(&[("plan", "")]);
     type Input = UpdatePlanInput;
 
     fn kind(&self) -> ToolKind {
