@@ -60,6 +60,23 @@ pub struct ModelConfig {
     /// its answer) before the answer counts as cut and is asked for again: seconds or `"10m"`;
     /// 0 never. By default, 600 seconds.
     pub idle_timeout: Option<crate::config::Timeout>,
+    /// How much of the system prompt and the tool definitions each request carries: `full`,
+    /// `compact` (short descriptions, common parameters, optional tools on demand), or `auto`:
+    /// compact for windows of 16,384 tokens and less. By default, `auto`.
+    pub prompt_profile: Option<PromptProfile>,
+}
+
+/// `[model] prompt_profile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptProfile {
+    /// By the window.
+    #[default]
+    Auto,
+    /// Always the full definitions.
+    Full,
+    /// Always the compact ones.
+    Compact,
 }
 
 /// The `[agent]` section.
@@ -156,6 +173,8 @@ pub struct Resolved {
     pub configured_window: u32,
     /// The window the server said it has, once asked.
     pub served_window: Option<u32>,
+    /// The prompt profile, when one is configured (`None`: by the window).
+    pub profile: Option<lathe_tools::Profile>,
 }
 
 /// Resolves the model side from `args`, the environment (read through `env`) and `setup`.
@@ -205,6 +224,11 @@ pub fn resolve(
     Ok(Resolved {
         configured_window: options.num_ctx,
         served_window: None,
+        profile: match model_config.prompt_profile.unwrap_or_default() {
+            PromptProfile::Auto => None,
+            PromptProfile::Full => Some(lathe_tools::Profile::Full),
+            PromptProfile::Compact => Some(lathe_tools::Profile::Compact),
+        },
         provider,
         base_url,
         model,
@@ -427,6 +451,10 @@ impl Resolved {
     pub fn configure(&self, builder: AgentBuilder) -> AgentBuilder {
         let builder = match self.sub_agents {
             Some(config) => builder.sub_agents(config),
+            None => builder,
+        };
+        let builder = match self.profile {
+            Some(profile) => builder.profile(profile),
             None => builder,
         };
         builder
