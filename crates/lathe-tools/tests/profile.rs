@@ -30,7 +30,14 @@ fn the_compact_profile_defers_the_optional_tools_and_shortens_the_rest() {
         assert!(compact.definition(optional).is_some());
     }
     assert!(listed.contains(&"more_tools".to_owned()), "{listed:?}");
-    for core in ["read_file", "edit_file", "write_file", "shell", "grep", "glob"] {
+    for core in [
+        "read_file",
+        "edit_file",
+        "write_file",
+        "shell",
+        "grep",
+        "glob",
+    ] {
         assert!(listed.contains(&core.to_owned()), "{listed:?}");
         let (short, long) = (
             compact.definition(core).unwrap(),

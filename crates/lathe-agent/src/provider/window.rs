@@ -4,8 +4,9 @@
 //! server decides: Ollama caps `num_ctx` at the model's trained context length, a llama.cpp
 //! server started with `-c 4096` has 4,096 tokens per slot whatever the client thinks, vLLM
 //! refuses more than `max_model_len`. [`Provider::served_window`](super::Provider::served_window)
-//! asks the server (see [`served_window_openai`] for the OpenAI-compatible servers), and
-//! [`WindowChoice`] takes the smaller of the two, with one note when the server's is smaller.
+//! asks the server (the OpenAI-compatible ones at `/props`, `/v1/models`, `/api/v0/models`),
+//! and [`WindowChoice`] takes the smaller of the two, with one note when the server's is
+//! smaller.
 //!
 //! A server that has a smaller window than the request may cut the prompt instead of refusing
 //! it (Ollama drops the oldest messages and reports the tokens it kept): [`Truncation::detect`]
@@ -104,7 +105,7 @@ pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
