@@ -179,9 +179,6 @@ async fn the_fixed_part_of_a_request_fits_the_budget_of_each_window() {
         let run = run_agent(window, script, "hi").await;
         let body = run.first_request();
         let fixed = fixed_part(&body, window);
-        if window == 8_192 {
-            std::fs::write("/tmp/win_compact.json", body.to_string()).unwrap();
-        }
         sizes.push((window, fixed));
         let tools = offered(&body);
         if window <= 16_384 {
