@@ -346,6 +346,14 @@ pub struct RunReport {
     pub changes_denied: bool,
     /// Token totals over the run's turns, as the server counted them.
     pub usage: TokenTotals,
+    /// Each model turn's counts, in order, as the server gave them (turns it gave none for
+    /// are left out). Left out when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turn_usage: Vec<TurnUsage>,
+    /// The context window the run kept within, in tokens (the smaller of the configured and
+    /// the server's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
     /// Wall time of the whole run, in milliseconds.
     pub duration_ms: u64,
     /// Time spent waiting for the model, in milliseconds.
@@ -432,6 +440,16 @@ pub enum DenialKind {
     /// A change of the project's memory: it asks in every mode and no allow rule lets it run
     /// unasked, so only a person's answer (on a terminal) does, or editing the memory by hand.
     Memory,
+}
+
+/// One model turn's token counts, as the server gave them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnUsage {
+    /// The turn of the run, from 1 (as its [`Event::TurnFinished`] numbers it).
+    pub turn: u32,
+    /// The counts.
+    #[serde(flatten)]
+    pub usage: Usage,
 }
 
 /// Tokens over a run.
@@ -542,6 +560,7 @@ mod tests {
                 usage: Some(Usage {
                     prompt_tokens: Some(10),
                     completion_tokens: None,
+                    ..Usage::default()
                 }),
                 task_complete: true,
             },
@@ -603,6 +622,15 @@ mod tests {
                     prompt_tokens: 5,
                     completion_tokens: 1,
                 },
+                turn_usage: vec![TurnUsage {
+                    turn: 1,
+                    usage: Usage {
+                        prompt_tokens: Some(5),
+                        completion_tokens: Some(1),
+                        generation_ms: Some(40),
+                    },
+                }],
+                context_window: Some(8_192),
                 duration_ms: 9,
                 model_ms: 4,
                 tool_ms: 3,

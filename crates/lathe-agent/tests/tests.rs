@@ -28,3 +28,4 @@ mod provider_ollama;
 mod provider_openai;
 mod provider_streaming;
 mod text_calls_e2e;
+mod window;

@@ -169,6 +169,56 @@ pub fn models(models: &[&str]) -> Response {
     Response::json(200, &json!({"object": "list", "data": data}))
 }
 
+/// vLLM's `/v1/models`: each model with its `max_model_len` (the window it serves).
+pub fn vllm_models(models: &[(&str, u64)]) -> Response {
+    let data: Vec<Value> = models
+        .iter()
+        .map(|(m, len)| {
+            json!({"id": m, "object": "model", "created": 1_735_689_600u64, "owned_by": "vllm",
+                "root": m, "parent": null, "max_model_len": len,
+                "permission": [{"id": "modelperm-scripted", "object": "model_permission"}]})
+        })
+        .collect();
+    Response::json(200, &json!({"object": "list", "data": data}))
+}
+
+/// llama.cpp's `/props` for a server started with `-c n_ctx` (one slot): the slot's window
+/// under `default_generation_settings.n_ctx`, as current builds answer.
+pub fn llama_cpp_props(n_ctx: u64) -> Response {
+    Response::json(
+        200,
+        &json!({
+            "default_generation_settings": {"id": 0, "id_task": -1, "n_ctx": n_ctx,
+                "speculative": false, "is_processing": false,
+                "params": {"n_predict": -1, "temperature": 0.8, "top_k": 40, "top_p": 0.95}},
+            "total_slots": 1,
+            "model_path": "/models/scripted.gguf",
+            "chat_template": "{{ messages }}",
+            "modalities": {"vision": false, "audio": false},
+            "build_info": "b6000-scripted",
+        }),
+    )
+}
+
+/// LM Studio's `/api/v0/models`: each model `(id, max_context_length, loaded_context_length)`,
+/// the last only for a loaded model.
+pub fn lmstudio_models(models: &[(&str, u64, Option<u64>)]) -> Response {
+    let data: Vec<Value> = models
+        .iter()
+        .map(|(id, max, loaded)| {
+            let mut model = json!({"id": id, "object": "model", "type": "llm",
+                "publisher": "scripted", "arch": "llama", "compatibility_type": "gguf",
+                "quantization": "Q4_K_M", "state": if loaded.is_some() { "loaded" } else { "not-loaded" },
+                "max_context_length": max});
+            if let Some(loaded) = loaded {
+                model["loaded_context_length"] = json!(loaded);
+            }
+            model
+        })
+        .collect();
+    Response::json(200, &json!({"object": "list", "data": data}))
+}
+
 /// An error body in the OpenAI shape: `{"error": {"message", "type", "code"}}`.
 pub fn error(status: u16, message: &str) -> Response {
     Response::json(

@@ -148,6 +148,7 @@ mod budget;
 pub mod dispatch;
 mod meta;
 mod pending;
+pub mod profile;
 pub mod registry;
 mod schema;
 mod session;
@@ -163,6 +164,7 @@ pub use dispatch::{
 pub use lathe_policy::{ApprovalMode, PermissionsConfig};
 pub use meta::{CommandMeta, CommandState, FileChange, LineRange, MAX_CHANGE_DIFF_LINES, Metadata};
 pub use pending::{NOTHING_PENDING, PENDING_UNAVAILABLE, PendingAction, PendingSummary};
+pub use profile::Profile;
 pub use registry::{BoundCall, DynTool, PreparedCall, Registry, RegistryError, ToolDefinition};
 pub use schema::portable_schema;
 pub use session::{DEFAULT_RESULT_BUDGET, FileStamp, Session, StampBuilder, ToolConfig};

@@ -586,6 +586,21 @@ pub trait Tool: Send + Sync + 'static {
     /// matches `old_string` literally first, so a `\n` the file really holds is found).
     const RAW_STRINGS: &'static [&'static str] = &[];
 
+    /// The description the compact profile ([`Profile::Compact`](crate::Profile), for small
+    /// windows) sends instead of the input's doc comment: shorter, keeping every rule the model
+    /// needs to call the tool right. By default, `None`: the full description.
+    const COMPACT_DESCRIPTION: Option<&'static str> = None;
+
+    /// The parameters the compact profile advertises, each with its short description (`""`
+    /// for none), in the schema's order. Parameters left out are rarely needed: they stay
+    /// accepted, exactly as in the full profile, they are only not listed. By default, `None`:
+    /// every parameter, with its full description.
+    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> = None;
+
+    /// Whether the compact profile offers the tool on demand only (behind `more_tools`, see
+    /// [`Registry::defer`](crate::Registry::defer)): a tool few tasks need. By default, false.
+    const ON_DEMAND: bool = false;
+
     /// What the tool does to the world, in general (scheduling: reads run concurrently).
     fn kind(&self) -> ToolKind;
 

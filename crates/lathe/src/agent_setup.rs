@@ -15,7 +15,7 @@ use lathe_agent::approval::ApprovalMode;
 use lathe_agent::executor::DEFAULT_MAX_TURNS;
 use lathe_agent::provider::{
     ChatOptions, DEFAULT_NUM_CTX, OllamaProvider, Provider, ProviderConfig, ProviderKind, Think,
-    ToolProtocol, connect,
+    ToolProtocol, WindowChoice, connect,
 };
 use lathe_agent::subagent::{self, SubAgentConfig};
 use lathe_agent::{Agent, AgentBuilder, BuildError};
@@ -60,6 +60,23 @@ pub struct ModelConfig {
     /// its answer) before the answer counts as cut and is asked for again: seconds or `"10m"`;
     /// 0 never. By default, 600 seconds.
     pub idle_timeout: Option<crate::config::Timeout>,
+    /// How much of the system prompt and the tool definitions each request carries: `full`,
+    /// `compact` (short descriptions, common parameters, optional tools on demand), or `auto`:
+    /// compact for windows of 16,384 tokens and less. By default, `auto`.
+    pub prompt_profile: Option<PromptProfile>,
+}
+
+/// `[model] prompt_profile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptProfile {
+    /// By the window.
+    #[default]
+    Auto,
+    /// Always the full definitions.
+    Full,
+    /// Always the compact ones.
+    Compact,
 }
 
 /// The `[agent]` section.
@@ -151,6 +168,13 @@ pub struct Resolved {
     pub git_branch: bool,
     /// Sub-agents (`[agent] max_sub_agents`, `sub_agent_max_turns`); `None` when turned off.
     pub sub_agents: Option<SubAgentConfig>,
+    /// The window as configured (`[model] context_window`, or the default), before the server
+    /// was asked ([`Resolved::fit_window`]).
+    pub configured_window: u32,
+    /// The window the server said it has, once asked.
+    pub served_window: Option<u32>,
+    /// The prompt profile, when one is configured (`None`: by the window).
+    pub profile: Option<lathe_tools::Profile>,
 }
 
 /// Resolves the model side from `args`, the environment (read through `env`) and `setup`.
@@ -198,6 +222,13 @@ pub fn resolve(
         ..ChatOptions::default()
     };
     Ok(Resolved {
+        configured_window: options.num_ctx,
+        served_window: None,
+        profile: match model_config.prompt_profile.unwrap_or_default() {
+            PromptProfile::Auto => None,
+            PromptProfile::Full => Some(lathe_tools::Profile::Full),
+            PromptProfile::Compact => Some(lathe_tools::Profile::Compact),
+        },
         provider,
         base_url,
         model,
@@ -402,12 +433,28 @@ pub fn tool_session(setup: &Setup, id: &SessionId) -> anyhow::Result<Arc<Session
 }
 
 impl Resolved {
+    /// Asks the server what window it serves `model` with and uses the smaller of that and
+    /// the configured one (`options.num_ctx`, which Ollama is sent and the agent keeps the
+    /// conversation within). Returns the note to show when the server's is smaller (once per
+    /// session); a server that does not say changes nothing.
+    pub async fn fit_window(&mut self, provider: &dyn Provider, model: &str) -> Option<String> {
+        let served = provider.served_window(model).await;
+        let choice = WindowChoice::new(self.configured_window, served);
+        self.served_window = choice.served;
+        self.options.num_ctx = choice.window;
+        choice.note()
+    }
+
     /// `builder` with what was resolved here: the approval mode (and
     /// `--dangerously-skip-approvals`), the turn limit, the request options and the tool
     /// protocol.
     pub fn configure(&self, builder: AgentBuilder) -> AgentBuilder {
         let builder = match self.sub_agents {
             Some(config) => builder.sub_agents(config),
+            None => builder,
+        };
+        let builder = match self.profile {
+            Some(profile) => builder.profile(profile),
             None => builder,
         };
         builder

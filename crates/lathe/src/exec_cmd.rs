@@ -86,6 +86,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     }
     let provider = agent_setup::provider(&resolved)?;
     let model = agent_setup::require_model(&resolved, provider.as_ref()).await?;
+    let window_note = resolved.fit_window(provider.as_ref(), &model).await;
     let store = crate::sessions_cmd::open_store()?;
     let id = agent_setup::create_session(&store, &setup, &resolved, &model, Some(&task))?;
     let tools = agent_setup::tool_session(&setup, &id)?;
@@ -129,6 +130,9 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
         approval: resolved.approval.to_string(),
         max_turns: resolved.max_turns,
     }));
+    if let Some(message) = window_note {
+        sink.emit(Event::Notice { message });
+    }
     let cancel = CancellationToken::new();
     let approver: Arc<dyn Approver> = if interactive {
         // Ctrl-C at an approval question stops the run there: the model is asked nothing more.

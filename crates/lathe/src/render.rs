@@ -624,6 +624,51 @@ pub fn end_line(s: &Style, report: &RunReport, shown_error: Option<&str>) -> Str
     }
 }
 
+/// The window meter under a chat turn, from the server's counts of the run's last model turn:
+/// `context 3,210/8,192 tokens (39%) · 41.2 tokens/s`. The fill is that turn's prompt and
+/// reply (what the window holds now); the speed is the run's generated tokens over the
+/// server's own generation time, or over the time waited for the model when the server does
+/// not time itself. `None` when the server gave no counts.
+pub fn meter_line(report: &RunReport) -> Option<String> {
+    use lathe_agent::provider::window::thousands;
+    let window = report.context_window?;
+    let last = report
+        .turn_usage
+        .iter()
+        .rev()
+        .find(|t| t.usage.prompt_tokens.is_some())?;
+    let used = last.usage.prompt_tokens.unwrap_or(0) + last.usage.completion_tokens.unwrap_or(0);
+    let percent = used.saturating_mul(100) / window.max(1);
+    let mut line = format!(
+        "context {}/{} tokens ({percent}%)",
+        thousands(used),
+        thousands(window)
+    );
+    if let Some(speed) = tokens_per_second(report) {
+        line.push_str(&format!(" · {speed:.1} tokens/s"));
+    }
+    Some(line)
+}
+
+/// Generated tokens per second over a run: by the server's clock where it timed every turn
+/// that generated, else by the time waited for the model.
+pub fn tokens_per_second(report: &RunReport) -> Option<f64> {
+    let turns = &report.turn_usage;
+    let generated: u64 = turns.iter().filter_map(|t| t.usage.completion_tokens).sum();
+    if generated == 0 {
+        return None;
+    }
+    let timed = turns
+        .iter()
+        .all(|t| t.usage.completion_tokens.is_none() || t.usage.generation_ms.is_some());
+    let ms: u64 = if timed {
+        turns.iter().filter_map(|t| t.usage.generation_ms).sum()
+    } else {
+        report.model_ms
+    };
+    (ms > 0).then(|| generated as f64 * 1000.0 / ms as f64)
+}
+
 /// The line after a chat turn that changed files: `2 files changed (+10 -2) · /diff · /undo ·
 /// turn 3` (the number `/diff N` and `/rewind N` take).
 pub fn checkpoint_line(checkpoint: &lathe_agent::events::Checkpoint) -> String {

@@ -50,3 +50,4 @@ mod tool_cli;
 mod tools_list;
 mod trust;
 mod undo_cli;
+mod window_meter;

@@ -40,9 +40,9 @@ use crate::context::{ContextWindow, ResultNote, shorten_turn, turn_budget};
 use crate::events::{AnswerSource, Event, RunReport, RunStatus, ToolStatus};
 use crate::message::{INTERRUPTED_BY_USER, Message, merged, push_merged};
 use crate::parser::{ToolNames, malformed_call_message};
-use crate::prompt::{PromptInputs, system_prompt};
+use crate::prompt::{PromptInputs, system_prompt_for};
 use crate::provider::{
-    ChatOptions, ChatRequest, ChunkStream, Provider, ProviderError, ToolProtocol,
+    ChatOptions, ChatRequest, ChunkStream, Provider, ProviderError, ToolProtocol, Truncation,
 };
 use crate::runner::summary::RunTally;
 use crate::runner::{CallResult, PlannedCall, STOPPED_BEFORE_RUNNING, ToolRunner};
@@ -224,7 +224,10 @@ impl Executor {
             Value::Array(tools) => tools,
             _ => Vec::new(),
         };
-        let prompt = system_prompt(&PromptInputs::for_session(runner.session(), names));
+        let prompt = system_prompt_for(
+            &PromptInputs::for_session(runner.session(), names),
+            registry.profile(),
+        );
         let window = config
             .context_window
             .unwrap_or(u64::from(config.options.num_ctx));
@@ -629,6 +632,7 @@ impl Executor {
             duration_ms: u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
             checkpoints,
             pending: left,
+            context_window: Some(self.context.window()),
             ..RunReport::default()
         });
         self.sink.emit(Event::RunResult(report.clone()));
@@ -778,6 +782,13 @@ impl Executor {
         };
         if let Some(actual) = turn_data.usage.and_then(|u| u.prompt_tokens) {
             self.context.calibrate(estimate, actual);
+            // A server that counted far fewer tokens than were sent cut the prompt: said, so
+            // that nothing is lost unseen.
+            if let Some(cut) = Truncation::detect(estimate, actual) {
+                self.sink.emit(Event::Notice {
+                    message: cut.warning(self.context.window()),
+                });
+            }
         }
         let mut message = turn_data.to_message();
         if turn_data.cancelled

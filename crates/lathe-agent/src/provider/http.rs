@@ -229,6 +229,23 @@ impl HttpClient {
             .await
     }
 
+    /// GETs the absolute `url` once (no retries) and parses the JSON answer; `None` for any
+    /// failure: for asking a server what it may not know (its window, see
+    /// [`super::window`]).
+    pub(crate) async fn probe_json(&self, url: &str) -> Option<Value> {
+        let mut request = self.client.get(url);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        match self.json_of(request).await {
+            Ok(value) => Some(value),
+            Err(error) => {
+                tracing::debug!(%url, %error, "no answer to a probe");
+                None
+            }
+        }
+    }
+
     /// POSTs `body` to `path` and parses the JSON answer.
     pub(crate) async fn post_json(&self, path: &str, body: &Value) -> Result<Value, ProviderError> {
         self.with_retries(|| self.json_of(self.request(reqwest::Method::POST, path).json(body)))

@@ -21,6 +21,7 @@ mod partial;
 mod retry;
 pub mod sse;
 mod text_protocol;
+pub mod window;
 
 pub use auto::AutoProtocol;
 pub use error::ProviderError;
@@ -29,6 +30,7 @@ pub use openai::OpenAiProvider;
 pub use partial::PartialCall;
 pub use retry::RetryPolicy;
 pub use text_protocol::{TEXT_PROTOCOL_STOP, text_protocol_instructions, to_text_protocol};
+pub use window::{Truncation, WindowChoice};
 
 use crate::message::{Message, ToolCall};
 use futures::Stream;
@@ -190,6 +192,19 @@ pub struct Usage {
     /// Tokens generated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_tokens: Option<u64>,
+    /// How long the server took to generate them, in milliseconds, as it measured it
+    /// (Ollama's `eval_duration`, llama.cpp's `timings.predicted_ms`), when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation_ms: Option<u64>,
+}
+
+impl Usage {
+    /// Generated tokens per second, by the server's own clock, when it gave both counts.
+    pub fn tokens_per_second(&self) -> Option<f64> {
+        let tokens = self.completion_tokens?;
+        let ms = self.generation_ms.filter(|&ms| ms > 0)?;
+        Some(tokens as f64 * 1000.0 / ms as f64)
+    }
 }
 
 /// What a model can do.
@@ -222,6 +237,16 @@ pub trait Provider: Send + Sync {
 
     /// The models the server has.
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>>;
+
+    /// The context window, in tokens, the server serves `model` with, when it says: Ollama's
+    /// context length of the model from `/api/show` (Ollama caps `num_ctx` there), a
+    /// llama.cpp slot's `n_ctx`, vLLM's `max_model_len`, LM Studio's loaded context length
+    /// (see [`window`]). `None` when the server does not say; never an error. Lathe uses the
+    /// smaller of this and the configured window ([`WindowChoice`]). By default, `None`.
+    fn served_window<'a>(&'a self, model: &'a str) -> BoxFuture<'a, Option<u32>> {
+        let _ = model;
+        Box::pin(async { None })
+    }
 
     /// Sends `request` and streams the answer. Transient failures before the first byte are
     /// retried, each retry told at the start of the stream as a [`Chunk::Notice`] while it

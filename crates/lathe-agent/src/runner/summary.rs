@@ -15,6 +15,7 @@ use lathe_tools::{CommandState, Metadata, ToolOutput};
 
 use crate::events::{
     ChangedFile, DenialKind, DeniedCall, DiffStats, RunReport, TokenTotals, ToolStatus,
+    TurnUsage,
 };
 use crate::provider::Usage;
 use crate::runner::CallResult;
@@ -202,6 +203,10 @@ pub(crate) struct RunTally {
     files: Vec<ChangedFile>,
     denied: Vec<DeniedCall>,
     usage: TokenTotals,
+    /// Model turns counted so far.
+    turns: u32,
+    /// Each turn's counts, when the server gave them.
+    turn_usage: Vec<TurnUsage>,
     /// Time waiting for the model.
     pub model_time: Duration,
     /// Time running tools.
@@ -213,9 +218,14 @@ pub(crate) struct RunTally {
 impl RunTally {
     /// Counts a model turn's tokens.
     pub fn turn(&mut self, usage: Option<Usage>) {
+        self.turns += 1;
         if let Some(usage) = usage {
             self.usage.prompt_tokens += usage.prompt_tokens.unwrap_or(0);
             self.usage.completion_tokens += usage.completion_tokens.unwrap_or(0);
+            self.turn_usage.push(TurnUsage {
+                turn: self.turns,
+                usage,
+            });
         }
     }
 
@@ -308,6 +318,7 @@ impl RunTally {
             files_changed: self.files,
             denied: self.denied,
             usage: self.usage,
+            turn_usage: self.turn_usage,
             model_ms: millis(self.model_time),
             tool_ms: millis(self.tool_time),
             ..start
@@ -575,10 +586,12 @@ mod tests {
         tally.turn(Some(Usage {
             prompt_tokens: Some(10),
             completion_tokens: Some(2),
+            ..Usage::default()
         }));
         tally.turn(Some(Usage {
             prompt_tokens: Some(5),
             completion_tokens: None,
+            ..Usage::default()
         }));
         tally.turn(None);
         let denied = result(
@@ -596,6 +609,13 @@ mod tests {
         assert!(report.changes_denied);
         assert_eq!(report.usage.prompt_tokens, 15);
         assert_eq!(report.usage.completion_tokens, 2);
+        // Each turn the server counted, numbered as the run numbers its turns.
+        let turns: Vec<(u32, Option<u64>)> = report
+            .turn_usage
+            .iter()
+            .map(|t| (t.turn, t.usage.prompt_tokens))
+            .collect();
+        assert_eq!(turns, [(1, Some(10)), (2, Some(5))]);
         // A change that ran means the denials did not stop the task.
         let edit = result(
             "edit_file",

@@ -91,6 +91,8 @@ impl SpawnAgentTool {
 
 impl Tool for SpawnAgentTool {
     const NAME: &'static str = "spawn_agent";
+    // Few tasks in a small window need a child agent.
+    const ON_DEMAND: bool = true;
     const ALIASES: &'static [&'static str] = &["sub_agent", "spawn_subagent", "task"];
     type Input = SpawnAgentInput;
 
@@ -333,6 +335,8 @@ impl ReadSubAgentTool {
 
 impl Tool for ReadSubAgentTool {
     const NAME: &'static str = "read_sub_agent";
+    // Few tasks in a small window need a child agent.
+    const ON_DEMAND: bool = true;
     type Input = ReadSubAgentInput;
 
     fn kind(&self) -> ToolKind {

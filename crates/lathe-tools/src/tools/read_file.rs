@@ -49,6 +49,11 @@ pub struct ReadFileTool;
 
 impl Tool for ReadFileTool {
     const NAME: &'static str = "read_file";
+    const COMPACT_DESCRIPTION: Option<&'static str> = Some(
+        r#"Read a text file, lines numbered, 2000 from `offset` (first line, from 1); a note says how to read on. Directories: list_files."#,
+    );
+    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> =
+        Some(&[("path", ""), ("offset", ""), ("limit", "")]);
     const ALIASES: &'static [&'static str] = &[
         "cat",
         "read",

@@ -10,6 +10,7 @@ use serde_json::json;
 
 use lathe_agent::approval::ApprovalMode;
 use lathe_agent::events::Event;
+use lathe_agent::provider::window::thousands;
 use lathe_agent::provider::{Provider, ProviderKind};
 use lathe_agent::{Agent, ContextWindow};
 use lathe_store::{SessionFilter, SessionId, Store};
@@ -227,7 +228,7 @@ pub fn closest(name: &str) -> Option<&'static str> {
 }
 
 /// Token counts of a session, from its stored turns.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct Tokens {
     /// Prompt tokens, summed over the turns.
     pub input: u64,
@@ -235,6 +236,8 @@ pub struct Tokens {
     pub output: u64,
     /// The last turn's prompt and output, when the server counted them: what the window holds.
     pub last: Option<u64>,
+    /// The last turn's generated tokens per second, when the server timed it.
+    pub speed: Option<f64>,
 }
 
 impl Tokens {
@@ -252,6 +255,9 @@ impl Tokens {
                 tokens.output += output;
                 if usage.prompt_tokens.is_some() {
                     tokens.last = Some(input + output);
+                }
+                if let Some(speed) = usage.tokens_per_second() {
+                    tokens.speed = Some(speed);
                 }
             }
         }
@@ -287,6 +293,15 @@ fn status(cx: &Context<'_>) -> String {
         ProviderKind::Ollama => "ollama",
         ProviderKind::OpenAi => "openai",
     };
+    let served = match cx.resolved.served_window {
+        Some(served) => format!("the server's {}", thousands(u64::from(served))),
+        None => "the server did not say its own".to_owned(),
+    };
+    let profile = executor.runner().registry().profile().as_str();
+    let speed = match tokens.speed {
+        Some(speed) => format!("{speed:.1} tokens/s (last turn, the server's clock)"),
+        None => "not timed by the server yet".to_owned(),
+    };
     let workspace = cx
         .setup
         .root
@@ -297,12 +312,16 @@ fn status(cx: &Context<'_>) -> String {
          provider   {provider} at {}\n\
          session    {}\n\
          context    {fill}\n\
+         window     {} tokens: configured {}, {served}; {profile} prompt profile\n\
+         speed      {speed}\n\
          tokens     {} in, {} out (this session)\n\
          approval   {}\n\
          workspace  {}",
         cx.agent.model(),
         crate::render::sanitize(&cx.resolved.base_url),
         cx.session,
+        thousands(window),
+        thousands(u64::from(cx.resolved.configured_window)),
         tokens.input,
         tokens.output,
         cx.agent.gate().mode(),

@@ -222,6 +222,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     }
     let provider = agent_setup::provider(&resolved)?;
     let model = agent_setup::require_model(&resolved, provider.as_ref()).await?;
+    let window_note = resolved.fit_window(provider.as_ref(), &model).await;
     let id = match &resumed {
         Some(session) => session.id.clone(),
         None => agent_setup::create_session(&store, &setup, &resolved, &model, None)?,
@@ -284,6 +285,11 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         live.agent.gate().mode(),
         live.id
     )));
+    if let Some(message) = window_note {
+        live.sink
+            .emit(lathe_agent::events::Event::Notice { message });
+        live.sink.flush().await;
+    }
 
     let prompt = style.bold("> ");
     // Set by a Ctrl-C (one that stopped a turn, or one at an empty prompt): the next Ctrl-C
@@ -370,12 +376,12 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
             .as_ref()
             .and_then(|command| start_project_run(command, &mut live.agent));
         let mut stopping = false;
-        {
+        let outcome = {
             let run = live.agent.run(&message, &cancel);
             tokio::pin!(run);
             loop {
                 tokio::select! {
-                    _ = &mut run => break,
+                    outcome = &mut run => break outcome,
                     () = interrupts.next() => {
                         if stopping {
                             exit_now(&live.tools, &live.sink);
@@ -387,13 +393,17 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
                     }
                 }
             }
-        }
+        };
         *turn.lock().unwrap_or_else(|e| e.into_inner()) = None;
         if project_run.is_some() {
             live.tools.allow_only(None);
             if let Some(model) = restore_model {
                 live.agent.set_model(model);
             }
+        }
+        // The window meter: one dim line under the turn.
+        if let Some(meter) = crate::render::meter_line(&outcome.report) {
+            say(&style.dim(&meter));
         }
         if let Some(hint) = commands::pending_hint(&live.tools) {
             say(&style.yellow(&hint));

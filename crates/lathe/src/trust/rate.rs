@@ -89,7 +89,7 @@ fn rate(section: &str, key: &str, value: &toml::Value, base: &Config) -> Effect 
         (
             "model",
             "provider" | "name" | "api_key" | "context_window" | "keep_alive" | "think"
-            | "temperature" | "max_tokens" | "tool_protocol" | "idle_timeout",
+            | "temperature" | "max_tokens" | "tool_protocol" | "idle_timeout" | "prompt_profile",
         ) => Effect::Neutral,
         ("agent", "max_turns") => Effect::Neutral,
         // how long an idle `lathe mcp` session lives widens nothing it may do

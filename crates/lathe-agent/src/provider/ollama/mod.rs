@@ -368,6 +368,16 @@ impl Provider for OllamaProvider {
         Box::pin(self.shared.models())
     }
 
+    fn served_window<'a>(&'a self, model: &'a str) -> BoxFuture<'a, Option<u32>> {
+        Box::pin(async move {
+            let capabilities = self.shared.fetch_capabilities(model).await.ok()?;
+            capabilities
+                .context_length
+                .filter(|&n| n > 0)
+                .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+        })
+    }
+
     fn chat<'a>(
         &'a self,
         request: &'a ChatRequest,

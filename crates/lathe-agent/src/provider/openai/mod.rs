@@ -329,6 +329,13 @@ impl Provider for OpenAiProvider {
         Box::pin(self.shared.models())
     }
 
+    fn served_window<'a>(&'a self, model: &'a str) -> BoxFuture<'a, Option<u32>> {
+        Box::pin(super::window::served_window_openai(
+            &self.shared.http,
+            model,
+        ))
+    }
+
     fn chat<'a>(
         &'a self,
         request: &'a ChatRequest,
