@@ -262,6 +262,12 @@ async fn a_server_that_counts_far_fewer_prompt_tokens_than_sent_is_said_to_have_
         "{}",
         cut[0]
     );
+    // Treated as an overflow: the window is what the server kept and wrote.
+    assert!(
+        cut[0].ends_with("; until then, requests are fitted to 603 tokens"),
+        "{}",
+        cut[0]
+    );
 
     // The same request counted whole: nothing to say.
     let script = Script::new().chat(

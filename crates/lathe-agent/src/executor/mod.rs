@@ -785,9 +785,23 @@ impl Executor {
             // A server that counted far fewer tokens than were sent cut the prompt: said, so
             // that nothing is lost unseen.
             if let Some(cut) = Truncation::detect(estimate, actual) {
-                self.sink.emit(Event::Notice {
-                    message: cut.warning(self.context.window()),
-                });
+                // Treated as an overflow: what the server kept, and what it wrote, fit its
+                // window, so the next requests are fitted to that.
+                let assumed = self.context.window();
+                let kept = actual
+                    + turn_data
+                        .usage
+                        .and_then(|u| u.completion_tokens)
+                        .unwrap_or(0);
+                let mut message = cut.warning(assumed);
+                if kept < assumed {
+                    self.set_context_window(kept);
+                    message.push_str(&format!(
+                        "; until then, requests are fitted to {} tokens",
+                        crate::provider::window::thousands(kept)
+                    ));
+                }
+                self.sink.emit(Event::Notice { message });
             }
         }
         let mut message = turn_data.to_message();

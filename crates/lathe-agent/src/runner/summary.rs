@@ -14,8 +14,7 @@ use serde_json::Value;
 use lathe_tools::{CommandState, Metadata, ToolOutput};
 
 use crate::events::{
-    ChangedFile, DenialKind, DeniedCall, DiffStats, RunReport, TokenTotals, ToolStatus,
-    TurnUsage,
+    ChangedFile, DenialKind, DeniedCall, DiffStats, RunReport, TokenTotals, ToolStatus, TurnUsage,
 };
 use crate::provider::Usage;
 use crate::runner::CallResult;
