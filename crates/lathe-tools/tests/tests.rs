@@ -25,6 +25,7 @@ mod file_props;
 mod file_tools;
 mod memory;
 mod pending;
+mod read_image;
 mod registry;
 mod search_cancel;
 mod search_equivalence;

@@ -1,6 +1,9 @@
 //! `read_file`: numbered lines of a text file, by range, in bounded memory.
 
+mod images;
 mod scan;
+
+pub use images::{DEFAULT_IMAGE_MAX_PX, MAX_PIXELS, Vision, set_vision, vision};
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -127,6 +130,9 @@ fn read(session: &Session, input: &ReadFileInput, cancel: &CancellationToken) ->
         Ok(prefix) => prefix,
         Err(err) => return ToolOutput::error(format!("cannot read {shown}: {err}")),
     };
+    if let Some(format) = images::format_of(&prefix) {
+        return images::read(session, file, &shown, meta.len(), format);
+    }
     if let Some(kind) = binary_kind(&prefix) {
         return ToolOutput::ok(format!(
             "{shown} is a binary file ({kind}, {}); read_file shows text only. \
