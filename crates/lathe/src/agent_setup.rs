@@ -60,6 +60,11 @@ pub struct ModelConfig {
     /// its answer) before the answer counts as cut and is asked for again: seconds or `"10m"`;
     /// 0 never. By default, 600 seconds.
     pub idle_timeout: Option<crate::config::Timeout>,
+    /// Whether the model takes images (`read_file` on a PNG, `@shot.png` in `lathe chat`).
+    /// Ollama says so itself (`vision` in `/api/show`); OpenAI-compatible servers cannot, so
+    /// set `true` for a vision model there (llama.cpp's server with `--mmproj`, vLLM).
+    /// `false` never sends images. By default, what the server says (OpenAI: no).
+    pub vision: Option<bool>,
 }
 
 /// The `[agent]` section.
@@ -145,6 +150,8 @@ pub struct Resolved {
     pub skip_approvals: bool,
     /// The longest silence of the model (`[model] idle_timeout`); `None` waits for ever.
     pub idle_timeout: Option<std::time::Duration>,
+    /// Whether the model takes images (`[model] vision`); `None`: what the server says.
+    pub vision: Option<bool>,
     /// Keep checkpoints (`[agent] checkpoints`).
     pub checkpoints: bool,
     /// A branch per session (`--branch`, `[agent] git_branch`).
@@ -223,6 +230,7 @@ pub fn resolve(
                     .unwrap_or(subagent::DEFAULT_MAX_TURNS),
             }),
         },
+        vision: model_config.vision,
         idle_timeout: match model_config.idle_timeout {
             None => Some(lathe_agent::executor::DEFAULT_IDLE_TIMEOUT),
             Some(timeout) => timeout.0,
@@ -239,6 +247,7 @@ pub fn provider(resolved: &Resolved) -> anyhow::Result<Arc<dyn Provider>> {
         .map(|idle| idle + std::time::Duration::from_secs(30));
     let config = ProviderConfig::new(resolved.base_url.clone())
         .api_key(resolved.api_key.clone())
+        .vision(resolved.vision)
         .read_timeout(backstop);
     connect(resolved.provider, config).map_err(|e| anyhow::anyhow!("{e}"))
 }

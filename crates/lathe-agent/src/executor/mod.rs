@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 use lathe_checkpoint::CheckpointHook;
 use lathe_store::SessionStatus;
 use lathe_tools::tools::resolve::ResolveTool;
+use lathe_tools::tools::read_file::{Vision, set_vision};
 use lathe_tools::tools::update_plan;
 use lathe_tools::{Tool, ToolKind};
 
@@ -40,7 +41,7 @@ use crate::message::{INTERRUPTED_BY_USER, Message, merged, push_merged};
 use crate::parser::{ToolNames, malformed_call_message};
 use crate::prompt::{PromptInputs, system_prompt};
 use crate::provider::{
-    ChatOptions, ChatRequest, ChunkStream, Provider, ProviderError, ToolProtocol,
+    ChatOptions, ChatRequest, ChunkStream, Provider, ProviderError, ProviderKind, ToolProtocol,
 };
 use crate::runner::summary::RunTally;
 use crate::runner::{CallResult, PlannedCall, STOPPED_BEFORE_RUNNING, ToolRunner};
@@ -500,6 +501,7 @@ impl Executor {
             if let Some(hook) = &self.checkpoints {
                 hook.begin_turn(session_turn);
             }
+            self.tell_tools_vision().await;
             let results = self.runner.run_batch(&planned, &self.sink, cancel).await;
             if let Some(hook) = &self.checkpoints
                 && let Some(recorded) = checkpoint::end_turn(hook, session_turn, &self.sink)
@@ -899,10 +901,43 @@ impl Executor {
         }
     }
 
-    /// One result per call, in call order, each matched to its call by id and name.
+    /// Tells the tools whether the model can see images (`read_file` sends them only then),
+    /// from the provider's capabilities, and if not, what would let it.
+    async fn tell_tools_vision(&self) {
+        let model = &self.config.model;
+        let sees = self
+            .provider
+            .capabilities(model)
+            .await
+            .is_ok_and(|c| c.vision);
+        let vision = if sees {
+            Vision::Sees
+        } else {
+            Vision::Blind {
+                hint: match self.provider.kind() {
+                    ProviderKind::Ollama => format!(
+                        "Ollama does not list `vision` among the capabilities of {model}; use a \
+                         vision model (qwen2.5vl, gemma3, llava, ...) to show it images."
+                    ),
+                    ProviderKind::OpenAi => "If the server's model takes images (llama.cpp's \
+                        server with --mmproj, vLLM with a vision model), set `vision = true` \
+                        under [model] in the configuration."
+                        .to_owned(),
+                },
+            }
+        };
+        set_vision(self.runner.session(), vision);
+    }
+
+    /// One result per call, in call order, each matched to its call by id and name, with the
+    /// images it made.
     fn record_results(&mut self, turn: &AssistantTurn, results: &[CallResult]) {
         for (call, result) in turn.calls.iter().zip(results) {
-            let message = Message::tool_result(&call.to_tool_call(), result.output.text.clone());
+            let mut message =
+                Message::tool_result(&call.to_tool_call(), result.output.text.clone());
+            if let Message::Tool(t) = &mut message {
+                t.images = result.output.images.clone();
+            }
             let index = self.history.len();
             self.context.note(
                 index,
