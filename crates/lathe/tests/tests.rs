@@ -16,6 +16,7 @@ mod chat_pty;
 mod exec_checkpoints;
 mod exec_context;
 mod exec_errors;
+mod exec_images;
 mod exec_interrupt;
 mod exec_limits;
 mod exec_parallel;

@@ -41,7 +41,7 @@ use crate::message::{INTERRUPTED_BY_USER, Message, merged, push_merged};
 use crate::parser::{ToolNames, malformed_call_message};
 use crate::prompt::{PromptInputs, system_prompt};
 use crate::provider::{
-    ChatOptions, ChatRequest, ChunkStream, Provider, ProviderError, ProviderKind, ToolProtocol,
+    ChatOptions, ChatRequest, ChunkStream, Provider, ProviderError, ToolProtocol,
 };
 use crate::runner::summary::RunTally;
 use crate::runner::{CallResult, PlannedCall, STOPPED_BEFORE_RUNNING, ToolRunner};
@@ -396,11 +396,22 @@ impl Executor {
     /// When it returns, every event of the run has been stored and shown; the last is
     /// [`Event::RunResult`], the same report the outcome carries.
     pub async fn run(&mut self, task: &str, cancel: &CancellationToken) -> RunOutcome {
+        self.run_with_images(task, Vec::new(), cancel).await
+    }
+
+    /// [`Executor::run`] with images in the task's message (`lathe chat`'s `@shot.png`), for a
+    /// model that can see.
+    pub async fn run_with_images(
+        &mut self,
+        task: &str,
+        images: Vec<crate::message::Image>,
+        cancel: &CancellationToken,
+    ) -> RunOutcome {
         let began = Instant::now();
         self.set_status(SessionStatus::Running);
         let before_task = (self.history.len(), self.sink.recorded_messages());
         let last = self.history.last().cloned();
-        self.push(Message::user(task));
+        self.push(Message::user_with_images(task, images));
         let merged_into = last.filter(|_| self.history.len() == before_task.0);
         let wants_change = asks_for_change(task);
         let mut tally = RunTally::default();
@@ -914,16 +925,7 @@ impl Executor {
             Vision::Sees
         } else {
             Vision::Blind {
-                hint: match self.provider.kind() {
-                    ProviderKind::Ollama => format!(
-                        "Ollama does not list `vision` among the capabilities of {model}; use a \
-                         vision model (qwen2.5vl, gemma3, llava, ...) to show it images."
-                    ),
-                    ProviderKind::OpenAi => "If the server's model takes images (llama.cpp's \
-                        server with --mmproj, vLLM with a vision model), set `vision = true` \
-                        under [model] in the configuration."
-                        .to_owned(),
-                },
+                hint: crate::provider::no_vision_hint(self.provider.kind(), model),
             }
         };
         set_vision(self.runner.session(), vision);

@@ -192,6 +192,21 @@ pub struct Usage {
     pub completion_tokens: Option<u64>,
 }
 
+/// What a model that cannot see images is told about them (after "cannot view images"), and
+/// the user at `@shot.png`: what would let it.
+pub fn no_vision_hint(kind: ProviderKind, model: &str) -> String {
+    match kind {
+        ProviderKind::Ollama => format!(
+            "Ollama does not list `vision` among the capabilities of {model}; use a vision \
+             model (qwen2.5vl, gemma3, llava, ...) to show it images."
+        ),
+        ProviderKind::OpenAi => "If the server's model takes images (llama.cpp's server with \
+             --mmproj, vLLM with a vision model), set `vision = true` under [model] in the \
+             configuration."
+            .to_owned(),
+    }
+}
+
 /// What a user message says that carries the images of the tool results before it.
 pub const RESULT_IMAGES_NOTE: &str = "[the image read by the tool call above]";
 

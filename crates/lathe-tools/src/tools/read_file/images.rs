@@ -100,13 +100,15 @@ fn name(format: ImageFormat) -> &'static str {
     }
 }
 
-/// What `read_file` answers for the image `file` (`len` bytes, in `format`), shown as `shown`.
+/// What `read_file` answers for the image `file` (`len` bytes, in `format`), shown as `shown`,
+/// to a model with `vision`.
 pub(super) fn read(
     session: &Session,
     file: File,
     shown: &str,
     len: u64,
     format: ImageFormat,
+    vision: Vision,
 ) -> ToolOutput {
     let kind = name(format);
     let corrupt = |err: &dyn std::fmt::Display| {
@@ -143,7 +145,7 @@ pub(super) fn read(
         .with_path(shown)
         .with_meta("image", meta);
     }
-    let hint = match vision(session) {
+    let hint = match vision {
         Vision::Sees => None,
         Vision::Blind { hint } => Some(hint),
     };
