@@ -34,6 +34,7 @@ mod frontends;
 mod mcp_checkpoints;
 mod mcp_conformance;
 mod mcp_http;
+mod mcp_images;
 mod mcp_protocol;
 mod mcp_python;
 mod mcp_sessions;
