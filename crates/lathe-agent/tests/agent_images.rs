@@ -94,11 +94,7 @@ fn start(kind: ProviderKind, script: Script, vision: Option<bool>) -> Run {
             ..NewSession::default()
         })
         .unwrap();
-    let sink = EventSink::new(
-        store.clone(),
-        session.clone(),
-        Arc::new(|_: &Event| {}),
-    );
+    let sink = EventSink::new(store.clone(), session.clone(), Arc::new(|_: &Event| {}));
     let executor = Executor::new(
         provider,
         Arc::clone(&runner),
@@ -178,7 +174,10 @@ async fn ollama_gets_the_image_in_a_user_message_after_the_result() {
     assert_eq!(images.len(), 1);
     assert_eq!(size_of(images[0].as_str().unwrap()), (100, 50));
     // Only that message carries it.
-    let carrying = messages.iter().filter(|m| m.get("images").is_some()).count();
+    let carrying = messages
+        .iter()
+        .filter(|m| m.get("images").is_some())
+        .count();
     assert_eq!(carrying, 1);
 
     // Resumed from the store, the session sends the same image again.

@@ -16,7 +16,9 @@ use crate::file_support::Ws;
 
 fn encoded(picture: &DynamicImage, format: ImageFormat) -> Vec<u8> {
     let mut bytes = Vec::new();
-    picture.write_to(&mut Cursor::new(&mut bytes), format).unwrap();
+    picture
+        .write_to(&mut Cursor::new(&mut bytes), format)
+        .unwrap();
     bytes
 }
 
@@ -61,7 +63,8 @@ fn a_model_that_cannot_see_gets_a_description_and_the_setting_to_change() {
     let out = ws.ok("read_file", json!({"path": "shot.png"}));
     assert!(out.images.is_empty());
     assert!(
-        out.text.starts_with("shot.png: PNG image, 300x200 pixels, "),
+        out.text
+            .starts_with("shot.png: PNG image, 300x200 pixels, "),
         "{}",
         out.text
     );
@@ -97,7 +100,8 @@ fn a_large_image_is_downscaled_keeping_its_aspect() {
     ws.write("wide.png", encoded(&halves(400, 200), ImageFormat::Png));
     let out = ws.ok("read_file", json!({"path": "wide.png"}));
     assert!(
-        out.text.starts_with("wide.png: PNG image, 400x200 pixels, "),
+        out.text
+            .starts_with("wide.png: PNG image, 400x200 pixels, "),
         "{}",
         out.text
     );
@@ -177,7 +181,11 @@ fn an_animated_gif_sends_its_first_frame_and_says_so() {
     ws.write("still.gif", still);
     let out = ws.ok("read_file", json!({"path": "still.gif"}));
     assert!(!out.text.contains("animated"), "{}", out.text);
-    assert!(out.text.contains("sent to the model as PNG"), "{}", out.text);
+    assert!(
+        out.text.contains("sent to the model as PNG"),
+        "{}",
+        out.text
+    );
 }
 
 #[test]
@@ -208,17 +216,18 @@ fn a_damaged_image_is_a_clear_error() {
         "{}",
         out.text
     );
-    assert!(
-        out.text.contains("damaged or truncated"),
-        "{}",
-        out.text
-    );
+    assert!(out.text.contains("damaged or truncated"), "{}", out.text);
     assert!(out.images.is_empty());
     // Not even a header: refused whether or not the model can see.
     let mut junk = b"\x89PNG\r\n\x1a\n".to_vec();
     junk.extend([0u8; 100]);
     ws.write("junk.png", &junk);
-    set_vision(&ws.session, Vision::Blind { hint: String::new() });
+    set_vision(
+        &ws.session,
+        Vision::Blind {
+            hint: String::new(),
+        },
+    );
     let out = ws.err("read_file", json!({"path": "junk.png"}));
     assert!(out.text.contains("cannot be decoded"), "{}", out.text);
 }

@@ -61,10 +61,7 @@ pub async fn attach(
     if mentions.is_empty() {
         return Ok(attached);
     }
-    let sees = provider
-        .capabilities(model)
-        .await
-        .is_ok_and(|c| c.vision);
+    let sees = provider.capabilities(model).await.is_ok_and(|c| c.vision);
     if !sees {
         let named = mentions
             .iter()
@@ -80,11 +77,16 @@ pub async fn attach(
     let mut lines = Vec::new();
     for path in &mentions {
         let (image, description) = image_for_model(tools, path).map_err(|err| {
-            format!("@{path}: {err} Nothing was sent: fix the path, or remove the @ to send it as text.")
+            format!(
+                "@{path}: {err} Nothing was sent: fix the path, or remove the @ to send it as text."
+            )
         })?;
         attached.images.push(image);
         attached.notices.push(format!("attached {description}"));
-        lines.push(format!("[attached image {}: {description}]", attached.images.len()));
+        lines.push(format!(
+            "[attached image {}: {description}]",
+            attached.images.len()
+        ));
     }
     attached.task = format!("{prompt}\n\n{}", lines.join("\n"));
     Ok(attached)

@@ -61,7 +61,10 @@ fn an_image_named_in_the_task_goes_to_a_model_that_can_see() {
 #[test]
 fn a_model_that_cannot_see_gets_the_text_and_the_user_is_told() {
     // The server says vision; the configuration says no, and wins.
-    let h = harness(&["completion", "tools", "vision"], "[model]\nvision = false\n");
+    let h = harness(
+        &["completion", "tools", "vision"],
+        "[model]\nvision = false\n",
+    );
     let out = h.exec("What is in @shots/red.png?", &[]);
     assert_exit(&out, 0);
     assert!(

@@ -37,12 +37,16 @@ fn read_file_on_an_image_answers_with_image_content() {
         writeln!(stdin, "{message}").unwrap();
         stdin.flush().unwrap();
     };
-    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"}}}));
+        "clientInfo": {"name": "test", "version": "1"}}}),
+    );
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "name": "read_file", "arguments": {"path": "shot.png"}}}));
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "read_file", "arguments": {"path": "shot.png"}}}),
+    );
     let answer = loop {
         let line = lines.next().expect("an answer").unwrap();
         let message: Value = serde_json::from_str(&line).unwrap();

@@ -30,8 +30,8 @@ use tokio_util::sync::CancellationToken;
 
 use lathe_checkpoint::CheckpointHook;
 use lathe_store::SessionStatus;
-use lathe_tools::tools::resolve::ResolveTool;
 use lathe_tools::tools::read_file::{Vision, set_vision};
+use lathe_tools::tools::resolve::ResolveTool;
 use lathe_tools::tools::update_plan;
 use lathe_tools::{Tool, ToolKind};
 

@@ -342,21 +342,17 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         let cancel = terminate.child_token();
         *turn.lock().unwrap_or_else(|e| e.into_inner()) = Some(cancel.clone());
         // `@shot.png`: a name that cannot be sent stops the message here, to be fixed.
-        let attached = match crate::attach::attach(
-            &task,
-            provider.as_ref(),
-            live.agent.model(),
-            &live.tools,
-        )
-        .await
-        {
-            Ok(attached) => attached,
-            Err(message) => {
-                *turn.lock().unwrap_or_else(|e| e.into_inner()) = None;
-                say(&style.yellow(&message));
-                continue;
-            }
-        };
+        let attached =
+            match crate::attach::attach(&task, provider.as_ref(), live.agent.model(), &live.tools)
+                .await
+            {
+                Ok(attached) => attached,
+                Err(message) => {
+                    *turn.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                    say(&style.yellow(&message));
+                    continue;
+                }
+            };
         for notice in &attached.notices {
             say(&style.dim(notice));
         }

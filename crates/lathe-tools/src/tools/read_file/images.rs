@@ -117,7 +117,10 @@ pub(super) fn read(
              damaged or truncated. Check it with the shell (`file {shown}`), or regenerate it."
         ))
         .with_path(shown)
-        .with_meta("image", json!({"format": kind, "bytes": len, "corrupt": true}))
+        .with_meta(
+            "image",
+            json!({"format": kind, "bytes": len, "corrupt": true}),
+        )
     };
     let mut file = file;
     if let Err(err) = file.seek(SeekFrom::Start(0)) {
@@ -267,8 +270,8 @@ fn fit(width: u32, height: u32, max_px: u32) -> (u32, u32) {
         return (width, height);
     }
     let scale = |side: u32| {
-        ((u64::from(side) * u64::from(max_px) + u64::from(longest) / 2) / u64::from(longest))
-            .max(1) as u32
+        ((u64::from(side) * u64::from(max_px) + u64::from(longest) / 2) / u64::from(longest)).max(1)
+            as u32
     };
     (scale(width), scale(height))
 }
