@@ -54,7 +54,7 @@ fn read_file_on_an_image_answers_with_image_content() {
             break message;
         }
     };
-    drop(send);
+    drop(stdin);
     let _ = child.kill();
     let _ = child.wait();
     let result = &answer["result"];
