@@ -73,6 +73,16 @@ impl Agent {
         self.executor.run(task, cancel).await
     }
 
+    /// [`Agent::run`] with images in the task's message, for a model that can see.
+    pub async fn run_with_images(
+        &mut self,
+        task: &str,
+        images: Vec<crate::message::Image>,
+        cancel: &CancellationToken,
+    ) -> RunOutcome {
+        self.executor.run_with_images(task, images, cancel).await
+    }
+
     /// Cuts the conversation back to before session turn `turn` (see [`Executor::rewind`]).
     pub fn rewind(&mut self, turn: u32) -> Option<Vec<Message>> {
         self.executor.rewind(turn)

@@ -24,6 +24,9 @@ const PLAN_TOOL: &str =
     <lathe_tools::tools::update_plan::UpdatePlanTool as lathe_tools::Tool>::NAME;
 /// Tokens counted for each message's framing (role, separators).
 const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
+/// Tokens of one image, estimated: a vision encoder makes about one token per 28x28 patch, and
+/// `read_file` sends at most 1568 pixels on the longest side (56x32 patches for 16:9).
+const IMAGE_TOKENS: u64 = 1_800;
 /// Old texts longer than this are cut in the last resort, keeping their head.
 const LONG_TEXT_CHARS: usize = 2_000;
 /// Longest one-line summary kept from a result's first line.
@@ -341,10 +344,28 @@ fn cut_message(message: &mut Message, pass: Pass) -> bool {
             long
         }
         (Message::Assistant(a), Pass::LongText) => cut_text(&mut a.content),
-        (Message::User { content }, Pass::LongText) => cut_text(content),
-        (Message::Tool(t), Pass::LongText) if !is_shortened(&t.content) => cut_text(&mut t.content),
+        (Message::User { content, images }, Pass::LongText) => {
+            cut_text(content) | drop_images(images, content)
+        }
+        (Message::Tool(t), Pass::LongText) if !is_shortened(&t.content) => {
+            cut_text(&mut t.content) | drop_images(&mut t.images, &mut t.content)
+        }
         _ => false,
     }
+}
+
+/// Drops the images of an old message, saying so in its text.
+fn drop_images(images: &mut Vec<crate::message::Image>, text: &mut String) -> bool {
+    if images.is_empty() {
+        return false;
+    }
+    let n = images.len();
+    images.clear();
+    text.push_str(&format!(
+        "\n[{n} image{} removed to save context]",
+        if n == 1 { "" } else { "s" }
+    ));
+    true
 }
 
 fn cut_text(text: &mut String) -> bool {
@@ -420,7 +441,10 @@ fn artifact_mentions(content: &str) -> Vec<String> {
 
 fn message_tokens(message: &Message) -> u64 {
     let body = match message {
-        Message::System { content } | Message::User { content } => text_tokens(content),
+        Message::System { content } => text_tokens(content),
+        Message::User { content, images } => {
+            text_tokens(content) + images.len() as u64 * IMAGE_TOKENS
+        }
         Message::Assistant(a) => {
             text_tokens(&a.content)
                 + a.thinking.as_deref().map_or(0, text_tokens)
@@ -429,7 +453,11 @@ fn message_tokens(message: &Message) -> u64 {
                     .map(|c| text_tokens(&c.name) + text_tokens(&c.arguments.to_string()) + 3)
                     .sum::<u64>()
         }
-        Message::Tool(t) => text_tokens(&t.content) + text_tokens(&t.tool_name),
+        Message::Tool(t) => {
+            text_tokens(&t.content)
+                + text_tokens(&t.tool_name)
+                + t.images.len() as u64 * IMAGE_TOKENS
+        }
     };
     body + MESSAGE_OVERHEAD_TOKENS
 }

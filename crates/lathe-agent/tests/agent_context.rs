@@ -347,7 +347,9 @@ async fn compaction_replaces_old_turns_with_a_summary_and_the_task_continues() {
     let resumed = stored_history(&run.store, &run.session).unwrap();
     let at = resumed
         .iter()
-        .position(|m| matches!(m, Message::User { content } if content.starts_with(SUMMARY_HEAD)))
+        .position(
+            |m| matches!(m, Message::User { content, .. } if content.starts_with(SUMMARY_HEAD)),
+        )
         .expect("the summary in the resumed history");
     assert!(
         !resumed[..at].iter().any(|m| matches!(m, Message::Tool(_))),
@@ -374,7 +376,7 @@ async fn a_manual_compact_summarises_and_the_next_task_goes_on_from_it() {
     assert!(done.messages >= 3 && done.after < done.before, "{done:?}");
     assert!(matches!(
         run.executor.history()[1],
-        Message::User { ref content } if content.starts_with(SUMMARY_HEAD)
+        Message::User { ref content, .. } if content.starts_with(SUMMARY_HEAD)
     ));
     let outcome = run.executor.run("and now?", &cancel).await;
     assert_eq!(outcome.answer, "Noted.");

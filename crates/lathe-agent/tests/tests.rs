@@ -11,6 +11,7 @@ mod common;
 mod agent_checkpoints;
 mod agent_context;
 mod agent_executor;
+mod agent_images;
 mod agent_patch;
 mod agent_plan;
 mod agent_repeats;

@@ -22,6 +22,9 @@ pub struct ToolConfig {
     pub result_budget: usize,
     /// Extra directories the tools may read but never write.
     pub read_roots: Vec<PathBuf>,
+    /// The longest side, in pixels, of an image `read_file` sends to a model that can see
+    /// (larger ones are downscaled, keeping their aspect). By default, 1568.
+    pub image_max_px: u32,
 }
 
 impl Default for ToolConfig {
@@ -29,6 +32,7 @@ impl Default for ToolConfig {
         ToolConfig {
             result_budget: DEFAULT_RESULT_BUDGET,
             read_roots: Vec::new(),
+            image_max_px: crate::tools::read_file::DEFAULT_IMAGE_MAX_PX,
         }
     }
 }

@@ -26,6 +26,7 @@ mod file_tools;
 mod memory;
 mod pending;
 mod profile;
+mod read_image;
 mod registry;
 mod search_cancel;
 mod search_equivalence;

@@ -64,6 +64,11 @@ pub struct ModelConfig {
     /// `compact` (short descriptions, common parameters, optional tools on demand), or `auto`:
     /// compact for windows of 16,384 tokens and less. By default, `auto`.
     pub prompt_profile: Option<PromptProfile>,
+    /// Whether the model takes images (`read_file` on a PNG, `@shot.png` in `lathe chat`).
+    /// Ollama says so itself (`vision` in `/api/show`); OpenAI-compatible servers cannot, so
+    /// set `true` for a vision model there (llama.cpp's server with `--mmproj`, vLLM).
+    /// `false` never sends images. By default, what the server says (OpenAI: no).
+    pub vision: Option<bool>,
 }
 
 /// `[model] prompt_profile`.
@@ -162,6 +167,8 @@ pub struct Resolved {
     pub skip_approvals: bool,
     /// The longest silence of the model (`[model] idle_timeout`); `None` waits for ever.
     pub idle_timeout: Option<std::time::Duration>,
+    /// Whether the model takes images (`[model] vision`); `None`: what the server says.
+    pub vision: Option<bool>,
     /// Keep checkpoints (`[agent] checkpoints`).
     pub checkpoints: bool,
     /// A branch per session (`--branch`, `[agent] git_branch`).
@@ -254,6 +261,7 @@ pub fn resolve(
                     .unwrap_or(subagent::DEFAULT_MAX_TURNS),
             }),
         },
+        vision: model_config.vision,
         idle_timeout: match model_config.idle_timeout {
             None => Some(lathe_agent::executor::DEFAULT_IDLE_TIMEOUT),
             Some(timeout) => timeout.0,
@@ -270,6 +278,7 @@ pub fn provider(resolved: &Resolved) -> anyhow::Result<Arc<dyn Provider>> {
         .map(|idle| idle + std::time::Duration::from_secs(30));
     let config = ProviderConfig::new(resolved.base_url.clone())
         .api_key(resolved.api_key.clone())
+        .vision(resolved.vision)
         .read_timeout(backstop);
     connect(resolved.provider, config).map_err(|e| anyhow::anyhow!("{e}"))
 }

@@ -90,6 +90,14 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     let store = crate::sessions_cmd::open_store()?;
     let id = agent_setup::create_session(&store, &setup, &resolved, &model, Some(&task))?;
     let tools = agent_setup::tool_session(&setup, &id)?;
+    // `@shot.png` in the task: checked before anything runs.
+    let attached = match crate::attach::attach(&task, provider.as_ref(), &model, &tools).await {
+        Ok(attached) => attached,
+        Err(message) => {
+            let _ = store.update_session_status(&id, lathe_store::SessionStatus::Failed);
+            anyhow::bail!(message);
+        }
+    };
     // Held until this process ends, however it ends: `lathe sessions` sees whether it runs.
     let _owner = agent_setup::own_session(&id)?;
     let mode = if args.json {
@@ -99,6 +107,9 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     };
     let renderer = Renderer::new(mode);
     renderer.set_undo_hints(UndoHints::Exec);
+    for notice in &attached.notices {
+        eprintln!("{}", renderer.style().dim(notice));
+    }
     if mode == OutputMode::Human {
         let style = renderer.style();
         let mut err = std::io::stderr().lock();
@@ -179,7 +190,9 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
             exit_now(&tools, &sink);
         })
     };
-    let outcome = agent.run(&task, &cancel).await;
+    let outcome = agent
+        .run_with_images(&attached.task, attached.images, &cancel)
+        .await;
     watcher.abort();
     terminating.abort();
     tools.shutdown();

@@ -1,6 +1,7 @@
 //! `lathe`: the binary. Thin: parses flags, loads configuration, and hands off to the crates.
 
 mod agent_setup;
+mod attach;
 mod branch;
 mod chat;
 mod cli;

@@ -371,7 +371,7 @@ fn conversation(history: &[Message], mut calls: Calls, style: &Style) -> String 
     for message in history {
         match message {
             Message::System { .. } => {}
-            Message::User { content } => {
+            Message::User { content, .. } => {
                 out.push('\n');
                 out.push_str(&style.bold(&format!("> {}", content.trim())));
                 out.push('\n');

@@ -123,7 +123,7 @@ fn transcript(messages: &[Message], chars: usize) -> String {
     for message in messages {
         match message {
             Message::System { .. } => continue,
-            Message::User { content } => {
+            Message::User { content, .. } => {
                 out.push_str(&format!("USER: {}\n\n", cut(content.trim(), chars)));
             }
             Message::Assistant(a) => {
@@ -222,12 +222,17 @@ impl Executor {
         self.history.splice(1..end, [Message::user(text.clone())]);
         let merged = matches!(self.history.get(2), Some(Message::User { .. }));
         if merged {
-            let Message::User { content: next } = self.history.remove(2) else {
+            let Message::User {
+                content: next,
+                images: next_images,
+            } = self.history.remove(2)
+            else {
                 unreachable!("checked to be a user message")
             };
-            if let Some(Message::User { content }) = self.history.get_mut(1) {
+            if let Some(Message::User { content, images }) = self.history.get_mut(1) {
                 content.push_str("\n\n");
                 content.push_str(&next);
+                images.extend(next_images);
             }
         }
         let shift = Shift { end, merged };

@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use lathe_checkpoint::CheckpointHook;
 use lathe_store::SessionStatus;
+use lathe_tools::tools::read_file::{Vision, set_vision};
 use lathe_tools::tools::resolve::ResolveTool;
 use lathe_tools::tools::update_plan;
 use lathe_tools::{Tool, ToolKind};
@@ -432,11 +433,22 @@ impl Executor {
     /// When it returns, every event of the run has been stored and shown; the last is
     /// [`Event::RunResult`], the same report the outcome carries.
     pub async fn run(&mut self, task: &str, cancel: &CancellationToken) -> RunOutcome {
+        self.run_with_images(task, Vec::new(), cancel).await
+    }
+
+    /// [`Executor::run`] with images in the task's message (`lathe chat`'s `@shot.png`), for a
+    /// model that can see.
+    pub async fn run_with_images(
+        &mut self,
+        task: &str,
+        images: Vec<crate::message::Image>,
+        cancel: &CancellationToken,
+    ) -> RunOutcome {
         let began = Instant::now();
         self.set_status(SessionStatus::Running);
         let before_task = (self.history.len(), self.sink.recorded_messages());
         let last = self.history.last().cloned();
-        self.push(Message::user(task));
+        self.push(Message::user_with_images(task, images));
         let merged_into = last.filter(|_| self.history.len() == before_task.0);
         let wants_change = asks_for_change(task);
         let mut tally = RunTally::default();
@@ -544,6 +556,7 @@ impl Executor {
             if let Some(hook) = &self.checkpoints {
                 hook.begin_turn(session_turn);
             }
+            self.tell_tools_vision().await;
             let results = self.runner.run_batch(&planned, &self.sink, cancel).await;
             if let Some(hook) = &self.checkpoints
                 && let Some(recorded) = checkpoint::end_turn(hook, session_turn, &self.sink)
@@ -996,10 +1009,34 @@ impl Executor {
         }
     }
 
-    /// One result per call, in call order, each matched to its call by id and name.
+    /// Tells the tools whether the model can see images (`read_file` sends them only then),
+    /// from the provider's capabilities, and if not, what would let it.
+    async fn tell_tools_vision(&self) {
+        let model = &self.config.model;
+        let sees = self
+            .provider
+            .capabilities(model)
+            .await
+            .is_ok_and(|c| c.vision);
+        let vision = if sees {
+            Vision::Sees
+        } else {
+            Vision::Blind {
+                hint: crate::provider::no_vision_hint(self.provider.kind(), model),
+            }
+        };
+        set_vision(self.runner.session(), vision);
+    }
+
+    /// One result per call, in call order, each matched to its call by id and name, with the
+    /// images it made.
     fn record_results(&mut self, turn: &AssistantTurn, results: &[CallResult]) {
         for (call, result) in turn.calls.iter().zip(results) {
-            let message = Message::tool_result(&call.to_tool_call(), result.output.text.clone());
+            let mut message =
+                Message::tool_result(&call.to_tool_call(), result.output.text.clone());
+            if let Message::Tool(t) = &mut message {
+                t.images = result.output.images.clone();
+            }
             let index = self.history.len();
             self.context.note(
                 index,

@@ -207,6 +207,70 @@ impl Usage {
     }
 }
 
+/// What a model that cannot see images is told about them (after "cannot view images"), and
+/// the user at `@shot.png`: what would let it.
+pub fn no_vision_hint(kind: ProviderKind, model: &str) -> String {
+    match kind {
+        ProviderKind::Ollama => format!(
+            "Ollama does not list `vision` among the capabilities of {model}; use a vision \
+             model (qwen2.5vl, gemma3, llava, ...) to show it images."
+        ),
+        ProviderKind::OpenAi => "If the server's model takes images (llama.cpp's server with \
+             --mmproj, vLLM with a vision model), set `vision = true` under [model] in the \
+             configuration."
+            .to_owned(),
+    }
+}
+
+/// What a user message says that carries the images of the tool results before it.
+pub const RESULT_IMAGES_NOTE: &str = "[the image read by the tool call above]";
+
+/// `messages` with the images of each run of tool results taken off the results and put in a
+/// user message after the run (no API takes images in every tool message): into the user
+/// message that follows, when one does (so that roles still alternate), else a new one saying
+/// [`RESULT_IMAGES_NOTE`]. Borrowed as is when no result has images.
+pub(crate) fn images_after_results(messages: &[Message]) -> std::borrow::Cow<'_, [Message]> {
+    use std::borrow::Cow;
+    if !messages
+        .iter()
+        .any(|m| matches!(m, Message::Tool(t) if !t.images.is_empty()))
+    {
+        return Cow::Borrowed(messages);
+    }
+    let mut out: Vec<Message> = Vec::with_capacity(messages.len() + 1);
+    let mut carried: Vec<crate::message::Image> = Vec::new();
+    for message in messages {
+        match message {
+            Message::Tool(t) => {
+                let mut t = t.clone();
+                carried.append(&mut t.images);
+                out.push(Message::Tool(t));
+                continue;
+            }
+            Message::User { content, images } if !carried.is_empty() => {
+                carried.extend(images.iter().cloned());
+                out.push(Message::user_with_images(
+                    content.clone(),
+                    std::mem::take(&mut carried),
+                ));
+                continue;
+            }
+            _ => {}
+        }
+        if !carried.is_empty() {
+            out.push(Message::user_with_images(
+                RESULT_IMAGES_NOTE,
+                std::mem::take(&mut carried),
+            ));
+        }
+        out.push(message.clone());
+    }
+    if !carried.is_empty() {
+        out.push(Message::user_with_images(RESULT_IMAGES_NOTE, carried));
+    }
+    Cow::Owned(out)
+}
+
 /// What a model can do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
@@ -216,6 +280,9 @@ pub struct Capabilities {
     pub thinking: bool,
     /// The model's trained context length, when the server reports it.
     pub context_length: Option<u64>,
+    /// The model takes images: Ollama's `/api/show` lists `vision`; for OpenAI-compatible
+    /// servers only the configuration can say ([`ProviderConfig::vision`]).
+    pub vision: bool,
 }
 
 /// The streamed answer. Ends after a [`Chunk::Done`] or an error.
@@ -268,6 +335,7 @@ pub struct ProviderConfig {
     connect_timeout: Duration,
     read_timeout: Option<Duration>,
     echo_reasoning: bool,
+    vision: Option<bool>,
 }
 
 impl ProviderConfig {
@@ -280,7 +348,16 @@ impl ProviderConfig {
             connect_timeout: Duration::from_secs(10),
             read_timeout: Some(Duration::from_secs(600)),
             echo_reasoning: false,
+            vision: None,
         }
+    }
+
+    /// Whether the model takes images (`[model] vision`): `Some` overrides what the server says
+    /// (Ollama's `/api/show`); OpenAI-compatible servers have no way to say, so there `None` is
+    /// no. By default, `None`.
+    pub fn vision(mut self, vision: Option<bool>) -> Self {
+        self.vision = vision;
+        self
     }
 
     /// Bearer token for OpenAI-compatible servers. By default, `OPENAI_API_KEY` when set.

@@ -334,7 +334,7 @@ pub fn transcript(history: &[Message]) -> String {
     for message in history {
         match message {
             Message::System { .. } => continue,
-            Message::User { content } => {
+            Message::User { content, .. } => {
                 out.push_str("## user\n");
                 out.push_str(content.trim_end());
                 out.push('\n');

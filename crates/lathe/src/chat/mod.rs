@@ -371,13 +371,30 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         renderer.reset();
         let cancel = terminate.child_token();
         *turn.lock().unwrap_or_else(|e| e.into_inner()) = Some(cancel.clone());
-        let message = with_notes(&mut notes, &task);
+        // `@shot.png`: a name that cannot be sent stops the message here, to be fixed.
+        let attached =
+            match crate::attach::attach(&task, provider.as_ref(), live.agent.model(), &live.tools)
+                .await
+            {
+                Ok(attached) => attached,
+                Err(message) => {
+                    *turn.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                    say(&style.yellow(&message));
+                    continue;
+                }
+            };
+        for notice in &attached.notices {
+            say(&style.dim(notice));
+        }
+        let message = with_notes(&mut notes, &attached.task);
         let restore_model = project_run
             .as_ref()
             .and_then(|command| start_project_run(command, &mut live.agent));
         let mut stopping = false;
         let outcome = {
-            let run = live.agent.run(&message, &cancel);
+            let run = live
+                .agent
+                .run_with_images(&message, attached.images, &cancel);
             tokio::pin!(run);
             loop {
                 tokio::select! {

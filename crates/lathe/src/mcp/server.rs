@@ -105,6 +105,11 @@ impl Shared {
     pub fn session(&self) -> anyhow::Result<Arc<Session>> {
         let session = (self.new_session)()?;
         self.gates.install(&session)?;
+        // MCP clients take image content: `read_file` on a PNG answers with the image.
+        lathe_tools::tools::read_file::set_vision(
+            &session,
+            lathe_tools::tools::read_file::Vision::Sees,
+        );
         Ok(session)
     }
 }
