@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 pub enum Error {
     /// Neither the content nor the extension names a format this crate reads.
     #[error(
-        "not a document format read_document knows (PDF, DOCX, DOC, ODT, RTF, EPUB, PPTX, PPT, ODP, XLSX, XLS, ODS, CSV)"
+        "not a document format read_document knows (PDF, DOCX, DOC, ODT, RTF, EPUB, PPTX, PPT, ODP, XLSX, XLS, ODS, CSV); for a text file use read_file"
     )]
     UnknownFormat,
     /// The input is larger than the converter's size limit.

@@ -39,7 +39,9 @@ use serde::{Deserialize, Serialize};
 pub use cache::Cache;
 pub use error::Error;
 pub use extract::convert_in_process;
-pub use isolate::{Converter, set_default_worker};
+pub use isolate::{
+    Converter, DEFAULT_MAX_INPUT, DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_LIMIT, set_default_worker,
+};
 pub use select::{Selection, SelectionError};
 
 /// The formats read, as detected from content (and the extension where content cannot say).
@@ -89,6 +91,11 @@ impl Format {
             (Some(format), _) => Some(format),
             (None, ext) => ext,
         }
+    }
+
+    /// The format `bytes` show by their signature alone (`None` for CSV, which has none).
+    pub fn from_content(bytes: &[u8]) -> Option<Format> {
+        anydoc::Format::from_bytes(bytes).map(Format::from_anydoc)
     }
 
     /// The format a path's extension names (case-insensitive).

@@ -14,6 +14,7 @@ mod apply_patch;
 mod ast_edit;
 mod containment;
 mod dispatch;
+mod documents;
 mod example_custom_tool;
 mod exec_tools;
 mod file_containment;

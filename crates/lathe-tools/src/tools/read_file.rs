@@ -127,6 +127,10 @@ fn read(session: &Session, input: &ReadFileInput, cancel: &CancellationToken) ->
         Ok(prefix) => prefix,
         Err(err) => return ToolOutput::error(format!("cannot read {shown}: {err}")),
     };
+    #[cfg(feature = "documents")]
+    if let Some(pointer) = crate::tools::read_document::pointer(&shown, &prefix, meta.len()) {
+        return pointer;
+    }
     if let Some(kind) = binary_kind(&prefix) {
         return ToolOutput::ok(format!(
             "{shown} is a binary file ({kind}, {}); read_file shows text only. \
