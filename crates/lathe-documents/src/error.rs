@@ -78,7 +78,10 @@ pub enum Error {
 
 pub(crate) fn size(bytes: u64) -> String {
     const MIB: u64 = 1024 * 1024;
-    if bytes >= MIB {
+    const GIB: u64 = 1024 * MIB;
+    if bytes >= GIB {
+        format!("{:.1} GiB", bytes as f64 / GIB as f64)
+    } else if bytes >= MIB {
         format!("{:.1} MiB", bytes as f64 / MIB as f64)
     } else if bytes >= 1024 {
         format!("{:.1} KiB", bytes as f64 / 1024.0)

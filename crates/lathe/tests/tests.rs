@@ -13,6 +13,7 @@ mod mcp_support;
 mod chat_checkpoints;
 mod chat_input;
 mod chat_pty;
+mod documents;
 mod exec_checkpoints;
 mod exec_context;
 mod exec_errors;
