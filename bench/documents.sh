@@ -2,7 +2,11 @@
 # Lathe's `read_document` against poppler's `pdftotext` on a generated 200-page PDF, and
 # `read_document` alone on a large generated DOCX. One command; not part of CI.
 #
-#   bench/documents.sh [RUNS]   RUNS timed runs per command (default 5)
+#   bench/documents.sh [RUNS] [MODE]   RUNS timed runs per command (default 5); MODE `lathe`
+#                                      (default: `lathe tool read_document`, whole binary) or
+#                                      `worker` (only lathe-documents' worker, fed its request
+#                                      on stdin: the conversion without Lathe's start-up, and a
+#                                      much smaller release build)
 #
 # It installs what is missing (Debian's poppler-utils and time; fpdf2 and python-docx from
 # PyPI for the inputs), builds `cargo build --release -p lathe --bin lathe`, writes the inputs
@@ -21,8 +25,10 @@
 set -euo pipefail
 
 RUNS=${1:-5}
+MODE=${2:-lathe}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LATHE="$ROOT/target/release/lathe"
+WORKER="$ROOT/target/release/lathe-document-worker"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
@@ -41,13 +47,17 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 python3 -c "import fpdf, docx" 2>/dev/null || python3 -m pip install -q fpdf2 python-docx >&2
 
-(cd "$ROOT" && cargo build --release -q -p lathe --bin lathe)
+case "$MODE" in
+    lathe) (cd "$ROOT" && cargo build --release -q -p lathe --bin lathe) ;;
+    worker) (cd "$ROOT" && cargo build --release -q -p lathe-documents --bin lathe-document-worker) ;;
+    *) echo "MODE is lathe or worker, not $MODE" >&2; exit 2 ;;
+esac
 mkdir -p "$WORK/ws"
 python3 "$ROOT/crates/lathe-documents/tests/fixtures/generate.py" --bench "$WORK/ws"
 
-# One timed run: prints "wall_s cpu_s peak_kib".
+# One timed run of shell function $1: prints "wall_s cpu_s peak_kib".
 timed() {
-    /usr/bin/time -f "%e %U %S %M" -o "$WORK/time" "$@" >"$WORK/out" 2>"$WORK/err" || {
+    /usr/bin/time -f "%e %U %S %M" -o "$WORK/time" bash -c "$1" >"$WORK/out" 2>"$WORK/err" || {
         echo "failed: $*" >&2
         cat "$WORK/err" >&2
         exit 1
@@ -56,6 +66,11 @@ timed() {
 }
 
 lathe_read() {
+    if [ "$MODE" = worker ]; then
+        local format=${1##*.}
+        { printf '{"format": "%s", "pages": "all"}\n' "$format"; cat "$WORK/ws/$1"; } | "$WORKER"
+        return
+    fi
     local data
     data=$(mktemp -d "$WORK/data.XXXX")
     LATHE_DATA_DIR="$data" LATHE_CONFIG_DIR="$data/config" \
@@ -92,10 +107,17 @@ compare() {
 pdf_lathe() { lathe_read big.pdf; }
 pdf_poppler() { pdftotext "$WORK/ws/big.pdf" "$WORK/big.txt"; }
 docx_lathe() { lathe_read big.docx; }
+export -f lathe_read pdf_lathe pdf_poppler docx_lathe
+export WORK MODE LATHE WORKER
 
 # Sanity: every page was read, and with text (pdftotext reads them all too).
-lathe_read big.pdf | head -1 | grep -q "all 200 pages; 200 of 200 pages had text" ||
-    { echo "read_document did not read all 200 pages" >&2; exit 1; }
+if [ "$MODE" = worker ]; then
+    pages=$(lathe_read big.pdf | python3 -c 'import json, sys; d = json.load(sys.stdin)["done"]; print(sum(1 for u in d["units"] if u["text"]))')
+    [ "$pages" = 200 ] || { echo "the worker read $pages of 200 pages with text" >&2; exit 1; }
+else
+    lathe_read big.pdf | head -1 | grep -q "all 200 pages; 200 of 200 pages had text" ||
+        { echo "read_document did not read all 200 pages" >&2; exit 1; }
+fi
 
 echo "inputs: big.pdf $(du -k "$WORK/ws/big.pdf" | cut -f1) KiB (200 pages), big.docx $(du -k "$WORK/ws/big.docx" | cut -f1) KiB"
 echo
