@@ -15,6 +15,7 @@ mod ast_edit;
 mod containment;
 mod deferred;
 mod dispatch;
+mod documents;
 mod example_custom_tool;
 mod exec_tools;
 mod file_containment;

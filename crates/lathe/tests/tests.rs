@@ -15,6 +15,7 @@ mod chat_compact;
 mod chat_input;
 mod chat_pty;
 mod chat_sub_agents;
+mod documents;
 mod exec_checkpoints;
 mod exec_context;
 mod exec_errors;

@@ -65,6 +65,7 @@ fn tools_json_is_the_function_calling_shape() {
         .collect();
     for name in [
         "read_file",
+        "read_document",
         "write_file",
         "edit_file",
         "apply_patch",

@@ -138,6 +138,10 @@ fn read(session: &Session, input: &ReadFileInput, cancel: &CancellationToken) ->
     if let Some(format) = images::format_of(&prefix) {
         return images::read(session, file, &shown, meta.len(), format, vision(session));
     }
+    #[cfg(feature = "documents")]
+    if let Some(pointer) = crate::tools::read_document::pointer(&shown, &prefix, meta.len()) {
+        return pointer;
+    }
     if let Some(kind) = binary_kind(&prefix) {
         return ToolOutput::ok(format!(
             "{shown} is a binary file ({kind}, {}); read_file shows text only. \
