@@ -47,6 +47,10 @@ pub struct Config {
     /// The project's memory: `path` (relative to the workspace; by default
     /// `.lathe/memory.md`). From a workspace's own file only once it is trusted.
     pub memory: lathe_tools::tools::update_memory::MemoryConfig,
+    /// `web_fetch` and `web_search`: `timeout = 30` (seconds), `max_bytes = 5242880`,
+    /// `max_redirects = 5`, `search_url` (a SearXNG endpoint; without it `web_search` is not
+    /// offered).
+    pub web: lathe_web::WebConfig,
 }
 
 impl Config {

@@ -18,7 +18,7 @@ use lathe_policy::ApprovalMode;
 use lathe_tools::dispatch::{
     ApprovalDecision, ApprovalRequest, Approver, CallStatus, Dispatcher, FixedAnswer, Gate, Outcome,
 };
-use lathe_tools::{Metadata, Registry, ToolContext, ToolOutput};
+use lathe_tools::{Metadata, ToolContext, ToolOutput};
 
 use crate::cli::{CommonArgs, ToolArgs, ToolsArgs};
 use crate::setup::Setup;
@@ -26,7 +26,7 @@ use crate::{EXIT_FAILURE, EXIT_USAGE};
 
 /// `lathe tools [--json]`.
 pub fn list(_common: &CommonArgs, args: ToolsArgs) -> anyhow::Result<ExitCode> {
-    let registry = Registry::builtin();
+    let registry = crate::setup::registry();
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &registry.function_definitions())?;
@@ -108,7 +108,7 @@ pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode
         .with_context(|| format!("cannot create the directory of runs {}", runs.display()))?;
     let run_dir = crate::state::new_run_dir();
     let session = setup.session_reading(run_dir.clone(), &[runs])?;
-    let dispatcher = Dispatcher::new(Arc::new(Registry::builtin()), Arc::new(gate));
+    let dispatcher = Dispatcher::new(Arc::new(crate::setup::registry()), Arc::new(gate));
     let approver = approver(args.approval);
     let calls = Calls {
         dispatcher: &dispatcher,

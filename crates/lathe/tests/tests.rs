@@ -44,3 +44,4 @@ mod sandbox_cli;
 mod tool_cli;
 mod trust;
 mod undo_cli;
+mod web_cli;

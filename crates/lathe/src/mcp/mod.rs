@@ -24,7 +24,6 @@ use std::time::Duration;
 
 use clap::Args;
 use lathe_policy::ApprovalMode;
-use lathe_tools::Registry;
 
 use crate::cli::CommonArgs;
 use crate::setup::Setup;
@@ -87,7 +86,7 @@ pub async fn run(common: &CommonArgs, args: McpArgs) -> anyhow::Result<ExitCode>
         .or(setup.config.mcp.session_timeout.map(Duration::from_secs))
         .unwrap_or(sessions::DEFAULT_SESSION_TIMEOUT);
     let timeout = (!timeout.is_zero()).then_some(timeout);
-    let mut registry = Registry::builtin();
+    let mut registry = crate::setup::registry();
     checkpoint::register(&mut registry);
     let shared = server::Shared::new(registry, gates, &root, new_session);
     let signal = match &args.listen {
