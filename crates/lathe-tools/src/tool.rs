@@ -191,11 +191,12 @@ pub enum Effect {
 }
 
 impl Effect {
-    /// True when the effect only reads.
+    /// True when the effect only reads (a fetch reads from the network and changes nothing
+    /// here: such calls run concurrently and need no checkpoint).
     pub fn only_reads(&self) -> bool {
         matches!(
             self,
-            Effect::Read { .. } | Effect::OwnState { changes: false }
+            Effect::Read { .. } | Effect::Fetch { .. } | Effect::OwnState { changes: false }
         )
     }
 }

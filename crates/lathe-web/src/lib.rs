@@ -161,6 +161,39 @@ pub fn register(registry: &mut Registry) {
 mod tests {
     use super::*;
 
+    #[test]
+    fn allow_and_ask_rules_name_hosts_for_the_guard_deny_rules_do_not() {
+        let loopback = "127.0.0.1".parse().unwrap();
+        let with = |permissions: PermissionsConfig| {
+            WebState::new(WebConfig::default(), &permissions)
+                .guard
+                .check("localhost", loopback)
+                .is_ok()
+        };
+        let rule = || vec!["fetch(localhost)".to_owned()];
+        assert!(with(PermissionsConfig {
+            allow: rule(),
+            ..PermissionsConfig::default()
+        }));
+        assert!(with(PermissionsConfig {
+            ask: rule(),
+            ..PermissionsConfig::default()
+        }));
+        assert!(!with(PermissionsConfig {
+            deny: rule(),
+            ..PermissionsConfig::default()
+        }));
+        // The configured search backend is the user's own.
+        let search = WebState::new(
+            WebConfig {
+                search_url: Some("http://localhost:8888/search".into()),
+                ..WebConfig::default()
+            },
+            &PermissionsConfig::default(),
+        );
+        assert!(search.guard.check("localhost", loopback).is_ok());
+    }
+
     /// The connection itself goes through the guard: a request that skipped the tool's own
     /// check (as a name whose DNS answer changed after it would) still cannot reach loopback.
     #[tokio::test]

@@ -99,3 +99,34 @@ async fn a_backend_that_refuses_json_says_how_to_fix_it() {
         out.output.text
     );
 }
+
+#[test]
+fn fetches_and_searches_only_read() {
+    // Read-only calls run concurrently in the agent and take no checkpoint.
+    let f = Fixture::new(
+        &[],
+        WebConfig {
+            search_url: Some("http://127.0.0.1:9/search".into()),
+            ..WebConfig::default()
+        },
+    );
+    let registry = Fixture::registry();
+    for (name, args) in [
+        ("web_fetch", json!({"url": "https://docs.rs/serde"})),
+        ("web_search", json!({"query": "serde"})),
+    ] {
+        let call = registry.prepare(name, args, &f.session).unwrap();
+        assert!(call.only_reads(), "{name}");
+        assert_eq!(
+            call.effects,
+            [lathe_tools::Effect::Fetch {
+                host: if name == "web_fetch" {
+                    "docs.rs"
+                } else {
+                    "127.0.0.1"
+                }
+                .into()
+            }]
+        );
+    }
+}
