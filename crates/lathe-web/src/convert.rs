@@ -95,7 +95,7 @@ fn meta_charset(body: &[u8]) -> Option<&'static Encoding> {
         let end = value
             .find(|c: char| !(c.is_ascii_alphanumeric() || "-_:.".contains(c)))
             .unwrap_or(value.len());
-        if let Some(encoding) = Encoding::for_label(value[..end].as_bytes()) {
+        if let Some(encoding) = Encoding::for_label(&value.as_bytes()[..end]) {
             return Some(encoding);
         }
     }
@@ -137,15 +137,15 @@ pub fn html(html: &str, url: &str) -> Converted {
         .ok()
         .and_then(|mut r| r.parse().ok())
         .filter(|a| !a.text_content.trim().is_empty());
-    if let Some(article) = article {
-        if let Ok(markdown) = htmd::convert(&article.content) {
-            let title = Some(article.title.trim().to_owned()).filter(|t| !t.is_empty());
-            return Converted {
-                title,
-                text: tidy(&markdown),
-                how: "the article, as Markdown",
-            };
-        }
+    if let Some(article) = article
+        && let Ok(markdown) = htmd::convert(&article.content)
+    {
+        let title = Some(article.title.trim().to_owned()).filter(|t| !t.is_empty());
+        return Converted {
+            title,
+            text: tidy(&markdown),
+            how: "the article, as Markdown",
+        };
     }
     let converter = htmd::HtmlToMarkdown::builder()
         .skip_tags(vec![
