@@ -91,6 +91,17 @@ impl Tool for WebFetchTool {
             Ok(url) => url,
             Err(message) => return ToolOutput::error(message),
         };
+        // Wrong paging arguments are said before anything is fetched.
+        if let Some(n) = input.offset.filter(|n| *n < 0) {
+            return ToolOutput::error(format!(
+                "offset must be a line number of 1 or more (the first line is 1), got {n}"
+            ));
+        }
+        if let Some(n) = input.limit.filter(|n| *n < 1) {
+            return ToolOutput::error(format!(
+                "limit must be 1 or more (the most lines to show), got {n}"
+            ));
+        }
         let session = &ctx.session;
         let cache = cache_path(session, &url);
         let reading_on = input.offset.is_some_and(|o| o > 1);

@@ -464,6 +464,18 @@ async fn an_error_status_and_a_bad_url_say_what_happened() {
         "{}",
         out.output.text
     );
+    for (args, says) in [
+        (json!({"url": server.url(), "offset": -1}), "offset must be"),
+        (json!({"url": server.url(), "limit": 0}), "limit must be"),
+    ] {
+        let out = f.call("web_fetch", args).await;
+        assert!(out.output.text.starts_with(says), "{}", out.output.text);
+    }
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "fetched with wrong paging arguments"
+    );
     for (url, says) in [
         ("docs.rs/serde", "not a URL"),
         ("ftp://example.com/x", "only http:// and https://"),
