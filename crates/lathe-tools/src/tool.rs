@@ -184,6 +184,13 @@ pub enum Effect {
         /// The host name (or address).
         host: String,
     },
+    /// Fetches a URL from a host (a GET: reads from the network, changes nothing here). Judged
+    /// by `fetch(HOST)` rules; asked about in `ask` and `auto`, refused in `read-only` unless a
+    /// rule allows the host, and "always" remembers the host.
+    Fetch {
+        /// The host as the URL names it (a name or an address).
+        host: String,
+    },
     /// Reads or changes only the session's own state (its background commands, its plan,
     /// pending previews): nothing outside the session, no files, no programs.
     OwnState {
@@ -207,11 +214,12 @@ pub enum Effect {
 }
 
 impl Effect {
-    /// True when the effect only reads.
+    /// True when the effect only reads (a fetch reads from the network and changes nothing
+    /// here: such calls run concurrently and need no checkpoint).
     pub fn only_reads(&self) -> bool {
         matches!(
             self,
-            Effect::Read { .. } | Effect::OwnState { changes: false }
+            Effect::Read { .. } | Effect::Fetch { .. } | Effect::OwnState { changes: false }
         )
     }
 }

@@ -467,6 +467,7 @@ impl Resolved {
             None => builder,
         };
         builder
+            .registry(Arc::new(crate::setup::registry()))
             .approval(self.approval)
             .dangerously_skip_approvals(self.skip_approvals)
             .max_turns(self.max_turns)

@@ -51,6 +51,10 @@ pub struct Config {
     /// `crate::mcp_client`). From a workspace's own file only once it is trusted, and never
     /// its `trusted` key.
     pub mcp_servers: std::collections::BTreeMap<String, crate::mcp_client::ServerConfig>,
+    /// `web_fetch` and `web_search`: `timeout = 30` (seconds), `max_bytes = 5242880`,
+    /// `max_redirects = 5`, `search_url` (a SearXNG endpoint; without it `web_search` is not
+    /// offered).
+    pub web: lathe_web::WebConfig,
 }
 
 impl Config {

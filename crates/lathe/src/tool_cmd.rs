@@ -18,7 +18,7 @@ use lathe_policy::ApprovalMode;
 use lathe_tools::dispatch::{
     ApprovalDecision, ApprovalRequest, Approver, CallStatus, Dispatcher, FixedAnswer, Gate, Outcome,
 };
-use lathe_tools::{Metadata, Registry, ToolContext, ToolOutput};
+use lathe_tools::{Metadata, ToolContext, ToolOutput};
 
 use crate::cli::{CommonArgs, ToolArgs, ToolsArgs};
 use crate::setup::Setup;
@@ -31,7 +31,7 @@ pub const AGENT_TOOLS_AVAILABLE: &str = "in lathe exec and lathe chat; in lathe 
 
 /// `lathe tools [--json]`: the built-in tools, then the agent tools, each marked as such.
 pub fn list(common: &CommonArgs, args: ToolsArgs) -> anyhow::Result<ExitCode> {
-    let registry = Registry::builtin();
+    let registry = crate::setup::registry();
     let agent_tools = lathe_agent::subagent::definitions();
     // `[agent] max_sub_agents = 0` turns them off; a configuration that cannot be read is
     // reported by the commands that use it, not by a list.
@@ -149,7 +149,7 @@ pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode
         .with_context(|| format!("cannot create the directory of runs {}", runs.display()))?;
     let run_dir = crate::state::new_run_dir();
     let session = setup.session_reading(run_dir.clone(), &[runs])?;
-    let dispatcher = Dispatcher::new(Arc::new(Registry::builtin()), Arc::new(gate));
+    let dispatcher = Dispatcher::new(Arc::new(crate::setup::registry()), Arc::new(gate));
     let approver = approver(args.approval);
     let calls = Calls {
         dispatcher: &dispatcher,

@@ -53,4 +53,5 @@ mod tool_cli;
 mod tools_list;
 mod trust;
 mod undo_cli;
+mod web_cli;
 mod window_meter;

@@ -26,7 +26,6 @@ use std::time::Duration;
 
 use clap::Args;
 use lathe_policy::ApprovalMode;
-use lathe_tools::Registry;
 
 use crate::cli::CommonArgs;
 use crate::setup::Setup;
@@ -126,7 +125,7 @@ pub async fn run(common: &CommonArgs, mut args: McpArgs) -> anyhow::Result<ExitC
         .or(setup.config.mcp.session_timeout.map(Duration::from_secs))
         .unwrap_or(sessions::DEFAULT_SESSION_TIMEOUT);
     let timeout = (!timeout.is_zero()).then_some(timeout);
-    let mut registry = Registry::builtin();
+    let mut registry = crate::setup::registry();
     checkpoint::register(&mut registry);
     if sub_agents.is_some() {
         lathe_agent::subagent::register_for_sessions(&mut registry);

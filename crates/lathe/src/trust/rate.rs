@@ -171,6 +171,9 @@ fn rate(section: &str, key: &str, value: &toml::Value, base: &Config) -> Effect 
             | "artifact_cap"
             | "max_running",
         ) => Effect::Neutral,
+        // Limits of a fetch; `search_url` is left to trust (its host is reached even on a
+        // private address).
+        ("web", "timeout" | "max_bytes" | "max_redirects") => Effect::Neutral,
         ("memory", "path") => {
             if value.as_str() == Some(base.memory.path()) {
                 Effect::Neutral
