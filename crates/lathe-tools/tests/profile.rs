@@ -23,7 +23,13 @@ fn the_compact_profile_defers_the_optional_tools_and_shortens_the_rest() {
     compact.use_profile(Profile::Compact);
     assert_eq!(compact.profile(), Profile::Compact);
     let listed = offered(&compact, &f.session);
-    for optional in ["apply_patch", "ast_edit", "command_output", "update_memory"] {
+    for optional in [
+        "apply_patch",
+        "ast_edit",
+        "command_output",
+        "update_memory",
+        "read_document",
+    ] {
         assert!(!listed.contains(&optional.to_owned()), "{listed:?}");
         assert!(compact.is_deferred(optional), "{optional}");
         // Still registered, still callable by name.

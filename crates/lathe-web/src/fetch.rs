@@ -56,6 +56,8 @@ const PAGER: Pager<'static> = Pager {
 
 impl Tool for WebFetchTool {
     const NAME: &'static str = "web_fetch";
+    // Few tasks need it: behind `more_tools` in the compact profile (small windows).
+    const ON_DEMAND: bool = true;
     const ALIASES: &'static [&'static str] = &["fetch_url", "webfetch"];
     type Input = WebFetchInput;
 

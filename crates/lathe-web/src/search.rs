@@ -41,6 +41,8 @@ fn backend(session: &Session) -> Option<Url> {
 
 impl Tool for WebSearchTool {
     const NAME: &'static str = "web_search";
+    // Few tasks need it: behind `more_tools` in the compact profile (small windows).
+    const ON_DEMAND: bool = true;
     const ALIASES: &'static [&'static str] = &["websearch", "search_web"];
     type Input = WebSearchInput;
 

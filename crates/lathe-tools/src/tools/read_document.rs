@@ -44,6 +44,8 @@ pub struct ReadDocumentTool;
 
 impl Tool for ReadDocumentTool {
     const NAME: &'static str = "read_document";
+    // Few tasks need it: behind `more_tools` in the compact profile (small windows).
+    const ON_DEMAND: bool = true;
     const ALIASES: &'static [&'static str] = &["read_pdf", "read_docx"];
     type Input = ReadDocumentInput;
 
