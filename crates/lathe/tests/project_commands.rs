@@ -98,3 +98,39 @@ fn a_slash_name_that_is_no_command_is_refused_and_a_path_is_a_task() {
         "/etc/hostname: what is it?"
     );
 }
+
+#[test]
+fn a_project_command_in_chat_is_listed_run_narrowed_for_its_turn_and_then_lifted() {
+    use crate::chat_pty::Terminal;
+    let h = Harness::new(
+        Script::new()
+            .chat(reply().text("Looked at it.").done())
+            .chat(reply().text("Plain answer.").done()),
+    );
+    h.write(
+        ".lathe/commands/review.md",
+        "---\ndescription: Review a file for bugs\nargument-hint: FILE\nallowed-tools: \
+         read_file\n---\nReview $ARGUMENTS for bugs.\n",
+    );
+    let mut term = Terminal::start(&h, &["--approval", "read-only"]);
+    term.wait_for("> ");
+    term.type_line("/help");
+    term.wait_for("/review FILE     Review a file for bugs (workspace command)");
+    term.type_line("/review src/main.rs");
+    term.wait_for("Looked at it.");
+    term.type_line("and now without it");
+    term.wait_for("Plain answer.");
+    term.type_line("/exit");
+    assert_eq!(term.wait_exit(), 0);
+    let bodies = h.bodies();
+    assert_eq!(bodies.len(), 2);
+    let first = messages(&bodies[0]);
+    assert_eq!(
+        first.last().unwrap()["content"],
+        "Review src/main.rs for bugs."
+    );
+    assert_eq!(tool_names(&bodies[0]), ["read_file"]);
+    // The next turn has every tool back.
+    let after = tool_names(&bodies[1]);
+    assert!(after.contains(&"grep".to_owned()) && after.len() > 1, "{after:?}");
+}

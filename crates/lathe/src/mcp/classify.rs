@@ -292,7 +292,7 @@ mod tests {
         let message = value["error"]["message"].as_str().unwrap();
         assert!(message.contains("`vendor/thing`"), "{message}");
         assert!(message.contains("tools/call"), "{message}");
-        let value = reply(r#"{"jsonrpc":"2.0","id":"p","method":"prompts/list"}"#);
+        let value = reply(r#"{"jsonrpc":"2.0","id":"p","method":"completion/complete"}"#);
         assert_eq!(value["error"]["code"], -32601);
         assert_eq!(value["id"], "p");
         let message = value["error"]["message"].as_str().unwrap();
