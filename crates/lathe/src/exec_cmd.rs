@@ -143,13 +143,17 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     } else {
         Arc::new(Refuse(NON_INTERACTIVE_DENIAL.to_owned()))
     };
-    let builder = resolved.with_checkpoints(
+    let hooks = crate::hooks::load(&setup, id.as_str())?;
+    let mut builder = resolved.with_checkpoints(
         resolved.configure(Agent::builder(provider, model, Arc::clone(&tools))),
         &setup,
         &id,
         0,
         &sink,
     );
+    if let Some(hooks) = &hooks {
+        builder = builder.hook(Arc::clone(hooks) as Arc<dyn lathe_tools::Hook>);
+    }
     let mut agent = agent_setup::build(
         builder
             .permissions(setup.config.permissions.clone())
@@ -171,11 +175,22 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
             exit_now(&tools, &sink);
         })
     };
-    let outcome = agent.run(&task, &cancel).await;
+    let mut prompt_hooks = crate::hooks::PromptHooks::start(hooks, "startup").await;
+    let outcome = prompt_hooks.run(&mut agent, &task, &cancel).await;
     watcher.abort();
     terminating.abort();
     tools.shutdown();
     drop(agent);
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(reason) => {
+            eprintln!(
+                "lathe: a UserPromptSubmit hook refused the prompt; the model did not see it: \
+                 {reason}"
+            );
+            return Ok(ExitCode::from(EXIT_FAILURE));
+        }
+    };
     Ok(match outcome.status {
         RunStatus::Finished if outcome.report.changes_denied => ExitCode::from(EXIT_CHANGES_DENIED),
         RunStatus::Finished => ExitCode::SUCCESS,

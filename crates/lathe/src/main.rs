@@ -6,6 +6,7 @@ mod chat;
 mod cli;
 mod config;
 mod exec_cmd;
+mod hooks;
 mod mcp;
 mod memory_cmd;
 mod policy_cmd;

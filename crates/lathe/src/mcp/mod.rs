@@ -91,6 +91,9 @@ pub async fn run(common: &CommonArgs, args: McpArgs) -> anyhow::Result<ExitCode>
     let mut registry = Registry::builtin();
     checkpoint::register(&mut registry);
     let shared = server::Shared::new(registry, gates, &root, new_session);
+    if let Some(hooks) = crate::hooks::load(&setup, "mcp")? {
+        shared.set_hooks(hooks);
+    }
     let signal = match &args.listen {
         Some(addr) => http::serve(shared, addr, args.allow_remote, timeout).await?,
         None => stdio::serve(shared).await?,
