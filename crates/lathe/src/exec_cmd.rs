@@ -175,7 +175,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
             exit_now(&tools, &sink);
         })
     };
-    let mut prompt_hooks = crate::hooks::PromptHooks::start(hooks, "startup").await;
+    let mut prompt_hooks = crate::hooks::PromptHooks::new(hooks, "startup");
     let outcome = prompt_hooks.run(&mut agent, &task, &cancel).await;
     watcher.abort();
     terminating.abort();

@@ -33,28 +33,21 @@ pub fn load(setup: &Setup, session_id: &str) -> anyhow::Result<Option<Arc<Hooks>
         .map_err(|err| anyhow::anyhow!("invalid configuration: {err}"))
 }
 
-/// The hooks of one front-end session: the `SessionStart` context waits for the first prompt.
+/// The hooks of one front-end session around its prompts.
 #[derive(Debug)]
 pub struct PromptHooks {
     hooks: Option<Arc<Hooks>>,
-    start_context: Vec<String>,
+    /// The `SessionStart` source, until those hooks ran.
+    start: Option<String>,
 }
 
 impl PromptHooks {
-    /// Runs the `SessionStart` hooks (`source`: `startup` or `resume`).
-    pub async fn start(hooks: Option<Arc<Hooks>>, source: &str) -> PromptHooks {
-        let mut start_context = Vec::new();
-        if let Some(hooks) = &hooks
-            && hooks.has(HookEvent::SessionStart)
-        {
-            let answer = hooks
-                .run(HookEvent::SessionStart, None, json!({ "source": source }))
-                .await;
-            start_context = answer.context;
-        }
+    /// The hooks of a session opened as `source` (`startup`, `resume` or `clear`): its
+    /// `SessionStart` hooks run before its first prompt.
+    pub fn new(hooks: Option<Arc<Hooks>>, source: &str) -> PromptHooks {
         PromptHooks {
             hooks,
-            start_context,
+            start: Some(source.to_owned()),
         }
     }
 
@@ -71,7 +64,15 @@ impl PromptHooks {
         let Some(hooks) = self.hooks.clone() else {
             return Ok(agent.run(task, cancel).await);
         };
-        let mut context = std::mem::take(&mut self.start_context);
+        let mut context = Vec::new();
+        if let Some(source) = self.start.take()
+            && hooks.has(HookEvent::SessionStart)
+        {
+            let answer = hooks
+                .run(HookEvent::SessionStart, None, json!({ "source": source }))
+                .await;
+            context = answer.context;
+        }
         if hooks.has(HookEvent::UserPromptSubmit) {
             let answer = hooks
                 .run(

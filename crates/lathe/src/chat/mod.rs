@@ -73,6 +73,8 @@ struct Live {
     agent: Agent,
     /// Ends the session on SIGTERM or SIGHUP.
     terminating: tokio::task::JoinHandle<()>,
+    /// `[hooks]` around each prompt (SessionStart, UserPromptSubmit, Stop).
+    prompt_hooks: crate::hooks::PromptHooks,
     /// Whether the session has its title (from the first message).
     titled: bool,
     // Held until the session ends, however it ends: `lathe sessions` sees whether it runs.
@@ -95,6 +97,7 @@ struct Parts<'a> {
 impl Parts<'_> {
     /// Opens session `id`, with `model` and approval `mode`.
     fn open(&self, id: SessionId, model: &str, mode: ApprovalMode) -> anyhow::Result<Live> {
+        let hooks = crate::hooks::load(self.setup, id.as_str())?;
         let tools = agent_setup::tool_session(self.setup, &id)?;
         let owner = agent_setup::own_session(&id)?;
         let sink = EventSink::new(self.store.clone(), id.clone(), self.renderer.handler());
@@ -117,6 +120,10 @@ impl Parts<'_> {
             agent_setup::stored_turns(self.store, &id),
             &sink,
         );
+        let builder = match &hooks {
+            Some(hooks) => builder.hook(Arc::clone(hooks) as Arc<dyn lathe_tools::Hook>),
+            None => builder,
+        };
         let agent = agent_setup::build(
             builder
                 .approval(mode)
@@ -132,6 +139,7 @@ impl Parts<'_> {
             sink,
             agent,
             terminating,
+            prompt_hooks: crate::hooks::PromptHooks::new(hooks, "startup"),
             titled: false,
             _owner: owner,
         })
@@ -356,11 +364,18 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
             .and_then(|command| start_project_run(command, &mut live.agent));
         let mut stopping = false;
         {
-            let run = live.agent.run(&message, &cancel);
+            let run = live.prompt_hooks.run(&mut live.agent, &message, &cancel);
             tokio::pin!(run);
             loop {
                 tokio::select! {
-                    _ = &mut run => break,
+                    ran = &mut run => {
+                        if let Err(reason) = ran {
+                            say(&style.yellow(&format!(
+                                "a UserPromptSubmit hook refused this prompt; the model did not see it: {reason}"
+                            )));
+                        }
+                        break;
+                    }
                     () = interrupts.next() => {
                         if stopping {
                             exit_now(&live.tools, &live.sink);
