@@ -75,11 +75,7 @@ impl PromptHooks {
         }
         if hooks.has(HookEvent::UserPromptSubmit) {
             let answer = hooks
-                .run(
-                    HookEvent::UserPromptSubmit,
-                    None,
-                    json!({ "prompt": task }),
-                )
+                .run(HookEvent::UserPromptSubmit, None, json!({ "prompt": task }))
                 .await;
             if let Some(reason) = answer.block {
                 return Err(reason);

@@ -183,7 +183,10 @@ impl std::fmt::Debug for Hooks {
     }
 }
 
-fn compile_matcher(event: HookEvent, matcher: Option<&str>) -> Result<Option<regex::Regex>, String> {
+fn compile_matcher(
+    event: HookEvent,
+    matcher: Option<&str>,
+) -> Result<Option<regex::Regex>, String> {
     match matcher.map(str::trim) {
         None | Some("") | Some("*") => Ok(None),
         Some(pattern) => regex::Regex::new(&format!("^(?:{pattern})$"))
@@ -309,7 +312,13 @@ impl Hooks {
         answer
     }
 
-    async fn run_one(&self, event: HookEvent, hook: &Compiled, stdin: &str, answer: &mut HookAnswer) {
+    async fn run_one(
+        &self,
+        event: HookEvent,
+        hook: &Compiled,
+        stdin: &str,
+        answer: &mut HookAnswer,
+    ) {
         let name = event.name();
         let shown = crate::tools::text::one_line(&hook.command, 80);
         let ran = match run_command(&hook.command, &self.cwd, stdin, hook.timeout).await {
@@ -339,11 +348,18 @@ impl Hooks {
                 return;
             }
             code => {
-                let how = code.map_or_else(|| "was killed by a signal".to_owned(), |c| format!("exited {c}"));
+                let how = code.map_or_else(
+                    || "was killed by a signal".to_owned(),
+                    |c| format!("exited {c}"),
+                );
                 let stderr = crate::tools::text::one_line(ran.stderr.trim(), 200);
                 self.note(&format!(
                     "{name} hook `{shown}` {how}{}; ignored, the run goes on",
-                    if stderr.is_empty() { String::new() } else { format!(": {stderr}") }
+                    if stderr.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {stderr}")
+                    }
                 ));
                 return;
             }
@@ -383,7 +399,11 @@ impl Hooks {
         {
             Some("allow") => answer.allow = true,
             Some("deny") => {
-                answer.deny = Some(reason.clone().unwrap_or_else(|| format!("a {name} hook denied this")));
+                answer.deny = Some(
+                    reason
+                        .clone()
+                        .unwrap_or_else(|| format!("a {name} hook denied this")),
+                );
             }
             Some("ask") | None => {}
             Some(other) => self.note(&format!(
@@ -399,9 +419,11 @@ impl Hooks {
             Some("approve") if event == HookEvent::PreToolUse => answer.allow = true,
             _ => {}
         }
-        if object.get("continue").and_then(Value::as_bool) == Some(false) && answer.block.is_none() {
+        if object.get("continue").and_then(Value::as_bool) == Some(false) && answer.block.is_none()
+        {
             answer.block = Some(
-                text(object.get("stopReason")).unwrap_or_else(|| format!("a {name} hook stopped this")),
+                text(object.get("stopReason"))
+                    .unwrap_or_else(|| format!("a {name} hook stopped this")),
             );
         }
     }
@@ -421,7 +443,12 @@ enum RunError {
 
 /// Runs `command` with `sh -c` in `cwd` in its own process group, `stdin` on its stdin; past
 /// `timeout` the whole group is killed.
-async fn run_command(command: &str, cwd: &std::path::Path, stdin: &str, timeout: Duration) -> Result<Ran, RunError> {
+async fn run_command(
+    command: &str,
+    cwd: &std::path::Path,
+    stdin: &str,
+    timeout: Duration,
+) -> Result<Ran, RunError> {
     let mut child = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(command)
@@ -556,7 +583,10 @@ impl Hook for Hooks {
                     .push_str(&format!("\n\n[PostToolUse hook] {reason}"));
             }
             for context in answer.context {
-                outcome.output.text.push_str(&format!("\n\n[hook context] {context}"));
+                outcome
+                    .output
+                    .text
+                    .push_str(&format!("\n\n[hook context] {context}"));
             }
         })
     }
