@@ -16,7 +16,7 @@
 //! cannot start or runs past its timeout (then its whole process group is killed) is noted and
 //! the run goes on.
 //!
-//! [`Hooks`] runs them; as a dispatcher [`Hook`](crate::Hook) it runs the tool events for every
+//! [`Hooks`] runs them; as a dispatcher [`Hook`] it runs the tool events for every
 //! front end (the agent, `lathe mcp`), and front ends call [`Hooks::run`] for the others.
 
 use std::path::PathBuf;
