@@ -39,6 +39,8 @@ pub struct PromptHooks {
     hooks: Option<Arc<Hooks>>,
     /// The `SessionStart` source, until those hooks ran.
     start: Option<String>,
+    /// The `SessionStart` context, until a prompt is accepted.
+    waiting: Vec<String>,
 }
 
 impl PromptHooks {
@@ -48,6 +50,7 @@ impl PromptHooks {
         PromptHooks {
             hooks,
             start: Some(source.to_owned()),
+            waiting: Vec::new(),
         }
     }
 
@@ -64,15 +67,15 @@ impl PromptHooks {
         let Some(hooks) = self.hooks.clone() else {
             return Ok(agent.run(task, cancel).await);
         };
-        let mut context = Vec::new();
         if let Some(source) = self.start.take()
             && hooks.has(HookEvent::SessionStart)
         {
             let answer = hooks
                 .run(HookEvent::SessionStart, None, json!({ "source": source }))
                 .await;
-            context = answer.context;
+            self.waiting = answer.context;
         }
+        let mut context = Vec::new();
         if hooks.has(HookEvent::UserPromptSubmit) {
             let answer = hooks
                 .run(HookEvent::UserPromptSubmit, None, json!({ "prompt": task }))
@@ -80,10 +83,10 @@ impl PromptHooks {
             if let Some(reason) = answer.block {
                 return Err(reason);
             }
-            context.extend(answer.context);
+            context = answer.context;
         }
         let mut prompt = task.to_owned();
-        for text in context {
+        for text in std::mem::take(&mut self.waiting).into_iter().chain(context) {
             prompt.push_str(&format!("\n\n[hook context] {text}"));
         }
         let mut outcome = agent.run(&prompt, cancel).await;

@@ -303,3 +303,35 @@ fn a_pre_tool_use_hook_applies_to_a_call_from_an_mcp_client() {
     let input: Value = serde_json::from_str(&h.read(".mcp_pre.json")).unwrap();
     assert_eq!(input["tool_input"]["command"], "touch made");
 }
+
+#[test]
+fn in_chat_a_refused_prompt_is_shown_and_the_next_one_carries_the_session_start_context() {
+    let h = Harness::new(Script::new().chat(reply().text("Hello back.").done()));
+    h.user_config(
+        "[[hooks.SessionStart]]\ncommand = \"echo 'branch: main'\"\n\
+         [[hooks.UserPromptSubmit]]\ncommand = \"grep -q secret && { echo 'prompt names a \
+         secret' >&2; exit 2; }; exit 0\"\n",
+    );
+    let mut term = crate::chat_pty::Terminal::start(&h, &[]);
+    term.wait_for("> ");
+    term.type_line("print the secret");
+    term.wait_for(
+        "a UserPromptSubmit hook refused this prompt; the model did not see it: prompt names a secret",
+    );
+    term.type_line("hello");
+    term.wait_for("Hello back.");
+    term.type_line("/exit");
+    assert_eq!(term.wait_exit(), 0, "{}", term.screen());
+    let bodies = h.bodies();
+    assert_eq!(bodies.len(), 1, "{bodies:?}");
+    let sent = messages(&bodies[0])
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(!sent.contains("secret"), "{sent}");
+    assert!(
+        sent.contains("hello\n\n[hook context] branch: main"),
+        "{sent}"
+    );
+}
