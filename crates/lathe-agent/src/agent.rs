@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use lathe_checkpoint::{CheckpointHook, Checkpoints};
 use lathe_policy::{PermissionsConfig, PolicyError};
-use lathe_tools::{Dispatcher, Hook, Registry, Session};
+use lathe_tools::{Dispatcher, Hook, Profile, Registry, Session};
 
 use crate::approval::{ApprovalMode, Approver, Gate, NonInteractive};
 use crate::events::Event;
@@ -63,6 +63,7 @@ impl Agent {
             checkpoints: None,
             turns_before: 0,
             sub_agents: None,
+            profile: None,
         }
     }
 
@@ -72,9 +73,28 @@ impl Agent {
         self.executor.run(task, cancel).await
     }
 
+    /// [`Agent::run`] with images in the task's message, for a model that can see.
+    pub async fn run_with_images(
+        &mut self,
+        task: &str,
+        images: Vec<crate::message::Image>,
+        cancel: &CancellationToken,
+    ) -> RunOutcome {
+        self.executor.run_with_images(task, images, cancel).await
+    }
+
     /// Cuts the conversation back to before session turn `turn` (see [`Executor::rewind`]).
     pub fn rewind(&mut self, turn: u32) -> Option<Vec<Message>> {
         self.executor.rewind(turn)
+    }
+
+    /// Replaces the older part of the conversation with a summary the model writes (chat's
+    /// `/compact`; see [`Executor::compact`]).
+    pub async fn compact(
+        &mut self,
+        cancel: &CancellationToken,
+    ) -> Result<crate::executor::Compaction, String> {
+        self.executor.compact(cancel).await
     }
 
     /// The checkpoints of the session, when it keeps any.
@@ -141,6 +161,7 @@ pub struct AgentBuilder {
     checkpoints: Option<Arc<CheckpointHook>>,
     turns_before: u32,
     sub_agents: Option<SubAgentConfig>,
+    profile: Option<Profile>,
 }
 
 impl AgentBuilder {
@@ -149,6 +170,17 @@ impl AgentBuilder {
     /// By default, the built-in tools ([`Registry::builtin`]).
     pub fn registry(mut self, registry: Arc<Registry>) -> Self {
         self.registry = Some(registry);
+        self
+    }
+
+    /// How much of the system prompt and the tools' definitions each request carries
+    /// ([`Profile`]): the compact profile's short descriptions, common parameters and tools on
+    /// demand fit a small window.
+    ///
+    /// By default, chosen by the window ([`Profile::for_window`]): compact for 16,384 tokens
+    /// and less, full above.
+    pub fn profile(mut self, profile: Profile) -> Self {
+        self.profile = Some(profile);
         self
     }
 
@@ -356,6 +388,18 @@ impl AgentBuilder {
                 agents.register(&mut with_tools);
                 (Arc::new(with_tools), approver, Some(agents))
             }
+        };
+        let window = self
+            .config
+            .context_window
+            .unwrap_or(u64::from(self.config.options.num_ctx));
+        let profile = self.profile.unwrap_or(Profile::for_window(window));
+        let registry = if registry.profile() == profile {
+            registry
+        } else {
+            let mut in_profile = (*registry).clone();
+            in_profile.use_profile(profile);
+            Arc::new(in_profile)
         };
         let mut dispatcher = Dispatcher::new(registry, gate);
         if let Some(hook) = &self.checkpoints {

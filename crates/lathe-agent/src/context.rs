@@ -18,12 +18,15 @@ use crate::message::Message;
 const TRIGGER_PERCENT: u64 = 75;
 /// ...and goes on until it is under this share, so that the next requests share a long,
 /// unchanged prefix (servers cache it) instead of shortening one result per turn.
-const TARGET_PERCENT: u64 = 50;
+pub(crate) const TARGET_PERCENT: u64 = 50;
 /// The tool whose newest result is the model's plan.
 const PLAN_TOOL: &str =
     <lathe_tools::tools::update_plan::UpdatePlanTool as lathe_tools::Tool>::NAME;
 /// Tokens counted for each message's framing (role, separators).
 const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
+/// Tokens of one image, estimated: a vision encoder makes about one token per 28x28 patch, and
+/// `read_file` sends at most 1568 pixels on the longest side (56x32 patches for 16:9).
+const IMAGE_TOKENS: u64 = 1_800;
 /// Old texts longer than this are cut in the last resort, keeping their head.
 const LONG_TEXT_CHARS: usize = 2_000;
 /// Longest one-line summary kept from a result's first line.
@@ -100,6 +103,34 @@ impl ContextWindow {
         self.window
     }
 
+    /// Changes the window (the server turned out to serve a smaller one): the next requests
+    /// are fitted to it.
+    pub fn set_window(&mut self, window: u64) {
+        self.window = window.max(1);
+    }
+
+    /// The estimated tokens of one message, as [`ContextWindow::estimate`] counts it.
+    pub fn message_estimate(&self, message: &Message) -> u64 {
+        (message_tokens(message) as f64 * self.calibration).ceil() as u64
+    }
+
+    /// The messages from `start` to before `end` were replaced by `inserted` others (a
+    /// compaction): their notes go, and the notes after them move.
+    pub fn replace_notes(&mut self, start: usize, end: usize, inserted: usize) {
+        let notes = std::mem::take(&mut self.notes);
+        self.notes = notes
+            .into_iter()
+            .filter(|(i, _)| *i < start || *i >= end)
+            .map(|(i, note)| {
+                if i >= end {
+                    (i - (end - start) + inserted, note)
+                } else {
+                    (i, note)
+                }
+            })
+            .collect();
+    }
+
     /// Remembers what the tool result at `index` in the history was about.
     pub fn note(&mut self, index: usize, note: ResultNote) {
         self.notes.insert(index, note);
@@ -139,17 +170,38 @@ impl ContextWindow {
         if before * 100 <= self.window * TRIGGER_PERCENT {
             return None;
         }
-        let target = self.window * TARGET_PERCENT / 100;
+        self.shorten(messages, tools, self.window * TARGET_PERCENT / 100, false)
+    }
+
+    /// Shortens `messages` until a request with them and `tools` is estimated at `target`
+    /// tokens or less, or nothing more can be cut: old results first (oldest first), then old
+    /// thinking, then old long texts. With `unseen`, the results the model has not seen yet
+    /// are shortened too (the last resort before a request that would not fit).
+    pub fn shorten(
+        &self,
+        messages: &mut [Message],
+        tools: &[Value],
+        target: u64,
+        unseen: bool,
+    ) -> Option<Shortening> {
+        let before = self.estimate(messages, tools);
+        if before <= target {
+            return None;
+        }
         let fixed = self.estimate(&[], tools);
         let mut sizes: Vec<u64> = messages
             .iter()
             .map(|m| (message_tokens(m) as f64 * self.calibration).ceil() as u64)
             .collect();
         let mut total = fixed + sizes.iter().sum::<u64>();
-        let protected_from = messages
-            .iter()
-            .rposition(|m| matches!(m, Message::Assistant(_)))
-            .unwrap_or(messages.len());
+        let protected_from = if unseen {
+            messages.len()
+        } else {
+            messages
+                .iter()
+                .rposition(|m| matches!(m, Message::Assistant(_)))
+                .unwrap_or(messages.len())
+        };
         let mut results = 0;
         let mut others = 0;
         // The model's current plan (the newest `update_plan` result) is kept whole: it is short,
@@ -292,10 +344,28 @@ fn cut_message(message: &mut Message, pass: Pass) -> bool {
             long
         }
         (Message::Assistant(a), Pass::LongText) => cut_text(&mut a.content),
-        (Message::User { content }, Pass::LongText) => cut_text(content),
-        (Message::Tool(t), Pass::LongText) if !is_shortened(&t.content) => cut_text(&mut t.content),
+        (Message::User { content, images }, Pass::LongText) => {
+            cut_text(content) | drop_images(images, content)
+        }
+        (Message::Tool(t), Pass::LongText) if !is_shortened(&t.content) => {
+            cut_text(&mut t.content) | drop_images(&mut t.images, &mut t.content)
+        }
         _ => false,
     }
+}
+
+/// Drops the images of an old message, saying so in its text.
+fn drop_images(images: &mut Vec<crate::message::Image>, text: &mut String) -> bool {
+    if images.is_empty() {
+        return false;
+    }
+    let n = images.len();
+    images.clear();
+    text.push_str(&format!(
+        "\n[{n} image{} removed to save context]",
+        if n == 1 { "" } else { "s" }
+    ));
+    true
 }
 
 fn cut_text(text: &mut String) -> bool {
@@ -371,7 +441,10 @@ fn artifact_mentions(content: &str) -> Vec<String> {
 
 fn message_tokens(message: &Message) -> u64 {
     let body = match message {
-        Message::System { content } | Message::User { content } => text_tokens(content),
+        Message::System { content } => text_tokens(content),
+        Message::User { content, images } => {
+            text_tokens(content) + images.len() as u64 * IMAGE_TOKENS
+        }
         Message::Assistant(a) => {
             text_tokens(&a.content)
                 + a.thinking.as_deref().map_or(0, text_tokens)
@@ -380,7 +453,11 @@ fn message_tokens(message: &Message) -> u64 {
                     .map(|c| text_tokens(&c.name) + text_tokens(&c.arguments.to_string()) + 3)
                     .sum::<u64>()
         }
-        Message::Tool(t) => text_tokens(&t.content) + text_tokens(&t.tool_name),
+        Message::Tool(t) => {
+            text_tokens(&t.content)
+                + text_tokens(&t.tool_name)
+                + t.images.len() as u64 * IMAGE_TOKENS
+        }
     };
     body + MESSAGE_OVERHEAD_TOKENS
 }

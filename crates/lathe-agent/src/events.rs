@@ -140,6 +140,27 @@ pub enum Event {
         /// The seq of the last message cut.
         last_message: u64,
     },
+    /// The older part of the conversation was replaced by a summary the model wrote, to keep
+    /// the requests inside the context window (automatically, or chat's `/compact`). The
+    /// stored messages from `first_message` to `last_message` stay in the store; a resumed
+    /// session reads `summary` in their place. Both are 0 when the replaced messages were not
+    /// stored by this process (then a resumed session reads them all again).
+    ContextCompacted {
+        /// Asked for (`/compact`), rather than needed.
+        manual: bool,
+        /// How many messages the summary replaced.
+        messages: usize,
+        /// The request's estimated tokens before, without the reserved output.
+        tokens_before: u64,
+        /// And after.
+        tokens_after: u64,
+        /// The seq of the first stored message replaced.
+        first_message: u64,
+        /// The seq of the last stored message replaced.
+        last_message: u64,
+        /// The message that replaced them, as the model reads it.
+        summary: String,
+    },
     /// A call changed a place whose code can later run outside the sandbox: the workspace's
     /// `.lathe/` (its configuration), git's hooks, configuration or attributes.
     WorkspaceChanged {
@@ -325,6 +346,14 @@ pub struct RunReport {
     pub changes_denied: bool,
     /// Token totals over the run's turns, as the server counted them.
     pub usage: TokenTotals,
+    /// Each model turn's counts, in order, as the server gave them (turns it gave none for
+    /// are left out). Left out when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turn_usage: Vec<TurnUsage>,
+    /// The context window the run kept within, in tokens (the smaller of the configured and
+    /// the server's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
     /// Wall time of the whole run, in milliseconds.
     pub duration_ms: u64,
     /// Time spent waiting for the model, in milliseconds.
@@ -379,6 +408,10 @@ pub struct ChangedFile {
     /// The run deleted it.
     #[serde(default)]
     pub deleted: bool,
+    /// The sub-agents that changed it (`sub-1`), in the order they did; empty when only the
+    /// run's own calls did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sub_agents: Vec<String>,
 }
 
 /// A call that was denied.
@@ -392,6 +425,31 @@ pub struct DeniedCall {
     pub description: String,
     /// Why it was denied, in one sentence.
     pub reason: String,
+    /// What would let it run: the answer to what the user can do next.
+    #[serde(default)]
+    pub kind: DenialKind,
+}
+
+/// What kind of approval a denied call needed, which says what would let it run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DenialKind {
+    /// An ordinary call: a less careful approval mode or an allow rule would let it run.
+    #[default]
+    Approval,
+    /// A change of the project's memory: it asks in every mode and no allow rule lets it run
+    /// unasked, so only a person's answer (on a terminal) does, or editing the memory by hand.
+    Memory,
+}
+
+/// One model turn's token counts, as the server gave them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnUsage {
+    /// The turn of the run, from 1 (as its [`Event::TurnFinished`] numbers it).
+    pub turn: u32,
+    /// The counts.
+    #[serde(flatten)]
+    pub usage: Usage,
 }
 
 /// Tokens over a run.
@@ -502,6 +560,7 @@ mod tests {
                 usage: Some(Usage {
                     prompt_tokens: Some(10),
                     completion_tokens: None,
+                    ..Usage::default()
                 }),
                 task_complete: true,
             },
@@ -548,12 +607,14 @@ mod tests {
                     removed: 2,
                     created: false,
                     deleted: false,
+                    sub_agents: Vec::new(),
                 }],
                 denied: vec![DeniedCall {
                     call_id: "call_1".into(),
                     tool: "shell".into(),
                     description: "shell \"cargo fmt\"".into(),
                     reason: "no terminal".into(),
+                    kind: DenialKind::Approval,
                 }],
                 checkpoints: vec!["3f2a".into()],
                 changes_denied: false,
@@ -561,6 +622,15 @@ mod tests {
                     prompt_tokens: 5,
                     completion_tokens: 1,
                 },
+                turn_usage: vec![TurnUsage {
+                    turn: 1,
+                    usage: Usage {
+                        prompt_tokens: Some(5),
+                        completion_tokens: Some(1),
+                        generation_ms: Some(40),
+                    },
+                }],
+                context_window: Some(8_192),
                 duration_ms: 9,
                 model_ms: 4,
                 tool_ms: 3,
@@ -579,6 +649,7 @@ mod tests {
                     removed: 2,
                     created: false,
                     deleted: true,
+                    sub_agents: Vec::new(),
                 }],
                 added: 0,
                 removed: 2,
@@ -587,6 +658,15 @@ mod tests {
                 turn: 3,
                 first_message: 7,
                 last_message: 12,
+            },
+            Event::ContextCompacted {
+                manual: false,
+                messages: 14,
+                tokens_before: 3_100,
+                tokens_after: 900,
+                first_message: 2,
+                last_message: 15,
+                summary: "[Summary ...] Task: fix the parser.".into(),
             },
         ];
         for event in events {

@@ -75,7 +75,7 @@ pub mod text;
 pub use context::ContextWindow;
 pub use prompt::{
     FALLBACK_INSTRUCTIONS_FILE, PROJECT_INSTRUCTIONS_FILE, ProjectMemory, PromptInputs,
-    gather_instructions, load_memory, system_prompt, user_config_dir,
+    gather_instructions, load_memory, system_prompt, system_prompt_for, user_config_dir,
 };
 
 pub use agent::{Agent, AgentBuilder, BuildError};

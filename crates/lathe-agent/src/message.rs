@@ -5,6 +5,7 @@
 //! assistant turn keeps its thinking, text and tool calls, and each tool result names the call
 //! it answers.
 
+pub use lathe_tools::ToolImage as Image;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -21,6 +22,9 @@ pub enum Message {
     User {
         /// The text.
         content: String,
+        /// Images for a model that can see (`lathe chat`'s `@shot.png`), sent after the text.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<Image>,
     },
     /// What the model answered.
     Assistant(AssistantMessage),
@@ -51,6 +55,11 @@ pub struct ToolResult {
     pub tool_name: String,
     /// What the model reads.
     pub content: String,
+    /// Images the tool produced (an image `read_file` read), kept in the history with their
+    /// data so that a resumed session sends them again. Tool messages cannot carry images in
+    /// every API: each provider sends them in a user message after the results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
 }
 
 /// One tool call.
@@ -77,6 +86,15 @@ impl Message {
     pub fn user(content: impl Into<String>) -> Self {
         Message::User {
             content: content.into(),
+            images: Vec::new(),
+        }
+    }
+
+    /// A user message with images.
+    pub fn user_with_images(content: impl Into<String>, images: Vec<Image>) -> Self {
+        Message::User {
+            content: content.into(),
+            images,
         }
     }
 
@@ -94,13 +112,23 @@ impl Message {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
             content: content.into(),
+            images: Vec::new(),
         })
+    }
+
+    /// The images the message carries (a user's, a tool result's).
+    pub fn images(&self) -> &[Image] {
+        match self {
+            Message::User { images, .. } => images,
+            Message::Tool(t) => &t.images,
+            Message::System { .. } | Message::Assistant(_) => &[],
+        }
     }
 
     /// The text of the message (an assistant's content, a tool's output).
     pub fn content(&self) -> &str {
         match self {
-            Message::System { content } | Message::User { content } => content,
+            Message::System { content } | Message::User { content, .. } => content,
             Message::Assistant(a) => &a.content,
             Message::Tool(t) => &t.content,
         }
@@ -118,8 +146,15 @@ pub const INTERRUPTED_BY_USER: &str = "[interrupted by the user]";
 /// merged.
 pub fn push_merged(history: &mut Vec<Message>, message: Message) -> bool {
     match (history.last_mut(), message) {
-        (Some(Message::User { content }), Message::User { content: more }) => {
+        (
+            Some(Message::User { content, images }),
+            Message::User {
+                content: more,
+                images: more_images,
+            },
+        ) => {
             join_text(content, &more);
+            images.extend(more_images);
             true
         }
         (Some(Message::Assistant(last)), Message::Assistant(more)) => {

@@ -221,8 +221,18 @@ fn read_instructions(path: &Path) -> Option<String> {
     (!trimmed.is_empty()).then(|| trimmed.to_owned())
 }
 
-/// The system prompt.
+/// The system prompt in the full profile.
 pub fn system_prompt(inputs: &PromptInputs) -> String {
+    system_prompt_for(inputs, lathe_tools::Profile::Full)
+}
+
+/// The system prompt in `profile`: [`Profile::Compact`](lathe_tools::Profile::Compact) (small
+/// windows) keeps the same rules in fewer words and leaves out the tool list, which the
+/// definitions already give.
+pub fn system_prompt_for(inputs: &PromptInputs, profile: lathe_tools::Profile) -> String {
+    if profile == lathe_tools::Profile::Compact {
+        return compact_system_prompt(inputs);
+    }
     let mut prompt = String::with_capacity(4096);
     prompt.push_str(
         "You are Lathe, a coding agent working in the user's project on their machine. You do \
@@ -241,6 +251,29 @@ pub fn system_prompt(inputs: &PromptInputs) -> String {
         prompt.push_str(&format!(
             "\n# Project instructions ({PROJECT_INSTRUCTIONS_FILE})\n\
              The project's maintainers wrote these for agents; follow them.\n\n{project}\n"
+        ));
+    }
+    if let Some(memory) = &inputs.memory {
+        push_memory(&mut prompt, memory);
+    }
+    prompt
+}
+
+/// The compact profile's prompt: the same environment and rules, shorter.
+fn compact_system_prompt(inputs: &PromptInputs) -> String {
+    let mut prompt = String::with_capacity(2048);
+    prompt.push_str(
+        "You are Lathe, a coding agent in the user's project: do the task with the tools. Be \
+         brief.\n",
+    );
+    prompt.push_str(&format!(
+        "Workspace root: {} · {} · {}\n",
+        inputs.workspace, inputs.platform, inputs.date
+    ));
+    prompt.push_str(COMPACT_TOOL_RULES);
+    if let Some(project) = &inputs.project_instructions {
+        prompt.push_str(&format!(
+            "\n# Project instructions ({PROJECT_INSTRUCTIONS_FILE}); follow them\n{project}\n"
         ));
     }
     if let Some(memory) = &inputs.memory {
@@ -277,10 +310,50 @@ unchanged. Repeating the same call with the same arguments will not give another
 user should know. You may end that answer with [TASK_COMPLETE].
 ";
 
+/// [`TOOL_RULES`] in fewer words, for small windows: every rule is kept.
+const COMPACT_TOOL_RULES: &str = "
+# Rules
+- Act with the tools, do not only describe. Paths are relative to the workspace root.
+- Read a file before changing it: edit_file for part of it, write_file for new files.
+- Check your changes: run builds and tests with shell.
+- Reads may go several in one turn; changes run one at a time.
+- An error says what to fix: fix the call, never repeat it unchanged. Never retry a denied call.
+- Cut results say where the rest is. more_tools lists further tools.
+- When done, answer without a tool call, briefly. You may end with [TASK_COMPLETE].
+";
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::stream::COMPLETION_MARKER;
+
+    #[test]
+    fn the_compact_prompt_keeps_the_rules_and_the_marker() {
+        let inputs = PromptInputs {
+            workspace: "/home/me/proj".into(),
+            platform: "linux x86_64".into(),
+            date: "2025-05-01".into(),
+            tools: vec!["read_file".into(), "shell".into()],
+            project_instructions: Some("use make".into()),
+            memory: None,
+        };
+        let full = system_prompt(&inputs);
+        let compact = system_prompt_for(&inputs, lathe_tools::Profile::Compact);
+        assert!(compact.len() * 2 < full.len(), "{}", compact.len());
+        for needed in [
+            "/home/me/proj",
+            "linux x86_64",
+            "2025-05-01",
+            "edit_file",
+            "write_file",
+            "shell",
+            "denied",
+            "use make",
+            COMPLETION_MARKER,
+        ] {
+            assert!(compact.contains(needed), "{needed}: {compact}");
+        }
+    }
 
     #[test]
     fn prompt_names_the_workspace_platform_date_and_tools() {

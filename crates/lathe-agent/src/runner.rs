@@ -67,6 +67,8 @@ pub struct CallResult {
     pub summary: String,
     /// The files it changed, each with its diff.
     pub changes: Vec<FileChange>,
+    /// It would change the project's memory ([`Effect::Memory`]), which asks in every mode.
+    pub changes_memory: bool,
 }
 
 enum Stage {
@@ -318,12 +320,13 @@ struct Slot {
     title: String,
     kind: Option<ToolKind>,
     runs_command: bool,
+    changes_memory: bool,
     began: Instant,
 }
 
 /// Emits a call's started event.
 fn announce(planned: &PlannedCall, stage: Option<&Stage>, sink: &EventSink) -> Slot {
-    let (name, arguments, title, kind, runs_command) = match stage {
+    let (name, arguments, title, kind, runs_command, changes_memory) = match stage {
         Some(Stage::Ready(call)) => (
             call.name.clone(),
             call.arguments.clone(),
@@ -332,12 +335,16 @@ fn announce(planned: &PlannedCall, stage: Option<&Stage>, sink: &EventSink) -> S
             call.effects
                 .iter()
                 .any(|e| matches!(e, Effect::Command { .. })),
+            call.effects
+                .iter()
+                .any(|e| matches!(e, Effect::Memory { .. })),
         ),
         _ => (
             planned.call.name.clone(),
             planned.call.arguments.clone(),
             summary::unprepared(&planned.call.name, &planned.call.arguments),
             None,
+            false,
             false,
         ),
     };
@@ -353,6 +360,7 @@ fn announce(planned: &PlannedCall, stage: Option<&Stage>, sink: &EventSink) -> S
         title,
         kind,
         runs_command,
+        changes_memory,
         began: Instant::now(),
     }
 }
@@ -395,5 +403,6 @@ fn finish(sink: &EventSink, slot: &Slot, outcome: Outcome) -> CallResult {
         output,
         summary,
         changes,
+        changes_memory: slot.changes_memory,
     }
 }

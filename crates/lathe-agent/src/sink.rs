@@ -229,34 +229,68 @@ impl EventSink {
 /// The stored history of `session`, as messages (rows that do not read back are skipped with a
 /// warning: a newer Lathe may have written them).
 ///
+/// Messages a compaction replaced ([`Event::ContextCompacted`]) are read as its summary.
 /// Messages a rewind cut ([`Event::ConversationRewound`]) are left out: a resumed session goes
 /// on from where the rewind left it.
 pub fn stored_history(store: &Store, session: &SessionId) -> lathe_store::Result<Vec<Message>> {
     let rows = store.messages(session)?;
-    let cut: Vec<(u64, u64)> = store
-        .events(session)?
-        .into_iter()
-        .filter(|e| e.kind == "conversation_rewound")
-        .filter_map(|e| match serde_json::from_value::<Event>(e.payload) {
+    let mut cut: Vec<(u64, u64)> = Vec::new();
+    // Compactions: (first, last, summary), a later one covering the earlier ones it summarised.
+    let mut compacted: Vec<(u64, u64, String)> = Vec::new();
+    for event in store.events(session)? {
+        if event.kind != "conversation_rewound" && event.kind != "context_compacted" {
+            continue;
+        }
+        match serde_json::from_value::<Event>(event.payload) {
             Ok(Event::ConversationRewound {
                 first_message,
                 last_message,
                 ..
-            }) => Some((first_message, last_message)),
-            _ => None,
-        })
-        .collect();
-    Ok(rows
-        .into_iter()
-        .filter(|row| !cut.iter().any(|&(from, to)| (from..=to).contains(&row.seq)))
-        .filter_map(|row| match serde_json::from_value::<Message>(row.body) {
-            Ok(message) => Some(message),
+            }) => cut.push((first_message, last_message)),
+            Ok(Event::ContextCompacted {
+                first_message,
+                last_message,
+                summary,
+                ..
+            }) if first_message > 0 && last_message >= first_message => {
+                compacted.retain(|(from, to, _)| !(first_message <= *from && *to <= last_message));
+                compacted.push((first_message, last_message, summary));
+            }
+            _ => {}
+        }
+    }
+    let mut history = Vec::new();
+    let mut told = vec![false; compacted.len()];
+    for row in rows {
+        if cut.iter().any(|&(from, to)| (from..=to).contains(&row.seq)) {
+            continue;
+        }
+        // A summary goes where the first message after what it replaced is.
+        for (i, (_, to, summary)) in compacted.iter().enumerate() {
+            if !told[i] && row.seq > *to {
+                told[i] = true;
+                history.push(Message::user(summary.clone()));
+            }
+        }
+        if compacted
+            .iter()
+            .any(|(from, to, _)| (*from..=*to).contains(&row.seq))
+        {
+            continue;
+        }
+        match serde_json::from_value::<Message>(row.body) {
+            Ok(message) => history.push(message),
             Err(err) => {
                 tracing::warn!("skipping message {} of session {session}: {err}", row.seq);
-                None
             }
-        })
-        .collect())
+        }
+    }
+    for (i, (_, _, summary)) in compacted.iter().enumerate() {
+        if !told[i] {
+            history.push(Message::user(summary.clone()));
+        }
+    }
+    Ok(history)
 }
 
 #[cfg(test)]

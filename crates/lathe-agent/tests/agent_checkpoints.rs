@@ -223,7 +223,7 @@ async fn rewinding_a_task_merged_into_a_failed_one_gives_that_message_back() {
     agent.run("first", &CancellationToken::new()).await;
     let after_failure = agent.executor().history().to_vec();
     assert!(
-        matches!(after_failure.last(), Some(Message::User { content }) if content == "first"),
+        matches!(after_failure.last(), Some(Message::User { content, .. }) if content == "first"),
         "{after_failure:?}"
     );
     agent.run("second", &CancellationToken::new()).await;

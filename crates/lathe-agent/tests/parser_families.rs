@@ -13,6 +13,7 @@ use crate::common::changes;
 
 const TOOLS: &[&str] = &[
     "read_file",
+    "read_document",
     "write_file",
     "edit_file",
     "list_files",

@@ -9,7 +9,9 @@
 mod common;
 
 mod agent_checkpoints;
+mod agent_context;
 mod agent_executor;
+mod agent_images;
 mod agent_patch;
 mod agent_plan;
 mod agent_repeats;
@@ -27,3 +29,4 @@ mod provider_ollama;
 mod provider_openai;
 mod provider_streaming;
 mod text_calls_e2e;
+mod window;

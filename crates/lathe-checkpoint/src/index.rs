@@ -1,21 +1,35 @@
-//! Reading a session's git index file in-process, for its stat cache: which paths it holds,
-//! with the mode and the `lstat` data git recorded when it last hashed each one.
+//! A session's git index file, read and written in-process: its stat cache (which paths it
+//! holds, with the mode, the `lstat` data git recorded when it last hashed each one, and the
+//! blob's id) and its cache of tree ids (the `TREE` extension).
 //!
-//! Versions 2, 3 and 4 of the format (git's `Documentation/gitformat-index.txt`; version 4
-//! prefix-compresses the paths). Object ids are not kept, and the trailing checksum is not
-//! checked: the index is the session's own, and anything unexpected only costs a fallback to
-//! git, which reads it itself. Anything this reader does not understand (another version, a
-//! split index's `link` extension, a sparse index, conflict stages, flags that change what
-//! the entry means) is [`Read::Unsupported`].
+//! Versions 2, 3 and 4 of the format are read (git's `Documentation/gitformat-index.txt`;
+//! version 4 prefix-compresses the paths); version 4 is written, with the `TREE` extension and
+//! the trailing SHA-1, under `<index>.lock` renamed into place as git does. Other optional
+//! extensions (an untracked cache, resolve-undo data) are left out when it is written: they are
+//! caches git rebuilds. The trailing checksum is not checked on reading: the index is the
+//! session's own, and anything unexpected only costs a fallback to git, which reads it itself.
+//! Anything this reader does not understand (another version, a split index's `link`
+//! extension, a sparse index, conflict stages, flags that change what the entry means) is
+//! [`Read::Unsupported`].
 
+use std::io::Write;
 use std::path::Path;
+
+use sha1::{Digest, Sha1};
+
+use crate::objects::Oid;
+use crate::tree::CacheTree;
+use crate::{Error, Result};
 
 /// The `lstat` fields git compares, truncated to 32 bits as the index stores them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Stat {
     pub(crate) ctime: (u32, u32),
     pub(crate) mtime: (u32, u32),
+    pub(crate) dev: u32,
     pub(crate) ino: u32,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
     pub(crate) size: u32,
     /// The git mode: 0o100644, 0o100755, 0o120000 (a symbolic link) or 0o160000.
     pub(crate) mode: u32,
@@ -29,7 +43,10 @@ impl Stat {
         self != other
             && self.ctime.0 == other.ctime.0
             && self.mtime.0 == other.mtime.0
+            && self.dev == other.dev
             && self.ino == other.ino
+            && self.uid == other.uid
+            && self.gid == other.gid
             && self.size == other.size
             && self.mode == other.mode
     }
@@ -54,18 +71,23 @@ impl Stat {
         Some(Stat {
             ctime: (meta.ctime() as u32, meta.ctime_nsec() as u32),
             mtime: (meta.mtime() as u32, meta.mtime_nsec() as u32),
+            dev: meta.dev() as u32,
             ino: meta.ino() as u32,
+            uid: meta.uid(),
+            gid: meta.gid(),
             size: meta.size() as u32,
             mode,
         })
     }
 }
 
-/// One entry: a path (bytes, `/`-separated, relative to the work tree) and its stat data.
+/// One entry: a path (bytes, `/`-separated, relative to the work tree), its stat data and its
+/// object's id.
 #[derive(Debug, Clone)]
 pub(crate) struct Entry {
     pub(crate) path: Vec<u8>,
     pub(crate) stat: Stat,
+    pub(crate) oid: Oid,
 }
 
 /// A parsed index.
@@ -78,6 +100,9 @@ pub(crate) struct Index {
     /// stat data can match while its bytes differ), and must be hashed again
     /// ([`Index::is_racy`]).
     pub(crate) mtime: (i64, i64),
+    /// The `TREE` extension: the tree ids of the directories whose entries did not change
+    /// since they were last computed.
+    pub(crate) tree: Option<CacheTree>,
 }
 
 impl Index {
@@ -121,16 +146,24 @@ pub(crate) fn read(path: &Path) -> Read {
         return Read::Unsupported(format!("cannot read it: {e}"));
     }
     match parse(&bytes) {
-        Ok((entries, _)) => Read::Parsed(Index {
-            entries,
+        Ok(parsed) => Read::Parsed(Index {
+            entries: parsed.entries,
             mtime: (meta.mtime(), meta.mtime_nsec()),
+            tree: parsed.tree,
         }),
         Err(why) => Read::Unsupported(why),
     }
 }
 
-/// Parses an index file's bytes: its entries and version.
-pub(crate) fn parse(bytes: &[u8]) -> Result<(Vec<Entry>, u32), String> {
+/// What an index file holds.
+#[derive(Debug)]
+pub(crate) struct Parsed {
+    pub(crate) entries: Vec<Entry>,
+    pub(crate) tree: Option<CacheTree>,
+}
+
+/// Parses an index file's bytes.
+pub(crate) fn parse(bytes: &[u8]) -> std::result::Result<Parsed, String> {
     let mut r = Reader { bytes, at: 0 };
     if r.take(4)? != b"DIRC" {
         return Err("not a git index (no DIRC signature)".into());
@@ -157,11 +190,14 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<(Vec<Entry>, u32), String> {
         let stat = Stat {
             ctime: (word(0), word(1)),
             mtime: (word(2), word(3)),
+            dev: word(4),
             ino: word(5),
             mode: word(6),
+            uid: word(7),
+            gid: word(8),
             size: word(9),
         };
-        r.take(HASH_LEN)?;
+        let oid: Oid = r.take(HASH_LEN)?.try_into().expect("twenty bytes");
         let flags = r.u16()?;
         if flags & 0x8000 != 0 {
             return Err("an entry marked assume-unchanged".into());
@@ -203,11 +239,12 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<(Vec<Entry>, u32), String> {
             return Err("entries out of order".into());
         }
         previous.clone_from(&path);
-        entries.push(Entry { path, stat });
+        entries.push(Entry { path, stat, oid });
     }
     // Extensions, up to the trailing checksum: an optional one (its signature starts with an
     // upper-case letter) can be skipped; any other changes what the entries mean.
     let end = bytes.len().saturating_sub(HASH_LEN).max(r.at);
+    let mut tree = None;
     while r.at + 8 <= end {
         let signature = r.take(4)?;
         let size = r.u32()? as usize;
@@ -217,18 +254,108 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<(Vec<Entry>, u32), String> {
                 String::from_utf8_lossy(signature)
             ));
         }
-        r.take(size)?;
+        let data = r.take(size)?;
+        if signature == b"TREE" {
+            // A cache: one that does not parse is only rebuilt.
+            tree = CacheTree::parse(data).ok();
+        }
     }
-    Ok((entries, version))
+    Ok(Parsed { entries, tree })
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
+/// Writes a version 4 index of `entries` (sorted, stage 0) and the cache of tree ids to
+/// `path`: into `<path>.lock`, created exclusively as git does (a writer there already, git or
+/// another Lathe, makes this fail), then renamed over `path`.
+pub(crate) fn write(path: &Path, entries: &[Entry], tree: Option<&CacheTree>) -> Result<()> {
+    let mut out = Vec::with_capacity(entries.len() * 72 + 64);
+    out.extend_from_slice(b"DIRC");
+    out.extend_from_slice(&4u32.to_be_bytes());
+    out.extend_from_slice(&(entries.len() as u32).to_be_bytes());
+    let mut previous: &[u8] = &[];
+    for entry in entries {
+        let s = &entry.stat;
+        for word in [
+            s.ctime.0, s.ctime.1, s.mtime.0, s.mtime.1, s.dev, s.ino, s.mode, s.uid, s.gid, s.size,
+        ] {
+            out.extend_from_slice(&word.to_be_bytes());
+        }
+        out.extend_from_slice(&entry.oid);
+        let flags = entry.path.len().min(0xfff) as u16;
+        out.extend_from_slice(&flags.to_be_bytes());
+        let common = previous
+            .iter()
+            .zip(&entry.path)
+            .take_while(|(a, b)| a == b)
+            .count();
+        put_varint(&mut out, previous.len() - common);
+        out.extend_from_slice(&entry.path[common..]);
+        out.push(0);
+        previous = &entry.path;
+    }
+    if let Some(tree) = tree {
+        let mut data = Vec::new();
+        tree.write(&[], &mut data);
+        out.extend_from_slice(b"TREE");
+        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        out.extend_from_slice(&data);
+    }
+    let checksum: [u8; HASH_LEN] = Sha1::digest(&out).into();
+    out.extend_from_slice(&checksum);
+
+    let mut lock_name = path.as_os_str().to_owned();
+    lock_name.push(".lock");
+    let lock = std::path::PathBuf::from(lock_name);
+    let mut file = match std::fs::File::options()
+        .write(true)
+        .create_new(true)
+        .open(&lock)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(Error::io(
+                &lock,
+                std::io::Error::new(
+                    e.kind(),
+                    "another process is writing this session's checkpoint index; if none is \
+                     running (one was killed), remove this lock file and try again",
+                ),
+            ));
+        }
+        Err(e) => return Err(Error::io(&lock, e)),
+    };
+    let written = file.write_all(&out).and_then(|()| {
+        drop(file);
+        std::fs::rename(&lock, path)
+    });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&lock);
+        return Err(Error::io(path, e));
+    }
+    Ok(())
+}
+
+/// git's offset encoding (varint.c), the inverse of [`Reader::varint`].
+fn put_varint(out: &mut Vec<u8>, mut value: usize) {
+    let mut bytes = [0u8; 16];
+    let mut at = bytes.len() - 1;
+    bytes[at] = (value & 0x7f) as u8;
+    value >>= 7;
+    while value != 0 {
+        value -= 1;
+        at -= 1;
+        bytes[at] = 0x80 | (value & 0x7f) as u8;
+        value >>= 7;
+    }
+    out.extend_from_slice(&bytes[at..]);
+}
+
+pub(crate) struct Reader<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) at: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+    pub(crate) fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], String> {
         let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
         let Some(end) = end else {
             return Err("the index ends early".into());
@@ -238,22 +365,27 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
-    fn u32(&mut self) -> Result<u32, String> {
+    fn u32(&mut self) -> std::result::Result<u32, String> {
         Ok(u32::from_be_bytes(
             self.take(4)?.try_into().expect("four bytes"),
         ))
     }
 
-    fn u16(&mut self) -> Result<u16, String> {
+    fn u16(&mut self) -> std::result::Result<u16, String> {
         Ok(u16::from_be_bytes(
             self.take(2)?.try_into().expect("two bytes"),
         ))
     }
 
     /// Bytes up to a NUL, which is consumed.
-    fn until_nul(&mut self) -> Result<&'a [u8], String> {
+    pub(crate) fn until_nul(&mut self) -> std::result::Result<&'a [u8], String> {
+        self.until(0)
+    }
+
+    /// Bytes up to `end`, which is consumed.
+    pub(crate) fn until(&mut self, end: u8) -> std::result::Result<&'a [u8], String> {
         let rest = &self.bytes[self.at..];
-        let Some(n) = rest.iter().position(|b| *b == 0) else {
+        let Some(n) = rest.iter().position(|b| *b == end) else {
             return Err("the index ends inside a path".into());
         };
         self.at += n + 1;
@@ -262,7 +394,7 @@ impl<'a> Reader<'a> {
 
     /// git's offset encoding (varint.c): seven bits a byte, most significant first, each
     /// continuation adding one.
-    fn varint(&mut self) -> Result<usize, String> {
+    fn varint(&mut self) -> std::result::Result<usize, String> {
         let mut byte = self.take(1)?[0];
         let mut value = (byte & 0x7f) as usize;
         while byte & 0x80 != 0 {
@@ -294,6 +426,9 @@ mod tests {
             let mut r = Reader { bytes, at: 0 };
             assert_eq!(r.varint().unwrap(), value, "{bytes:?}");
             assert_eq!(r.at, bytes.len());
+            let mut out = Vec::new();
+            put_varint(&mut out, value);
+            assert_eq!(out, bytes, "{value}");
         }
     }
 
@@ -308,6 +443,6 @@ mod tests {
         ] {
             assert!(parse(bytes).is_err(), "{bytes:?}");
         }
-        assert!(parse(b"DIRC\0\0\0\x02\0\0\0\0").unwrap().0.is_empty());
+        assert!(parse(b"DIRC\0\0\0\x02\0\0\0\0").unwrap().entries.is_empty());
     }
 }

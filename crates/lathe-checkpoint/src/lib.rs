@@ -46,8 +46,10 @@ mod fallback;
 mod git;
 mod hook;
 mod index;
+mod objects;
 mod restore;
 mod shadow;
+mod tree;
 mod walk;
 
 use std::path::PathBuf;

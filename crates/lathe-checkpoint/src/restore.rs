@@ -63,26 +63,21 @@ pub(crate) fn changed(git: &Git, from: &str, to: &str) -> Result<Vec<(PathBuf, E
     Ok(changes)
 }
 
-/// The state of each path on disk now.
+/// The state of each path on disk now: blob ids computed in-process (as `git hash-object
+/// --no-filters` would, nothing stored).
 pub(crate) fn current(git: &Git, paths: &[&Path]) -> Result<BTreeMap<PathBuf, Entry>> {
+    use crate::objects::{Kind, hex, id};
     let mut states = BTreeMap::new();
-    let mut to_hash: Vec<(PathBuf, u32)> = Vec::new();
     for path in paths {
         let full = git.work_tree.join(path);
         let state = match std::fs::symlink_metadata(&full) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Entry::Absent,
             Err(_) => Entry::Other,
             Ok(meta) if meta.file_type().is_symlink() => match std::fs::read_link(&full) {
-                Ok(target) => {
-                    let blob = git.run_with_input(
-                        ["hash-object", "--stdin", "--no-filters"],
-                        Some(bytes_of(&target)),
-                    )?;
-                    Entry::Present {
-                        mode: MODE_LINK,
-                        blob: crate::shadow::trimmed(blob),
-                    }
-                }
+                Ok(target) => Entry::Present {
+                    mode: MODE_LINK,
+                    blob: hex(&id(Kind::Blob, bytes_of(&target))),
+                },
                 Err(_) => Entry::Other,
             },
             Ok(meta) if meta.is_file() => {
@@ -93,45 +88,17 @@ pub(crate) fn current(git: &Git, paths: &[&Path]) -> Result<BTreeMap<PathBuf, En
                 } else {
                     MODE_FILE
                 };
-                to_hash.push((path.to_path_buf(), mode));
-                continue;
+                match std::fs::read(&full) {
+                    Ok(bytes) => Entry::Present {
+                        mode,
+                        blob: hex(&id(Kind::Blob, &bytes)),
+                    },
+                    Err(e) => return Err(Error::io(&full, e)),
+                }
             }
             Ok(_) => Entry::Other,
         };
         states.insert(path.to_path_buf(), state);
-    }
-    // `--stdin-paths` reads one path a line: a name holding a newline is hashed on its own,
-    // given as an argument.
-    let (by_line, alone): (Vec<_>, Vec<_>) = to_hash
-        .into_iter()
-        .partition(|(path, _)| !bytes_of(path).contains(&b'\n'));
-    for (path, mode) in alone {
-        let full = git.work_tree.join(&path);
-        let mut args = vec![std::ffi::OsStr::new("hash-object"), "--no-filters".as_ref()];
-        args.extend([std::ffi::OsStr::new("--"), full.as_os_str()]);
-        let blob = crate::shadow::trimmed(git.run(args)?);
-        states.insert(path, Entry::Present { mode, blob });
-    }
-    if !by_line.is_empty() {
-        let mut input = Vec::new();
-        for (path, _) in &by_line {
-            input.extend_from_slice(bytes_of(&git.work_tree.join(path)));
-            input.push(b'\n');
-        }
-        let out = git.run_with_input(
-            ["hash-object", "--no-filters", "--stdin-paths"],
-            Some(&input),
-        )?;
-        let blobs = String::from_utf8_lossy(&out);
-        for ((path, mode), blob) in by_line.into_iter().zip(blobs.lines()) {
-            states.insert(
-                path,
-                Entry::Present {
-                    mode,
-                    blob: blob.to_owned(),
-                },
-            );
-        }
     }
     Ok(states)
 }

@@ -2,16 +2,21 @@
 //! ref namespace per session. A snapshot is the tree of the work tree as the walk of
 //! `crate::walk` finds it (`.gitignore` and `.ignore` at every level and the user's
 //! `.git/info/exclude`, as ripgrep reads them; not the global gitignore), without files over
-//! the size limit; the session's index is its stat cache, read in-process, so that only changed
-//! files reach git. A step is a pair of commits (the state before, the state after) on the
-//! session's ref `refs/lathe/<session>/head`.
+//! the size limit; the session's index is its stat cache, read and written in-process, and the
+//! changed files' blobs and their directories' trees are written in-process too
+//! (`crate::objects`, `crate::tree`): a snapshot starts no git process. A step is a pair of
+//! commits (the state before, the state after) on the session's ref
+//! `refs/lathe/<session>/head`, made by `git commit-tree` and `git update-ref` once a turn that
+//! changed something ends; undo, redo and review run git too.
 
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
 use crate::git::{Git, bytes_of, path_of, split_nul};
-use crate::index::{self, Read};
+use crate::index::{self, Entry, Read, Stat};
+use crate::objects::{self, Kind, Objects, Oid};
+use crate::tree::{self, CacheTree};
 use crate::walk::{Rules, Walked};
 use crate::{Error, Result, Step, StepKind, Uncovered};
 
@@ -46,6 +51,12 @@ impl Default for Gc {
 
 /// An index of more entries than this is walked in parallel.
 const PARALLEL_WALK: usize = 4000;
+/// More changed files than this are hashed on several threads.
+const PARALLEL_HASH: usize = 64;
+
+/// The modes of a symbolic link and of a submodule's commit (a gitlink).
+const MODE_LINK: u32 = 0o120000;
+const MODE_GITLINK: u32 = 0o160000;
 
 /// The index entries a snapshot changes, as `update-index -z --stdin` input.
 #[derive(Debug, Default)]
@@ -54,12 +65,6 @@ struct Changes {
     update: Vec<u8>,
     /// Taken out although the path exists.
     force: Vec<u8>,
-}
-
-/// What the index is known to hold.
-enum Known<'a> {
-    Index(&'a index::Index),
-    Nothing,
 }
 
 /// What one snapshot saw.
@@ -114,9 +119,12 @@ impl Shadow {
     }
 
     /// Records the work tree into the session's index and returns its tree. The work tree is
-    /// walked in-process and compared with the index's stat data; only what changed goes to
-    /// `git update-index`, and `git write-tree` runs only when the index changed: with nothing
-    /// changed, no git process runs at all.
+    /// walked in-process and compared with the index's stat data; the files that changed are
+    /// hashed and stored as blobs, the trees of their directories written (the others' ids
+    /// come from the index's cache of them), and the index written back, all in-process: no
+    /// git process runs, changed or not. An index this crate cannot write back as it found it
+    /// (one holding a submodule's commit, a version or extension it does not read) is left to
+    /// `git update-index` and `git write-tree`.
     pub(crate) fn snapshot(&self) -> Result<Snapshot> {
         self.write_attributes()?;
         self.seed_index();
@@ -126,17 +134,197 @@ impl Shadow {
             Read::Missing | Read::Unsupported(_) => true,
         };
         let walked = self.rules.walk(false, large);
-        let (changes, rewrite) = match read {
-            Read::Parsed(index) => (self.changes(&walked, Known::Index(&index)), false),
-            Read::Missing => (self.changes(&walked, Known::Nothing), false),
+        let tree = match read {
+            Read::Parsed(index) if index.entries.iter().any(|e| e.stat.mode == MODE_GITLINK) => {
+                tracing::debug!(
+                    "the session's index {} holds a submodule's commit: written by git",
+                    self.git.index.display()
+                );
+                self.record_by_git(&walked, &index)?
+            }
+            Read::Parsed(index) => self.record_in_process(&walked, Some(index))?,
+            Read::Missing => self.record_in_process(&walked, None)?,
             Read::Unsupported(why) => {
                 tracing::debug!(
                     "the session's index {} is read by git ({why})",
                     self.git.index.display()
                 );
-                (self.changes_by_git(&walked)?, true)
+                match self.changes_by_git(&walked)? {
+                    Some(changes) => self.write_by_git(changes, true)?,
+                    // Unreadable to git too: started afresh.
+                    None => self.record_in_process(&walked, None)?,
+                }
             }
         };
+        let uncovered = walked.uncovered;
+        self.save_left_out(&uncovered);
+        Ok(Snapshot { tree, uncovered })
+    }
+
+    /// The snapshot in-process: the index's entries brought up to date with the walk, the
+    /// changed files hashed (and stored), the tree written, the index written back when any of
+    /// it changed.
+    fn record_in_process(&self, walked: &Walked, index: Option<index::Index>) -> Result<String> {
+        let (old, mut cache, written) = match index {
+            Some(index) => (
+                index.entries,
+                index.tree.unwrap_or_else(CacheTree::unknown),
+                Some(index.mtime.0),
+            ),
+            None => (Vec::new(), CacheTree::unknown(), None),
+        };
+        // Modified in the second the index was written, or later: the stat data may match
+        // while the bytes differ (git's racy entries). Hashed again, and the index written, so
+        // that it is dated after them.
+        let racy = |stat: &Stat| written.is_some_and(|w| i64::from(stat.mtime.0) >= w);
+        let mut entries: Vec<Entry> = Vec::with_capacity(walked.files.len());
+        // Entries to hash: their place in `entries`, and the blob and mode they had.
+        let mut to_hash: Vec<(usize, Option<(Oid, u32)>)> = Vec::new();
+        let mut dirty = false;
+        let mut old = old.into_iter().peekable();
+        let mut files = walked.files.iter().peekable();
+        loop {
+            let order = match (files.peek(), old.peek()) {
+                (None, None) => break,
+                (Some((path, _)), Some(entry)) => path.cmp(&entry.path),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+            };
+            match order {
+                std::cmp::Ordering::Equal => {
+                    let ((path, stat), entry) =
+                        (files.next().expect("peeked"), old.next().expect("peeked"));
+                    if *stat == entry.stat && !racy(stat) {
+                        entries.push(entry);
+                        continue;
+                    }
+                    dirty = true;
+                    to_hash.push((entries.len(), Some((entry.oid, entry.stat.mode))));
+                    entries.push(Entry {
+                        path: path.clone(),
+                        stat: *stat,
+                        oid: entry.oid,
+                    });
+                }
+                std::cmp::Ordering::Less => {
+                    let (path, stat) = files.next().expect("peeked");
+                    dirty = true;
+                    to_hash.push((entries.len(), None));
+                    entries.push(Entry {
+                        path: path.clone(),
+                        stat: *stat,
+                        oid: [0; 20],
+                    });
+                }
+                std::cmp::Ordering::Greater => {
+                    let entry = old.next().expect("peeked");
+                    cache.invalidate(&entry.path);
+                    dirty = true;
+                }
+            }
+        }
+        let objects = Objects::new(&self.git.git_dir);
+        let hashed = self.hash_all(&objects, &entries, &to_hash)?;
+        let mut vanished = false;
+        for ((at, before), oid) in to_hash.into_iter().zip(hashed) {
+            let entry = &mut entries[at];
+            match oid {
+                Some(oid) => {
+                    entry.oid = oid;
+                    if before != Some((oid, entry.stat.mode)) {
+                        cache.invalidate(&entry.path);
+                    }
+                }
+                None => {
+                    // Gone since the walk (or no longer a file): not in this snapshot.
+                    cache.invalidate(&entry.path);
+                    entry.path.clear();
+                    vanished = true;
+                }
+            }
+        }
+        if vanished {
+            entries.retain(|e| !e.path.is_empty());
+        }
+        let tree = match cache.valid_root() {
+            Some(tree) => tree,
+            None => {
+                cache = tree::build(&entries, cache, &objects)?;
+                dirty = true;
+                cache.valid_root().expect("just built")
+            }
+        };
+        if dirty {
+            index::write(&self.git.index, &entries, Some(&cache))?;
+        }
+        Ok(objects::hex(&tree))
+    }
+
+    /// Hashes and stores the files of `entries` at the places `to_hash` names: their blob ids,
+    /// `None` for a file gone since the walk. On two threads or more when there are many.
+    fn hash_all(
+        &self,
+        objects: &Objects,
+        entries: &[Entry],
+        to_hash: &[(usize, Option<(Oid, u32)>)],
+    ) -> Result<Vec<Option<Oid>>> {
+        let one = |at: usize| self.hash_file(objects, &entries[at]);
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+        if to_hash.len() < PARALLEL_HASH || threads < 2 {
+            return to_hash.iter().map(|(at, _)| one(*at)).collect();
+        }
+        let chunk = to_hash.len().div_ceil(threads);
+        let parts: Vec<Result<Vec<Option<Oid>>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = to_hash
+                .chunks(chunk)
+                .map(|part| scope.spawn(move || part.iter().map(|(at, _)| one(*at)).collect()))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        });
+        let mut out = Vec::with_capacity(to_hash.len());
+        for part in parts {
+            out.extend(part?);
+        }
+        Ok(out)
+    }
+
+    /// One file's blob: its bytes (a symbolic link's target), stored.
+    fn hash_file(&self, objects: &Objects, entry: &Entry) -> Result<Option<Oid>> {
+        use std::io::ErrorKind;
+        let full = self.git.work_tree.join(path_of(&entry.path));
+        let bytes = if entry.stat.mode == MODE_LINK {
+            std::fs::read_link(&full).map(|target| bytes_of(&target).to_vec())
+        } else {
+            std::fs::read(&full)
+        };
+        match bytes {
+            Ok(bytes) => objects.write(Kind::Blob, &bytes).map(Some),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::NotFound
+                        | ErrorKind::IsADirectory
+                        | ErrorKind::NotADirectory
+                        | ErrorKind::InvalidInput
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(Error::io(&full, e)),
+        }
+    }
+
+    /// The snapshot through git: the changed paths to `git update-index`, then `git
+    /// write-tree` (skipped when nothing changed and the index is as it last left it).
+    fn record_by_git(&self, walked: &Walked, index: &index::Index) -> Result<String> {
+        let changes = self.changes(walked, index);
+        self.write_by_git(changes, false)
+    }
+
+    fn write_by_git(&self, changes: Changes, rewrite: bool) -> Result<String> {
         if !changes.force.is_empty() {
             // First: a file whose path is a directory now frees its place before the
             // directory's files are added.
@@ -170,7 +358,7 @@ impl Shadow {
             let (tree, seen) = text.trim().split_once(' ')?;
             (!changed && Some(seen) == stamp().as_deref()).then(|| tree.to_owned())
         });
-        let tree = match cached {
+        Ok(match cached {
             Some(tree) => tree,
             None => {
                 let tree = trimmed(self.git.run(["write-tree"])?);
@@ -179,19 +367,13 @@ impl Shadow {
                 }
                 tree
             }
-        };
-        let uncovered = walked.uncovered;
-        self.save_left_out(&uncovered);
-        Ok(Snapshot { tree, uncovered })
+        })
     }
 
     /// The paths whose index entries must change: files the index does not hold or holds with
     /// other stat data (or racy ones), and entries the walk did not see.
-    fn changes(&self, walked: &Walked, known: Known<'_>) -> Changes {
-        let (entries, index) = match known {
-            Known::Index(index) => (index.entries.as_slice(), Some(index)),
-            Known::Nothing => (&[][..], None),
-        };
+    fn changes(&self, walked: &Walked, index: &index::Index) -> Changes {
+        let entries = index.entries.as_slice();
         let mut changes = Changes::default();
         let files = &walked.files;
         let (mut i, mut j) = (0, 0);
@@ -199,7 +381,7 @@ impl Shadow {
             match (files.get(i), entries.get(j)) {
                 (None, None) => break,
                 (Some((path, stat)), Some(entry)) if *path == entry.path => {
-                    let racy = index.is_some_and(|index| index.is_racy(stat.mtime.0));
+                    let racy = index.is_racy(stat.mtime.0);
                     if *stat != entry.stat || racy {
                         push(&mut changes.update, path);
                     }
@@ -231,8 +413,8 @@ impl Shadow {
     /// The index is one git must read (a split index, an unknown version): every file the walk
     /// saw goes to `update-index`, whose own stat cache spares the unchanged ones, and the
     /// entries it did not see, as git lists them, leave. An index git cannot read either is
-    /// started afresh.
-    fn changes_by_git(&self, walked: &Walked) -> Result<Changes> {
+    /// removed (`None`): the snapshot starts afresh.
+    fn changes_by_git(&self, walked: &Walked) -> Result<Option<Changes>> {
         let listed = match self.git.run(["ls-files", "-z", "--cached"]) {
             Ok(listed) => listed,
             Err(err) => {
@@ -241,7 +423,7 @@ impl Shadow {
                     self.git.index.display()
                 );
                 let _ = std::fs::remove_file(&self.git.index);
-                return Ok(self.changes(walked, Known::Nothing));
+                return Ok(None);
             }
         };
         let mut changes = Changes::default();
@@ -260,7 +442,7 @@ impl Shadow {
                 self.gone(&mut changes, path);
             }
         }
-        Ok(changes)
+        Ok(Some(changes))
     }
 
     /// An index entry the walk did not see: deleted (`--remove` takes it out), or there but
@@ -763,4 +945,75 @@ pub(crate) fn ref_safe(text: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(data: &Path, ws: &Path) -> Shadow {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let program = crate::git::find(&path).expect("git on PATH");
+        Shadow::open(data, ws, "s", 1 << 20, program, path, Gc::default()).unwrap()
+    }
+
+    /// Every valid node of `cache` (the directory `dir`) has the id and entry count git gives
+    /// that directory of `tree`.
+    fn check(shadow: &Shadow, tree: &str, dir: &str, cache: &CacheTree, valid: &mut usize) {
+        if cache.entries >= 0 {
+            *valid += 1;
+            let spec = format!("{tree}:{dir}");
+            let id = trimmed(shadow.git.run(["rev-parse", spec.as_str()]).unwrap());
+            assert_eq!(objects::hex(&cache.oid.unwrap()), id, "{dir:?}");
+            let listed = shadow
+                .git
+                .run(["ls-tree", "-r", "--name-only", spec.as_str()])
+                .unwrap();
+            let count = listed.iter().filter(|b| **b == b'\n').count();
+            assert_eq!(cache.entries as usize, count, "{dir:?}");
+        }
+        for (name, child) in &cache.children {
+            let name = String::from_utf8_lossy(name);
+            let path = if dir.is_empty() {
+                name.into_owned()
+            } else {
+                format!("{dir}/{name}")
+            };
+            check(shadow, tree, &path, child, valid);
+        }
+    }
+
+    #[test]
+    fn the_index_keeps_the_ids_git_gives_every_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        for (path, text) in [
+            ("a.txt", "a"),
+            ("src/lib.rs", "l"),
+            ("src/deep/er/x.rs", "x"),
+            ("src/deep/y.rs", "y"),
+            ("src-b/z", "z"),
+            ("docs/d.md", "d"),
+        ] {
+            let full = ws.join(path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(full, text).unwrap();
+        }
+        let shadow = open(&dir.path().join("data"), &ws);
+        let first = shadow.snapshot().unwrap().tree;
+        std::fs::write(ws.join("src/deep/er/x.rs"), "changed").unwrap();
+        std::fs::remove_dir_all(ws.join("docs")).unwrap();
+        std::fs::write(ws.join("src/deep/new.rs"), "n").unwrap();
+        let second = shadow.snapshot().unwrap().tree;
+        assert_ne!(first, second);
+        let Read::Parsed(index) = index::read(&shadow.git.index) else {
+            panic!("the index is read in-process");
+        };
+        let cache = index.tree.expect("a TREE extension");
+        let mut valid = 0;
+        check(&shadow, &second, "", &cache, &mut valid);
+        // The root, src, src/deep, src/deep/er and src-b: docs is gone.
+        assert_eq!(valid, 5);
+        assert_eq!(index.entries.len(), 6);
+    }
 }

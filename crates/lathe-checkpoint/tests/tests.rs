@@ -2,6 +2,7 @@
 
 mod coverage;
 mod fallback;
+mod objects;
 mod restore;
 mod sessions;
 mod snapshot;

@@ -57,6 +57,15 @@ pub enum Action {
         /// The host.
         host: String,
     },
+    /// Fetch a URL from a host (`web_fetch`, `web_search`): reads from the network. Asked
+    /// about in `ask` and `auto`, refused in `read-only`, allowed in `full`; `fetch(HOST)`
+    /// rules (`fetch(docs.rs)`, `fetch(*.github.com)`) and `tool(NAME)` rules decide it.
+    Fetch {
+        /// The tool that would fetch.
+        tool: String,
+        /// The host, as the URL names it (a name or an address).
+        host: String,
+    },
     /// Change the project's memory (the file loaded into every new session's system prompt).
     /// Always asked about, in every mode, whatever the allow rules and even with
     /// `--dangerously-skip-approvals`: memory is never changed unasked. A deny rule (`tool(NAME)`

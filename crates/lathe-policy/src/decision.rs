@@ -24,6 +24,8 @@ enum Kind {
     Tool,
     /// The network: never judged to only read.
     Network,
+    /// A fetch from a host (the part's subject): `fetch(HOST)` rules name it.
+    Fetch,
     /// An effect the tool could not describe: never judged to only read.
     Opaque,
     /// A change of the project's memory: always asks (read-only and deny rules refuse it).
@@ -45,7 +47,9 @@ impl Part<'_> {
         match self.kind {
             Kind::Read => true,
             Kind::Command | Kind::Whole | Kind::Tool => self.severity == Severity::Safe,
-            Kind::Change { .. } | Kind::Network | Kind::Opaque | Kind::Memory => false,
+            Kind::Change { .. } | Kind::Network | Kind::Fetch | Kind::Opaque | Kind::Memory => {
+                false
+            }
         }
     }
 }
@@ -69,6 +73,9 @@ impl Part<'_> {
 /// ask is allowed; deny rules and the read-only mode still deny. Running a command outside
 /// the sandbox asks unless approvals are skipped. The action's decision is its worst part's:
 /// a compound command is allowed only if every part is.
+///
+/// A fetch ([`Action::Fetch`]) is judged like the network: `fetch(HOST)` rules name its host,
+/// `tool(NAME)` rules its tool.
 ///
 /// A change of the project's memory ([`Action::Memory`]) is judged apart: after the deny
 /// rules, the read-only mode refuses it and every other mode asks, whatever the allow rules
@@ -139,7 +146,9 @@ impl Policy {
         let tool = match action {
             Action::Shell { .. } => Some("shell"),
             Action::Tool { name, .. } => Some(name.as_str()),
-            Action::Network { tool, .. } | Action::Unknown { tool, .. } => Some(tool.as_str()),
+            Action::Network { tool, .. }
+            | Action::Fetch { tool, .. }
+            | Action::Unknown { tool, .. } => Some(tool.as_str()),
             _ => None,
         };
         self.decide_inner(tool, action)
@@ -297,6 +306,14 @@ impl Policy {
                 command: None,
                 key: None,
             }],
+            Action::Fetch { tool, host } => vec![Part {
+                subject: host.clone(),
+                kind: Kind::Fetch,
+                severity: Severity::Normal,
+                reasons: vec![format!("{tool} fetches from {host} over the network")],
+                command: None,
+                key: None,
+            }],
             Action::Memory { path: target } => target
                 .judged(&self.ctx)
                 .into_iter()
@@ -397,6 +414,7 @@ impl Policy {
                 (Kind::Tool | Kind::Network | Kind::Opaque, _, _) => {
                     rule.matches_tool(&part.subject)
                 }
+                (Kind::Fetch, _, _) => rule.matches_fetch(&part.subject),
                 _ => false,
             }
         })
@@ -490,6 +508,7 @@ impl Policy {
             (Kind::Tool | Kind::Network | Kind::Opaque, _, _) => {
                 format!("`tool({})`", part.subject)
             }
+            (Kind::Fetch, _, _) => format!("`fetch({})`", part.subject),
             _ => return None,
         })
     }
@@ -596,6 +615,7 @@ impl Policy {
                         Kind::Change { .. } => "changes a file".to_string(),
                         Kind::Tool => "tool changes things".to_string(),
                         Kind::Network => "tool reaches the network".to_string(),
+                        Kind::Fetch => "fetches from the network".to_string(),
                         Kind::Opaque => "tool does what Lathe cannot judge".to_string(),
                         Kind::Memory => "changes the project's memory".to_string(),
                         _ => format!("is {}", part.severity),
@@ -612,7 +632,7 @@ impl Policy {
             ),
             ApprovalMode::Auto => match part.kind {
                 Kind::Read | Kind::Tool => (Decision::Allow, "auto mode allows this".into()),
-                Kind::Network => (
+                Kind::Network | Kind::Fetch => (
                     Decision::Ask,
                     "auto mode asks before reaching the network".into(),
                 ),

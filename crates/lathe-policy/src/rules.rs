@@ -25,7 +25,9 @@ use crate::sensitive::{PathKey, PathPattern};
 /// `read(GLOB)` matches files read, `edit(GLOB)` and `write(GLOB)` (synonyms) files changed,
 /// with the gitignore-style syntax of [`SensitivePaths`](crate::SensitivePaths);
 /// `tool(NAME)` or a bare `NAME` matches a tool (`*` allowed), and `shell` as a tool name
-/// matches every shell command. Unknown keys in the table are an error, so a typo such as
+/// matches every shell command. `fetch(HOST)` matches fetches from a host, compared without
+/// case (`fetch(docs.rs)`; `*` is any text, so `fetch(*.github.com)` matches `api.github.com`
+/// but not `github.com`; an IPv6 address without brackets). Unknown keys in the table are an error, so a typo such as
 /// `alow` cannot silently drop rules.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -48,6 +50,7 @@ enum Matcher {
     Read(PathPattern),
     Edit(PathPattern),
     Tool(Regex),
+    Fetch(Regex),
 }
 
 /// One parsed permission rule.
@@ -87,7 +90,8 @@ fn squeeze(text: &str) -> String {
 }
 
 impl Rule {
-    /// Parses `shell(..)`, `read(..)`, `edit(..)`, `write(..)`, `tool(..)` or a bare tool name.
+    /// Parses `shell(..)`, `read(..)`, `edit(..)`, `write(..)`, `fetch(..)`, `tool(..)` or a
+    /// bare tool name.
     /// `bash(..)` is accepted as a synonym of `shell(..)`. Path patterns need the context to
     /// expand `~/`.
     pub fn parse(text: &str, ctx: &AnalysisContext) -> Result<Rule, PolicyError> {
@@ -122,6 +126,9 @@ impl Rule {
                     }
                     "read" => Matcher::Read(PathPattern::new(inner, ctx, false)?),
                     "edit" | "write" => Matcher::Edit(PathPattern::new(inner, ctx, false)?),
+                    "fetch" => Matcher::Fetch(
+                        glob_regex(&host_key(inner), "").map_err(|e| invalid(e.to_string()))?,
+                    ),
                     "tool" => {
                         Matcher::Tool(glob_regex(inner, "").map_err(|e| invalid(e.to_string()))?)
                     }
@@ -159,6 +166,18 @@ impl Rule {
         matches!(&self.matcher, Matcher::Tool(re) if re.is_match(name))
     }
 
+    /// Whether this fetch rule names the host (a name or an address; case, IPv6 brackets and a
+    /// trailing dot do not matter).
+    pub fn matches_fetch(&self, host: &str) -> bool {
+        matches!(&self.matcher, Matcher::Fetch(re) if re.is_match(&host_key(host)))
+    }
+
+    /// Whether this is a fetch rule that names hosts, not one that matches every host
+    /// (`fetch(*)`): only such a rule lets a fetch reach a private address.
+    pub fn names_hosts(&self) -> bool {
+        matches!(&self.matcher, Matcher::Fetch(re) if !re.is_match("") )
+    }
+
     pub(crate) fn matches_read(&self, key: &PathKey) -> bool {
         matches!(&self.matcher, Matcher::Read(p) if p.matches(key))
     }
@@ -166,6 +185,16 @@ impl Rule {
     pub(crate) fn matches_edit(&self, key: &PathKey) -> bool {
         matches!(&self.matcher, Matcher::Edit(p) if p.matches(key))
     }
+}
+
+/// A host as rules compare it: lower case, without IPv6 brackets or a trailing dot.
+fn host_key(host: &str) -> String {
+    let host = host.trim();
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase()
 }
 
 /// The three rule lists, parsed.
@@ -241,6 +270,26 @@ mod tests {
         assert!(rule("write(src/**)").matches_edit(&key));
         assert!(!rule("read(src/**)").matches_edit(&key));
         assert!(rule("read(**/.env)").matches_read(&PathKey::from_text("a/.env", &ctx)));
+    }
+
+    #[test]
+    fn fetch_rules_name_hosts() {
+        assert!(rule("fetch(docs.rs)").matches_fetch("docs.rs"));
+        assert!(rule("fetch(docs.rs)").matches_fetch("Docs.RS."));
+        assert!(!rule("fetch(docs.rs)").matches_fetch("evil-docs.rs"));
+        assert!(!rule("fetch(docs.rs)").matches_fetch("docs.rs.evil.com"));
+        assert!(rule("fetch(*.github.com)").matches_fetch("api.github.com"));
+        assert!(rule("fetch(*.github.com)").matches_fetch("a.b.github.com"));
+        assert!(!rule("fetch(*.github.com)").matches_fetch("github.com"));
+        assert!(!rule("fetch(*.github.com)").matches_fetch("evilgithub.com"));
+        assert!(rule("fetch([::1])").matches_fetch("::1"));
+        assert!(rule("fetch(::1)").matches_fetch("[::1]"));
+        assert!(!rule("fetch(docs.rs)").matches_tool("docs.rs"));
+        assert!(!rule("tool(web_fetch)").matches_fetch("web_fetch"));
+        assert!(rule("fetch(docs.rs)").names_hosts());
+        assert!(rule("fetch(*.github.com)").names_hosts());
+        assert!(!rule("fetch(*)").names_hosts());
+        assert!(!rule("tool(web_fetch)").names_hosts());
     }
 
     #[test]

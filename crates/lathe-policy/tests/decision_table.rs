@@ -19,6 +19,8 @@ enum Act {
     ToolWrite(&'static str, &'static str),
     /// A tool reaching a host.
     Net(&'static str, &'static str),
+    /// A tool fetching from a host.
+    Fetch(&'static str, &'static str),
     /// A tool that could not say what it does.
     Unknown(&'static str),
 }
@@ -201,6 +203,24 @@ const ROWS: &[Row] = &[
     (Auto, allow(&["tool(grep)"]), NO, Act::Net("web_fetch", "example.com"), Ask),
     (Full, deny(&["web_fetch"]), NO, Act::Net("web_fetch", "example.com"), Deny),
     (Full, ask(&["tool(web_*)"]), NO, Act::Net("web_fetch", "example.com"), Ask),
+    // a fetch: judged like the network; `fetch(HOST)` rules name the host, `*` as a glob
+    (ReadOnly, NONE, NO, Act::Fetch("web_fetch", "docs.rs"), Deny),
+    (AskMode, NONE, NO, Act::Fetch("web_fetch", "docs.rs"), Ask),
+    (Auto, NONE, NO, Act::Fetch("web_fetch", "docs.rs"), Ask),
+    (Full, NONE, NO, Act::Fetch("web_fetch", "docs.rs"), Allow),
+    (ReadOnly, NONE, SKIP, Act::Fetch("web_fetch", "docs.rs"), Deny),
+    (ReadOnly, allow(&["fetch(docs.rs)"]), NO, Act::Fetch("web_fetch", "docs.rs"), Allow),
+    (AskMode, allow(&["fetch(docs.rs)"]), NO, Act::Fetch("web_fetch", "DOCS.rs"), Allow),
+    (AskMode, allow(&["fetch(docs.rs)"]), NO, Act::Fetch("web_fetch", "docs.rs.evil.com"), Ask),
+    (Auto, allow(&["fetch(*.github.com)"]), NO, Act::Fetch("web_fetch", "api.github.com"), Allow),
+    (Auto, allow(&["fetch(*.github.com)"]), NO, Act::Fetch("web_fetch", "github.com"), Ask),
+    (ReadOnly, allow(&["fetch(*.github.com)"]), NO, Act::Fetch("web_fetch", "github.com"), Deny),
+    (AskMode, allow(&["tool(web_fetch)"]), NO, Act::Fetch("web_fetch", "docs.rs"), Allow),
+    (Full, deny(&["fetch(*.example.com)"]), NO, Act::Fetch("web_fetch", "a.example.com"), Deny),
+    (Full, deny(&["fetch(docs.rs)"]), SKIP, Act::Fetch("web_fetch", "docs.rs"), Deny),
+    (Auto, ask(&["fetch(docs.rs)"]), NO, Act::Fetch("web_fetch", "docs.rs"), Ask),
+    (Full, ask(&["fetch(docs.rs)"]), NO, Act::Fetch("web_fetch", "docs.rs"), Ask),
+    (AskMode, allow(&["fetch(web_fetch)"]), NO, Act::Fetch("web_fetch", "docs.rs"), Ask),
     (ReadOnly, NONE, NO, Act::Unknown("mcp_search"), Deny),
     (AskMode, NONE, NO, Act::Unknown("mcp_search"), Ask),
     (Auto, NONE, NO, Act::Unknown("mcp_search"), Ask),
@@ -424,6 +444,10 @@ fn decide(mode: ApprovalMode, rules: Rules, skip: bool, act: Act) -> lathe_polic
             tool: tool.into(),
             host: host.into(),
         }),
+        Act::Fetch(tool, host) => policy.decide(&Action::Fetch {
+            tool: tool.into(),
+            host: host.into(),
+        }),
         Act::Unknown(tool) => policy.decide(&Action::Unknown {
             tool: tool.into(),
             what: "a tool from another MCP server".into(),
@@ -520,4 +544,12 @@ fn invalid_configuration_is_an_error_naming_the_rule() {
         ..PermissionsConfig::default()
     };
     assert!(Policy::new(&config, Auto, ctx()).is_err());
+}
+
+#[test]
+fn a_fetch_refused_in_read_only_names_the_rule_that_allows_the_host() {
+    let report = decide(ReadOnly, NONE, NO, Act::Fetch("web_fetch", "docs.rs"));
+    let text = report.to_string();
+    assert!(text.contains("fetches from the network"), "{text}");
+    assert!(text.contains("`fetch(docs.rs)`"), "{text}");
 }

@@ -191,6 +191,12 @@ pub fn model_not_found(model: &str) -> Response {
     )
 }
 
+/// What Ollama answers for a prompt longer than the model's `num_ctx` when it does not
+/// truncate it: 400, with no counts.
+pub fn context_overflow() -> Response {
+    error(400, "the input length exceeds the context length")
+}
+
 /// What Ollama answers when the request has `tools` and the model's template has none.
 pub fn tools_unsupported(model: &str) -> Response {
     error(

@@ -169,6 +169,56 @@ pub fn models(models: &[&str]) -> Response {
     Response::json(200, &json!({"object": "list", "data": data}))
 }
 
+/// vLLM's `/v1/models`: each model with its `max_model_len` (the window it serves).
+pub fn vllm_models(models: &[(&str, u64)]) -> Response {
+    let data: Vec<Value> = models
+        .iter()
+        .map(|(m, len)| {
+            json!({"id": m, "object": "model", "created": 1_735_689_600u64, "owned_by": "vllm",
+                "root": m, "parent": null, "max_model_len": len,
+                "permission": [{"id": "modelperm-scripted", "object": "model_permission"}]})
+        })
+        .collect();
+    Response::json(200, &json!({"object": "list", "data": data}))
+}
+
+/// llama.cpp's `/props` for a server started with `-c n_ctx` (one slot): the slot's window
+/// under `default_generation_settings.n_ctx`, as current builds answer.
+pub fn llama_cpp_props(n_ctx: u64) -> Response {
+    Response::json(
+        200,
+        &json!({
+            "default_generation_settings": {"id": 0, "id_task": -1, "n_ctx": n_ctx,
+                "speculative": false, "is_processing": false,
+                "params": {"n_predict": -1, "temperature": 0.8, "top_k": 40, "top_p": 0.95}},
+            "total_slots": 1,
+            "model_path": "/models/scripted.gguf",
+            "chat_template": "{{ messages }}",
+            "modalities": {"vision": false, "audio": false},
+            "build_info": "b6000-scripted",
+        }),
+    )
+}
+
+/// LM Studio's `/api/v0/models`: each model `(id, max_context_length, loaded_context_length)`,
+/// the last only for a loaded model.
+pub fn lmstudio_models(models: &[(&str, u64, Option<u64>)]) -> Response {
+    let data: Vec<Value> = models
+        .iter()
+        .map(|(id, max, loaded)| {
+            let mut model = json!({"id": id, "object": "model", "type": "llm",
+                "publisher": "scripted", "arch": "llama", "compatibility_type": "gguf",
+                "quantization": "Q4_K_M", "state": if loaded.is_some() { "loaded" } else { "not-loaded" },
+                "max_context_length": max});
+            if let Some(loaded) = loaded {
+                model["loaded_context_length"] = json!(loaded);
+            }
+            model
+        })
+        .collect();
+    Response::json(200, &json!({"object": "list", "data": data}))
+}
+
 /// An error body in the OpenAI shape: `{"error": {"message", "type", "code"}}`.
 pub fn error(status: u16, message: &str) -> Response {
     Response::json(
@@ -184,6 +234,38 @@ pub fn vllm_tools_unsupported() -> Response {
         &json!({"object": "error",
             "message": "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set",
             "type": "BadRequestError", "param": null, "code": 400}),
+    )
+}
+
+/// llama.cpp's server (`llama-server`) refusing a prompt of `prompt_tokens` tokens for a slot
+/// of `n_ctx`: 400 with its own error type and the two counts.
+pub fn llama_cpp_overflow(prompt_tokens: u64, n_ctx: u64) -> Response {
+    Response::json(
+        400,
+        &json!({"error": {"code": 400,
+            "message": format!("request ({prompt_tokens} tokens) exceeds the available context size ({n_ctx} tokens), try increasing it"),
+            "type": "exceed_context_size_error", "n_prompt_tokens": prompt_tokens, "n_ctx": n_ctx}}),
+    )
+}
+
+/// vLLM refusing `prompt_tokens` of messages plus `completion_tokens` of output for a model of
+/// `max_model_len`: 400 in its `{"object": "error", ...}` shape.
+pub fn vllm_overflow(max_model_len: u64, prompt_tokens: u64, completion_tokens: u64) -> Response {
+    let total = prompt_tokens + completion_tokens;
+    Response::json(
+        400,
+        &json!({"object": "error",
+            "message": format!("This model's maximum context length is {max_model_len} tokens. However, you requested {total} tokens ({prompt_tokens} in the messages, {completion_tokens} in the completion). Please reduce the length of the messages or completion."),
+            "type": "BadRequestError", "param": null, "code": 400}),
+    )
+}
+
+/// LM Studio refusing a prompt of `prompt_tokens` for a model loaded with `context_length`:
+/// 400 with its message as a plain `{"error": "..."}`.
+pub fn lmstudio_overflow(prompt_tokens: u64, context_length: u64) -> Response {
+    Response::json(
+        400,
+        &json!({"error": format!("Trying to keep the first {prompt_tokens} tokens when context the overflows. However, the model is loaded with context length of only {context_length} tokens, which is not enough. Try to load the model with a larger context length, or provide a shorter input")}),
     )
 }
 

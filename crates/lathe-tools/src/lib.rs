@@ -149,6 +149,7 @@ pub mod dispatch;
 pub mod hooks;
 mod meta;
 mod pending;
+pub mod profile;
 pub mod registry;
 mod schema;
 mod session;
@@ -164,7 +165,9 @@ pub use dispatch::{
 pub use lathe_policy::{ApprovalMode, PermissionsConfig};
 pub use meta::{CommandMeta, CommandState, FileChange, LineRange, MAX_CHANGE_DIFF_LINES, Metadata};
 pub use pending::{NOTHING_PENDING, PENDING_UNAVAILABLE, PendingAction, PendingSummary};
+pub use profile::Profile;
 pub use registry::{BoundCall, DynTool, PreparedCall, Registry, RegistryError, ToolDefinition};
+pub use schema::portable_schema;
 pub use session::{DEFAULT_RESULT_BUDGET, FileStamp, Session, StampBuilder, ToolConfig};
 pub use tool::{
     Effect, Plan, PlannedWrite, ProgressSink, Tool, ToolContext, ToolHints, ToolImage, ToolKind,

@@ -17,6 +17,7 @@ use crate::args::{self, fold_name};
 use crate::budget;
 use crate::dispatch::{CallStatus, Outcome};
 use crate::meta::Metadata;
+use crate::profile::{Profile, compact_schema};
 use crate::schema::tool_schema;
 use crate::session::Session;
 use crate::tool::{Effect, Plan, Tool, ToolContext, ToolHints, ToolKind, ToolOutput};
@@ -73,6 +74,21 @@ impl ToolDefinition {
             }
         })
     }
+}
+
+/// The compact form of typed tool `T`'s `full` definition, when `T` has one.
+fn compact_definition<T: Tool>(full: &ToolDefinition) -> Option<ToolDefinition> {
+    if T::COMPACT_DESCRIPTION.is_none() && T::COMPACT_PARAMETERS.is_none() {
+        return None;
+    }
+    let mut compact = full.clone();
+    if let Some(description) = T::COMPACT_DESCRIPTION {
+        compact.description = description.to_owned();
+    }
+    if let Some(listed) = T::COMPACT_PARAMETERS {
+        compact.parameters = compact_schema(&full.parameters, listed);
+    }
+    Some(compact)
 }
 
 /// A tool behind a trait object, as the registry holds it.
@@ -259,6 +275,26 @@ pub struct Registry {
     by_folded: HashMap<String, usize>,
     /// The tools offered on demand only ([`Registry::defer`]), by name.
     deferred: HashSet<String>,
+    /// The profile the definitions are in ([`Registry::use_profile`]).
+    profile: Profile,
+    /// Typed tools with a compact form: both forms, by name.
+    forms: HashMap<String, Forms>,
+    /// The full parameters schema of each tool whose advertised one is compact: what its
+    /// arguments are brought to, so that a parameter left unlisted stays accepted.
+    accepts: HashMap<String, Value>,
+    /// Typed tools that are offered on demand in the compact profile ([`Tool::ON_DEMAND`]).
+    on_demand: HashSet<String>,
+    /// Tools added with [`Registry::add`] at run time, not typed ([`Registry::register`]).
+    added: HashSet<String>,
+    /// The tools the compact profile deferred (given back by the full profile).
+    deferred_by_profile: HashSet<String>,
+}
+
+/// A typed tool in both profiles.
+#[derive(Clone)]
+struct Forms {
+    full: Arc<dyn DynTool>,
+    compact: Arc<dyn DynTool>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -289,14 +325,94 @@ impl Registry {
     /// error (the built-in list is checked when it compiles).
     pub fn register<T: Tool>(&mut self, tool: T) {
         let definition = ToolDefinition::of(&tool);
-        if let Err(err) = self.add(Arc::new(Typed {
-            tool: Arc::new(tool),
+        let compact = compact_definition::<T>(&definition);
+        let tool = Arc::new(tool);
+        let full: Arc<dyn DynTool> = Arc::new(Typed {
+            tool: Arc::clone(&tool),
             definition,
-        })) {
+        });
+        if let Err(err) = self.add_entry(Arc::clone(&full), false) {
             panic!(
                 "`{}` registered twice, or under a name taken: {err}",
                 T::NAME
             );
+        }
+        if T::ON_DEMAND {
+            self.on_demand.insert(T::NAME.to_owned());
+        }
+        if let Some(compact) = compact {
+            self.accepts
+                .insert(T::NAME.to_owned(), full.definition().parameters.clone());
+            let compact: Arc<dyn DynTool> = Arc::new(Typed {
+                tool,
+                definition: compact,
+            });
+            if self.profile == Profile::Compact {
+                self.swap(T::NAME, Arc::clone(&compact));
+            }
+            // `more_tools` is made anew whenever its catalog changes, in the profile's form.
+            if T::NAME != MoreToolsTool::NAME {
+                self.forms
+                    .insert(T::NAME.to_owned(), Forms { full, compact });
+            }
+        }
+        if self.profile == Profile::Compact && T::ON_DEMAND {
+            self.defer_for_profile(T::NAME);
+        }
+    }
+
+    /// Puts the definitions in `profile`: [`Profile::Compact`] sends each tool's short
+    /// description and common parameters ([`Tool::COMPACT_DESCRIPTION`],
+    /// [`Tool::COMPACT_PARAMETERS`]; the parameters left out stay accepted) and defers the
+    /// tools few tasks need ([`Tool::ON_DEMAND`]) and every tool added at run time, now or
+    /// later, behind `more_tools`; [`Profile::Full`] puts everything back. By default, full.
+    pub fn use_profile(&mut self, profile: Profile) {
+        if self.profile == profile {
+            return;
+        }
+        self.profile = profile;
+        let forms: Vec<(String, Forms)> = self
+            .forms
+            .iter()
+            .map(|(name, forms)| (name.clone(), forms.clone()))
+            .collect();
+        for (name, forms) in forms {
+            let entry = match profile {
+                Profile::Full => forms.full,
+                Profile::Compact => forms.compact,
+            };
+            self.swap(&name, entry);
+        }
+        match profile {
+            Profile::Compact => {
+                let optional: Vec<String> = self.on_demand.union(&self.added).cloned().collect();
+                for name in optional {
+                    self.defer_for_profile(&name);
+                }
+            }
+            Profile::Full => {
+                let given_back = std::mem::take(&mut self.deferred_by_profile);
+                self.deferred.retain(|name| !given_back.contains(name));
+            }
+        }
+        self.rebuild_more_tools();
+    }
+
+    /// The profile the definitions are in ([`Registry::use_profile`]).
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+
+    /// Replaces the entry registered as `name` with `entry` (the same tool in another form).
+    fn swap(&mut self, name: &str, entry: Arc<dyn DynTool>) {
+        if let Some(&index) = self.by_name.get(name) {
+            self.entries[index] = entry;
+        }
+    }
+
+    fn defer_for_profile(&mut self, name: &str) {
+        if !self.deferred.contains(name) && self.defer(name) {
+            self.deferred_by_profile.insert(name.to_owned());
         }
     }
 
@@ -304,7 +420,23 @@ impl Registry {
     /// its name or an alias is taken, as given or after folding (see
     /// [`RegistryError::NameTaken`]), so a remote tool can never shadow a built-in, nor catch
     /// the calls a model meant for one.
+    ///
+    /// In the compact profile ([`Registry::use_profile`]) the tool is offered on demand.
     pub fn add(&mut self, tool: Arc<dyn DynTool>) -> Result<(), RegistryError> {
+        let name = tool.definition().name.clone();
+        self.add_entry(tool, true)?;
+        if self.profile == Profile::Compact && name != MoreToolsTool::NAME {
+            self.defer_for_profile(&name);
+        }
+        Ok(())
+    }
+
+    /// Adds `tool`; `at_run_time` for a tool that is not typed.
+    fn add_entry(
+        &mut self,
+        tool: Arc<dyn DynTool>,
+        at_run_time: bool,
+    ) -> Result<(), RegistryError> {
         let definition = tool.definition();
         let names: Vec<&String> = std::iter::once(&definition.name)
             .chain(&definition.aliases)
@@ -331,6 +463,9 @@ impl Registry {
         for name in names {
             self.by_folded.insert(fold_name(name), index);
             self.by_name.insert(name.clone(), index);
+        }
+        if at_run_time && definition.name != MoreToolsTool::NAME {
+            self.added.insert(definition.name.clone());
         }
         self.entries.push(tool);
         Ok(())
@@ -397,7 +532,12 @@ impl Registry {
         match (existing, catalog.is_empty()) {
             (Some(index), false) => {
                 let tool = MoreToolsTool::new(catalog);
-                let definition = ToolDefinition::of(&tool);
+                let mut definition = ToolDefinition::of(&tool);
+                if self.profile == Profile::Compact
+                    && let Some(compact) = compact_definition::<MoreToolsTool>(&definition)
+                {
+                    definition = compact;
+                }
                 self.entries[index] = Arc::new(Typed {
                     tool: Arc::new(tool),
                     definition,
@@ -532,7 +672,7 @@ impl Registry {
     fn normalise(&self, index: usize, arguments: Value) -> Result<Value, args::ArgumentError> {
         let definition = self.entries[index].definition();
         let raw: Vec<&str> = definition.raw_strings.iter().map(String::as_str).collect();
-        args::normalize_keeping(arguments, &definition.parameters, &raw)
+        args::normalize_keeping(arguments, self.accepted(definition), &raw)
     }
 
     /// Resolves the name, normalises and binds the arguments, and works out the call's effects
@@ -631,7 +771,7 @@ impl Registry {
             Err(panic) => internal_error(&name, &*panic),
         };
         bound_metadata(&mut output.metadata);
-        let budget_chars = session.config().result_budget;
+        let budget_chars = session.result_budget();
         let (text, saved) = budget::fit(std::mem::take(&mut output.text), budget_chars, &session);
         output.text = text;
         if let Some(saved) = saved {
@@ -725,6 +865,14 @@ pub fn generic_title(name: &str, arguments: &Value) -> String {
 impl Registry {
     /// Says which parameter the tool's input type refused, found by leaving each one out in
     /// turn: the model must learn which parameter to fix, not the name of a Rust type.
+    /// The parameters schema arguments of `definition`'s tool are brought to: the full one,
+    /// whatever the profile.
+    fn accepted<'a>(&'a self, definition: &'a ToolDefinition) -> &'a Value {
+        self.accepts
+            .get(&definition.name)
+            .unwrap_or(&definition.parameters)
+    }
+
     fn explain_rejection(&self, index: usize, arguments: &Value, serde_message: &str) -> String {
         let entry = &self.entries[index];
         let definition = entry.definition();
@@ -742,8 +890,8 @@ impl Registry {
         });
         match culprit {
             Some(key) => {
-                let schema = definition
-                    .parameters
+                let schema = self
+                    .accepted(definition)
                     .get("properties")
                     .and_then(|p| p.get(key))
                     .cloned()

@@ -29,6 +29,65 @@ pub fn tool_schema<T: JsonSchema>() -> (String, Value) {
     (description, value)
 }
 
+/// A JSON Schema from outside (another MCP server's tool) in the shape the built-in tools'
+/// schemas have, so that small models and strict servers read both alike: local `$ref`s
+/// (`#/$defs/..`, `#/definitions/..`) inlined, no `$schema`, titles or nullable unions, enums
+/// as plain lists, and an `object` at the top with `properties`.
+pub fn portable_schema(mut value: Value) -> Value {
+    let defs: Map<String, Value> = value
+        .as_object_mut()
+        .map(|o| {
+            let mut defs = Map::new();
+            for key in ["$defs", "definitions"] {
+                if let Some(Value::Object(found)) = o.remove(key) {
+                    defs.extend(found);
+                }
+            }
+            defs
+        })
+        .unwrap_or_default();
+    inline_refs(&mut value, &defs, 0);
+    clean(&mut value);
+    if !value.is_object() {
+        value = Value::Object(Map::new());
+    }
+    if let Some(object) = value.as_object_mut() {
+        object
+            .entry("properties")
+            .or_insert_with(|| Value::Object(Map::new()));
+        object.insert("type".into(), Value::String("object".into()));
+    }
+    value
+}
+
+/// Replaces `{"$ref": "#/$defs/NAME"}` with the definition (to a depth of 8: a recursive type
+/// is left an open object past it).
+fn inline_refs(value: &mut Value, defs: &Map<String, Value>, depth: usize) {
+    match value {
+        Value::Object(object) => {
+            if let Some(Value::String(target)) = object.get("$ref") {
+                let name = target
+                    .strip_prefix("#/$defs/")
+                    .or_else(|| target.strip_prefix("#/definitions/"));
+                let found = name.and_then(|n| defs.get(n)).cloned();
+                object.remove("$ref");
+                if let (Some(Value::Object(found)), true) = (found, depth < 8) {
+                    for (k, v) in found {
+                        object.entry(k).or_insert(v);
+                    }
+                    inline_refs(value, defs, depth + 1);
+                    return;
+                }
+            }
+            for child in object.values_mut() {
+                inline_refs(child, defs, depth);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| inline_refs(i, defs, depth)),
+        _ => {}
+    }
+}
+
 fn clean(value: &mut Value) {
     match value {
         Value::Object(object) => {
@@ -178,6 +237,31 @@ mod tests {
     struct Item {
         /// A name.
         name: String,
+    }
+
+    #[test]
+    fn outside_schemas_are_made_portable() {
+        let schema = portable_schema(serde_json::json!({
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "title": "Args",
+            "type": "object",
+            "$defs": {"Mode": {"title": "Mode", "enum": ["a", "b"], "type": "string"}},
+            "properties": {
+                "mode": {"$ref": "#/$defs/Mode"},
+                "limit": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": null}
+            }
+        }));
+        let text = schema.to_string();
+        assert!(
+            !text.contains("$ref") && !text.contains("$defs") && !text.contains("null"),
+            "{text}"
+        );
+        assert_eq!(
+            schema["properties"]["mode"]["enum"],
+            serde_json::json!(["a", "b"])
+        );
+        assert_eq!(schema["properties"]["limit"]["type"], "integer");
+        assert_eq!(portable_schema(Value::Null)["type"], "object");
     }
 
     #[test]

@@ -22,6 +22,9 @@ pub struct ToolConfig {
     pub result_budget: usize,
     /// Extra directories the tools may read but never write.
     pub read_roots: Vec<PathBuf>,
+    /// The longest side, in pixels, of an image `read_file` sends to a model that can see
+    /// (larger ones are downscaled, keeping their aspect). By default, 1568.
+    pub image_max_px: u32,
 }
 
 impl Default for ToolConfig {
@@ -29,6 +32,7 @@ impl Default for ToolConfig {
         ToolConfig {
             result_budget: DEFAULT_RESULT_BUDGET,
             read_roots: Vec::new(),
+            image_max_px: crate::tools::read_file::DEFAULT_IMAGE_MAX_PX,
         }
     }
 }
@@ -68,6 +72,9 @@ pub struct Session {
     /// The only tools this session may call now, with why ([`Session::allow_only`]).
     allowed_tools: Mutex<Option<(HashSet<String>, String)>>,
     result_counter: std::sync::atomic::AtomicU64,
+    /// A lower cap on results than the configured budget, set by the agent from the model's
+    /// window ([`Session::limit_result_budget`]); `usize::MAX` when there is none.
+    result_limit: std::sync::atomic::AtomicUsize,
     shutdown_hooks: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
     /// Held while the hooks run, so that a second `shutdown` (a signal arriving during the
     /// normal end) returns only when the first has finished.
@@ -109,6 +116,7 @@ impl Session {
             enabled_tools: Mutex::new(HashSet::new()),
             allowed_tools: Mutex::new(None),
             result_counter: std::sync::atomic::AtomicU64::new(0),
+            result_limit: std::sync::atomic::AtomicUsize::new(usize::MAX),
             shutdown_hooks: Mutex::new(Vec::new()),
             shutting_down: Mutex::new(()),
         }))
@@ -122,6 +130,23 @@ impl Session {
     /// The configuration.
     pub fn config(&self) -> &ToolConfig {
         &self.config
+    }
+
+    /// The largest result, in characters, handed to the model now: the configured
+    /// `result_budget`, or less when the agent lowered it for a small window.
+    pub fn result_budget(&self) -> usize {
+        self.config
+            .result_budget
+            .min(self.result_limit.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// Caps results at `chars` characters below the configured budget (the agent does so from
+    /// the model's context window, which can change during a session); `None` lifts the cap.
+    pub fn limit_result_budget(&self, chars: Option<usize>) {
+        self.result_limit.store(
+            chars.unwrap_or(usize::MAX),
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 
     /// The directory that holds this session's artifacts.

@@ -184,6 +184,13 @@ pub enum Effect {
         /// The host name (or address).
         host: String,
     },
+    /// Fetches a URL from a host (a GET: reads from the network, changes nothing here). Judged
+    /// by `fetch(HOST)` rules; asked about in `ask` and `auto`, refused in `read-only` unless a
+    /// rule allows the host, and "always" remembers the host.
+    Fetch {
+        /// The host as the URL names it (a name or an address).
+        host: String,
+    },
     /// Reads or changes only the session's own state (its background commands, its plan,
     /// pending previews): nothing outside the session, no files, no programs.
     OwnState {
@@ -207,11 +214,12 @@ pub enum Effect {
 }
 
 impl Effect {
-    /// True when the effect only reads.
+    /// True when the effect only reads (a fetch reads from the network and changes nothing
+    /// here: such calls run concurrently and need no checkpoint).
     pub fn only_reads(&self) -> bool {
         matches!(
             self,
-            Effect::Read { .. } | Effect::OwnState { changes: false }
+            Effect::Read { .. } | Effect::Fetch { .. } | Effect::OwnState { changes: false }
         )
     }
 }
@@ -585,6 +593,21 @@ pub trait Tool: Send + Sync + 'static {
     /// without the double-escape repair: the tool interprets their escapes itself (`edit_file`
     /// matches `old_string` literally first, so a `\n` the file really holds is found).
     const RAW_STRINGS: &'static [&'static str] = &[];
+
+    /// The description the compact profile ([`Profile::Compact`](crate::Profile), for small
+    /// windows) sends instead of the input's doc comment: shorter, keeping every rule the model
+    /// needs to call the tool right. By default, `None`: the full description.
+    const COMPACT_DESCRIPTION: Option<&'static str> = None;
+
+    /// The parameters the compact profile advertises, each with its short description (`""`
+    /// for none), in the schema's order. Parameters left out are rarely needed: they stay
+    /// accepted, exactly as in the full profile, they are only not listed. By default, `None`:
+    /// every parameter, with its full description.
+    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> = None;
+
+    /// Whether the compact profile offers the tool on demand only (behind `more_tools`, see
+    /// [`Registry::defer`](crate::Registry::defer)): a tool few tasks need. By default, false.
+    const ON_DEMAND: bool = false;
 
     /// What the tool does to the world, in general (scheduling: reads run concurrently).
     fn kind(&self) -> ToolKind;

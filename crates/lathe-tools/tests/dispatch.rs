@@ -753,6 +753,7 @@ fn several_effects_are_judged_together() {
     let env = json!({"write": ".env"});
     let unknown = json!({"unknown": "a remote tool"});
     let net = json!({"network": "example.com"});
+    let get = json!({"fetch": "docs.rs"});
     let ls = json!({"command": "ls"});
     let critical = json!({"command": "sudo rm -rf /"});
     // (mode, effects, verdict, the rules "always" would remember)
@@ -776,6 +777,17 @@ fn several_effects_are_judged_together() {
         // ...but not next to reads and writes, which tool(effects) would allow as well.
         (Auto, vec![&unknown, &read], 'q', vec![]),
         (Ask, vec![&net, &edit], 'q', vec![]),
+        // A fetch is remembered as its host, even next to other effects: `fetch(docs.rs)`
+        // allows nothing else.
+        (Auto, vec![&get], 'q', vec!["fetch(docs.rs)"]),
+        (ReadOnly, vec![&get], 'd', vec![]),
+        (Full, vec![&get], 'a', vec![]),
+        (
+            Ask,
+            vec![&get, &edit],
+            'q',
+            vec!["fetch(docs.rs)", "edit(notes.txt)"],
+        ),
         // Critical is never remembered, whatever comes with it.
         (Full, vec![&critical, &read], 'q', vec![]),
         // No effect at all is an unknown one.

@@ -155,13 +155,14 @@ fn read_bad_offsets_and_limits() {
 #[test]
 fn read_binary_gives_the_size_instead_of_bytes() {
     let ws = Ws::new();
-    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
-    png.extend(std::iter::repeat_n(0u8, 3000));
-    ws.write("image.png", &png);
-    let out = ws.ok("read_file", json!({"path": "image.png"}));
+    // Images have their own answer (read_image.rs).
+    let mut elf = b"\x7FELF".to_vec();
+    elf.extend(std::iter::repeat_n(0u8, 3004));
+    ws.write("program", &elf);
+    let out = ws.ok("read_file", json!({"path": "program"}));
     assert!(
         out.text
-            .contains("image.png is a binary file (PNG image, 2.9 KiB (3,008 bytes))"),
+            .contains("program is a binary file (ELF executable, 2.9 KiB (3,008 bytes))"),
         "{}",
         out.text
     );

@@ -15,7 +15,7 @@ use lathe_agent::approval::ApprovalMode;
 use lathe_agent::executor::DEFAULT_MAX_TURNS;
 use lathe_agent::provider::{
     ChatOptions, DEFAULT_NUM_CTX, OllamaProvider, Provider, ProviderConfig, ProviderKind, Think,
-    ToolProtocol, connect,
+    ToolProtocol, WindowChoice, connect,
 };
 use lathe_agent::subagent::{self, SubAgentConfig};
 use lathe_agent::{Agent, AgentBuilder, BuildError};
@@ -60,6 +60,28 @@ pub struct ModelConfig {
     /// its answer) before the answer counts as cut and is asked for again: seconds or `"10m"`;
     /// 0 never. By default, 600 seconds.
     pub idle_timeout: Option<crate::config::Timeout>,
+    /// How much of the system prompt and the tool definitions each request carries: `full`,
+    /// `compact` (short descriptions, common parameters, optional tools on demand), or `auto`:
+    /// compact for windows of 16,384 tokens and less. By default, `auto`.
+    pub prompt_profile: Option<PromptProfile>,
+    /// Whether the model takes images (`read_file` on a PNG, `@shot.png` in `lathe chat`).
+    /// Ollama says so itself (`vision` in `/api/show`); OpenAI-compatible servers cannot, so
+    /// set `true` for a vision model there (llama.cpp's server with `--mmproj`, vLLM).
+    /// `false` never sends images. By default, what the server says (OpenAI: no).
+    pub vision: Option<bool>,
+}
+
+/// `[model] prompt_profile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptProfile {
+    /// By the window.
+    #[default]
+    Auto,
+    /// Always the full definitions.
+    Full,
+    /// Always the compact ones.
+    Compact,
 }
 
 /// The `[agent]` section.
@@ -145,12 +167,21 @@ pub struct Resolved {
     pub skip_approvals: bool,
     /// The longest silence of the model (`[model] idle_timeout`); `None` waits for ever.
     pub idle_timeout: Option<std::time::Duration>,
+    /// Whether the model takes images (`[model] vision`); `None`: what the server says.
+    pub vision: Option<bool>,
     /// Keep checkpoints (`[agent] checkpoints`).
     pub checkpoints: bool,
     /// A branch per session (`--branch`, `[agent] git_branch`).
     pub git_branch: bool,
     /// Sub-agents (`[agent] max_sub_agents`, `sub_agent_max_turns`); `None` when turned off.
     pub sub_agents: Option<SubAgentConfig>,
+    /// The window as configured (`[model] context_window`, or the default), before the server
+    /// was asked ([`Resolved::fit_window`]).
+    pub configured_window: u32,
+    /// The window the server said it has, once asked.
+    pub served_window: Option<u32>,
+    /// The prompt profile, when one is configured (`None`: by the window).
+    pub profile: Option<lathe_tools::Profile>,
 }
 
 /// Resolves the model side from `args`, the environment (read through `env`) and `setup`.
@@ -198,6 +229,13 @@ pub fn resolve(
         ..ChatOptions::default()
     };
     Ok(Resolved {
+        configured_window: options.num_ctx,
+        served_window: None,
+        profile: match model_config.prompt_profile.unwrap_or_default() {
+            PromptProfile::Auto => None,
+            PromptProfile::Full => Some(lathe_tools::Profile::Full),
+            PromptProfile::Compact => Some(lathe_tools::Profile::Compact),
+        },
         provider,
         base_url,
         model,
@@ -223,6 +261,7 @@ pub fn resolve(
                     .unwrap_or(subagent::DEFAULT_MAX_TURNS),
             }),
         },
+        vision: model_config.vision,
         idle_timeout: match model_config.idle_timeout {
             None => Some(lathe_agent::executor::DEFAULT_IDLE_TIMEOUT),
             Some(timeout) => timeout.0,
@@ -239,6 +278,7 @@ pub fn provider(resolved: &Resolved) -> anyhow::Result<Arc<dyn Provider>> {
         .map(|idle| idle + std::time::Duration::from_secs(30));
     let config = ProviderConfig::new(resolved.base_url.clone())
         .api_key(resolved.api_key.clone())
+        .vision(resolved.vision)
         .read_timeout(backstop);
     connect(resolved.provider, config).map_err(|e| anyhow::anyhow!("{e}"))
 }
@@ -402,6 +442,18 @@ pub fn tool_session(setup: &Setup, id: &SessionId) -> anyhow::Result<Arc<Session
 }
 
 impl Resolved {
+    /// Asks the server what window it serves `model` with and uses the smaller of that and
+    /// the configured one (`options.num_ctx`, which Ollama is sent and the agent keeps the
+    /// conversation within). Returns the note to show when the server's is smaller (once per
+    /// session); a server that does not say changes nothing.
+    pub async fn fit_window(&mut self, provider: &dyn Provider, model: &str) -> Option<String> {
+        let served = provider.served_window(model).await;
+        let choice = WindowChoice::new(self.configured_window, served);
+        self.served_window = choice.served;
+        self.options.num_ctx = choice.window;
+        choice.note()
+    }
+
     /// `builder` with what was resolved here: the approval mode (and
     /// `--dangerously-skip-approvals`), the turn limit, the request options and the tool
     /// protocol.
@@ -410,7 +462,12 @@ impl Resolved {
             Some(config) => builder.sub_agents(config),
             None => builder,
         };
+        let builder = match self.profile {
+            Some(profile) => builder.profile(profile),
+            None => builder,
+        };
         builder
+            .registry(Arc::new(crate::setup::registry()))
             .approval(self.approval)
             .dangerously_skip_approvals(self.skip_approvals)
             .max_turns(self.max_turns)

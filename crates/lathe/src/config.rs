@@ -51,6 +51,14 @@ pub struct Config {
     /// `PostToolUse`, `Stop`), see `crate::hooks`. From a workspace's own file only once it is
     /// trusted; its entries are added to the user's.
     pub hooks: lathe_tools::hooks::HooksConfig,
+    /// MCP servers whose tools the agent may call (`[mcp_servers.NAME]`, see
+    /// `crate::mcp_client`). From a workspace's own file only once it is trusted, and never
+    /// its `trusted` key.
+    pub mcp_servers: std::collections::BTreeMap<String, crate::mcp_client::ServerConfig>,
+    /// `web_fetch` and `web_search`: `timeout = 30` (seconds), `max_bytes = 5242880`,
+    /// `max_redirects = 5`, `search_url` (a SearXNG endpoint; without it `web_search` is not
+    /// offered).
+    pub web: lathe_web::WebConfig,
 }
 
 impl Config {
@@ -73,6 +81,8 @@ impl Config {
         }
         self.memory
             .check()
+            .map_err(|err| anyhow::anyhow!("invalid configuration: {err}"))?;
+        crate::mcp_client::config::check(&self.mcp_servers)
             .map_err(|err| anyhow::anyhow!("invalid configuration: {err}"))?;
         Ok(self)
     }
@@ -133,7 +143,7 @@ impl<'de> Deserialize<'de> for Timeout {
 }
 
 /// The user's own configuration file.
-fn user_file() -> Option<PathBuf> {
+pub(crate) fn user_file() -> Option<PathBuf> {
     crate::state::config_dir().map(|dir| dir.join("config.toml"))
 }
 
@@ -212,11 +222,20 @@ fn workspace_part(
         tightening: split.tightening,
         state,
     };
-    let part = if state == TrustState::Trusted {
+    let mut part = if state == TrustState::Trusted {
         split.trusted
     } else {
         split.safe
     };
+    // Whether a server's read-only hints are believed is the user's word, never the
+    // repository's.
+    if let Some(toml::Value::Table(servers)) = part.get_mut("mcp_servers") {
+        for (_, server) in servers.iter_mut() {
+            if let toml::Value::Table(server) = server {
+                server.remove("trusted");
+            }
+        }
+    }
     Ok(Some((file, part)))
 }
 

@@ -86,9 +86,18 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     }
     let provider = agent_setup::provider(&resolved)?;
     let model = agent_setup::require_model(&resolved, provider.as_ref()).await?;
+    let window_note = resolved.fit_window(provider.as_ref(), &model).await;
     let store = crate::sessions_cmd::open_store()?;
     let id = agent_setup::create_session(&store, &setup, &resolved, &model, Some(&task))?;
     let tools = agent_setup::tool_session(&setup, &id)?;
+    // `@shot.png` in the task: checked before anything runs.
+    let attached = match crate::attach::attach(&task, provider.as_ref(), &model, &tools).await {
+        Ok(attached) => attached,
+        Err(message) => {
+            let _ = store.update_session_status(&id, lathe_store::SessionStatus::Failed);
+            anyhow::bail!(message);
+        }
+    };
     // Held until this process ends, however it ends: `lathe sessions` sees whether it runs.
     let _owner = agent_setup::own_session(&id)?;
     let mode = if args.json {
@@ -98,6 +107,9 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     };
     let renderer = Renderer::new(mode);
     renderer.set_undo_hints(UndoHints::Exec);
+    for notice in &attached.notices {
+        eprintln!("{}", renderer.style().dim(notice));
+    }
     if mode == OutputMode::Human {
         let style = renderer.style();
         let mut err = std::io::stderr().lock();
@@ -129,6 +141,9 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
         approval: resolved.approval.to_string(),
         max_turns: resolved.max_turns,
     }));
+    if let Some(message) = window_note {
+        sink.emit(Event::Notice { message });
+    }
     let cancel = CancellationToken::new();
     let approver: Arc<dyn Approver> = if interactive {
         // Ctrl-C at an approval question stops the run there: the model is asked nothing more.
@@ -144,8 +159,12 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
         Arc::new(Refuse(NON_INTERACTIVE_DENIAL.to_owned()))
     };
     let hooks = crate::hooks::load(&setup, id.as_str())?;
+    let (registry, servers) =
+        crate::mcp_client::with_servers(&setup, lathe_tools::Registry::builtin(), None).await;
     let mut builder = resolved.with_checkpoints(
-        resolved.configure(Agent::builder(provider, model, Arc::clone(&tools))),
+        resolved
+            .configure(Agent::builder(provider, model, Arc::clone(&tools)))
+            .registry(Arc::new(registry)),
         &setup,
         &id,
         0,
@@ -176,11 +195,14 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
         })
     };
     let mut prompt_hooks = crate::hooks::PromptHooks::new(hooks, "startup");
-    let outcome = prompt_hooks.run(&mut agent, &task, &cancel).await;
+    let outcome = prompt_hooks
+        .run(&mut agent, &attached.task, attached.images, &cancel)
+        .await;
     watcher.abort();
     terminating.abort();
     tools.shutdown();
     drop(agent);
+    crate::mcp_client::stop(&servers).await;
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(reason) => {

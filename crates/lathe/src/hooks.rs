@@ -62,10 +62,11 @@ impl PromptHooks {
         &mut self,
         agent: &mut Agent,
         task: &str,
+        images: Vec<lathe_agent::message::Image>,
         cancel: &CancellationToken,
     ) -> Result<RunOutcome, String> {
         let Some(hooks) = self.hooks.clone() else {
-            return Ok(agent.run(task, cancel).await);
+            return Ok(agent.run_with_images(task, images, cancel).await);
         };
         if let Some(source) = self.start.take()
             && hooks.has(HookEvent::SessionStart)
@@ -89,7 +90,7 @@ impl PromptHooks {
         for text in std::mem::take(&mut self.waiting).into_iter().chain(context) {
             prompt.push_str(&format!("\n\n[hook context] {text}"));
         }
-        let mut outcome = agent.run(&prompt, cancel).await;
+        let mut outcome = agent.run_with_images(&prompt, images, cancel).await;
         let mut continued = 0;
         while outcome.status == RunStatus::Finished && hooks.has(HookEvent::Stop) {
             let answer = hooks

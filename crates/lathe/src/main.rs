@@ -1,6 +1,7 @@
 //! `lathe`: the binary. Thin: parses flags, loads configuration, and hands off to the crates.
 
 mod agent_setup;
+mod attach;
 mod branch;
 mod chat;
 mod cli;
@@ -8,6 +9,7 @@ mod config;
 mod exec_cmd;
 mod hooks;
 mod mcp;
+mod mcp_client;
 mod memory_cmd;
 mod policy_cmd;
 mod project_commands;
@@ -31,7 +33,21 @@ pub const EXIT_FAILURE: u8 = 1;
 /// Exit code for usage or configuration errors.
 pub const EXIT_USAGE: u8 = 2;
 
+/// The hidden subcommand that converts one document in a child process with limits (see
+/// `lathe_documents::worker`): document parsers can crash or hang on hostile files.
+const DOCUMENT_WORKER: &str = "__document-worker";
+
 fn main() -> ExitCode {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|arg| arg == DOCUMENT_WORKER)
+    {
+        return lathe_documents::worker::serve();
+    }
+    match std::env::current_exe() {
+        Ok(me) => lathe_documents::set_default_worker(me, vec![DOCUMENT_WORKER.into()]),
+        Err(err) => tracing::warn!("documents are converted in process: {err}"),
+    }
     let cli = Cli::parse();
     init_logging(cli.verbose);
     // Before any thread or command: /proc/<pid>/environ of lathe holds the keys commands lack.

@@ -44,6 +44,25 @@ const OUTPUT_TAIL_BYTES: usize = 4096;
 pub const ALLOW_HINT: &str = "  to allow them: rerun with --approval auto (in chat: /approval \
 auto), or add a [permissions] allow rule to .lathe/config.toml (see `lathe policy`)";
 
+/// How a denied memory change can be made, under the end line: no mode or rule allows one
+/// unasked ([`DenialKind::Memory`](lathe_agent::events::DenialKind::Memory)).
+pub const MEMORY_HINT: &str = "  memory changes ask in every mode and no rule allows them \
+unasked: approve it when asked (run on a terminal: lathe chat, or lathe exec), or edit the \
+memory yourself with `lathe memory edit`";
+
+/// The hints under the denied line: each kind of denial says what would let it run.
+pub fn allow_hints(report: &RunReport) -> Vec<&'static str> {
+    use lathe_agent::events::DenialKind;
+    let mut hints = Vec::new();
+    if report.denied.iter().any(|d| d.kind == DenialKind::Approval) {
+        hints.push(ALLOW_HINT);
+    }
+    if report.denied.iter().any(|d| d.kind == DenialKind::Memory) {
+        hints.push(MEMORY_HINT);
+    }
+    hints
+}
+
 /// How events are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputMode {
@@ -440,6 +459,26 @@ impl Renderer {
                 stop();
                 line(&mut state, &s.dim(&format!("note: {}", sanitize(message))));
             }
+            Event::ContextCompacted {
+                manual,
+                messages,
+                tokens_before,
+                tokens_after,
+                ..
+            } => {
+                stop();
+                let why = if *manual {
+                    ""
+                } else {
+                    " to fit the context window"
+                };
+                line(
+                    &mut state,
+                    &s.dim(&format!(
+                        "note: replaced {messages} earlier messages with a summary{why} (about {tokens_before} -> {tokens_after} tokens; the full history stays in the session)"
+                    )),
+                );
+            }
             Event::TurnFinished { .. } => {
                 stop();
                 if !state.at_line_start {
@@ -465,7 +504,9 @@ impl Renderer {
                 line(&mut state, &end_line(s, report, shown_error.as_deref()));
                 if let Some(denied) = denied_line(report) {
                     line(&mut state, &s.yellow(&denied));
-                    line(&mut state, &s.dim(ALLOW_HINT));
+                    for hint in allow_hints(report) {
+                        line(&mut state, &s.dim(hint));
+                    }
                 }
             }
             Event::Error { message } => {
@@ -581,6 +622,51 @@ pub fn end_line(s: &Style, report: &RunReport, shown_error: Option<&str>) -> Str
             s.yellow(&format!("Stopped by the user · {turns} · {files} · {took}"))
         }
     }
+}
+
+/// The window meter under a chat turn, from the server's counts of the run's last model turn:
+/// `context 3,210/8,192 tokens (39%) · 41.2 tokens/s`. The fill is that turn's prompt and
+/// reply (what the window holds now); the speed is the run's generated tokens over the
+/// server's own generation time, or over the time waited for the model when the server does
+/// not time itself. `None` when the server gave no counts.
+pub fn meter_line(report: &RunReport) -> Option<String> {
+    use lathe_agent::provider::window::thousands;
+    let window = report.context_window?;
+    let last = report
+        .turn_usage
+        .iter()
+        .rev()
+        .find(|t| t.usage.prompt_tokens.is_some())?;
+    let used = last.usage.prompt_tokens.unwrap_or(0) + last.usage.completion_tokens.unwrap_or(0);
+    let percent = used.saturating_mul(100) / window.max(1);
+    let mut line = format!(
+        "context {}/{} tokens ({percent}%)",
+        thousands(used),
+        thousands(window)
+    );
+    if let Some(speed) = tokens_per_second(report) {
+        line.push_str(&format!(" · {speed:.1} tokens/s"));
+    }
+    Some(line)
+}
+
+/// Generated tokens per second over a run: by the server's clock where it timed every turn
+/// that generated, else by the time waited for the model.
+pub fn tokens_per_second(report: &RunReport) -> Option<f64> {
+    let turns = &report.turn_usage;
+    let generated: u64 = turns.iter().filter_map(|t| t.usage.completion_tokens).sum();
+    if generated == 0 {
+        return None;
+    }
+    let timed = turns
+        .iter()
+        .all(|t| t.usage.completion_tokens.is_none() || t.usage.generation_ms.is_some());
+    let ms: u64 = if timed {
+        turns.iter().filter_map(|t| t.usage.generation_ms).sum()
+    } else {
+        report.model_ms
+    };
+    (ms > 0).then(|| generated as f64 * 1000.0 / ms as f64)
 }
 
 /// The line after a chat turn that changed files: `2 files changed (+10 -2) · /diff · /undo ·
@@ -798,6 +884,7 @@ mod tests {
                     removed: *removed,
                     created: false,
                     deleted: false,
+                    sub_agents: Vec::new(),
                 })
                 .collect(),
             denied: denied
@@ -807,6 +894,7 @@ mod tests {
                     tool: "shell".into(),
                     description: (*d).into(),
                     reason: "no terminal".into(),
+                    kind: lathe_agent::events::DenialKind::Approval,
                 })
                 .collect(),
             ..RunReport::default()

@@ -102,6 +102,18 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
                 let events = store.events(&session.id)?;
                 let checkpoints = checkpoints_json(&store, &session, &data_dir);
                 let plan = last_plan(&events);
+                let tokens: Vec<Value> = turn_tokens(&events)
+                    .into_iter()
+                    .map(|(turn, usage)| {
+                        let mut row = json!({"turn": turn});
+                        if let (Some(row), Value::Object(counts)) =
+                            (row.as_object_mut(), json!(usage))
+                        {
+                            row.extend(counts);
+                        }
+                        row
+                    })
+                    .collect();
                 let children: Vec<String> = store
                     .children(&session.id)?
                     .into_iter()
@@ -114,6 +126,7 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
                     "events": events,
                     "checkpoints": checkpoints,
                     "plan": plan,
+                    "tokens": tokens,
                 });
                 serde_json::to_writer_pretty(&mut out, &value)?;
                 writeln!(out)?;
@@ -139,6 +152,7 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
                         writeln!(out, "{}", crate::render::sanitize(row))?;
                     }
                 }
+                write!(out, "{}", tokens_section(&events, &style))?;
                 write!(
                     out,
                     "\n{}",
@@ -149,6 +163,58 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Each model turn's token counts, as the server gave them, from the stored `turn_finished`
+/// events: numbered across the session (as `/diff N` numbers turns), turns without counts
+/// left out.
+fn turn_tokens(events: &[lathe_store::Event]) -> Vec<(u32, lathe_agent::provider::Usage)> {
+    let mut turns = Vec::new();
+    let mut turn = 0;
+    for stored in events {
+        if stored.kind != "turn_finished" {
+            continue;
+        }
+        turn += 1;
+        if let Ok(Event::TurnFinished {
+            usage: Some(usage), ..
+        }) = serde_json::from_value::<Event>(stored.payload.clone())
+        {
+            turns.push((turn, usage));
+        }
+    }
+    turns
+}
+
+/// The `tokens` section of `sessions show`: one line a turn, `turn 2 · 1,234 in · 56 out ·
+/// 41.2 tokens/s`, and the totals; nothing when the server gave no counts.
+fn tokens_section(events: &[lathe_store::Event], style: &Style) -> String {
+    use lathe_agent::provider::window::thousands;
+    let turns = turn_tokens(events);
+    if turns.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("\n{}\n", style.bold("tokens"));
+    let count = |n: Option<u64>| n.map_or_else(|| "?".to_owned(), thousands);
+    for (turn, usage) in &turns {
+        out.push_str(&format!(
+            "  turn {turn} · {} in · {} out",
+            count(usage.prompt_tokens),
+            count(usage.completion_tokens)
+        ));
+        if let Some(speed) = usage.tokens_per_second() {
+            out.push_str(&format!(" · {speed:.1} tokens/s"));
+        }
+        out.push('\n');
+    }
+    let input: u64 = turns.iter().filter_map(|(_, u)| u.prompt_tokens).sum();
+    let output: u64 = turns.iter().filter_map(|(_, u)| u.completion_tokens).sum();
+    out.push_str(&format!(
+        "  total · {} in · {} out\n",
+        thousands(input),
+        thousands(output)
+    ));
+    out
 }
 
 /// The session's newest plan, from its stored `plan_updated` events (`None`: it never had one).
@@ -305,7 +371,7 @@ fn conversation(history: &[Message], mut calls: Calls, style: &Style) -> String 
     for message in history {
         match message {
             Message::System { .. } => {}
-            Message::User { content } => {
+            Message::User { content, .. } => {
                 out.push('\n');
                 out.push_str(&style.bold(&format!("> {}", content.trim())));
                 out.push('\n');

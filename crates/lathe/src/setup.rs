@@ -80,8 +80,17 @@ impl Setup {
             .with_context(|| format!("cannot create state directory {}", state_dir.display()))?;
         shell::configure(&session, self.config.shell.clone());
         update_memory::configure(&session, self.config.memory.clone());
+        lathe_web::configure(&session, self.config.web.clone(), &self.config.permissions);
         Ok(session)
     }
+}
+
+/// The tools every front end offers: the built-in ones and the web tools (`web_fetch`,
+/// `web_search`), which live in their own crate so the runtime stays without HTTP.
+pub fn registry() -> lathe_tools::Registry {
+    let mut registry = lathe_tools::Registry::builtin();
+    lathe_web::register(&mut registry);
+    registry
 }
 
 /// The workspace when `--workspace` is not given: the root of the git repository the current

@@ -18,45 +18,86 @@ use lathe_policy::ApprovalMode;
 use lathe_tools::dispatch::{
     ApprovalDecision, ApprovalRequest, Approver, CallStatus, Dispatcher, FixedAnswer, Gate, Outcome,
 };
-use lathe_tools::{Metadata, Registry, ToolContext, ToolOutput};
+use lathe_tools::{Metadata, ToolContext, ToolOutput};
 
 use crate::cli::{CommonArgs, ToolArgs, ToolsArgs};
 use crate::setup::Setup;
 use crate::{EXIT_FAILURE, EXIT_USAGE};
 
-/// `lathe tools [--json]`.
-pub fn list(_common: &CommonArgs, args: ToolsArgs) -> anyhow::Result<ExitCode> {
-    let registry = Registry::builtin();
+/// Where the agent tools (`spawn_agent`, `read_sub_agent`) are offered: they are not in the
+/// built-in registry (so not in `lathe tool`), the agent's runner adds them.
+pub const AGENT_TOOLS_AVAILABLE: &str = "in lathe exec and lathe chat; in lathe mcp when a \
+    model is configured (lathe mcp --model NAME, or name under [model])";
+
+/// `lathe tools [--json]`: the built-in tools, then the agent tools, each marked as such.
+pub fn list(common: &CommonArgs, args: ToolsArgs) -> anyhow::Result<ExitCode> {
+    let registry = crate::setup::registry();
+    let agent_tools = lathe_agent::subagent::definitions();
+    // `[agent] max_sub_agents = 0` turns them off; a configuration that cannot be read is
+    // reported by the commands that use it, not by a list.
+    let turned_off = Setup::load_quiet(common)
+        .ok()
+        .is_some_and(|setup| setup.config.agent.max_sub_agents == Some(0));
+    let available = if turned_off {
+        "turned off here by [agent] max_sub_agents = 0".to_owned()
+    } else {
+        AGENT_TOOLS_AVAILABLE.to_owned()
+    };
     let mut out = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &registry.function_definitions())?;
+        let mut definitions: Vec<Value> = registry
+            .definitions()
+            .map(lathe_tools::ToolDefinition::to_function)
+            .collect();
+        definitions.extend(agent_tools.iter().map(|definition| {
+            let mut function = definition.to_function();
+            function["agent_tool"] = Value::Bool(true);
+            function["available"] = Value::String(available.clone());
+            function
+        }));
+        serde_json::to_writer_pretty(&mut out, &definitions)?;
         writeln!(out)?;
     } else {
         for definition in registry.definitions() {
-            let summary = summary(&definition.description);
-            writeln!(out, "{:<16} {summary}", definition.name)?;
-            if let Some(props) = definition.parameters["properties"].as_object() {
-                let required: Vec<&str> = definition.parameters["required"]
-                    .as_array()
-                    .map(|r| r.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
-                let params: Vec<String> = props
-                    .keys()
-                    .map(|k| {
-                        if required.contains(&k.as_str()) {
-                            k.clone()
-                        } else {
-                            format!("[{k}]")
-                        }
-                    })
-                    .collect();
-                if !params.is_empty() {
-                    writeln!(out, "{:<16} {}", "", params.join(" "))?;
-                }
-            }
+            write_tool(&mut out, definition)?;
+        }
+        writeln!(out)?;
+        writeln!(out, "agent tools ({available}):")?;
+        for definition in &agent_tools {
+            write_tool(&mut out, definition)?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One tool of `lathe tools`: its name and summary, then its parameters (optional ones in
+/// brackets).
+fn write_tool(
+    out: &mut impl Write,
+    definition: &lathe_tools::ToolDefinition,
+) -> anyhow::Result<()> {
+    let summary = summary(&definition.description);
+    writeln!(out, "{:<16} {summary}", definition.name)?;
+    if let Some(props) = definition.parameters["properties"].as_object() {
+        let required: Vec<&str> = definition.parameters["required"]
+            .as_array()
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let params: Vec<String> = props
+            .keys()
+            .map(|k| {
+                if required.contains(&k.as_str()) {
+                    k.clone()
+                } else {
+                    format!("[{k}]")
+                }
+            })
+            .collect();
+        if !params.is_empty() {
+            writeln!(out, "{:<16} {}", "", params.join(" "))?;
+        }
+    }
+    Ok(())
 }
 
 /// The first sentence of a description's first paragraph, on one line.
@@ -108,7 +149,7 @@ pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode
         .with_context(|| format!("cannot create the directory of runs {}", runs.display()))?;
     let run_dir = crate::state::new_run_dir();
     let session = setup.session_reading(run_dir.clone(), &[runs])?;
-    let dispatcher = Dispatcher::new(Arc::new(Registry::builtin()), Arc::new(gate));
+    let dispatcher = Dispatcher::new(Arc::new(crate::setup::registry()), Arc::new(gate));
     let approver = approver(args.approval);
     let calls = Calls {
         dispatcher: &dispatcher,

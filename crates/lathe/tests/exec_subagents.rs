@@ -186,3 +186,73 @@ fn on_a_terminal_a_running_child_is_one_line_that_updates() {
         "{screen:?}"
     );
 }
+
+/// A child's turns: a `write_file` of `path`, then its answer.
+fn writes(script: Script, id: &str, path: &str) -> Script {
+    let opening = format!("You are sub-agent {id},");
+    script
+        .chat_when(
+            &opening,
+            reply()
+                .tool_call("write_file", json!({"path": path, "content": "new\n"}))
+                .done(),
+        )
+        .chat_when(&opening, reply().text(&format!("Wrote {path}.")).done())
+}
+
+#[test]
+fn a_childs_file_changes_are_in_the_parents_report_with_its_label() {
+    let script = writes(writes(Script::new(), "sub-1", "c.txt"), "sub-2", "d.txt")
+        .chat(
+            reply()
+                .tool_call(
+                    "spawn_agent",
+                    json!({"task": "write c.txt", "profile": "general"}),
+                )
+                .done(),
+        )
+        .chat(
+            reply()
+                .tool_call(
+                    "spawn_agent",
+                    json!({"task": "write d.txt", "profile": "general", "background": true}),
+                )
+                .done(),
+        )
+        .chat(reply().text("Started it.").done())
+        .chat(reply().text("Both written.").done());
+    let h = Harness::new(script);
+    let output = h.exec("write c.txt and d.txt", &["--json", "--approval", "auto"]);
+    assert_exit(&output, 0);
+    assert_eq!(h.read("c.txt"), "new\n");
+    assert_eq!(h.read("d.txt"), "new\n");
+    let events = json_lines(&output);
+    let result = of_type(&events, "run_result")[0];
+    assert_eq!(
+        result["files_changed"],
+        json!([
+            {"path": "c.txt", "added": 1, "removed": 0, "created": true, "deleted": false,
+             "sub_agents": ["sub-1"]},
+            {"path": "d.txt", "added": 1, "removed": 0, "created": true, "deleted": false,
+             "sub_agents": ["sub-2"]},
+        ]),
+        "{result:#}"
+    );
+
+    // The human end line counts them too.
+    let script = writes(Script::new(), "sub-1", "c.txt")
+        .chat(
+            reply()
+                .tool_call(
+                    "spawn_agent",
+                    json!({"task": "write c.txt", "profile": "general"}),
+                )
+                .done(),
+        )
+        .chat(reply().text("Written.").done());
+    let h = Harness::new(script);
+    let output = h.exec("write c.txt", &["--approval", "auto"]);
+    assert_exit(&output, 0);
+    let shown = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(shown.contains(" · 1 file changed (+1 -0) · "), "{shown}");
+}

@@ -99,6 +99,77 @@ fn without_a_terminal_memory_is_not_changed_and_the_model_reads_what_the_user_ca
     assert!(!result.contains("--approval auto"), "{result}");
 }
 
+/// The hint under exec's end line for a denied memory change, exactly.
+const MEMORY_HINT: &str = "  memory changes ask in every mode and no rule allows them unasked: \
+approve it when asked (run on a terminal: lathe chat, or lathe exec), or edit the memory \
+yourself with `lathe memory edit`\n";
+
+#[test]
+fn a_denied_memory_change_ends_with_a_hint_that_works_for_memory() {
+    let h = Harness::new(remember("Planted by a model."));
+    let output = h.exec("remember it", &["--approval", "full"]);
+    assert_exit(&output, 3);
+    let shown = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(
+        shown.contains(&format!(
+            "1 call was denied: update_memory add Planted by a model.; nothing was written\n{MEMORY_HINT}"
+        )),
+        "{shown}"
+    );
+    // No mode or rule would have allowed it: the ordinary hint is not given.
+    assert!(!shown.contains("--approval auto"), "{shown}");
+    assert!(!shown.contains("allow rule"), "{shown}");
+
+    // The report says which kind of denial it was.
+    let h = Harness::new(remember("Planted by a model."));
+    let output = h.exec("remember it", &["--approval", "full", "--json"]);
+    let events = json_lines(&output);
+    let denied = &of_type(&events, "run_result")[0]["denied"];
+    assert_eq!(denied[0]["kind"], "memory", "{denied:#}");
+}
+
+#[test]
+fn an_ordinary_denial_keeps_the_approval_hint_and_both_show_when_both_were_denied() {
+    let script = Script::new()
+        .chat(
+            reply()
+                .tool_call("update_memory", json!({"action": "add", "entry": "x"}))
+                .tool_call("write_file", json!({"path": "a.txt", "content": "a\n"}))
+                .done(),
+        )
+        .chat(reply().text("Neither happened.").done());
+    let h = Harness::new(script);
+    let output = h.exec("do both", &["--approval", "ask", "--json"]);
+    let events = json_lines(&output);
+    let denied = of_type(&events, "run_result")[0]["denied"].clone();
+    let kinds: Vec<&str> = denied
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["memory", "approval"], "{denied:#}");
+
+    let script = Script::new()
+        .chat(
+            reply()
+                .tool_call("update_memory", json!({"action": "add", "entry": "x"}))
+                .tool_call("write_file", json!({"path": "a.txt", "content": "a\n"}))
+                .done(),
+        )
+        .chat(reply().text("Neither happened.").done());
+    let h = Harness::new(script);
+    let output = h.exec("do both", &["--approval", "ask"]);
+    let shown = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(
+        shown.contains(&format!(
+            "  to allow them: rerun with --approval auto (in chat: /approval auto), or add a \
+             [permissions] allow rule to .lathe/config.toml (see `lathe policy`)\n{MEMORY_HINT}"
+        )),
+        "{shown}"
+    );
+}
+
 #[test]
 fn show_edit_and_clear() {
     let h = Harness::new(Script::new());

@@ -65,6 +65,7 @@ fn tools_json_is_the_function_calling_shape() {
         .collect();
     for name in [
         "read_file",
+        "read_document",
         "write_file",
         "edit_file",
         "apply_patch",
@@ -76,6 +77,8 @@ fn tools_json_is_the_function_calling_shape() {
         "list_commands",
         "kill_command",
         "update_memory",
+        "web_fetch",
+        "web_search",
     ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }

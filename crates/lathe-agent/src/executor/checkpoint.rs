@@ -61,6 +61,7 @@ pub(super) fn files_of(diff: &str) -> Vec<ChangedFile> {
                 removed: 0,
                 created: false,
                 deleted: false,
+                sub_agents: Vec::new(),
             });
             continue;
         }

@@ -18,6 +18,8 @@
 //! module's docs in the source, or the README's "Previews waiting for a decision").
 
 mod checkpoint;
+mod compact;
+mod fit;
 mod guard;
 mod pending;
 mod sub_agents;
@@ -30,17 +32,18 @@ use tokio_util::sync::CancellationToken;
 
 use lathe_checkpoint::CheckpointHook;
 use lathe_store::SessionStatus;
+use lathe_tools::tools::read_file::{Vision, set_vision};
 use lathe_tools::tools::resolve::ResolveTool;
 use lathe_tools::tools::update_plan;
 use lathe_tools::{Tool, ToolKind};
 
-use crate::context::{ContextWindow, ResultNote, default_output_cap, shorten_turn, turn_budget};
+use crate::context::{ContextWindow, ResultNote, shorten_turn, turn_budget};
 use crate::events::{AnswerSource, Event, RunReport, RunStatus, ToolStatus};
 use crate::message::{INTERRUPTED_BY_USER, Message, merged, push_merged};
 use crate::parser::{ToolNames, malformed_call_message};
-use crate::prompt::{PromptInputs, system_prompt};
+use crate::prompt::{PromptInputs, system_prompt_for};
 use crate::provider::{
-    ChatOptions, ChatRequest, ChunkStream, Provider, ProviderError, ToolProtocol,
+    ChatOptions, ChatRequest, ChunkStream, Provider, ProviderError, ToolProtocol, Truncation,
 };
 use crate::runner::summary::RunTally;
 use crate::runner::{CallResult, PlannedCall, STOPPED_BEFORE_RUNNING, ToolRunner};
@@ -49,6 +52,8 @@ use crate::stream::{
     AssistantTurn, Quiet, Silence, StreamError, StreamLimits, WAITING_EVERY, collect_turn_with,
 };
 
+pub use compact::{COMPACT_SYSTEM, Compaction, SUMMARY_HEAD};
+pub use fit::result_chars;
 pub use guard::{NUDGE, Repeat, RepeatGuard, asks_for_change, claims_change};
 
 /// The default limit on model turns in one run.
@@ -181,6 +186,11 @@ pub struct Executor {
     marks: Vec<TurnMark>,
     /// The children the model may start, when it may.
     sub_agents: Option<crate::subagent::SubAgents>,
+    /// How each compaction of this process moved the history (turn marks follow them).
+    compactions: Vec<compact::Shift>,
+    /// The history's length when the model last failed to write a summary: automatic
+    /// compaction waits for a few more messages before it asks again.
+    summary_failed_at: Option<usize>,
 }
 
 /// Where a model turn began in the history.
@@ -215,7 +225,10 @@ impl Executor {
             Value::Array(tools) => tools,
             _ => Vec::new(),
         };
-        let prompt = system_prompt(&PromptInputs::for_session(runner.session(), names));
+        let prompt = system_prompt_for(
+            &PromptInputs::for_session(runner.session(), names),
+            registry.profile(),
+        );
         let window = config
             .context_window
             .unwrap_or(u64::from(config.options.num_ctx));
@@ -240,11 +253,15 @@ impl Executor {
             session_turns: 0,
             marks: Vec::new(),
             sub_agents: None,
+            compactions: Vec::new(),
+            summary_failed_at: None,
             runner,
             sink,
             config,
         };
         executor.push(Message::system(prompt));
+        let tools = executor.offered_tools().to_vec();
+        executor.apply_result_budget(&tools);
         executor
     }
 
@@ -358,6 +375,27 @@ impl Executor {
         &self.history
     }
 
+    /// The window the requests are fitted to, in tokens.
+    pub fn context_window(&self) -> u64 {
+        self.context.window()
+    }
+
+    /// Fits the next requests to a `window`-token window (the server's turned out smaller, or
+    /// the user changed it), and the tools' results to a quarter of it.
+    pub fn set_context_window(&mut self, window: u64) {
+        self.context.set_window(window);
+        let tools = self.offered_tools().to_vec();
+        self.apply_result_budget(&tools);
+    }
+
+    /// Replaces the older part of the conversation with a summary the model writes now (chat's
+    /// `/compact`; it happens by itself when a request would not fit). `Err` says why nothing
+    /// changed.
+    pub async fn compact(&mut self, cancel: &CancellationToken) -> Result<Compaction, String> {
+        let tools = self.offered_tools().to_vec();
+        self.compact_history(&tools, true, cancel).await
+    }
+
     /// The model in use.
     pub fn model(&self) -> &str {
         &self.config.model
@@ -395,11 +433,22 @@ impl Executor {
     /// When it returns, every event of the run has been stored and shown; the last is
     /// [`Event::RunResult`], the same report the outcome carries.
     pub async fn run(&mut self, task: &str, cancel: &CancellationToken) -> RunOutcome {
+        self.run_with_images(task, Vec::new(), cancel).await
+    }
+
+    /// [`Executor::run`] with images in the task's message (`lathe chat`'s `@shot.png`), for a
+    /// model that can see.
+    pub async fn run_with_images(
+        &mut self,
+        task: &str,
+        images: Vec<crate::message::Image>,
+        cancel: &CancellationToken,
+    ) -> RunOutcome {
         let began = Instant::now();
         self.set_status(SessionStatus::Running);
         let before_task = (self.history.len(), self.sink.recorded_messages());
         let last = self.history.last().cloned();
-        self.push(Message::user(task));
+        self.push(Message::user_with_images(task, images));
         let merged_into = last.filter(|_| self.history.len() == before_task.0);
         let wants_change = asks_for_change(task);
         let mut tally = RunTally::default();
@@ -433,14 +482,21 @@ impl Executor {
                 (self.history.len(), self.sink.recorded_messages(), None)
             };
             let asked = Instant::now();
+            let compactions = self.compactions.len();
             let turn = self.model_turn(turns, cancel, Offer::Work).await;
             let session_turn = self.session_turns;
-            self.marks.push(TurnMark {
-                turn: session_turn,
-                len: mark,
-                stored,
-                merged_into: merged,
-            });
+            // A compaction in the turn moved where it began, or replaced it.
+            let mark = self.compactions[compactions..]
+                .iter()
+                .try_fold(mark, |at, shift| shift.moved(at));
+            if let Some(mark) = mark {
+                self.marks.push(TurnMark {
+                    turn: session_turn,
+                    len: mark,
+                    stored,
+                    merged_into: merged,
+                });
+            }
             tally.model_time += asked.elapsed();
             let turn = match turn {
                 Ok(turn) => turn,
@@ -500,6 +556,7 @@ impl Executor {
             if let Some(hook) = &self.checkpoints {
                 hook.begin_turn(session_turn);
             }
+            self.tell_tools_vision().await;
             let results = self.runner.run_batch(&planned, &self.sink, cancel).await;
             if let Some(hook) = &self.checkpoints
                 && let Some(recorded) = checkpoint::end_turn(hook, session_turn, &self.sink)
@@ -517,6 +574,7 @@ impl Executor {
                     .unwrap_or(&Value::Null);
                 tally.call(result, arguments, self.changes_files(result, arguments));
             }
+            self.fold_sub_agent_changes(&mut tally);
             self.record_results(&turn, &results);
             if results
                 .iter()
@@ -541,6 +599,7 @@ impl Executor {
         let (status, message) = outcome;
         // No child outlives the run that started it.
         self.stop_sub_agents().await;
+        self.fold_sub_agent_changes(&mut tally);
         let mut answer_from = AnswerSource::Model;
         // Calls and then not a word: ask for a short summary, and if that brings nothing
         // either, say what the last calls did.
@@ -586,6 +645,7 @@ impl Executor {
             duration_ms: u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
             checkpoints,
             pending: left,
+            context_window: Some(self.context.window()),
             ..RunReport::default()
         });
         self.sink.emit(Event::RunResult(report.clone()));
@@ -656,47 +716,48 @@ impl Executor {
             Offer::Work | Offer::Summary { tools: true } => self.offered_tools().to_vec(),
             Offer::Summary { tools: false } => Vec::new(),
         };
-        if let Some(done) = self.context.fit(&mut self.history, &tools) {
-            tracing::info!(
-                before = done.before,
-                after = done.after,
-                results = done.results,
-                "shortened the context"
-            );
-        }
-        let estimate = self.context.estimate(&self.history, &tools);
         self.session_turns += 1;
+        if let Err(message) = self.fit_request(&tools, cancel).await {
+            return Err(self.fail(message));
+        }
         self.sink.emit(Event::TurnStarted {
             turn,
             model: self.config.model.clone(),
         });
-        let mut options = self.config.options.clone();
-        if options.max_tokens.is_none() {
-            options.max_tokens = Some(default_output_cap(self.context.window(), estimate));
-        }
-        let mut messages = self.history.clone();
         let (tool_choice, reminder) = match offer {
             Offer::Work => self.steer_to_pending(),
             Offer::Summary { .. } => (None, None),
         };
-        if let Some(reminder) = reminder {
-            pending::remind(&mut messages, &reminder);
-        }
-        let request = ChatRequest {
-            model: self.config.model.clone(),
-            messages,
-            tools,
-            options,
-            tool_protocol: self.config.tool_protocol,
-            tool_choice,
-        };
+        let (mut request, mut estimate) = self.request(tools, tool_choice, reminder.as_deref());
         let sink = self.sink.clone();
         let mut emit = move |event: Event| sink.emit(event);
         let retries = self.config.stream_retries;
         let mut cuts = 0;
+        let mut overflowed = false;
         let turn_data = loop {
             let error = match self.attempt(&request, cancel, &mut emit).await {
                 Ok(turn_data) => break turn_data,
+                Err(Attempt::Failed(error @ ProviderError::ContextOverflow { .. })) => {
+                    if overflowed {
+                        let message = self.overflow_failure(&error);
+                        return Err(self.fail(message));
+                    }
+                    overflowed = true;
+                    match self
+                        .after_overflow(&error, estimate, &request.tools, cancel)
+                        .await
+                    {
+                        Ok(message) => emit(Event::Notice { message }),
+                        Err(why) => {
+                            let message = format!("{error}; {why}");
+                            return Err(self.fail(message));
+                        }
+                    }
+                    let tools = std::mem::take(&mut request.tools);
+                    let choice = request.tool_choice.take();
+                    (request, estimate) = self.request(tools, choice, reminder.as_deref());
+                    continue;
+                }
                 Err(Attempt::Failed(error)) => return Err(self.fail(error.to_string())),
                 Err(Attempt::Cut(failure)) if !failure.partial.calls.is_empty() => {
                     let n = failure.partial.calls.len();
@@ -734,6 +795,27 @@ impl Executor {
         };
         if let Some(actual) = turn_data.usage.and_then(|u| u.prompt_tokens) {
             self.context.calibrate(estimate, actual);
+            // A server that counted far fewer tokens than were sent cut the prompt: said, so
+            // that nothing is lost unseen.
+            if let Some(cut) = Truncation::detect(estimate, actual) {
+                // Treated as an overflow: what the server kept, and what it wrote, fit its
+                // window, so the next requests are fitted to that.
+                let assumed = self.context.window();
+                let kept = actual
+                    + turn_data
+                        .usage
+                        .and_then(|u| u.completion_tokens)
+                        .unwrap_or(0);
+                let mut message = cut.warning(assumed);
+                if kept < assumed {
+                    self.set_context_window(kept);
+                    message.push_str(&format!(
+                        "; until then, requests are fitted to {} tokens",
+                        crate::provider::window::thousands(kept)
+                    ));
+                }
+                self.sink.emit(Event::Notice { message });
+            }
         }
         let mut message = turn_data.to_message();
         if turn_data.cancelled
@@ -758,6 +840,34 @@ impl Executor {
             task_complete: turn_data.task_complete,
         });
         Ok(turn_data)
+    }
+
+    /// The request for the history as it is now, with `tools`, the forced `tool_choice` and the
+    /// pending `reminder`; and its prompt's estimated tokens.
+    fn request(
+        &self,
+        tools: Vec<Value>,
+        tool_choice: Option<String>,
+        reminder: Option<&str>,
+    ) -> (ChatRequest, u64) {
+        let estimate = self.context.estimate(&self.history, &tools);
+        let mut options = self.config.options.clone();
+        if options.max_tokens.is_none() {
+            options.max_tokens = Some(self.output_cap(estimate));
+        }
+        let mut messages = self.history.clone();
+        if let Some(reminder) = reminder {
+            pending::remind(&mut messages, reminder);
+        }
+        let request = ChatRequest {
+            model: self.config.model.clone(),
+            messages,
+            tools,
+            options,
+            tool_protocol: self.config.tool_protocol,
+            tool_choice,
+        };
+        (request, estimate)
     }
 
     /// Sends `request` once and reads its answer, reporting silence meanwhile.
@@ -899,10 +1009,34 @@ impl Executor {
         }
     }
 
-    /// One result per call, in call order, each matched to its call by id and name.
+    /// Tells the tools whether the model can see images (`read_file` sends them only then),
+    /// from the provider's capabilities, and if not, what would let it.
+    async fn tell_tools_vision(&self) {
+        let model = &self.config.model;
+        let sees = self
+            .provider
+            .capabilities(model)
+            .await
+            .is_ok_and(|c| c.vision);
+        let vision = if sees {
+            Vision::Sees
+        } else {
+            Vision::Blind {
+                hint: crate::provider::no_vision_hint(self.provider.kind(), model),
+            }
+        };
+        set_vision(self.runner.session(), vision);
+    }
+
+    /// One result per call, in call order, each matched to its call by id and name, with the
+    /// images it made.
     fn record_results(&mut self, turn: &AssistantTurn, results: &[CallResult]) {
         for (call, result) in turn.calls.iter().zip(results) {
-            let message = Message::tool_result(&call.to_tool_call(), result.output.text.clone());
+            let mut message =
+                Message::tool_result(&call.to_tool_call(), result.output.text.clone());
+            if let Message::Tool(t) = &mut message {
+                t.images = result.output.images.clone();
+            }
             let index = self.history.len();
             self.context.note(
                 index,

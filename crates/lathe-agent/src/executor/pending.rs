@@ -55,7 +55,7 @@ pub(crate) fn reminder(waiting: &[PendingSummary], resolve: &str) -> Option<Stri
 pub(crate) fn remind(messages: &mut Vec<Message>, text: &str) {
     match messages.last_mut() {
         Some(Message::Tool(result)) => append(&mut result.content, text),
-        Some(Message::User { content }) => append(content, text),
+        Some(Message::User { content, .. }) => append(content, text),
         _ => messages.push(Message::user(text)),
     }
 }

@@ -7,6 +7,7 @@ use tokio_util::sync::CancellationToken;
 use super::Executor;
 use crate::events::Event;
 use crate::message::{AssistantMessage, Message, ToolCall};
+use crate::runner::summary::RunTally;
 use crate::subagent::{SUB_AGENT_RESULT, SubAgents};
 
 /// What waiting for background sub-agents at the model's final answer came to.
@@ -80,6 +81,14 @@ impl Executor {
             Waited::Results
         } else {
             Waited::Nothing
+        }
+    }
+
+    /// Counts what children changed since the last time in the run's report, labelled with
+    /// each child.
+    pub(super) fn fold_sub_agent_changes(&self, tally: &mut RunTally) {
+        if let Some(agents) = &self.sub_agents {
+            tally.sub_agent_files(agents.take_changes());
         }
     }
 

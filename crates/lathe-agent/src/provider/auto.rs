@@ -209,6 +209,10 @@ impl Provider for AutoProtocol {
         self.inner.list_models()
     }
 
+    fn served_window<'a>(&'a self, model: &'a str) -> BoxFuture<'a, Option<u32>> {
+        self.inner.served_window(model)
+    }
+
     fn chat<'a>(
         &'a self,
         request: &'a ChatRequest,

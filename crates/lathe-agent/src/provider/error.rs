@@ -78,6 +78,20 @@ pub enum ProviderError {
         /// The server's `Retry-After`, when it sent one.
         retry_after: Option<Duration>,
     },
+    /// The server refused the request as longer than the model's context window. Recognised
+    /// by status and shape (`context_overflow` in the source): llama.cpp's `exceed_context_size_error`,
+    /// OpenAI's `context_length_exceeded` code, vLLM's, LM Studio's and Ollama's 400s.
+    #[error("{}", overflow_message(*.status, *.prompt_tokens, *.window, .body))]
+    ContextOverflow {
+        /// The status (400 from every server seen so far).
+        status: u16,
+        /// The prompt's tokens as the server counted them, when it said.
+        prompt_tokens: Option<u64>,
+        /// The server's window in tokens, when it said.
+        window: Option<u64>,
+        /// What the server said, cut to a readable length.
+        body: String,
+    },
     /// The connection failed after it was made and before a response (reset, closed).
     #[error("connection to the model server at {url} failed: {message}")]
     Transport {
@@ -184,6 +198,123 @@ fn unauthorized_message(status: u16, url: &str, body: &str, key_sent: bool) -> S
     format!(
         "the model server at {url} {what} (http {status}{body}); set OPENAI_API_KEY, or api_key under [model] in the configuration"
     )
+}
+
+fn overflow_message(status: u16, prompt: Option<u64>, window: Option<u64>, body: &str) -> String {
+    let counts = match (prompt, window) {
+        (Some(p), Some(w)) => format!(" ({p} prompt tokens for a window of {w})"),
+        (None, Some(w)) => format!(" (a window of {w} tokens)"),
+        (Some(p), None) => format!(" ({p} prompt tokens)"),
+        (None, None) => String::new(),
+    };
+    format!(
+        "the model server refused the request as longer than the model's context window{counts} (http {status}: {body})"
+    )
+}
+
+/// What a server's error answer says about a request too long for its window: `Some((prompt
+/// tokens, window))` (each when the server gave it) when the answer is a context overflow,
+/// `None` when it is something else. By shape first, then by the server's own wording where
+/// its shape has no field for it (found in the servers' code and issues):
+/// - llama.cpp: 400 `{"error":{"code":400,"type":"exceed_context_size_error","n_prompt_tokens":
+///   4476,"n_ctx":4096,"message":"request (4476 tokens) exceeds the available context size
+///   (4096 tokens), ..."}}`: the type and the counts.
+/// - OpenAI and servers copying it: `{"error":{"code":"context_length_exceeded",...}}`.
+/// - vLLM: 400 `{"object":"error","message":"This model's maximum context length is 16384
+///   tokens. However, you requested 122946 tokens (112946 in the messages, 10000 in the
+///   completion)...","type":"BadRequestError","code":400}` (newer releases: `{"error":{...}}`
+///   with `param: "input_tokens"` and "your prompt contains at least N input tokens").
+/// - LM Studio: 400 `{"error":"Trying to keep the first 15857 tokens when context the
+///   overflows. However, the model is loaded with context length of only 4096 tokens, ..."}`,
+///   or "Reached context length of 32000 tokens".
+/// - Ollama (when it does not truncate): 400 `{"error":"the input length exceeds the context
+///   length"}`.
+pub(crate) fn context_overflow(status: u16, body: &str) -> Option<(Option<u64>, Option<u64>)> {
+    if !matches!(status, 400 | 413 | 422 | 500) {
+        return None;
+    }
+    let value: serde_json::Value = serde_json::from_str(body).ok()?;
+    let error = value.get("error");
+    let number = |v: Option<&serde_json::Value>| v.and_then(serde_json::Value::as_u64);
+    if let Some(e) = error.filter(|e| e.is_object()) {
+        let kind = e.get("type").and_then(|t| t.as_str()).unwrap_or("");
+        let code = e.get("code").and_then(|t| t.as_str()).unwrap_or("");
+        if kind == "exceed_context_size_error"
+            || (e.get("n_prompt_tokens").is_some() && e.get("n_ctx").is_some())
+        {
+            return Some((number(e.get("n_prompt_tokens")), number(e.get("n_ctx"))));
+        }
+        let message = e.get("message").and_then(|m| m.as_str()).unwrap_or("");
+        if code == "context_length_exceeded" {
+            return Some(overflow_counts(message));
+        }
+        // vLLM's newer shape: an OpenAI error object with its own wording.
+        if status == 400 && says_overflow(message) {
+            return Some(overflow_counts(message));
+        }
+        return None;
+    }
+    // vLLM's older shape: `{"object":"error","message":...}`.
+    if value.get("object").and_then(|o| o.as_str()) == Some("error")
+        && let Some(message) = value.get("message").and_then(|m| m.as_str())
+    {
+        return says_overflow(message).then(|| overflow_counts(message));
+    }
+    // Ollama's and LM Studio's `{"error":"..."}`.
+    let message = error.and_then(|e| e.as_str())?;
+    says_overflow(message).then(|| overflow_counts(message))
+}
+
+/// Whether a server's message (of a shape with no field for it) says the prompt overflowed.
+fn says_overflow(message: &str) -> bool {
+    const PHRASES: &[&str] = &[
+        "maximum context length",
+        "exceeds the context length",
+        "exceeds the available context size",
+        "context the overflows",
+        "context overflow",
+        "reached context length",
+        "input length exceeds",
+        "prompt is too long",
+    ];
+    let lower = message.to_ascii_lowercase();
+    PHRASES.iter().any(|p| lower.contains(p))
+}
+
+/// The prompt tokens and the window named in an overflow message, when it names them (the
+/// patterns in order of preference: vLLM's "you requested N tokens" counts the output too).
+fn overflow_counts(message: &str) -> (Option<u64>, Option<u64>) {
+    static PATTERNS: std::sync::LazyLock<(Vec<regex::Regex>, Vec<regex::Regex>)> =
+        std::sync::LazyLock::new(|| {
+            let compile = |patterns: &[&str]| {
+                patterns
+                    .iter()
+                    .map(|p| regex::Regex::new(p).expect("the overflow patterns are valid"))
+                    .collect()
+            };
+            (
+                compile(&[
+                    r"(\d+) in the messages",
+                    r"(?i)at least (\d+) input tokens",
+                    r"(?i)keep the first (\d+) tokens",
+                    r"(?i)request \((\d+) tokens\)",
+                    r"(?i)you requested (\d+) tokens",
+                ]),
+                compile(&[
+                    r"(?i)maximum context length is (\d+)",
+                    r"(?i)context length of (?:only )?(\d+)",
+                    r"(?i)context size \((\d+) tokens\)",
+                ]),
+            )
+        });
+    let first = |patterns: &[regex::Regex]| {
+        patterns.iter().find_map(|re| {
+            re.captures(message)
+                .and_then(|c| c.get(1))
+                .and_then(|m| m.as_str().parse::<u64>().ok())
+        })
+    };
+    (first(&PATTERNS.0), first(&PATTERNS.1))
 }
 
 /// Statuses that mean "try again shortly": a proxy or server that is starting, overloaded or
@@ -339,6 +470,45 @@ mod tests {
         assert_eq!(
             error_message(&"é".repeat(700)).chars().count(),
             MAX_ERROR_BODY + 1
+        );
+    }
+
+    #[test]
+    fn context_overflows_from_each_server() {
+        let llama = r#"{"error":{"code":400,"message":"request (4476 tokens) exceeds the available context size (4096 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":4476,"n_ctx":4096}}"#;
+        assert_eq!(context_overflow(400, llama), Some((Some(4476), Some(4096))));
+        let vllm = r#"{"object":"error","message":"This model's maximum context length is 16384 tokens. However, you requested 122946 tokens (112946 in the messages, 10000 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}"#;
+        assert_eq!(
+            context_overflow(400, vllm),
+            Some((Some(112946), Some(16384)))
+        );
+        let vllm_new = r#"{"error":{"message":"This model's maximum context length is 131072 tokens. However, you requested 128000 output tokens and your prompt contains at least 3073 input tokens, for a total of at least 131073 tokens.","type":"BadRequestError","param":"input_tokens","code":400}}"#;
+        assert_eq!(
+            context_overflow(400, vllm_new),
+            Some((Some(3073), Some(131072)))
+        );
+        let lmstudio = r#"{"error":"Trying to keep the first 15857 tokens when context the overflows. However, the model is loaded with context length of only 4096 tokens, which is not enough. Try to load the model with a larger context length, or provide a shorter input"}"#;
+        assert_eq!(
+            context_overflow(400, lmstudio),
+            Some((Some(15857), Some(4096)))
+        );
+        let ollama = r#"{"error":"the input length exceeds the context length"}"#;
+        assert_eq!(context_overflow(400, ollama), Some((None, None)));
+        let openai = r#"{"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
+        assert_eq!(context_overflow(400, openai), Some((None, Some(8192))));
+        // Other errors, and the same words under a status that is not a refusal, are not.
+        assert_eq!(
+            context_overflow(400, r#"{"error":"model is loading"}"#),
+            None
+        );
+        assert_eq!(context_overflow(503, ollama), None);
+        assert_eq!(context_overflow(400, "maximum context length"), None);
+        assert_eq!(
+            context_overflow(
+                400,
+                r#"{"error":{"message":"bad tool_choice","type":"invalid_request_error"}}"#
+            ),
+            None
         );
     }
 

@@ -2,7 +2,7 @@
 //! (each one told to the user as a [`Chunk::Notice`] while it waits), and turning a response body
 //! into a stream of [`Chunk`]s through a wire decoder.
 
-use super::error::{ProviderError, error_message};
+use super::error::{ProviderError, context_overflow, error_message};
 use super::retry::RetryPolicy;
 use super::{Chunk, ChunkStream, ProviderConfig, ProviderKind};
 use crate::text::cut;
@@ -136,6 +136,14 @@ impl HttpClient {
                 key_sent: self.api_key.is_some(),
             });
         }
+        if let Some((prompt_tokens, window)) = context_overflow(status.as_u16(), &body) {
+            return Err(ProviderError::ContextOverflow {
+                status: status.as_u16(),
+                prompt_tokens,
+                window,
+                body: error_message(&body),
+            });
+        }
         Err(ProviderError::Http {
             status: status.as_u16(),
             body: error_message(&body),
@@ -219,6 +227,23 @@ impl HttpClient {
     pub(crate) async fn get_json(&self, path: &str) -> Result<Value, ProviderError> {
         self.with_retries(|| self.json_of(self.request(reqwest::Method::GET, path)))
             .await
+    }
+
+    /// GETs the absolute `url` once (no retries) and parses the JSON answer; `None` for any
+    /// failure: for asking a server what it may not know (its window, see
+    /// [`super::window`]).
+    pub(crate) async fn probe_json(&self, url: &str) -> Option<Value> {
+        let mut request = self.client.get(url);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        match self.json_of(request).await {
+            Ok(value) => Some(value),
+            Err(error) => {
+                tracing::debug!(%url, %error, "no answer to a probe");
+                None
+            }
+        }
     }
 
     /// POSTs `body` to `path` and parses the JSON answer.

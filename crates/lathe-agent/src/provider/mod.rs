@@ -21,6 +21,7 @@ mod partial;
 mod retry;
 pub mod sse;
 mod text_protocol;
+pub mod window;
 
 pub use auto::AutoProtocol;
 pub use error::ProviderError;
@@ -29,6 +30,7 @@ pub use openai::OpenAiProvider;
 pub use partial::PartialCall;
 pub use retry::RetryPolicy;
 pub use text_protocol::{TEXT_PROTOCOL_STOP, text_protocol_instructions, to_text_protocol};
+pub use window::{Truncation, WindowChoice};
 
 use crate::message::{Message, ToolCall};
 use futures::Stream;
@@ -190,6 +192,83 @@ pub struct Usage {
     /// Tokens generated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_tokens: Option<u64>,
+    /// How long the server took to generate them, in milliseconds, as it measured it
+    /// (Ollama's `eval_duration`, llama.cpp's `timings.predicted_ms`), when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation_ms: Option<u64>,
+}
+
+impl Usage {
+    /// Generated tokens per second, by the server's own clock, when it gave both counts.
+    pub fn tokens_per_second(&self) -> Option<f64> {
+        let tokens = self.completion_tokens?;
+        let ms = self.generation_ms.filter(|&ms| ms > 0)?;
+        Some(tokens as f64 * 1000.0 / ms as f64)
+    }
+}
+
+/// What a model that cannot see images is told about them (after "cannot view images"), and
+/// the user at `@shot.png`: what would let it.
+pub fn no_vision_hint(kind: ProviderKind, model: &str) -> String {
+    match kind {
+        ProviderKind::Ollama => format!(
+            "Ollama does not list `vision` among the capabilities of {model}; use a vision \
+             model (qwen2.5vl, gemma3, llava, ...) to show it images."
+        ),
+        ProviderKind::OpenAi => "If the server's model takes images (llama.cpp's server with \
+             --mmproj, vLLM with a vision model), set `vision = true` under [model] in the \
+             configuration."
+            .to_owned(),
+    }
+}
+
+/// What a user message says that carries the images of the tool results before it.
+pub const RESULT_IMAGES_NOTE: &str = "[the image read by the tool call above]";
+
+/// `messages` with the images of each run of tool results taken off the results and put in a
+/// user message after the run (no API takes images in every tool message): into the user
+/// message that follows, when one does (so that roles still alternate), else a new one saying
+/// [`RESULT_IMAGES_NOTE`]. Borrowed as is when no result has images.
+pub(crate) fn images_after_results(messages: &[Message]) -> std::borrow::Cow<'_, [Message]> {
+    use std::borrow::Cow;
+    if !messages
+        .iter()
+        .any(|m| matches!(m, Message::Tool(t) if !t.images.is_empty()))
+    {
+        return Cow::Borrowed(messages);
+    }
+    let mut out: Vec<Message> = Vec::with_capacity(messages.len() + 1);
+    let mut carried: Vec<crate::message::Image> = Vec::new();
+    for message in messages {
+        match message {
+            Message::Tool(t) => {
+                let mut t = t.clone();
+                carried.append(&mut t.images);
+                out.push(Message::Tool(t));
+                continue;
+            }
+            Message::User { content, images } if !carried.is_empty() => {
+                carried.extend(images.iter().cloned());
+                out.push(Message::user_with_images(
+                    content.clone(),
+                    std::mem::take(&mut carried),
+                ));
+                continue;
+            }
+            _ => {}
+        }
+        if !carried.is_empty() {
+            out.push(Message::user_with_images(
+                RESULT_IMAGES_NOTE,
+                std::mem::take(&mut carried),
+            ));
+        }
+        out.push(message.clone());
+    }
+    if !carried.is_empty() {
+        out.push(Message::user_with_images(RESULT_IMAGES_NOTE, carried));
+    }
+    Cow::Owned(out)
 }
 
 /// What a model can do.
@@ -201,6 +280,9 @@ pub struct Capabilities {
     pub thinking: bool,
     /// The model's trained context length, when the server reports it.
     pub context_length: Option<u64>,
+    /// The model takes images: Ollama's `/api/show` lists `vision`; for OpenAI-compatible
+    /// servers only the configuration can say ([`ProviderConfig::vision`]).
+    pub vision: bool,
 }
 
 /// The streamed answer. Ends after a [`Chunk::Done`] or an error.
@@ -223,6 +305,16 @@ pub trait Provider: Send + Sync {
     /// The models the server has.
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>>;
 
+    /// The context window, in tokens, the server serves `model` with, when it says: Ollama's
+    /// context length of the model from `/api/show` (Ollama caps `num_ctx` there), a
+    /// llama.cpp slot's `n_ctx`, vLLM's `max_model_len`, LM Studio's loaded context length
+    /// (see [`window`]). `None` when the server does not say; never an error. Lathe uses the
+    /// smaller of this and the configured window ([`WindowChoice`]). By default, `None`.
+    fn served_window<'a>(&'a self, model: &'a str) -> BoxFuture<'a, Option<u32>> {
+        let _ = model;
+        Box::pin(async { None })
+    }
+
     /// Sends `request` and streams the answer. Transient failures before the first byte are
     /// retried, each retry told at the start of the stream as a [`Chunk::Notice`] while it
     /// waits; retries that run out end the stream with the last error. Nothing is re-sent after
@@ -243,6 +335,7 @@ pub struct ProviderConfig {
     connect_timeout: Duration,
     read_timeout: Option<Duration>,
     echo_reasoning: bool,
+    vision: Option<bool>,
 }
 
 impl ProviderConfig {
@@ -255,7 +348,16 @@ impl ProviderConfig {
             connect_timeout: Duration::from_secs(10),
             read_timeout: Some(Duration::from_secs(600)),
             echo_reasoning: false,
+            vision: None,
         }
+    }
+
+    /// Whether the model takes images (`[model] vision`): `Some` overrides what the server says
+    /// (Ollama's `/api/show`); OpenAI-compatible servers have no way to say, so there `None` is
+    /// no. By default, `None`.
+    pub fn vision(mut self, vision: Option<bool>) -> Self {
+        self.vision = vision;
+        self
     }
 
     /// Bearer token for OpenAI-compatible servers. By default, `OPENAI_API_KEY` when set.

@@ -107,11 +107,12 @@ pub fn to_text_protocol(request: &ChatRequest) -> ChatRequest {
                         Some(Message::Tool(_))
                     ),
                 ) {
-                    (Some(Message::User { content }), true) => {
+                    (Some(Message::User { content, images }), true) => {
                         content.push_str("\n\n");
                         content.push_str(&block);
+                        images.extend(t.images.iter().cloned());
                     }
-                    _ => messages.push(Message::user(block)),
+                    _ => messages.push(Message::user_with_images(block, t.images.clone())),
                 }
             }
             other => messages.push(other.clone()),

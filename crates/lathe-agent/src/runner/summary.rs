@@ -13,7 +13,9 @@ use serde_json::Value;
 
 use lathe_tools::{CommandState, Metadata, ToolOutput};
 
-use crate::events::{ChangedFile, DeniedCall, DiffStats, RunReport, TokenTotals, ToolStatus};
+use crate::events::{
+    ChangedFile, DenialKind, DeniedCall, DiffStats, RunReport, TokenTotals, ToolStatus, TurnUsage,
+};
 use crate::provider::Usage;
 use crate::runner::CallResult;
 use crate::text::cut;
@@ -200,6 +202,10 @@ pub(crate) struct RunTally {
     files: Vec<ChangedFile>,
     denied: Vec<DeniedCall>,
     usage: TokenTotals,
+    /// Model turns counted so far.
+    turns: u32,
+    /// Each turn's counts, when the server gave them.
+    turn_usage: Vec<TurnUsage>,
     /// Time waiting for the model.
     pub model_time: Duration,
     /// Time running tools.
@@ -211,9 +217,14 @@ pub(crate) struct RunTally {
 impl RunTally {
     /// Counts a model turn's tokens.
     pub fn turn(&mut self, usage: Option<Usage>) {
+        self.turns += 1;
         if let Some(usage) = usage {
             self.usage.prompt_tokens += usage.prompt_tokens.unwrap_or(0);
             self.usage.completion_tokens += usage.completion_tokens.unwrap_or(0);
+            self.turn_usage.push(TurnUsage {
+                turn: self.turns,
+                usage,
+            });
         }
     }
 
@@ -230,6 +241,11 @@ impl RunTally {
                 tool: result.name.clone(),
                 description: denied_description(result, arguments),
                 reason: denied_reason(result),
+                kind: if result.changes_memory {
+                    DenialKind::Memory
+                } else {
+                    DenialKind::Approval
+                },
             });
         }
         // What a call changed counts whatever its status: one that failed half-way may have
@@ -247,12 +263,34 @@ impl RunTally {
                     removed: change.removed,
                     created: change.created,
                     deleted: change.deleted,
+                    sub_agents: Vec::new(),
                 }),
             }
         }
         self.recent.push((result.clone(), arguments.clone()));
         if self.recent.len() > SUMMARISED_CALLS {
             self.recent.remove(0);
+        }
+    }
+
+    /// Counts the files a sub-agent changed (each labelled with it), merged by path with the
+    /// run's own.
+    pub fn sub_agent_files(&mut self, files: Vec<ChangedFile>) {
+        for change in files {
+            self.wrote = true;
+            match self.files.iter_mut().find(|f| f.path == change.path) {
+                Some(file) => {
+                    file.added += change.added;
+                    file.removed += change.removed;
+                    file.deleted = change.deleted;
+                    for by in change.sub_agents {
+                        if !file.sub_agents.contains(&by) {
+                            file.sub_agents.push(by);
+                        }
+                    }
+                }
+                None => self.files.push(change),
+            }
         }
     }
 
@@ -279,6 +317,7 @@ impl RunTally {
             files_changed: self.files,
             denied: self.denied,
             usage: self.usage,
+            turn_usage: self.turn_usage,
             model_ms: millis(self.model_time),
             tool_ms: millis(self.tool_time),
             ..start
@@ -450,6 +489,7 @@ mod tests {
             changes: output.metadata.changes.clone(),
             output,
             summary: summary.into(),
+            changes_memory: false,
         }
     }
 
@@ -545,10 +585,12 @@ mod tests {
         tally.turn(Some(Usage {
             prompt_tokens: Some(10),
             completion_tokens: Some(2),
+            ..Usage::default()
         }));
         tally.turn(Some(Usage {
             prompt_tokens: Some(5),
             completion_tokens: None,
+            ..Usage::default()
         }));
         tally.turn(None);
         let denied = result(
@@ -566,6 +608,13 @@ mod tests {
         assert!(report.changes_denied);
         assert_eq!(report.usage.prompt_tokens, 15);
         assert_eq!(report.usage.completion_tokens, 2);
+        // Each turn the server counted, numbered as the run numbers its turns.
+        let turns: Vec<(u32, Option<u64>)> = report
+            .turn_usage
+            .iter()
+            .map(|t| (t.turn, t.usage.prompt_tokens))
+            .collect();
+        assert_eq!(turns, [(1, Some(10)), (2, Some(5))]);
         // A change that ran means the denials did not stop the task.
         let edit = result(
             "edit_file",

@@ -12,7 +12,7 @@ use lathe_tools::{Dispatcher, Registry, Session, ToolConfig, Workspace};
 use super::tools::Profile;
 use super::{Inner, Record, SubAgentResult, child_title, lock, short_task};
 use crate::approval::{ApprovalDecision, ApprovalMode, ApprovalRequest, Approver};
-use crate::events::{Event, RunStatus, SubAgentState};
+use crate::events::{ChangedFile, Event, RunStatus, SubAgentState};
 use crate::executor::Executor;
 use crate::message::Message;
 use crate::runner::ToolRunner;
@@ -149,6 +149,18 @@ impl Inner {
                 r.transcript = Some(text.clone());
                 r.tools = None;
             });
+        // What it changed is the parent's run's change too, labelled with it.
+        let files: Vec<ChangedFile> = outcome
+            .report
+            .files_changed
+            .iter()
+            .cloned()
+            .map(|mut file| {
+                file.sub_agents = vec![id.to_owned()];
+                file
+            })
+            .collect();
+        lock(&self.changes).extend(files);
         let turns = outcome.turns;
         let plural = if turns == 1 { "" } else { "s" };
         match outcome.status {
@@ -288,6 +300,7 @@ impl Inner {
             transcript: None,
             line: "queued".to_owned(),
             tools: None,
+            progress: None,
         };
         lock(&self.records).push(record);
         id
@@ -321,7 +334,7 @@ pub fn transcript(history: &[Message]) -> String {
     for message in history {
         match message {
             Message::System { .. } => continue,
-            Message::User { content } => {
+            Message::User { content, .. } => {
                 out.push_str("## user\n");
                 out.push_str(content.trim_end());
                 out.push('\n');

@@ -28,10 +28,10 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use lathe_tools::{Registry, Session};
+use lathe_tools::{ProgressSink, Registry, Session, ToolDefinition, ToolProgress};
 
 use crate::approval::{Approver, Gate};
-use crate::events::{Event, SubAgentState, SubAgentUpdate};
+use crate::events::{ChangedFile, Event, SubAgentState, SubAgentUpdate};
 use crate::executor::ExecutorConfig;
 use crate::provider::Provider;
 use crate::sink::EventSink;
@@ -75,19 +75,28 @@ pub struct SubAgentResult {
     pub text: String,
 }
 
-/// What the parent lends its children.
-pub(crate) struct Parent {
-    pub(crate) provider: Arc<dyn Provider>,
-    pub(crate) config: ExecutorConfig,
+/// What the parent lends its children: an [`Agent`](crate::Agent)'s own parts, or, for a
+/// front end with no agent of its own (`lathe mcp`, where the client is the parent), parts
+/// made for it.
+pub struct Parent {
+    /// The model server the children ask.
+    pub provider: Arc<dyn Provider>,
+    /// The children's model and request options (`max_turns` is the sub-agents' own).
+    pub config: ExecutorConfig,
     /// The parent's tools without the sub-agent tools (a `general` child's).
-    pub(crate) registry: Arc<Registry>,
-    pub(crate) gate: Arc<Gate>,
-    pub(crate) approver: Arc<dyn Approver>,
-    pub(crate) session: Arc<Session>,
-    pub(crate) sink: EventSink,
+    pub registry: Arc<Registry>,
+    /// The parent's gate: a `general` child's, and what an `explore` child's read-only gate
+    /// is made from.
+    pub gate: Arc<Gate>,
+    /// Who answers the children's approval requests (labelled with the child's id and task).
+    pub approver: Arc<dyn Approver>,
+    /// The parent's tool session: the workspace, and the end that stops the children.
+    pub session: Arc<Session>,
+    /// Where the children's updates go ([`Event::SubAgent`]), and the store of their sessions.
+    pub sink: EventSink,
     /// The parent's hooks (its checkpoints first): a child's calls go through them too, so
     /// that a child's changes are part of the parent's turn (`lathe undo` takes them back).
-    pub(crate) hooks: Vec<Arc<dyn lathe_tools::Hook>>,
+    pub hooks: Vec<Arc<dyn lathe_tools::Hook>>,
 }
 
 /// One child, as the parent knows it.
@@ -104,6 +113,9 @@ struct Record {
     line: String,
     /// Its tool session while it runs (shut down with the parent's).
     tools: Option<Arc<Session>>,
+    /// The progress listener of the `spawn_agent` call that waits for it (foreground), which
+    /// hears each of its updates as a status line.
+    progress: Option<ProgressSink>,
 }
 
 pub(crate) struct Inner {
@@ -115,6 +127,9 @@ pub(crate) struct Inner {
     next: AtomicU32,
     records: Mutex<Vec<Record>>,
     results: Mutex<Vec<SubAgentResult>>,
+    /// The files children changed, each labelled with its child, not yet taken by the
+    /// parent's run.
+    changes: Mutex<Vec<ChangedFile>>,
     background: Mutex<Vec<JoinHandle<()>>>,
     /// Woken when a background child ends.
     ended: Notify,
@@ -136,7 +151,8 @@ impl std::fmt::Debug for SubAgents {
 }
 
 impl SubAgents {
-    pub(crate) fn new(config: SubAgentConfig, parent: Parent) -> Self {
+    /// The sub-agents of `parent`, run as `config` says.
+    pub fn new(config: SubAgentConfig, parent: Parent) -> Self {
         // A resumed session numbers its children on from those it had: an id is never reused.
         let before = stored_children(&parent.sink).len();
         let inner = Arc::new(Inner {
@@ -146,6 +162,7 @@ impl SubAgents {
             next: AtomicU32::new(u32::try_from(before).unwrap_or(u32::MAX)),
             records: Mutex::new(Vec::new()),
             results: Mutex::new(Vec::new()),
+            changes: Mutex::new(Vec::new()),
             background: Mutex::new(Vec::new()),
             ended: Notify::new(),
             parent,
@@ -155,14 +172,7 @@ impl SubAgents {
         let weak: Weak<Inner> = Arc::downgrade(&inner);
         inner.parent.session.on_shutdown(move || {
             if let Some(inner) = weak.upgrade() {
-                inner.stop_token().cancel();
-                let running: Vec<Arc<Session>> = lock(&inner.records)
-                    .iter()
-                    .filter_map(|r| r.tools.clone())
-                    .collect();
-                for tools in running {
-                    tools.shutdown();
-                }
+                inner.stop_now();
             }
         });
         SubAgents { inner }
@@ -174,6 +184,38 @@ impl SubAgents {
         registry.register(ReadSubAgentTool::new(self.clone()));
     }
 
+    /// Makes these the sub-agents of tool session `session`: the tools of
+    /// [`SpawnAgentTool::of_session`] and [`ReadSubAgentTool::of_session`] find them there. The
+    /// first attached stays; returns the session's.
+    ///
+    /// The session's end stops them and lets them go: they hold their parent's session, which
+    /// then holds them no longer, so neither outlives the other's end.
+    pub fn attach(&self, session: &Session) -> SubAgents {
+        let mut first = false;
+        let attached = session.extension(|| {
+            first = true;
+            Attached(Mutex::new(Some(self.clone())))
+        });
+        if first {
+            let slot = Arc::clone(&attached);
+            session.on_shutdown(move || {
+                if let Some(agents) = lock(&slot.0).take() {
+                    agents.inner.stop_now();
+                }
+            });
+        }
+        let agents = lock(&attached.0).clone();
+        agents.unwrap_or_else(|| self.clone())
+    }
+
+    /// The sub-agents attached to `session` ([`SubAgents::attach`]), if any (none once the
+    /// session has ended).
+    pub fn of_session(session: &Session) -> Option<SubAgents> {
+        session
+            .existing_extension::<Attached>()
+            .and_then(|attached| lock(&attached.0).clone())
+    }
+
     /// How they run.
     pub fn config(&self) -> SubAgentConfig {
         self.inner.config
@@ -182,6 +224,12 @@ impl SubAgents {
     /// The results of background children that ended since the last call, oldest first.
     pub fn take_results(&self) -> Vec<SubAgentResult> {
         std::mem::take(&mut *lock(&self.inner.results))
+    }
+
+    /// The files children changed since the last call, each labelled with its child: the
+    /// parent's run counts them as its own changes.
+    pub fn take_changes(&self) -> Vec<ChangedFile> {
+        std::mem::take(&mut *lock(&self.inner.changes))
     }
 
     /// Whether results of background children wait to be taken.
@@ -229,12 +277,49 @@ impl SubAgents {
     }
 }
 
+/// The sub-agents of a tool session, kept in it until it ends.
+struct Attached(Mutex<Option<SubAgents>>);
+
+/// The definitions of `spawn_agent` and `read_sub_agent`, as a model or an MCP client sees
+/// them, from the tools themselves (for lists such as `lathe tools`).
+pub fn definitions() -> Vec<ToolDefinition> {
+    let mut registry = Registry::new();
+    register_for_sessions(&mut registry);
+    registry.definitions().cloned().collect()
+}
+
+/// Adds `spawn_agent` and `read_sub_agent` to `registry` for the sub-agents of whichever tool
+/// session calls them ([`SubAgents::attach`]): one registry serving many sessions. A session
+/// with none attached answers that sub-agents are not available there.
+pub fn register_for_sessions(registry: &mut Registry) {
+    registry.register(SpawnAgentTool::of_session());
+    registry.register(ReadSubAgentTool::of_session());
+}
+
 impl Inner {
     fn stop_token(&self) -> CancellationToken {
         lock(&self.stop).clone()
     }
 
+    /// Stops every child at once, without waiting: their runs are cancelled and their
+    /// commands killed (the parent's session is ending).
+    fn stop_now(&self) {
+        self.stop_token().cancel();
+        let running: Vec<Arc<Session>> = lock(&self.records)
+            .iter()
+            .filter_map(|r| r.tools.clone())
+            .collect();
+        for tools in running {
+            tools.shutdown();
+        }
+    }
+
     fn emit(&self, record: &Record) {
+        if let Some(progress) = &record.progress {
+            progress(ToolProgress::Status {
+                message: format!("sub-agent {}: {}", record.id, record.line),
+            });
+        }
         self.parent.sink.emit(Event::SubAgent(SubAgentUpdate {
             id: record.id.clone(),
             task: record.task.clone(),
@@ -250,6 +335,13 @@ impl Inner {
         if let Some(record) = records.iter_mut().find(|r| r.id == id) {
             change(record);
             self.emit(record);
+        }
+    }
+
+    /// Stops telling the call that waited for `id` about it (the call has returned).
+    fn forget_progress(&self, id: &str) {
+        if let Some(record) = lock(&self.records).iter_mut().find(|r| r.id == id) {
+            record.progress = None;
         }
     }
 
@@ -307,6 +399,59 @@ fn short_task(task: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sub_agents_attached_to_a_session_let_it_go_when_it_ends() {
+        use lathe_tools::{ToolConfig, Workspace};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir(&root).unwrap();
+        let session = Session::new(
+            Workspace::new(&root).unwrap(),
+            ToolConfig::default(),
+            dir.path().join("state"),
+        )
+        .unwrap();
+        let provider = crate::provider::connect(
+            crate::provider::ProviderKind::Ollama,
+            crate::provider::ProviderConfig::new("http://127.0.0.1:9"),
+        )
+        .unwrap();
+        let gate = Gate::with_permissions(
+            &lathe_policy::PermissionsConfig::default(),
+            crate::approval::ApprovalMode::Auto,
+            &root,
+            false,
+        )
+        .unwrap();
+        let agents = SubAgents::new(
+            SubAgentConfig::default(),
+            Parent {
+                provider,
+                config: ExecutorConfig::new("m"),
+                registry: Arc::new(Registry::builtin()),
+                gate: Arc::new(gate),
+                approver: Arc::new(crate::approval::NonInteractive),
+                session: Arc::clone(&session),
+                sink: EventSink::detached(Arc::new(|_: &Event| {})),
+                hooks: Vec::new(),
+            },
+        );
+        agents.attach(&session);
+        let inner = Arc::downgrade(&agents.inner);
+        drop(agents);
+        assert!(SubAgents::of_session(&session).is_some());
+        let weak = Arc::downgrade(&session);
+        session.shutdown();
+        assert!(SubAgents::of_session(&session).is_none());
+        drop(session);
+        // Without the end letting them go, each would keep the other alive.
+        assert!(weak.upgrade().is_none(), "the session outlived its end");
+        assert!(
+            inner.upgrade().is_none(),
+            "the sub-agents outlived the session"
+        );
+    }
 
     #[test]
     fn tasks_are_shown_on_one_short_line() {

@@ -43,20 +43,56 @@ pub struct SpawnAgentInput {
     pub background: Option<bool>,
 }
 
+/// Whose sub-agents a tool starts or reads.
+#[derive(Clone)]
+enum Agents {
+    /// One parent's.
+    Of(SubAgents),
+    /// Those attached to the calling tool session ([`SubAgents::attach`]): one registry
+    /// serving many sessions (`lathe mcp`).
+    OfSession,
+}
+
+impl Agents {
+    /// The sub-agents for a call in `session`, or the error the caller reads.
+    fn find(&self, session: &Session) -> Result<SubAgents, ToolOutput> {
+        match self {
+            Agents::Of(agents) => Ok(agents.clone()),
+            Agents::OfSession => SubAgents::of_session(session).ok_or_else(|| {
+                ToolOutput::error(
+                    "sub-agents are not available in this session: no model is configured for                      them; do the task with the other tools",
+                )
+            }),
+        }
+    }
+}
+
 /// The `spawn_agent` tool.
 pub struct SpawnAgentTool {
-    agents: SubAgents,
+    agents: Agents,
 }
 
 impl SpawnAgentTool {
     /// `spawn_agent` for `agents`.
     pub fn new(agents: SubAgents) -> Self {
-        SpawnAgentTool { agents }
+        SpawnAgentTool {
+            agents: Agents::Of(agents),
+        }
+    }
+
+    /// `spawn_agent` for the sub-agents attached to the calling session
+    /// ([`SubAgents::attach`]).
+    pub fn of_session() -> Self {
+        SpawnAgentTool {
+            agents: Agents::OfSession,
+        }
     }
 }
 
 impl Tool for SpawnAgentTool {
     const NAME: &'static str = "spawn_agent";
+    // Few tasks in a small window need a child agent.
+    const ON_DEMAND: bool = true;
     const ALIASES: &'static [&'static str] = &["sub_agent", "spawn_subagent", "task"];
     type Input = SpawnAgentInput;
 
@@ -95,7 +131,11 @@ impl Tool for SpawnAgentTool {
             );
         }
         let profile = input.profile.unwrap_or_default();
-        let inner = Arc::clone(&self.agents.inner);
+        let agents = match self.agents.find(&ctx.session) {
+            Ok(agents) => agents,
+            Err(output) => return output,
+        };
+        let inner = Arc::clone(&agents.inner);
         if input.background.unwrap_or(false) {
             spawn_background(&inner, task, profile, &ctx)
         } else {
@@ -139,6 +179,8 @@ async fn run_foreground(
     ctx: &ToolContext,
 ) -> ToolOutput {
     let id = inner.add_record(task, false);
+    // The call's listener hears the child's steps (MCP progress notifications).
+    inner.update(&id, |r| r.progress = ctx.progress.clone());
     let cancel = child_token(inner, ctx);
     let mut waited = None;
     let permit = match Arc::clone(&inner.slots).try_acquire_owned() {
@@ -155,6 +197,7 @@ async fn run_foreground(
                 },
                 () = cancel.cancelled() => {
                     inner.finish(&id, SubAgentState::Stopped);
+                    inner.forget_progress(&id);
                     return ToolOutput::error(format!(
                         "sub-agent {id} was stopped while it waited for its turn"
                     ));
@@ -170,6 +213,7 @@ async fn run_foreground(
     drop(permit);
     cancel.cancel();
     inner.finish(&id, ended.state);
+    inner.forget_progress(&id);
     let waited = waited
         .map(|ahead| format!(" after waiting for {}", ahead.join(", ")))
         .unwrap_or_default();
@@ -269,18 +313,30 @@ pub struct ReadSubAgentInput {
 
 /// The `read_sub_agent` tool.
 pub struct ReadSubAgentTool {
-    agents: SubAgents,
+    agents: Agents,
 }
 
 impl ReadSubAgentTool {
     /// `read_sub_agent` for `agents`.
     pub fn new(agents: SubAgents) -> Self {
-        ReadSubAgentTool { agents }
+        ReadSubAgentTool {
+            agents: Agents::Of(agents),
+        }
+    }
+
+    /// `read_sub_agent` for the sub-agents attached to the calling session
+    /// ([`SubAgents::attach`]).
+    pub fn of_session() -> Self {
+        ReadSubAgentTool {
+            agents: Agents::OfSession,
+        }
     }
 }
 
 impl Tool for ReadSubAgentTool {
     const NAME: &'static str = "read_sub_agent";
+    // Few tasks in a small window need a child agent.
+    const ON_DEMAND: bool = true;
     type Input = ReadSubAgentInput;
 
     fn kind(&self) -> ToolKind {
@@ -295,12 +351,16 @@ impl Tool for ReadSubAgentTool {
         format!("{} {}", Self::NAME, input.id)
     }
 
-    async fn run(&self, input: ReadSubAgentInput, _ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: ReadSubAgentInput, ctx: ToolContext) -> ToolOutput {
         let id = input.id.trim();
-        let records = lock(&self.agents.inner.records);
+        let agents = match self.agents.find(&ctx.session) {
+            Ok(agents) => agents,
+            Err(output) => return output,
+        };
+        let records = lock(&agents.inner.records);
         let Some(record) = records.iter().find(|r| r.id == id) else {
             // A child of an earlier process of this (resumed) session is read from the store.
-            if let Some(text) = stored_transcript(&self.agents.inner.parent.sink, id) {
+            if let Some(text) = stored_transcript(&agents.inner.parent.sink, id) {
                 return page(id, &text, input.offset, input.limit);
             }
             let known: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();

@@ -349,6 +349,10 @@ fn action(tool: &str, effect: &Effect, session: &Session, ctx: &AnalysisContext)
             tool: tool.to_owned(),
             host: host.clone(),
         },
+        Effect::Fetch { host } => Action::Fetch {
+            tool: tool.to_owned(),
+            host: host.clone(),
+        },
         // The session's own state (its commands, its plan): the tool said so for this input.
         Effect::OwnState { .. } => Action::Tool {
             name: tool.to_owned(),
@@ -401,6 +405,8 @@ fn session_rules(tool: &str, action: &Action, ctx: &AnalysisContext) -> Vec<Stri
         Action::Tool { .. } | Action::Network { .. } | Action::Unknown { .. } => {
             vec![format!("tool({tool})")]
         }
+        // "Always for this host".
+        Action::Fetch { host, .. } => vec![format!("fetch({host})")],
         // Never remembered: every memory change asks.
         Action::Memory { .. } => Vec::new(),
     }

@@ -320,11 +320,7 @@ impl Dispatcher {
                 reasons,
                 diff: joined_diff(&changes),
                 changes,
-                scope: if rules.is_empty() {
-                    "this call only".to_owned()
-                } else {
-                    rules.join(", ")
-                },
+                scope: scope(&rules),
                 rules: rules.clone(),
                 would_fail: failure
                     .as_ref()
@@ -436,6 +432,27 @@ impl Dispatcher {
 }
 
 /// The approval prompt's line: the title, with the planned line counts.
+/// What "always" would allow, for people: the rules, a fetch rule as its host
+/// (`the host docs.rs (fetch(docs.rs))`), or `this call only`.
+fn scope(rules: &[String]) -> String {
+    if rules.is_empty() {
+        return "this call only".to_owned();
+    }
+    rules
+        .iter()
+        .map(|rule| {
+            match rule
+                .strip_prefix("fetch(")
+                .and_then(|r| r.strip_suffix(')'))
+            {
+                Some(host) => format!("the host {host} ({rule})"),
+                None => rule.clone(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn describe(title: &str, changes: &[FileChange]) -> String {
     if changes.is_empty() {
         return title.to_owned();

@@ -80,6 +80,7 @@ pub struct ApplyPatchTool;
 
 impl Tool for ApplyPatchTool {
     const NAME: &'static str = "apply_patch";
+    const ON_DEMAND: bool = true;
     // OpenCode calls it `patch` too; `applypatch` folds to the name already.
     const ALIASES: &'static [&'static str] = &["patch"];
     type Input = ApplyPatchInput;

@@ -73,6 +73,7 @@ pub struct AstEditTool;
 
 impl Tool for AstEditTool {
     const NAME: &'static str = "ast_edit";
+    const ON_DEMAND: bool = true;
     const ALIASES: &'static [&'static str] = &["ast_grep", "sg", "structural_search"];
     // Code goes to files as written: a `\n` inside a string literal of the pattern or the
     // rewrite is two characters of the source, never a line break to repair.

@@ -45,6 +45,12 @@ pub struct CommandOutputInput {
 
 impl Tool for CommandOutputTool {
     const NAME: &'static str = "command_output";
+    const COMPACT_DESCRIPTION: Option<&'static str> = Some(
+        r#"Read a `shell` command's whole output by id: bytes from `offset` (up to `limit`), or the lines matching the regex `search`."#,
+    );
+    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> =
+        Some(&[("id", ""), ("search", ""), ("offset", ""), ("limit", "")]);
+    const ON_DEMAND: bool = true;
     type Input = CommandOutputInput;
 
     fn kind(&self) -> ToolKind {
@@ -84,7 +90,7 @@ impl Tool for CommandOutputTool {
             };
             return ToolOutput::error(format!("limit must be 1 or more ({what}), got 0"));
         }
-        let budget = ctx.session.config().result_budget;
+        let budget = ctx.session.result_budget();
         let offset = input.offset.unwrap_or(0);
         let pattern = input.search.filter(|p| !p.is_empty());
         if let Some(pattern) = pattern {

@@ -78,6 +78,15 @@ pub struct EditFileTool;
 
 impl Tool for EditFileTool {
     const NAME: &'static str = "edit_file";
+    const COMPACT_DESCRIPTION: Option<&'static str> = Some(
+        r#"Replace `old_string` with `new_string` in a file. Copy old_string exactly from read_file (no line numbers), with enough lines to match once, or set replace_all. Empty old_string creates a new file."#,
+    );
+    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> = Some(&[
+        ("path", ""),
+        ("old_string", ""),
+        ("new_string", ""),
+        ("replace_all", ""),
+    ]);
     const ALIASES: &'static [&'static str] = &[
         "edit",
         "str_replace",

@@ -73,6 +73,14 @@ pub enum GlobSort {
 
 impl Tool for GlobTool {
     const NAME: &'static str = "glob";
+    const COMPACT_DESCRIPTION: Option<&'static str> = Some(
+        r#"Find files by glob (`**/*.rs`, `*.{ts,tsx}`; no `/`: names at any depth). Newest first, at most `limit` (100); ignored and hidden files skipped."#,
+    );
+    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> = Some(&[
+        ("pattern", ""),
+        ("path", r#"Directory. Default: all."#),
+        ("limit", ""),
+    ]);
     const ALIASES: &'static [&'static str] =
         &["find_files", "file_search", "glob_files", "glob_search"];
     type Input = GlobInput;

@@ -140,6 +140,20 @@ impl JsonSchema for StringList {
 
 impl Tool for GrepTool {
     const NAME: &'static str = "grep";
+    const COMPACT_DESCRIPTION: Option<&'static str> = Some(
+        r#"Search file contents with a regex (ripgrep syntax, no look-around; `fixed_strings: true` for literal text). Lines as `path:line: text`, sorted, at most `limit` (200) from `offset`. Skips ignored, hidden and binary files."#,
+    );
+    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> = Some(&[
+        ("pattern", ""),
+        ("path", r#"File or directory. Default: all."#),
+        ("glob", r#"`*.rs`, `!**/tests/**`"#),
+        ("case_insensitive", ""),
+        ("fixed_strings", ""),
+        ("context", r#"Lines around each match."#),
+        ("output_mode", ""),
+        ("limit", ""),
+        ("offset", ""),
+    ]);
     const ALIASES: &'static [&'static str] = &[
         "search",
         "rg",

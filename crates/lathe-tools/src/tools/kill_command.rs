@@ -25,6 +25,10 @@ pub struct KillCommandInput {
 
 impl Tool for KillCommandTool {
     const NAME: &'static str = "kill_command";
+    const COMPACT_DESCRIPTION: Option<&'static str> =
+        Some(r#"Stop a `shell` command (and what it started) by id."#);
+    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> = Some(&[("id", "")]);
+    const ON_DEMAND: bool = true;
     type Input = KillCommandInput;
 
     fn kind(&self) -> ToolKind {

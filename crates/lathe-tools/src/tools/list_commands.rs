@@ -20,6 +20,9 @@ pub struct ListCommandsInput {}
 
 impl Tool for ListCommandsTool {
     const NAME: &'static str = "list_commands";
+    const COMPACT_DESCRIPTION: Option<&'static str> =
+        Some(r#"List this session's commands: id, status, runtime, output size, command line."#);
+    const ON_DEMAND: bool = true;
     type Input = ListCommandsInput;
 
     fn kind(&self) -> ToolKind {

@@ -43,6 +43,10 @@ pub struct ListFilesTool;
 
 impl Tool for ListFilesTool {
     const NAME: &'static str = "list_files";
+    const COMPACT_DESCRIPTION: Option<&'static str> =
+        Some(r#"List a directory as a tree, `depth` levels (2). Skips hidden and ignored files."#);
+    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> =
+        Some(&[("path", r#"Default: the root."#), ("depth", "")]);
     const ALIASES: &'static [&'static str] =
         &["ls", "list_dir", "list_directory", "tree", "dir", "list"];
     type Input = ListFilesInput;

@@ -12,6 +12,8 @@ pub mod kill_command;
 pub mod list_commands;
 pub mod list_files;
 pub mod more_tools;
+#[cfg(feature = "documents")]
+pub mod read_document;
 pub mod read_file;
 pub mod resolve;
 mod search_walk;
@@ -27,20 +29,20 @@ use crate::Registry;
 /// The built-in tools, each once: `register_builtin` adds them in this order, and the list
 /// fails to compile when two tools share a name or an alias.
 macro_rules! builtin_tools {
-    ($($tool:path),* $(,)?) => {
+    ($($(#[$cfg:meta])* $tool:path),* $(,)?) => {
         /// The names of the built-in tools, in registration order.
-        pub const BUILTIN_NAMES: &[&str] = &[$(<$tool as crate::Tool>::NAME),*];
+        pub const BUILTIN_NAMES: &[&str] = &[$($(#[$cfg])* <$tool as crate::Tool>::NAME),*];
 
         const _: () = assert!(
             crate::registry::names_are_unique(&[
-                $(&[<$tool as crate::Tool>::NAME], <$tool as crate::Tool>::ALIASES),*
+                $($(#[$cfg])* &[<$tool as crate::Tool>::NAME], $(#[$cfg])* <$tool as crate::Tool>::ALIASES),*
             ]),
             "two built-in tools share a name or an alias"
         );
 
         /// Registers every built-in tool.
         pub fn register_builtin(registry: &mut Registry) {
-            $(registry.register($tool);)*
+            $($(#[$cfg])* registry.register($tool);)*
         }
     };
 }
@@ -49,6 +51,9 @@ builtin_tools! {
     grep::GrepTool,
     glob::GlobTool,
     read_file::ReadFileTool,
+    // The document parsers are the heaviest dependency: embedders can leave them out.
+    #[cfg(feature = "documents")]
+    read_document::ReadDocumentTool,
     write_file::WriteFileTool,
     edit_file::EditFileTool,
     apply_patch::ApplyPatchTool,

@@ -163,6 +163,11 @@ impl MoreToolsTool {
 
 impl Tool for MoreToolsTool {
     const NAME: &'static str = "more_tools";
+    const COMPACT_DESCRIPTION: Option<&'static str> = Some(
+        r#"List the tools not offered up front (by `query`), or `enable` some by name: their definitions come back and they are offered from then on."#,
+    );
+    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> =
+        Some(&[("query", ""), ("enable", "")]);
     type Input = MoreToolsInput;
 
     fn kind(&self) -> ToolKind {

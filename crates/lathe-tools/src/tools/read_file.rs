@@ -1,6 +1,9 @@
 //! `read_file`: numbered lines of a text file, by range, in bounded memory.
 
+mod images;
 mod scan;
+
+pub use images::{DEFAULT_IMAGE_MAX_PX, MAX_PIXELS, Vision, set_vision, vision};
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -49,6 +52,11 @@ pub struct ReadFileTool;
 
 impl Tool for ReadFileTool {
     const NAME: &'static str = "read_file";
+    const COMPACT_DESCRIPTION: Option<&'static str> = Some(
+        r#"Read a text file, lines numbered, 2000 from `offset` (first line, from 1); a note says how to read on. Directories: list_files."#,
+    );
+    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> =
+        Some(&[("path", ""), ("offset", ""), ("limit", "")]);
     const ALIASES: &'static [&'static str] = &[
         "cat",
         "read",
@@ -127,6 +135,13 @@ fn read(session: &Session, input: &ReadFileInput, cancel: &CancellationToken) ->
         Ok(prefix) => prefix,
         Err(err) => return ToolOutput::error(format!("cannot read {shown}: {err}")),
     };
+    if let Some(format) = images::format_of(&prefix) {
+        return images::read(session, file, &shown, meta.len(), format, vision(session));
+    }
+    #[cfg(feature = "documents")]
+    if let Some(pointer) = crate::tools::read_document::pointer(&shown, &prefix, meta.len()) {
+        return pointer;
+    }
     if let Some(kind) = binary_kind(&prefix) {
         return ToolOutput::ok(format!(
             "{shown} is a binary file ({kind}, {}); read_file shows text only. \
@@ -156,6 +171,43 @@ fn read(session: &Session, input: &ReadFileInput, cancel: &CancellationToken) ->
         None => session.forget_file(resolved.abs()),
     }
     render(&shown, offset, &scan, FILE_PAGER)
+}
+
+/// The image at `path` (in the workspace, with `read_file`'s containment), as a model that
+/// can see is sent it: with `read_file`'s limits and downscaling, and the sentence that
+/// describes it (`shot.png: PNG image, 1920x1080 pixels, ...; sent to the model downscaled to
+/// 1568x882 ...`). `Err` says what is wrong (missing, not an image, damaged, too large) and
+/// what to do. For `lathe chat`'s `@shot.png`.
+pub fn image_for_model(
+    session: &Session,
+    path: &str,
+) -> Result<(crate::tool::ToolImage, String), String> {
+    let workspace = session.workspace();
+    let resolved = workspace
+        .resolve(path, Access::Read)
+        .map_err(|err| err.to_string())?;
+    let shown = resolved.shown().to_owned();
+    let mut file = workspace
+        .open(&resolved, OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0)
+        .map_err(|err| open_error(session, &resolved, &err).text)?;
+    let meta = file
+        .metadata()
+        .map_err(|err| format!("cannot read {shown}: {err}"))?;
+    if !meta.is_file() {
+        return Err(format!("{shown} is not a regular file"));
+    }
+    let prefix =
+        read_prefix(&mut file, SNIFF_BYTES).map_err(|err| format!("cannot read {shown}: {err}"))?;
+    let Some(format) = images::format_of(&prefix) else {
+        return Err(format!(
+            "{shown} is not a PNG, JPEG, GIF or WebP image; only those can be attached"
+        ));
+    };
+    let mut out = images::read(session, file, &shown, meta.len(), format, Vision::Sees);
+    match out.images.pop() {
+        Some(image) if !out.is_error => Ok((image, out.text)),
+        _ => Err(out.text),
+    }
 }
 
 /// The first line and the most lines to show, from a call's `offset` and `limit` (1 and

@@ -59,6 +59,11 @@ pub struct ResolveTool;
 
 impl Tool for ResolveTool {
     const NAME: &'static str = "resolve";
+    const COMPACT_DESCRIPTION: Option<&'static str> = Some(
+        r#"Apply or discard the newest pending change (one a tool previewed); nothing is written before `apply`."#,
+    );
+    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> =
+        Some(&[("action", ""), ("reason", "")]);
     type Input = ResolveInput;
 
     fn kind(&self) -> ToolKind {

@@ -319,6 +319,18 @@ fn default_true() -> bool {
 
 impl Tool for ShellTool {
     const NAME: &'static str = "shell";
+    const COMPACT_DESCRIPTION: Option<&'static str> = Some(
+        r#"Run a command with `bash -c` in the workspace: exit code and output (long output is cut; command_output reads it all by id). No stdin, no prompts (pass `-y`). `background: true` for servers; past `timeout` seconds it goes on in the background."#,
+    );
+    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> = Some(&[
+        ("command", ""),
+        ("timeout", ""),
+        ("background", ""),
+        (
+            "sandbox",
+            r#"Default true: no writes outside the workspace and /tmp, no network. If that made it fail, retry with false (asks the user)."#,
+        ),
+    ]);
     const ALIASES: &'static [&'static str] = &[
         "bash",
         "sh",

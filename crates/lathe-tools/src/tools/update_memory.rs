@@ -175,6 +175,7 @@ pub struct UpdateMemoryTool;
 
 impl Tool for UpdateMemoryTool {
     const NAME: &'static str = "update_memory";
+    const ON_DEMAND: bool = true;
     const ALIASES: &'static [&'static str] = &["remember", "save_memory"];
     type Input = UpdateMemoryInput;
 

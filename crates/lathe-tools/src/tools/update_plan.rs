@@ -67,6 +67,11 @@ pub struct UpdatePlanTool;
 
 impl Tool for UpdatePlanTool {
     const NAME: &'static str = "update_plan";
+    const COMPACT_DESCRIPTION: Option<&'static str> = Some(
+        r#"A plan for a task of several steps: send the whole plan each time, one step `in_progress` at a time."#,
+    );
+    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> =
+        Some(&[("plan", "")]);
     type Input = UpdatePlanInput;
 
     fn kind(&self) -> ToolKind {

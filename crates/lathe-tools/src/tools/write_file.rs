@@ -46,6 +46,11 @@ pub struct WriteFileTool;
 
 impl Tool for WriteFileTool {
     const NAME: &'static str = "write_file";
+    const COMPACT_DESCRIPTION: Option<&'static str> = Some(
+        r#"Create a file or replace all its content. For part of a file use edit_file. Refused if the file changed since you read it: read it again."#,
+    );
+    const COMPACT_PARAMETERS: Option<&'static [(&'static str, &'static str)]> =
+        Some(&[("path", ""), ("content", "")]);
     const ALIASES: &'static [&'static str] = &[
         "write",
         "create_file",

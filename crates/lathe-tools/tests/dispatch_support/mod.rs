@@ -386,6 +386,7 @@ fn effect_of(spec: &Value) -> Effect {
             outside_sandbox: false,
         },
         "network" => Effect::Network { host: text },
+        "fetch" => Effect::Fetch { host: text },
         "unknown" => Effect::Unknown { what: text },
         "own" => Effect::OwnState {
             changes: value.as_bool().unwrap_or(false),

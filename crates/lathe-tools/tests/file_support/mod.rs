@@ -26,13 +26,17 @@ impl Ws {
 
     /// A workspace whose results are cut at `budget` characters.
     pub fn with_budget(budget: usize) -> Ws {
+        Ws::with_config(ToolConfig {
+            result_budget: budget,
+            ..ToolConfig::default()
+        })
+    }
+
+    /// A workspace whose session has `config`.
+    pub fn with_config(config: ToolConfig) -> Ws {
         let dir = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
         let state = tempfile::tempdir().unwrap();
-        let config = ToolConfig {
-            result_budget: budget,
-            ..ToolConfig::default()
-        };
         let session = Session::new(
             Workspace::new(dir.path()).unwrap(),
             config,

@@ -1,6 +1,6 @@
 //! Slash commands: `/help`, `/status`, `/clear`, `/init`, `/model NAME`, `/approval MODE`,
 //! `/sessions`, `/diff [N] [--stat]`, `/undo [--force]`, `/redo [--force]`, `/rewind N`,
-//! `/pending`, `/apply [REASON]`, `/discard [REASON]`, `/exit`.
+//! `/pending`, `/apply [REASON]`, `/discard [REASON]`, `/compact`, `/exit`.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -10,6 +10,7 @@ use serde_json::json;
 
 use lathe_agent::approval::ApprovalMode;
 use lathe_agent::events::Event;
+use lathe_agent::provider::window::thousands;
 use lathe_agent::provider::{Provider, ProviderKind};
 use lathe_agent::{Agent, ContextWindow};
 use lathe_store::{SessionFilter, SessionId, Store};
@@ -68,6 +69,8 @@ pub enum Command {
     Apply(Option<String>),
     /// `/discard [REASON]`: drops the newest pending change.
     Discard(Option<String>),
+    /// `/compact`: the older part of the conversation replaced by a summary now.
+    Compact,
     /// `/exit` or `/quit`.
     Exit,
     /// Anything else starting with `/`.
@@ -90,7 +93,7 @@ pub enum Outcome {
 /// The names `/help` lists, for suggestions.
 const NAMES: &[&str] = &[
     "help", "status", "clear", "init", "model", "approval", "sessions", "diff", "undo", "redo",
-    "rewind", "pending", "apply", "discard", "exit", "quit",
+    "rewind", "pending", "apply", "discard", "compact", "exit", "quit",
 ];
 
 impl Command {
@@ -137,6 +140,7 @@ impl Command {
             "pending" => Command::Pending,
             "apply" => Command::Apply(said()),
             "discard" => Command::Discard(said()),
+            "compact" => Command::Compact,
             "exit" | "quit" | "q" => Command::Exit,
             _ => Command::Unknown(name),
         })
@@ -155,6 +159,8 @@ const HELP: &str = "\
 /undo [--force]  take back the newest turn's file changes (--force: also files changed since)
 /redo [--force]  take back the last /undo
 /rewind N        put the code back as it was before turn N and cut the conversation there
+/compact         replace the older part of the conversation with a summary the model writes (it
+                 happens by itself when a request would not fit the window)
 /pending         the changes a tool previewed that wait for a decision (newest last)
 /apply [REASON]  make the newest pending change (your /apply approves it; read-only refuses)
 /discard [REASON] drop the newest pending change; nothing is written
@@ -222,7 +228,7 @@ pub fn closest(name: &str) -> Option<&'static str> {
 }
 
 /// Token counts of a session, from its stored turns.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct Tokens {
     /// Prompt tokens, summed over the turns.
     pub input: u64,
@@ -230,6 +236,8 @@ pub struct Tokens {
     pub output: u64,
     /// The last turn's prompt and output, when the server counted them: what the window holds.
     pub last: Option<u64>,
+    /// The last turn's generated tokens per second, when the server timed it.
+    pub speed: Option<f64>,
 }
 
 impl Tokens {
@@ -247,6 +255,9 @@ impl Tokens {
                 tokens.output += output;
                 if usage.prompt_tokens.is_some() {
                     tokens.last = Some(input + output);
+                }
+                if let Some(speed) = usage.tokens_per_second() {
+                    tokens.speed = Some(speed);
                 }
             }
         }
@@ -282,6 +293,15 @@ fn status(cx: &Context<'_>) -> String {
         ProviderKind::Ollama => "ollama",
         ProviderKind::OpenAi => "openai",
     };
+    let served = match cx.resolved.served_window {
+        Some(served) => format!("the server's {}", thousands(u64::from(served))),
+        None => "the server did not say its own".to_owned(),
+    };
+    let profile = executor.runner().registry().profile().as_str();
+    let speed = match tokens.speed {
+        Some(speed) => format!("{speed:.1} tokens/s (last turn, the server's clock)"),
+        None => "not timed by the server yet".to_owned(),
+    };
     let workspace = cx
         .setup
         .root
@@ -292,12 +312,16 @@ fn status(cx: &Context<'_>) -> String {
          provider   {provider} at {}\n\
          session    {}\n\
          context    {fill}\n\
+         window     {} tokens: configured {}, {served}; {profile} prompt profile\n\
+         speed      {speed}\n\
          tokens     {} in, {} out (this session)\n\
          approval   {}\n\
          workspace  {}",
         cx.agent.model(),
         crate::render::sanitize(&cx.resolved.base_url),
         cx.session,
+        thousands(window),
+        thousands(u64::from(cx.resolved.configured_window)),
         tokens.input,
         tokens.output,
         cx.agent.gate().mode(),
@@ -443,6 +467,25 @@ pub async fn apply(command: Command, cx: Context<'_>) -> Outcome {
                 Err(said) => said,
             };
             let _ = write!(out, "{said}");
+        }
+        Command::Compact => {
+            // The summary takes a model request: nothing is held meanwhile. What it did is
+            // said by its event, as when it happens by itself.
+            drop(out);
+            let compacted = cx
+                .agent
+                .compact(&tokio_util::sync::CancellationToken::new())
+                .await;
+            let mut out = std::io::stdout().lock();
+            if let Err(why) = compacted {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    style.dim(&format!("/compact did nothing: {why}"))
+                );
+            }
+            let _ = out.flush();
+            return Outcome::Continue;
         }
         Command::Pending => {
             let _ = write!(
@@ -792,6 +835,7 @@ mod tests {
         assert_eq!(Command::parse("//comment"), None);
         assert_eq!(Command::parse("/"), None);
         assert_eq!(Command::parse("/status"), Some(Command::Status));
+        assert_eq!(Command::parse("/compact"), Some(Command::Compact));
         assert_eq!(Command::parse("/clear"), Some(Command::Clear));
         assert_eq!(Command::parse("/init"), Some(Command::Init));
         assert_eq!(

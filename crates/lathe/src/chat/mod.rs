@@ -92,6 +92,8 @@ struct Parts<'a> {
     terminate: &'a CancellationToken,
     /// The running turn, for a Ctrl-C at an approval question.
     turn: &'a approver::CurrentTurn,
+    /// The tools, the configured MCP servers' among them (started once per chat).
+    registry: &'a Arc<lathe_tools::Registry>,
 }
 
 impl Parts<'_> {
@@ -110,11 +112,13 @@ impl Parts<'_> {
             .stopping(Arc::clone(self.turn)),
         );
         let builder = self.resolved.with_checkpoints(
-            self.resolved.configure(Agent::builder(
-                Arc::clone(self.provider),
-                model.to_owned(),
-                Arc::clone(&tools),
-            )),
+            self.resolved
+                .configure(Agent::builder(
+                    Arc::clone(self.provider),
+                    model.to_owned(),
+                    Arc::clone(&tools),
+                ))
+                .registry(Arc::clone(self.registry)),
             self.setup,
             &id,
             agent_setup::stored_turns(self.store, &id),
@@ -226,6 +230,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     }
     let provider = agent_setup::provider(&resolved)?;
     let model = agent_setup::require_model(&resolved, provider.as_ref()).await?;
+    let window_note = resolved.fit_window(provider.as_ref(), &model).await;
     let id = match &resumed {
         Some(session) => session.id.clone(),
         None => agent_setup::create_session(&store, &setup, &resolved, &model, None)?,
@@ -238,7 +243,18 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     // Each turn's cancellation is a child of this one, which a termination signal cancels.
     let terminate = CancellationToken::new();
     let turn = approver::CurrentTurn::default();
+    let (registry, servers) = crate::mcp_client::with_servers(
+        &setup,
+        lathe_tools::Registry::builtin(),
+        Some(crate::mcp_client::form::terminal(
+            Arc::clone(&input),
+            Arc::clone(&renderer),
+        )),
+    )
+    .await;
+    let registry = Arc::new(registry);
     let parts = Parts {
+        registry: &registry,
         setup: &setup,
         resolved: &resolved,
         provider: &provider,
@@ -277,6 +293,11 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         live.agent.gate().mode(),
         live.id
     )));
+    if let Some(message) = window_note {
+        live.sink
+            .emit(lathe_agent::events::Event::Notice { message });
+        live.sink.flush().await;
+    }
 
     let prompt = style.bold("> ");
     // Set by a Ctrl-C (one that stopped a turn, or one at an empty prompt): the next Ctrl-C
@@ -358,24 +379,34 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         renderer.reset();
         let cancel = terminate.child_token();
         *turn.lock().unwrap_or_else(|e| e.into_inner()) = Some(cancel.clone());
-        let message = with_notes(&mut notes, &task);
+        // `@shot.png`: a name that cannot be sent stops the message here, to be fixed.
+        let attached =
+            match crate::attach::attach(&task, provider.as_ref(), live.agent.model(), &live.tools)
+                .await
+            {
+                Ok(attached) => attached,
+                Err(message) => {
+                    *turn.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                    say(&style.yellow(&message));
+                    continue;
+                }
+            };
+        for notice in &attached.notices {
+            say(&style.dim(notice));
+        }
+        let message = with_notes(&mut notes, &attached.task);
         let restore_model = project_run
             .as_ref()
             .and_then(|command| start_project_run(command, &mut live.agent));
         let mut stopping = false;
-        {
-            let run = live.prompt_hooks.run(&mut live.agent, &message, &cancel);
+        let outcome = {
+            let run = live
+                .prompt_hooks
+                .run(&mut live.agent, &message, attached.images, &cancel);
             tokio::pin!(run);
             loop {
                 tokio::select! {
-                    ran = &mut run => {
-                        if let Err(reason) = ran {
-                            say(&style.yellow(&format!(
-                                "a UserPromptSubmit hook refused this prompt; the model did not see it: {reason}"
-                            )));
-                        }
-                        break;
-                    }
+                    outcome = &mut run => break outcome,
                     () = interrupts.next() => {
                         if stopping {
                             exit_now(&live.tools, &live.sink);
@@ -387,13 +418,24 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
                     }
                 }
             }
-        }
+        };
         *turn.lock().unwrap_or_else(|e| e.into_inner()) = None;
         if project_run.is_some() {
             live.tools.allow_only(None);
             if let Some(model) = restore_model {
                 live.agent.set_model(model);
             }
+        }
+        // The window meter: one dim line under the turn.
+        match &outcome {
+            Ok(outcome) => {
+                if let Some(meter) = crate::render::meter_line(&outcome.report) {
+                    say(&style.dim(&meter));
+                }
+            }
+            Err(reason) => say(&style.yellow(&format!(
+                "a UserPromptSubmit hook refused this prompt; the model did not see it: {reason}"
+            ))),
         }
         if let Some(hint) = commands::pending_hint(&live.tools) {
             say(&style.yellow(&hint));
@@ -404,6 +446,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         }
     }
     live.close(&store);
+    crate::mcp_client::stop(&servers).await;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -43,11 +43,14 @@ pub fn title(name: &str) -> String {
     }
 }
 
-/// The MCP result for a tool's output: its text as text content, `isError` as the tool said,
-/// and the metadata's JSON form ([`lathe_tools::Metadata::to_json`]) as `structuredContent`
-/// when there is any.
+/// The MCP result for a tool's output: its text as text content, then its images as image
+/// content (base64 with their media type), `isError` as the tool said, and the metadata's JSON
+/// form ([`lathe_tools::Metadata::to_json`]) as `structuredContent` when there is any.
 pub fn result(output: ToolOutput) -> CallToolResult {
-    let content = vec![ContentBlock::text(output.text)];
+    let mut content = vec![ContentBlock::text(output.text)];
+    for image in output.images {
+        content.push(ContentBlock::image(image.data, image.media_type));
+    }
     let mut result = if output.is_error {
         CallToolResult::error(content)
     } else {

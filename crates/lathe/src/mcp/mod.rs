@@ -15,6 +15,7 @@ mod resources;
 mod server;
 mod sessions;
 mod stdio;
+mod sub_agents;
 mod wire;
 
 use std::path::PathBuf;
@@ -25,7 +26,6 @@ use std::time::Duration;
 
 use clap::Args;
 use lathe_policy::ApprovalMode;
-use lathe_tools::Registry;
 
 use crate::cli::CommonArgs;
 use crate::setup::Setup;
@@ -33,7 +33,13 @@ use crate::setup::Setup;
 /// `lathe mcp`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Add Lathe to an MCP client (Claude Desktop, Cursor, ...):\n  {\"mcpServers\": {\"lathe\": {\"command\": \"lathe\", \"args\": [\"mcp\", \"--workspace\", \"/path/to/project\"]}}}"
+    after_help = concat!(
+        "Add Lathe to an MCP client (Claude Desktop, Cursor, ...):\n  {\"mcpServers\": {\"lathe\": {\"command\": \"lathe\", \"args\": [\"mcp\", \"--workspace\", \"/path/to/project\"]}}}\n\n",
+        "Sub-agents: spawn_agent and read_sub_agent are offered when a model is configured: \
+         --model NAME (with --base-url URL and --provider ollama|openai, as for lathe exec), \
+         LATHE_MODEL, or name under [model]; [agent] max_sub_agents and sub_agent_max_turns \
+         limit them. Without a model they are not offered."
+    )
 )]
 pub struct McpArgs {
     /// What runs without asking: read-only, ask, auto or full. Where the policy asks, the
@@ -57,14 +63,31 @@ pub struct McpArgs {
     /// never expires. Default: `[mcp] session_timeout` in the configuration, else 300 s.
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
     pub session_timeout: Option<Duration>,
+    /// The model sub-agents run on (env LATHE_MODEL, or `[model] name`); with one, MCP clients
+    /// are offered spawn_agent and read_sub_agent.
+    #[arg(long, short = 'm')]
+    pub model: Option<String>,
+    /// The model server's protocol: ollama or openai (any OpenAI-compatible server).
+    #[arg(long, value_parser = crate::agent_setup::parse_provider)]
+    pub provider: Option<lathe_agent::provider::ProviderKind>,
+    /// The model server (env OLLAMA_HOST / OPENAI_BASE_URL; default http://127.0.0.1:11434 for
+    /// ollama, http://127.0.0.1:8080/v1 for openai).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
     /// Append logs to FILE instead of writing them to stderr (stdout only ever carries the
     /// protocol).
     #[arg(long, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
+    /// Manage the MCP servers Lathe uses (`list`, `add`, `remove`); without one, serve.
+    #[command(subcommand)]
+    pub action: Option<crate::mcp_client::manage::McpAction>,
 }
 
 /// Runs the server until the client disconnects (stdio) or a signal arrives (HTTP).
-pub async fn run(common: &CommonArgs, args: McpArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(common: &CommonArgs, mut args: McpArgs) -> anyhow::Result<ExitCode> {
+    if let Some(action) = args.action.take() {
+        return crate::mcp_client::manage::run(common, action).await;
+    }
     if let Some(file) = &args.log_file {
         stdio::log_to(file)?;
     }
@@ -75,9 +98,23 @@ pub async fn run(common: &CommonArgs, args: McpArgs) -> anyhow::Result<ExitCode>
         &setup.root,
         args.dangerously_skip_approvals,
     )?;
+    let model = crate::agent_setup::ModelArgs {
+        model: args.model.clone(),
+        provider: args.provider,
+        base_url: args.base_url.clone(),
+        ..Default::default()
+    };
+    let sub_agents = sub_agents::SubAgentSetup::resolve(&setup, &model, &gates)?;
     let new_session = {
         let setup = Arc::clone(&setup);
-        move || setup.session(session_dir())
+        let sub_agents = sub_agents.clone();
+        move || {
+            let session = setup.session(session_dir())?;
+            if let Some(sub_agents) = &sub_agents {
+                sub_agents.install(&session);
+            }
+            Ok(session)
+        }
     };
     let root = setup
         .root
@@ -88,8 +125,13 @@ pub async fn run(common: &CommonArgs, args: McpArgs) -> anyhow::Result<ExitCode>
         .or(setup.config.mcp.session_timeout.map(Duration::from_secs))
         .unwrap_or(sessions::DEFAULT_SESSION_TIMEOUT);
     let timeout = (!timeout.is_zero()).then_some(timeout);
-    let mut registry = Registry::builtin();
+    let mut registry = crate::setup::registry();
     checkpoint::register(&mut registry);
+    if sub_agents.is_some() {
+        lathe_agent::subagent::register_for_sessions(&mut registry);
+    }
+    // The configured MCP servers' tools, passed on to this server's own clients.
+    let (registry, _servers) = crate::mcp_client::with_servers(&setup, registry, None).await;
     let shared = server::Shared::new(registry, gates, &root, new_session);
     if let Some(hooks) = crate::hooks::load(&setup, "mcp")? {
         shared.set_hooks(hooks);
@@ -111,6 +153,12 @@ pub async fn run(common: &CommonArgs, args: McpArgs) -> anyhow::Result<ExitCode>
 pub struct McpConfig {
     /// Seconds without traffic before an idle HTTP session ends; 0: never.
     pub session_timeout: Option<u64>,
+    /// More MCP client tools than this (default 20), and they are offered on demand through
+    /// `more_tools` instead of all at once.
+    pub defer_tools_over: Option<usize>,
+    /// More characters of MCP client tool definitions than this (default 16000), and they
+    /// are offered on demand.
+    pub defer_chars_over: Option<usize>,
 }
 
 /// `--session-timeout`: `90`, `90s`, `500ms`, `10m`, `1h`.

@@ -122,6 +122,11 @@ impl Shared {
     pub fn session(&self) -> anyhow::Result<Arc<Session>> {
         let session = (self.new_session)()?;
         self.gates.install(&session)?;
+        // MCP clients take image content: `read_file` on a PNG answers with the image.
+        lathe_tools::tools::read_file::set_vision(
+            &session,
+            lathe_tools::tools::read_file::Vision::Sees,
+        );
         Ok(session)
     }
 }
@@ -381,6 +386,7 @@ impl LatheServer {
             Err(outcome) => return Ok(convert::result(outcome.output).into()),
         };
         let name = call.name.clone();
+        super::sub_agents::enter(&session, &name, &context, &request);
         let cancel = self.closed.child_token();
         let _link = Link::new(&context.ct, &cancel);
         let call_id = context.id.to_string();

@@ -89,11 +89,16 @@ fn rate(section: &str, key: &str, value: &toml::Value, base: &Config) -> Effect 
         (
             "model",
             "provider" | "name" | "api_key" | "context_window" | "keep_alive" | "think"
-            | "temperature" | "max_tokens" | "tool_protocol" | "idle_timeout",
+            | "temperature" | "max_tokens" | "tool_protocol" | "idle_timeout" | "prompt_profile",
         ) => Effect::Neutral,
         ("agent", "max_turns") => Effect::Neutral,
         // how long an idle `lathe mcp` session lives widens nothing it may do
         ("mcp", "session_timeout") => Effect::Neutral,
+        // how many MCP tools are offered at once
+        ("mcp", "defer_tools_over" | "defer_chars_over") => Effect::Neutral,
+        ("mcp_servers", _) => Effect::Weakens(
+            "Lathe starts this MCP server (its command runs as you, unsandboxed) or connects to it, and offers its tools to the model".into(),
+        ),
         ("agent", "approval") => {
             let have = base.agent.approval.unwrap_or_default();
             match value.as_str().and_then(|v| v.parse::<ApprovalMode>().ok()) {
@@ -166,6 +171,9 @@ fn rate(section: &str, key: &str, value: &toml::Value, base: &Config) -> Effect 
             | "artifact_cap"
             | "max_running",
         ) => Effect::Neutral,
+        // Limits of a fetch; `search_url` is left to trust (its host is reached even on a
+        // private address).
+        ("web", "timeout" | "max_bytes" | "max_redirects") => Effect::Neutral,
         ("memory", "path") => {
             if value.as_str() == Some(base.memory.path()) {
                 Effect::Neutral

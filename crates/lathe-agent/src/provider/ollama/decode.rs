@@ -71,6 +71,8 @@ impl OllamaDecoder {
             .then(|| Usage {
                 prompt_tokens: value["prompt_eval_count"].as_u64(),
                 completion_tokens: value["eval_count"].as_u64(),
+                // Nanoseconds.
+                generation_ms: value["eval_duration"].as_u64().map(|ns| ns / 1_000_000),
             });
             let finish_reason = value["done_reason"].as_str().map(str::to_string);
             out.push_back(Ok(Chunk::Done(Done {
@@ -198,7 +200,8 @@ mod tests {
                 finish_reason: Some("stop".into()),
                 usage: Some(Usage {
                     prompt_tokens: None,
-                    completion_tokens: Some(5)
+                    completion_tokens: Some(5),
+                    ..Usage::default()
                 })
             })
         );

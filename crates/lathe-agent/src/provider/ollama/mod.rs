@@ -20,6 +20,7 @@ const ASSUMED: Capabilities = Capabilities {
     tools: true,
     thinking: false,
     context_length: None,
+    vision: false,
 };
 
 /// Ollama's port when `OLLAMA_HOST` does not give one.
@@ -34,6 +35,8 @@ pub struct OllamaProvider {
 struct Shared {
     http: HttpClient,
     capabilities: Mutex<HashMap<String, Capabilities>>,
+    /// `[model] vision`, over what `/api/show` says.
+    vision: Option<bool>,
 }
 
 impl OllamaProvider {
@@ -44,6 +47,7 @@ impl OllamaProvider {
             shared: Arc::new(Shared {
                 http: HttpClient::new(&config, base, ProviderKind::Ollama)?,
                 capabilities: Mutex::new(HashMap::new()),
+                vision: config.vision,
             }),
         })
     }
@@ -101,6 +105,14 @@ impl Shared {
     }
 
     async fn fetch_capabilities(&self, model: &str) -> Result<Capabilities, ProviderError> {
+        let mut capabilities = self.asked_capabilities(model).await?;
+        if let Some(vision) = self.vision {
+            capabilities.vision = vision;
+        }
+        Ok(capabilities)
+    }
+
+    async fn asked_capabilities(&self, model: &str) -> Result<Capabilities, ProviderError> {
         if let Some(c) = self.cached(model) {
             return Ok(c);
         }
@@ -260,6 +272,7 @@ fn parse_show(show: &Value) -> Capabilities {
                 tools: has("tools"),
                 thinking: has("thinking"),
                 context_length,
+                vision: has("vision"),
             }
         }
         None => Capabilities {
@@ -268,6 +281,7 @@ fn parse_show(show: &Value) -> Capabilities {
                 .is_some_and(|t| t.contains(".Tools")),
             thinking: false,
             context_length,
+            vision: false,
         },
     }
 }
@@ -310,12 +324,22 @@ pub(crate) fn request_body(request: &ChatRequest, capabilities: &Capabilities) -
 
 /// History in Ollama's format: tool call arguments as objects, the assistant's `thinking` sent
 /// back, tool results with `tool_name` (and `tool_call_id` when the call had an id).
+///
+/// Images (base64, in the message's `images`) go in user messages only: tool results' images
+/// follow the results in a user message ([`super::images_after_results`]), since not every
+/// Ollama version reads `images` on a tool message.
 pub(crate) fn messages_to_wire(messages: &[Message]) -> Vec<Value> {
-    messages
+    super::images_after_results(messages)
         .iter()
         .map(|m| match m {
             Message::System { content } => json!({"role": "system", "content": content}),
-            Message::User { content } => json!({"role": "user", "content": content}),
+            Message::User { content, images } => {
+                let mut out = json!({"role": "user", "content": content});
+                if !images.is_empty() {
+                    out["images"] = images.iter().map(|i| json!(i.data)).collect();
+                }
+                out
+            }
             Message::Assistant(a) => {
                 let mut out = json!({"role": "assistant", "content": a.content});
                 if let Some(thinking) = a.thinking.as_deref().filter(|t| !t.is_empty()) {
@@ -366,6 +390,16 @@ impl Provider for OllamaProvider {
 
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
         Box::pin(self.shared.models())
+    }
+
+    fn served_window<'a>(&'a self, model: &'a str) -> BoxFuture<'a, Option<u32>> {
+        Box::pin(async move {
+            let capabilities = self.shared.fetch_capabilities(model).await.ok()?;
+            capabilities
+                .context_length
+                .filter(|&n| n > 0)
+                .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+        })
     }
 
     fn chat<'a>(
@@ -433,6 +467,7 @@ mod tests {
             tools: true,
             thinking: false,
             context_length: None,
+            vision: false,
         };
         let body = request_body(&request, &plain);
         assert_eq!(body["options"]["num_ctx"], super::super::DEFAULT_NUM_CTX);
@@ -496,7 +531,8 @@ mod tests {
             Capabilities {
                 tools: true,
                 thinking: false,
-                context_length: Some(40960)
+                context_length: Some(40960),
+                vision: false,
             }
         );
         let old = parse_show(&json!({"template": "{{ if .Tools }}..."}));

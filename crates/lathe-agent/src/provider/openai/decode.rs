@@ -79,7 +79,16 @@ impl OpenAiDecoder {
             self.usage = Some(Usage {
                 prompt_tokens: usage["prompt_tokens"].as_u64(),
                 completion_tokens: usage["completion_tokens"].as_u64(),
+                generation_ms: self.usage.and_then(|u| u.generation_ms),
             });
+        }
+        // llama.cpp times the generation itself, in the last chunks.
+        if let Some(ms) = value["timings"]["predicted_ms"]
+            .as_f64()
+            .filter(|ms| *ms > 0.0)
+        {
+            let usage = self.usage.get_or_insert_with(Usage::default);
+            usage.generation_ms = Some(ms.round() as u64);
         }
         let Some(choice) = value["choices"].as_array().and_then(|c| c.first()) else {
             return;
@@ -288,7 +297,8 @@ mod tests {
                 finish_reason: Some("tool_calls".into()),
                 usage: Some(Usage {
                     prompt_tokens: Some(7),
-                    completion_tokens: Some(3)
+                    completion_tokens: Some(3),
+                    ..Usage::default()
                 })
             })
         );

@@ -28,6 +28,8 @@ use std::sync::{Arc, Mutex};
 pub struct OpenAiProvider {
     shared: Arc<Shared>,
     echo_reasoning: bool,
+    /// `[model] vision`: the only way to know.
+    vision: bool,
 }
 
 /// What a retried request needs after the call that started it returned.
@@ -59,6 +61,7 @@ impl OpenAiProvider {
                 untold: Mutex::new(None),
             }),
             echo_reasoning: config.echo_reasoning,
+            vision: config.vision.unwrap_or(false),
         })
     }
 
@@ -228,13 +231,32 @@ pub(crate) fn request_body(request: &ChatRequest, echo_reasoning: bool) -> Value
 /// History in the OpenAI format: arguments as JSON strings, results matched by `tool_call_id`.
 /// Calls without an id (Ollama's, or recovered from text) get a stable one here, and a result
 /// without an id takes the id of the first unanswered call of the same tool.
+///
+/// Tool messages carry text only: a result's images follow the results in a user message
+/// ([`super::images_after_results`]) as `image_url` content parts with `data:` URLs, the
+/// shape llama.cpp's server (with a multimodal projector) and vLLM take.
 pub(crate) fn messages_to_wire(messages: &[Message], echo_reasoning: bool) -> Vec<Value> {
     let mut pending: Vec<(String, String)> = Vec::new();
+    let messages = super::images_after_results(messages);
     let mut out = Vec::with_capacity(messages.len());
     for (i, message) in messages.iter().enumerate() {
         out.push(match message {
             Message::System { content } => json!({"role": "system", "content": content}),
-            Message::User { content } => json!({"role": "user", "content": content}),
+            Message::User { content, images } if images.is_empty() => {
+                json!({"role": "user", "content": content})
+            }
+            Message::User { content, images } => {
+                let mut parts = Vec::with_capacity(images.len() + 1);
+                if !content.is_empty() {
+                    parts.push(json!({"type": "text", "text": content}));
+                }
+                for image in images {
+                    parts.push(json!({"type": "image_url", "image_url": {
+                        "url": format!("data:{};base64,{}", image.media_type, image.data)
+                    }}));
+                }
+                json!({"role": "user", "content": parts})
+            }
             Message::Assistant(a) => {
                 let mut m = json!({"role": "assistant"});
                 m["content"] = if a.content.is_empty() && !a.tool_calls.is_empty() {
@@ -321,12 +343,20 @@ impl Provider for OpenAiProvider {
                 tools: !refused,
                 thinking: true,
                 context_length: None,
+                vision: self.vision,
             })
         })
     }
 
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
         Box::pin(self.shared.models())
+    }
+
+    fn served_window<'a>(&'a self, model: &'a str) -> BoxFuture<'a, Option<u32>> {
+        Box::pin(super::window::served_window_openai(
+            &self.shared.http,
+            model,
+        ))
     }
 
     fn chat<'a>(

@@ -1,0 +1,606 @@
+//! Every request fits the window: the executor against the scripted model server (Ollama and
+//! OpenAI-compatible wire formats) with small windows, big results, a model that answers the
+//! summary request, and each server family's context-overflow answer.
+
+use std::sync::{Arc, Mutex};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use lathe_agent::approval::{ApprovalMode, Gate, NonInteractive};
+use lathe_agent::events::{Event, RunStatus};
+use lathe_agent::executor::{COMPACT_SYSTEM, Executor, ExecutorConfig, SUMMARY_HEAD};
+use lathe_agent::message::Message;
+use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
+use lathe_agent::runner::ToolRunner;
+use lathe_agent::sink::{EventSink, stored_history};
+use lathe_store::{NewSession, Store};
+use lathe_testkit::{Response, Script, ScriptedServer, ollama, openai};
+use lathe_tools::{
+    Effect, Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace,
+};
+
+const MODEL: &str = "qwen3:8b";
+
+/// Reads a file of the workspace.
+#[derive(Deserialize, JsonSchema)]
+struct CatInput {
+    /// The file.
+    path: String,
+}
+
+struct Cat;
+
+impl Tool for Cat {
+    const NAME: &'static str = "cat";
+    type Input = CatInput;
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+    fn effects(&self, input: &Self::Input, _session: &Session) -> Vec<Effect> {
+        vec![Effect::Read {
+            path: input.path.clone(),
+        }]
+    }
+    async fn run(&self, input: CatInput, ctx: ToolContext) -> ToolOutput {
+        match std::fs::read_to_string(ctx.session.workspace().root().join(&input.path)) {
+            Ok(text) => ToolOutput::ok(text),
+            Err(err) => ToolOutput::error(format!("cannot read {}: {err}", input.path)),
+        }
+    }
+}
+
+struct Run {
+    _dir: tempfile::TempDir,
+    root: std::path::PathBuf,
+    server: ScriptedServer,
+    store: Store,
+    session: lathe_store::SessionId,
+    events: Arc<Mutex<Vec<Event>>>,
+    executor: Executor,
+}
+
+impl Run {
+    fn events(&self) -> Vec<Event> {
+        self.events.lock().unwrap().clone()
+    }
+
+    fn notices(&self) -> Vec<String> {
+        self.events()
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::Notice { message } => Some(message),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// An executor for a `window`-token window against a server speaking `kind`'s protocol.
+fn start(kind: ProviderKind, script: Script, window: u64) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    std::fs::create_dir(&root).unwrap();
+    let script = match kind {
+        ProviderKind::Ollama => script.ollama_models(&[MODEL], &["completion", "tools"]),
+        ProviderKind::OpenAi => script.openai_models(&[MODEL]),
+    };
+    let server = ScriptedServer::start(script).unwrap();
+    let provider = connect(
+        kind,
+        ProviderConfig::new(server.url()).retry(RetryPolicy::none()),
+    )
+    .unwrap();
+    let tool_session = Session::new(
+        Workspace::new(&root).unwrap(),
+        ToolConfig::default(),
+        dir.path().join("state"),
+    )
+    .unwrap();
+    let mut registry = Registry::new();
+    registry.register(Cat);
+    let runner = Arc::new(ToolRunner::new(
+        Arc::new(registry),
+        tool_session,
+        Arc::new(Gate::new(ApprovalMode::Auto, &root)),
+        Arc::new(NonInteractive),
+    ));
+    let store = Store::open(dir.path().join("db/sessions.sqlite3")).unwrap();
+    let session = store
+        .create_session(NewSession {
+            workspace: root.clone(),
+            provider: "ollama".into(),
+            model: MODEL.into(),
+            approval: "auto".into(),
+            ..NewSession::default()
+        })
+        .unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&events);
+    let sink = EventSink::new(
+        store.clone(),
+        session.clone(),
+        Arc::new(move |e: &Event| seen.lock().unwrap().push(e.clone())),
+    );
+    let mut config = ExecutorConfig::new(MODEL);
+    config.context_window = Some(window);
+    config.options.num_ctx = u32::try_from(window).unwrap();
+    let executor = Executor::new(provider, runner, sink, config);
+    Run {
+        root,
+        _dir: dir,
+        server,
+        store,
+        session,
+        events,
+        executor,
+    }
+}
+
+/// Tokens of `text` as Lathe estimates them: 3.5 bytes a token.
+fn tokens(text: &str) -> u64 {
+    (text.len() as u64 * 2).div_ceil(7)
+}
+
+/// A recorded request's prompt tokens by the same estimate (4 a message for its framing), and
+/// the reply cap it was sent with.
+fn request_tokens(body: &Value) -> (u64, u64) {
+    let text = |v: &Value| v.as_str().map_or(0, tokens);
+    let mut total: u64 = body["tools"]
+        .as_array()
+        .map_or(0, |t| t.iter().map(|t| tokens(&t.to_string())).sum());
+    for message in body["messages"].as_array().unwrap() {
+        total += 4 + text(&message["content"]) + text(&message["thinking"]);
+        if let Some(calls) = message["tool_calls"].as_array() {
+            for call in calls {
+                total += 3
+                    + text(&call["function"]["name"])
+                    + tokens(&call["function"]["arguments"].to_string());
+            }
+        }
+    }
+    let cap = body["options"]["num_predict"]
+        .as_u64()
+        .or_else(|| body["max_tokens"].as_u64())
+        .expect("every request carries a reply cap");
+    (total, cap)
+}
+
+fn cat(path: &str) -> Response {
+    ollama::turn(MODEL)
+        .tool_call("cat", json!({"path": path}))
+        .done()
+}
+
+fn says(text: &str) -> Response {
+    ollama::turn(MODEL).text(text).done()
+}
+
+#[tokio::test]
+async fn a_2k_window_never_receives_more_than_fits() {
+    // The case: a 20,000-character result and `context_window = 2048`.
+    let mut script = Script::new();
+    for i in 0..4 {
+        script = script.chat(cat(&format!("big{i}.txt")));
+    }
+    let script = script.chat(says("All four read."));
+    let mut run = start(ProviderKind::Ollama, script, 2_048);
+    let big = "0123456789 abcdefghijklmnopqrstuvwxyz\n".repeat(530);
+    assert!(big.len() > 20_000);
+    for i in 0..4 {
+        std::fs::write(
+            run.root.join(format!("big{i}.txt")),
+            format!("file {i}\n{big}"),
+        )
+        .unwrap();
+    }
+    let outcome = run
+        .executor
+        .run("read big0.txt to big3.txt", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
+    let bodies = run.server.chat_bodies();
+    assert_eq!(bodies.len(), 5);
+    for (i, body) in bodies.iter().enumerate() {
+        let (prompt, cap) = request_tokens(body);
+        assert!(
+            prompt + cap <= 2_048,
+            "request {i}: {prompt} prompt tokens + {cap} for the reply do not fit 2,048"
+        );
+        assert_eq!(body["options"]["num_ctx"], 2_048);
+    }
+    // The newest result was cut to a quarter of the window, saying where the whole one is.
+    let last = bodies[4]["messages"].as_array().unwrap();
+    let newest = last.last().unwrap()["content"].as_str().unwrap();
+    assert!(newest.starts_with("file 3\n"), "{newest}");
+    assert!(newest.chars().count() <= 1_792, "{}", newest.len());
+    let saved = newest
+        .split("the full result is saved at ")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .unwrap_or_else(|| panic!("no saved-result note in {newest}"));
+    assert_eq!(
+        std::fs::read_to_string(saved).unwrap(),
+        format!("file 3\n{big}"),
+        "nothing is lost: the whole result is on disk"
+    );
+}
+
+/// A run whose assistant turns are long texts the shortening does not cut (each under 2,000
+/// characters), so only compaction can make the requests fit.
+fn chatty_script(turns: usize) -> Script {
+    let mut script = Script::new().chat_when(
+        "You summarise a coding agent",
+        says("Task: read the notes one by one. Done: read n0.txt to n3.txt; they list parser bugs. Files changed: none. Open: the rest of the notes. Plan: keep reading."),
+    );
+    for i in 0..turns {
+        let thought = format!(
+            "Reading note {i}. {}",
+            "I think about what it says. ".repeat(60)
+        );
+        script = script.chat(
+            ollama::turn(MODEL)
+                .text(&thought)
+                .tool_call("cat", json!({"path": format!("n{i}.txt")}))
+                .done(),
+        );
+    }
+    script.chat(says("Read every note."))
+}
+
+#[tokio::test]
+async fn compaction_replaces_old_turns_with_a_summary_and_the_task_continues() {
+    let turns = 8;
+    let mut run = start(ProviderKind::Ollama, chatty_script(turns), 4_096);
+    for i in 0..turns {
+        std::fs::write(
+            run.root.join(format!("n{i}.txt")),
+            format!("note {i}: a parser bug\n"),
+        )
+        .unwrap();
+    }
+    let outcome = run
+        .executor
+        .run("read the notes n0.txt to n7.txt", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
+    assert_eq!(outcome.answer, "Read every note.");
+    let bodies = run.server.chat_bodies();
+    let summary_requests: Vec<&Value> = bodies
+        .iter()
+        .filter(|b| b.to_string().contains("You summarise a coding agent"))
+        .collect();
+    assert_eq!(summary_requests.len(), 1, "one compaction");
+    // The summary request itself fits, and offers no tools.
+    let (prompt, cap) = request_tokens(summary_requests[0]);
+    assert!(prompt + cap <= 4_096, "{prompt} + {cap}");
+    assert!(
+        summary_requests[0]["tools"]
+            .as_array()
+            .is_none_or(Vec::is_empty)
+    );
+    assert_eq!(
+        summary_requests[0]["messages"][0]["content"],
+        COMPACT_SYSTEM
+    );
+    // Every turn's request fits; the ones after the compaction start with the summary.
+    let work: Vec<&Value> = bodies
+        .iter()
+        .filter(|b| !b.to_string().contains("You summarise a coding agent"))
+        .collect();
+    assert_eq!(work.len(), turns + 1);
+    for body in &work {
+        let (prompt, cap) = request_tokens(body);
+        assert!(prompt + cap <= 4_096, "{prompt} + {cap}");
+    }
+    let last = work.last().unwrap()["messages"].as_array().unwrap();
+    let summary = last[1]["content"].as_str().unwrap();
+    assert!(summary.starts_with(SUMMARY_HEAD), "{summary}");
+    assert!(summary.contains("Done: read n0.txt to n3.txt"), "{summary}");
+    assert!(
+        !last
+            .iter()
+            .any(|m| m["content"] == "note 0: a parser bug\n"),
+        "the oldest results are gone from the request"
+    );
+    assert_eq!(
+        last.last().unwrap()["content"],
+        format!("note {}: a parser bug\n", turns - 1),
+        "the newest turns are verbatim"
+    );
+    // The event, and the store: it keeps every message, and a resume reads the summary.
+    let compacted = run
+        .events()
+        .into_iter()
+        .find_map(|e| match e {
+            Event::ContextCompacted {
+                manual,
+                messages,
+                tokens_before,
+                tokens_after,
+                first_message,
+                last_message,
+                ..
+            } => Some((
+                manual,
+                messages,
+                tokens_before,
+                tokens_after,
+                first_message,
+                last_message,
+            )),
+            _ => None,
+        })
+        .expect("a compaction event");
+    let (manual, messages, before, after, first, last_seq) = compacted;
+    assert!(!manual);
+    assert!(messages >= 4 && after < before, "{compacted:?}");
+    assert!(first == 1 && last_seq > 1, "{compacted:?}");
+    let stored = run.store.messages(&run.session).unwrap();
+    let results = stored
+        .iter()
+        .filter(|row| row.body["role"] == "tool")
+        .count();
+    assert_eq!(results, turns, "the store keeps every result");
+    let resumed = stored_history(&run.store, &run.session).unwrap();
+    let at = resumed
+        .iter()
+        .position(
+            |m| matches!(m, Message::User { content, .. } if content.starts_with(SUMMARY_HEAD)),
+        )
+        .expect("the summary in the resumed history");
+    assert!(
+        !resumed[..at].iter().any(|m| matches!(m, Message::Tool(_))),
+        "the replaced results are not read back before it"
+    );
+    assert!(
+        resumed[at + 1..]
+            .iter()
+            .any(|m| m.content() == "note 7: a parser bug\n")
+    );
+}
+
+#[tokio::test]
+async fn a_manual_compact_summarises_and_the_next_task_goes_on_from_it() {
+    let script = chatty_script(3);
+    let mut run = start(ProviderKind::Ollama, script.chat(says("Noted.")), 32_768);
+    for i in 0..3 {
+        std::fs::write(run.root.join(format!("n{i}.txt")), format!("note {i}\n")).unwrap();
+    }
+    let cancel = CancellationToken::new();
+    let outcome = run.executor.run("read n0.txt to n2.txt", &cancel).await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
+    let done = run.executor.compact(&cancel).await.expect("compacted");
+    assert!(done.messages >= 3 && done.after < done.before, "{done:?}");
+    assert!(matches!(
+        run.executor.history()[1],
+        Message::User { ref content, .. } if content.starts_with(SUMMARY_HEAD)
+    ));
+    let outcome = run.executor.run("and now?", &cancel).await;
+    assert_eq!(outcome.answer, "Noted.");
+    let bodies = run.server.chat_bodies();
+    let last = bodies.last().unwrap()["messages"].as_array().unwrap();
+    assert!(
+        last[1]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with(SUMMARY_HEAD)
+    );
+    assert!(
+        run.events()
+            .iter()
+            .any(|e| matches!(e, Event::ContextCompacted { manual: true, .. }))
+    );
+}
+
+/// The overflow answer of each server family, and the provider that meets it.
+fn families() -> Vec<(&'static str, ProviderKind, Response, Option<u64>)> {
+    vec![
+        (
+            "ollama",
+            ProviderKind::Ollama,
+            ollama::context_overflow(),
+            None,
+        ),
+        (
+            "llama.cpp",
+            ProviderKind::OpenAi,
+            openai::llama_cpp_overflow(9_000, 4_096),
+            Some(4_096),
+        ),
+        (
+            "vllm",
+            ProviderKind::OpenAi,
+            openai::vllm_overflow(4_096, 9_000, 2_048),
+            Some(4_096),
+        ),
+        (
+            "lm studio",
+            ProviderKind::OpenAi,
+            openai::lmstudio_overflow(9_000, 4_096),
+            Some(4_096),
+        ),
+    ]
+}
+
+fn reading(kind: ProviderKind, path: &str) -> Response {
+    match kind {
+        ProviderKind::Ollama => cat(path),
+        ProviderKind::OpenAi => openai::turn(MODEL)
+            .tool_call(0, "call_1", "cat", &[&json!({"path": path}).to_string()])
+            .finish("tool_calls")
+            .done(),
+    }
+}
+
+fn saying(kind: ProviderKind, text: &str) -> Response {
+    match kind {
+        ProviderKind::Ollama => says(text),
+        ProviderKind::OpenAi => openai::turn(MODEL).text(text).finish("stop").done(),
+    }
+}
+
+#[tokio::test]
+async fn each_servers_overflow_answer_shrinks_the_request_and_retries_once() {
+    for (family, kind, overflow, served) in families() {
+        let script = Script::new()
+            .chat(reading(kind, "big.txt"))
+            .chat(overflow)
+            .chat(saying(kind, "Read it."));
+        let mut run = start(kind, script, 16_384);
+        std::fs::write(
+            run.root.join("big.txt"),
+            "a line of the big file\n".repeat(600),
+        )
+        .unwrap();
+        let outcome = run
+            .executor
+            .run("read big.txt", &CancellationToken::new())
+            .await;
+        assert_eq!(
+            outcome.status,
+            RunStatus::Finished,
+            "{family}: {:?}",
+            outcome.message
+        );
+        assert_eq!(outcome.answer, "Read it.", "{family}");
+        let bodies = run.server.chat_bodies();
+        assert_eq!(bodies.len(), 3, "{family}: one retry");
+        let refused = request_tokens(&bodies[1]).0;
+        let retried = request_tokens(&bodies[2]).0;
+        assert!(
+            retried * 10 <= refused * 7,
+            "{family}: the retry ({retried}) is at most 70% of the refused request ({refused})"
+        );
+        let notices = run.notices();
+        assert!(
+            notices
+                .iter()
+                .any(|n| n.contains("longer than the model's context window")
+                    && n.contains("asking again")),
+            "{family}: {notices:?}"
+        );
+        // A server that names its window teaches it: the next requests fit it.
+        match served {
+            Some(window) => {
+                assert_eq!(run.executor.context_window(), window, "{family}");
+                let (prompt, cap) = request_tokens(&bodies[2]);
+                assert!(prompt + cap <= window, "{family}: {prompt} + {cap}");
+                assert!(
+                    notices
+                        .iter()
+                        .any(|n| n.contains(&format!("its window is {window} tokens"))),
+                    "{family}: {notices:?}"
+                );
+            }
+            None => assert_eq!(run.executor.context_window(), 16_384, "{family}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_second_overflow_fails_naming_the_window_and_the_setting() {
+    for (family, kind, overflow, _) in families() {
+        let script = Script::new()
+            .chat(reading(kind, "big.txt"))
+            .chat(overflow.clone())
+            .chat(overflow);
+        let mut run = start(kind, script, 16_384);
+        std::fs::write(
+            run.root.join("big.txt"),
+            "a line of the big file\n".repeat(600),
+        )
+        .unwrap();
+        let outcome = run
+            .executor
+            .run("read big.txt", &CancellationToken::new())
+            .await;
+        assert_eq!(outcome.status, RunStatus::Failed, "{family}");
+        assert_eq!(
+            run.server.chat_bodies().len(),
+            3,
+            "{family}: retried once only"
+        );
+        let message = outcome.message.unwrap();
+        let window = run.executor.context_window();
+        assert!(
+            message.contains("longer than the model's context window")
+                && message.contains("refused again")
+                && message.contains(&format!("within {window} tokens"))
+                && message.contains("[model] context_window"),
+            "{family}: {message}"
+        );
+        assert!(
+            run.events()
+                .iter()
+                .any(|e| matches!(e, Event::Error { message: m } if *m == message)),
+            "{family}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn without_a_summary_the_conversation_is_shortened_instead_and_still_fits() {
+    // Every summary request fails; each turn's text is long enough to be cut.
+    let turns = 8;
+    let mut script = Script::new();
+    for _ in 0..turns {
+        script = script.chat_when(
+            "You summarise a coding agent",
+            ollama::error(500, "out of memory while summarising"),
+        );
+    }
+    for i in 0..turns {
+        let thought = format!(
+            "Reading note {i}. {}",
+            "I think about what it says. ".repeat(90)
+        );
+        script = script.chat(
+            ollama::turn(MODEL)
+                .text(&thought)
+                .tool_call("cat", json!({"path": format!("n{i}.txt")}))
+                .done(),
+        );
+    }
+    let script = script.chat(says("Read every note."));
+    let mut run = start(ProviderKind::Ollama, script, 4_096);
+    for i in 0..turns {
+        std::fs::write(run.root.join(format!("n{i}.txt")), format!("note {i}\n")).unwrap();
+    }
+    let outcome = run
+        .executor
+        .run("read the notes n0.txt to n7.txt", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
+    let bodies = run.server.chat_bodies();
+    let (summaries, work): (Vec<&Value>, Vec<&Value>) = bodies
+        .iter()
+        .partition(|b| b.to_string().contains("You summarise a coding agent"));
+    assert_eq!(work.len(), turns + 1);
+    assert!(!summaries.is_empty(), "a summary was asked for");
+    for body in &work {
+        let (prompt, cap) = request_tokens(body);
+        assert!(prompt + cap <= 4_096, "{prompt} + {cap}");
+    }
+    let last = work.last().unwrap()["messages"].as_array().unwrap();
+    assert!(
+        !last[1]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with(SUMMARY_HEAD)
+    );
+    assert!(
+        last.iter().any(|m| m["content"]
+            .as_str()
+            .unwrap_or("")
+            .contains("removed to save context")),
+        "old long texts were cut instead"
+    );
+    assert!(
+        !run.events()
+            .iter()
+            .any(|e| matches!(e, Event::ContextCompacted { .. }))
+    );
+}

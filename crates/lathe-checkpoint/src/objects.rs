@@ -1,0 +1,279 @@
+//! Git objects written in-process into the shadow repository's object store, as git writes
+//! loose objects (`Documentation/gitformat-loose.txt`): the id is the SHA-1 of
+//! `<kind> <length>\0<bytes>`, and the file `objects/<2 hex>/<38 hex>` holds the same bytes
+//! zlib-deflated. A file is written aside (`objects/tmp_obj_*`, the name git's own leftovers
+//! have, which `git gc` clears) and renamed into place, so a reader never sees half an object;
+//! an object already there, loose or in a pack (looked up in the packs' `.idx` files, version
+//! 2), is not written again.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use sha1::{Digest, Sha1};
+
+use crate::{Error, Result};
+
+/// An object id: a SHA-1.
+pub(crate) type Oid = [u8; 20];
+
+/// The kinds of object a snapshot writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Blob,
+    Tree,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Blob => "blob",
+            Kind::Tree => "tree",
+        }
+    }
+}
+
+/// The id git gives `bytes` as an object of `kind` (`git hash-object -t KIND`).
+pub(crate) fn id(kind: Kind, bytes: &[u8]) -> Oid {
+    let mut hasher = Sha1::new();
+    hasher.update(header(kind, bytes.len()).as_bytes());
+    hasher.update(bytes);
+    hasher.finalize().into()
+}
+
+fn header(kind: Kind, len: usize) -> String {
+    format!("{} {len}\0", kind.name())
+}
+
+/// An id as forty lower-case hex digits.
+pub(crate) fn hex(oid: &Oid) -> String {
+    let mut out = String::with_capacity(40);
+    for b in oid {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+/// A repository's object directory.
+#[derive(Debug)]
+pub(crate) struct Objects {
+    dir: PathBuf,
+    /// The packs' indexes, opened at the first object not found loose.
+    packs: std::sync::OnceLock<Vec<PackIndex>>,
+}
+
+impl Objects {
+    pub(crate) fn new(git_dir: &Path) -> Objects {
+        Objects {
+            dir: git_dir.join("objects"),
+            packs: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Whether the object is there, loose or packed.
+    pub(crate) fn has(&self, oid: &Oid) -> bool {
+        self.has_loose(oid)
+            || self
+                .packs
+                .get_or_init(|| PackIndex::all(&self.dir.join("pack")))
+                .iter()
+                .any(|pack| pack.contains(oid))
+    }
+
+    fn path(&self, oid: &Oid) -> PathBuf {
+        let hex = hex(oid);
+        self.dir.join(&hex[..2]).join(&hex[2..])
+    }
+
+    /// Whether the object is there loose.
+    pub(crate) fn has_loose(&self, oid: &Oid) -> bool {
+        std::fs::symlink_metadata(self.path(oid)).is_ok()
+    }
+
+    /// Stores `bytes` as an object of `kind` (unless it is there already) and returns its id.
+    pub(crate) fn write(&self, kind: Kind, bytes: &[u8]) -> Result<Oid> {
+        let oid = id(kind, bytes);
+        if self.has(&oid) {
+            return Ok(oid);
+        }
+        let path = self.path(&oid);
+        let fan = path.parent().expect("objects/xx");
+        match std::fs::create_dir(fan) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(Error::io(fan, e)),
+        }
+        let mut file = tempfile::Builder::new()
+            .prefix("tmp_obj_")
+            .tempfile_in(&self.dir)
+            .map_err(|e| Error::io(&self.dir, e))?;
+        {
+            // Level 1, git's default for loose objects (`core.looseCompression`).
+            let mut deflate =
+                flate2::write::ZlibEncoder::new(file.as_file_mut(), flate2::Compression::fast());
+            deflate
+                .write_all(header(kind, bytes.len()).as_bytes())
+                .and_then(|()| deflate.write_all(bytes))
+                .and_then(|()| deflate.finish().map(drop))
+                .map_err(|e| Error::io(file.path(), e))?;
+        }
+        {
+            use std::os::unix::fs::PermissionsExt;
+            // Read-only, as git leaves its objects.
+            let _ = file
+                .as_file()
+                .set_permissions(std::fs::Permissions::from_mode(0o444));
+        }
+        // Another process storing the same object at once renames the same bytes into place.
+        file.persist(&path).map_err(|e| Error::io(&path, e.error))?;
+        Ok(oid)
+    }
+}
+
+/// A pack's index file (`gitformat-pack.txt`, version 2): a fan-out table of 256 counts, then
+/// the sorted ids, searched with reads at offsets (a large pack's index is megabytes).
+#[derive(Debug)]
+struct PackIndex {
+    file: std::fs::File,
+    fanout: Vec<u32>,
+}
+
+impl PackIndex {
+    /// The indexes of the packs in `dir`; one this reader does not know is skipped (its objects
+    /// are then written again, loose, which git tolerates).
+    fn all(dir: &Path) -> Vec<PackIndex> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "idx"))
+            .filter_map(|p| PackIndex::open(&p))
+            .collect()
+    }
+
+    fn open(path: &Path) -> Option<PackIndex> {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::File::open(path).ok()?;
+        let mut head = [0u8; 8 + 256 * 4];
+        file.read_exact_at(&mut head, 0).ok()?;
+        if head[..8] != *b"\xfftOc\0\0\0\x02" {
+            return None;
+        }
+        let fanout = head[8..]
+            .chunks(4)
+            .map(|c| u32::from_be_bytes(c.try_into().expect("four bytes")))
+            .collect();
+        Some(PackIndex { file, fanout })
+    }
+
+    fn contains(&self, oid: &Oid) -> bool {
+        use std::os::unix::fs::FileExt;
+        let first = oid[0] as usize;
+        let (mut lo, mut hi) = (
+            if first == 0 {
+                0
+            } else {
+                self.fanout[first - 1]
+            },
+            self.fanout[first],
+        );
+        let mut id = [0u8; 20];
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let at = 8 + 256 * 4 + u64::from(mid) * 20;
+            if self.file.read_exact_at(&mut id, at).is_err() {
+                return false;
+            }
+            match id.cmp(oid) {
+                std::cmp::Ordering::Equal => return true,
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+            }
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_gits() {
+        // `git hash-object -t blob /dev/null` and `printf 'hello\n' | git hash-object --stdin`,
+        // and the empty tree.
+        assert_eq!(
+            hex(&id(Kind::Blob, b"")),
+            "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+        );
+        assert_eq!(
+            hex(&id(Kind::Blob, b"hello\n")),
+            "ce013625030ba8dba906f756967f9e9ca394464a"
+        );
+        assert_eq!(
+            hex(&id(Kind::Tree, b"")),
+            "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+        );
+    }
+
+    /// An object git packed (and removed loose) is found in the pack and not written again.
+    #[test]
+    fn a_packed_object_is_not_written_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str], input: Option<&[u8]>| {
+            let mut child = std::process::Command::new("git")
+                .args(args)
+                .env("GIT_DIR", dir.path())
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stdin = child.stdin.take().unwrap();
+            stdin.write_all(input.unwrap_or_default()).unwrap();
+            drop(stdin);
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{args:?}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        git(&["init", "-q", "--bare"], None);
+        let objects = Objects::new(dir.path());
+        let mut ids = Vec::new();
+        for i in 0..40 {
+            ids.push(
+                objects
+                    .write(Kind::Blob, format!("{i}\n").as_bytes())
+                    .unwrap(),
+            );
+        }
+        // Each id as git computes it, and readable by git.
+        assert_eq!(
+            git(&["hash-object", "--stdin"], Some(b"7\n")).trim(),
+            hex(&ids[7])
+        );
+        assert_eq!(git(&["cat-file", "-p", &hex(&ids[7])], None), "7\n");
+        let list: String = ids.iter().map(|id| hex(id) + "\n").collect();
+        git(
+            &[
+                "pack-objects",
+                "-q",
+                &format!("{}/objects/pack/pack", dir.path().display()),
+            ],
+            Some(list.as_bytes()),
+        );
+        git(&["prune-packed"], None);
+        let objects = Objects::new(dir.path());
+        for id in &ids {
+            assert!(!objects.has_loose(id));
+            assert!(objects.has(id), "{}", hex(id));
+        }
+        assert!(!objects.has(&id(Kind::Blob, b"not there")));
+        objects.write(Kind::Blob, b"7\n").unwrap();
+        assert!(
+            !objects.has_loose(&ids[7]),
+            "found packed: not written loose"
+        );
+    }
+}
