@@ -146,6 +146,7 @@
 pub mod args;
 mod budget;
 pub mod dispatch;
+pub mod hooks;
 mod meta;
 mod pending;
 pub mod profile;
@@ -159,7 +160,7 @@ mod workspace;
 
 pub use dispatch::{
     ApprovalDecision, ApprovalRequest, Approver, Authorized, CallInfo, CallStatus, Dispatcher,
-    FixedAnswer, Gate, Hook, NonInteractive, Outcome, Refuse, Verdict,
+    FixedAnswer, Gate, Hook, NonInteractive, Outcome, PreToolAnswer, Refuse, Verdict,
 };
 pub use lathe_policy::{ApprovalMode, PermissionsConfig};
 pub use meta::{CommandMeta, CommandState, FileChange, LineRange, MAX_CHANGE_DIFF_LINES, Metadata};

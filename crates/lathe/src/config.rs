@@ -47,6 +47,10 @@ pub struct Config {
     /// The project's memory: `path` (relative to the workspace; by default
     /// `.lathe/memory.md`). From a workspace's own file only once it is trusted.
     pub memory: lathe_tools::tools::update_memory::MemoryConfig,
+    /// Commands run at points of a session (`SessionStart`, `UserPromptSubmit`, `PreToolUse`,
+    /// `PostToolUse`, `Stop`), see `crate::hooks`. From a workspace's own file only once it is
+    /// trusted; its entries are added to the user's.
+    pub hooks: lathe_tools::hooks::HooksConfig,
     /// MCP servers whose tools the agent may call (`[mcp_servers.NAME]`, see
     /// `crate::mcp_client`). From a workspace's own file only once it is trusted, and never
     /// its `trusted` key.
@@ -274,12 +278,30 @@ pub fn load(workspace: &Path, explicit: Option<&Path>) -> anyhow::Result<Loaded>
     })
 }
 
-/// Merges `over` into `base`: tables merge key by key, anything else replaces.
-fn merge(base: &mut toml::Table, over: toml::Table) {
+/// Merges `over` into `base`: tables merge key by key, anything else replaces; except that the
+/// lists of `[hooks]` add up, so a workspace's hooks run besides the user's.
+fn merge(base: &mut toml::Table, mut over: toml::Table) {
+    if let (Some(toml::Value::Table(have)), Some(toml::Value::Table(more))) =
+        (base.get_mut("hooks"), over.get_mut("hooks"))
+    {
+        for (event, value) in std::mem::take(more) {
+            match (have.get_mut(&event), value) {
+                (Some(toml::Value::Array(list)), toml::Value::Array(added)) => list.extend(added),
+                (_, value) => {
+                    have.insert(event, value);
+                }
+            }
+        }
+        over.remove("hooks");
+    }
+    merge_tables(base, over);
+}
+
+fn merge_tables(base: &mut toml::Table, over: toml::Table) {
     for (key, value) in over {
         match (base.get_mut(&key), value) {
             (Some(toml::Value::Table(base_table)), toml::Value::Table(over_table)) => {
-                merge(base_table, over_table);
+                merge_tables(base_table, over_table);
             }
             (_, value) => {
                 base.insert(key, value);

@@ -158,9 +158,10 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     } else {
         Arc::new(Refuse(NON_INTERACTIVE_DENIAL.to_owned()))
     };
+    let hooks = crate::hooks::load(&setup, id.as_str())?;
     let (registry, servers) =
         crate::mcp_client::with_servers(&setup, lathe_tools::Registry::builtin(), None).await;
-    let builder = resolved.with_checkpoints(
+    let mut builder = resolved.with_checkpoints(
         resolved
             .configure(Agent::builder(provider, model, Arc::clone(&tools)))
             .registry(Arc::new(registry)),
@@ -169,6 +170,9 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
         0,
         &sink,
     );
+    if let Some(hooks) = &hooks {
+        builder = builder.hook(Arc::clone(hooks) as Arc<dyn lathe_tools::Hook>);
+    }
     let mut agent = agent_setup::build(
         builder
             .permissions(setup.config.permissions.clone())
@@ -190,14 +194,25 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
             exit_now(&tools, &sink);
         })
     };
-    let outcome = agent
-        .run_with_images(&attached.task, attached.images, &cancel)
+    let mut prompt_hooks = crate::hooks::PromptHooks::new(hooks, "startup");
+    let outcome = prompt_hooks
+        .run(&mut agent, &attached.task, attached.images, &cancel)
         .await;
     watcher.abort();
     terminating.abort();
     tools.shutdown();
     drop(agent);
     crate::mcp_client::stop(&servers).await;
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(reason) => {
+            eprintln!(
+                "lathe: a UserPromptSubmit hook refused the prompt; the model did not see it: \
+                 {reason}"
+            );
+            return Ok(ExitCode::from(EXIT_FAILURE));
+        }
+    };
     Ok(match outcome.status {
         RunStatus::Finished if outcome.report.changes_denied => ExitCode::from(EXIT_CHANGES_DENIED),
         RunStatus::Finished => ExitCode::SUCCESS,

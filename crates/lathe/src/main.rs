@@ -7,6 +7,7 @@ mod chat;
 mod cli;
 mod config;
 mod exec_cmd;
+mod hooks;
 mod mcp;
 mod mcp_client;
 mod memory_cmd;

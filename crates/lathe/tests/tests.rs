@@ -34,6 +34,7 @@ mod exec_subagents;
 mod exec_task;
 mod exec_terminal;
 mod frontends;
+mod hooks;
 mod mcp_checkpoints;
 mod mcp_client;
 mod mcp_conformance;

@@ -117,6 +117,40 @@ pub trait Hook: Send + Sync {
     fn after(&self, call: &CallInfo, outcome: &mut Outcome, session: &Session) {
         let _ = (call, outcome, session);
     }
+
+    /// Before the gate, for hooks that must wait (a command with a timeout): may refuse the
+    /// call, allow it past an ask the user could have answered "always" (never past a denial,
+    /// a critical or unsandboxed command or a memory change), or add context for the model.
+    fn pre_tool_use<'a>(
+        &'a self,
+        call: &'a CallInfo,
+        session: &'a Session,
+    ) -> futures::future::BoxFuture<'a, PreToolAnswer> {
+        let _ = (call, session);
+        Box::pin(async { PreToolAnswer::default() })
+    }
+
+    /// After the call ran and [`Hook::after`], for hooks that must wait; may add to the result.
+    fn post_tool_use<'a>(
+        &'a self,
+        call: &'a CallInfo,
+        outcome: &'a mut Outcome,
+        session: &'a Session,
+    ) -> futures::future::BoxFuture<'a, ()> {
+        let _ = (call, outcome, session);
+        Box::pin(async {})
+    }
+}
+
+/// What [`Hook::pre_tool_use`] answered.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PreToolAnswer {
+    /// The call ends here, with this outcome.
+    pub refuse: Option<Outcome>,
+    /// The call may skip an ask that the user could have answered "always".
+    pub allow: bool,
+    /// Appended to the call's result for the model.
+    pub context: Vec<String>,
 }
 
 /// A call the gate (and, where it asked, the approver) allowed, with its plan.
@@ -125,6 +159,7 @@ pub struct Authorized {
     call: PreparedCall,
     plan: Option<Plan>,
     info: CallInfo,
+    context: Vec<String>,
 }
 
 impl Authorized {
@@ -233,7 +268,30 @@ impl Dispatcher {
             hook.before(&info, session)
                 .map_err(|message| Outcome::ended(CallStatus::Refused, message))?;
         }
-        let verdict = self.gate.check(&call, session);
+        let mut hook_allow = false;
+        let mut context = Vec::new();
+        for hook in &self.hooks {
+            let answer = tokio::select! {
+                answer = hook.pre_tool_use(&info, session) => answer,
+                () = cancel.cancelled() => {
+                    return Err(Outcome::ended(CallStatus::Cancelled, STOPPED_BEFORE_RUNNING));
+                }
+            };
+            if let Some(outcome) = answer.refuse {
+                return Err(outcome);
+            }
+            hook_allow |= answer.allow;
+            context.extend(answer.context);
+        }
+        let mut verdict = self.gate.check(&call, session);
+        // A hook's allow skips only an ask the user could have made "always" (rules to
+        // remember); never a denial, a critical or unsandboxed command, or a memory change.
+        if hook_allow
+            && matches!(&verdict, Verdict::Ask { rules, .. } if !rules.is_empty())
+            && !self.gate.changes_memory(&call, session)
+        {
+            verdict = Verdict::Allow;
+        }
         if let Verdict::Deny { reason } = verdict {
             return Err(Outcome::ended(
                 CallStatus::Denied,
@@ -301,7 +359,12 @@ impl Dispatcher {
                 output,
             });
         }
-        Ok(Authorized { call, plan, info })
+        Ok(Authorized {
+            call,
+            plan,
+            info,
+            context,
+        })
     }
 
     /// Step three: runs an authorized call (applies its plan, or runs the tool) with `ctx`.
@@ -311,7 +374,12 @@ impl Dispatcher {
         if ctx.cancel.is_cancelled() {
             return Outcome::ended(CallStatus::Cancelled, STOPPED_BEFORE_RUNNING);
         }
-        let Authorized { call, plan, info } = authorized;
+        let Authorized {
+            call,
+            plan,
+            info,
+            context,
+        } = authorized;
         let changes: Vec<FileChange> = plan
             .as_ref()
             .map(|p| p.changes().cloned().collect())
@@ -327,6 +395,15 @@ impl Dispatcher {
         let mut outcome = Outcome::ran(output, &cancel);
         for hook in &self.hooks {
             hook.after(&info, &mut outcome, &session);
+        }
+        for hook in &self.hooks {
+            hook.post_tool_use(&info, &mut outcome, &session).await;
+        }
+        for context in context {
+            outcome
+                .output
+                .text
+                .push_str(&format!("\n\n[hook context] {context}"));
         }
         outcome
     }

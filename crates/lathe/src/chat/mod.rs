@@ -73,6 +73,8 @@ struct Live {
     agent: Agent,
     /// Ends the session on SIGTERM or SIGHUP.
     terminating: tokio::task::JoinHandle<()>,
+    /// `[hooks]` around each prompt (SessionStart, UserPromptSubmit, Stop).
+    prompt_hooks: crate::hooks::PromptHooks,
     /// Whether the session has its title (from the first message).
     titled: bool,
     // Held until the session ends, however it ends: `lathe sessions` sees whether it runs.
@@ -97,6 +99,7 @@ struct Parts<'a> {
 impl Parts<'_> {
     /// Opens session `id`, with `model` and approval `mode`.
     fn open(&self, id: SessionId, model: &str, mode: ApprovalMode) -> anyhow::Result<Live> {
+        let hooks = crate::hooks::load(self.setup, id.as_str())?;
         let tools = agent_setup::tool_session(self.setup, &id)?;
         let owner = agent_setup::own_session(&id)?;
         let sink = EventSink::new(self.store.clone(), id.clone(), self.renderer.handler());
@@ -121,6 +124,10 @@ impl Parts<'_> {
             agent_setup::stored_turns(self.store, &id),
             &sink,
         );
+        let builder = match &hooks {
+            Some(hooks) => builder.hook(Arc::clone(hooks) as Arc<dyn lathe_tools::Hook>),
+            None => builder,
+        };
         let agent = agent_setup::build(
             builder
                 .approval(mode)
@@ -136,6 +143,7 @@ impl Parts<'_> {
             sink,
             agent,
             terminating,
+            prompt_hooks: crate::hooks::PromptHooks::new(hooks, "startup"),
             titled: false,
             _owner: owner,
         })
@@ -393,8 +401,8 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         let mut stopping = false;
         let outcome = {
             let run = live
-                .agent
-                .run_with_images(&message, attached.images, &cancel);
+                .prompt_hooks
+                .run(&mut live.agent, &message, attached.images, &cancel);
             tokio::pin!(run);
             loop {
                 tokio::select! {
@@ -419,8 +427,15 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
             }
         }
         // The window meter: one dim line under the turn.
-        if let Some(meter) = crate::render::meter_line(&outcome.report) {
-            say(&style.dim(&meter));
+        match &outcome {
+            Ok(outcome) => {
+                if let Some(meter) = crate::render::meter_line(&outcome.report) {
+                    say(&style.dim(&meter));
+                }
+            }
+            Err(reason) => say(&style.yellow(&format!(
+                "a UserPromptSubmit hook refused this prompt; the model did not see it: {reason}"
+            ))),
         }
         if let Some(hint) = commands::pending_hint(&live.tools) {
             say(&style.yellow(&hint));

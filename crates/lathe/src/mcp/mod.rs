@@ -133,6 +133,9 @@ pub async fn run(common: &CommonArgs, mut args: McpArgs) -> anyhow::Result<ExitC
     // The configured MCP servers' tools, passed on to this server's own clients.
     let (registry, _servers) = crate::mcp_client::with_servers(&setup, registry, None).await;
     let shared = server::Shared::new(registry, gates, &root, new_session);
+    if let Some(hooks) = crate::hooks::load(&setup, "mcp")? {
+        shared.set_hooks(hooks);
+    }
     let signal = match &args.listen {
         Some(addr) => http::serve(shared, addr, args.allow_remote, timeout).await?,
         None => stdio::serve(shared).await?,

@@ -44,6 +44,8 @@ pub struct Shared {
     /// The workspace, for its project commands (MCP prompts).
     workspace: std::path::PathBuf,
     new_session: Box<dyn Fn() -> anyhow::Result<Arc<Session>> + Send + Sync>,
+    /// The `[hooks]` the dispatcher runs around every call (`PreToolUse`, `PostToolUse`).
+    hooks: std::sync::OnceLock<Arc<dyn lathe_tools::Hook>>,
 }
 
 impl Shared {
@@ -76,7 +78,22 @@ impl Shared {
             instructions,
             workspace: workspace.to_path_buf(),
             new_session: Box::new(new_session),
+            hooks: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Runs `hooks` around every call of every session (set once, before serving).
+    pub fn set_hooks(&self, hooks: Arc<dyn lathe_tools::Hook>) {
+        let _ = self.hooks.set(hooks);
+    }
+
+    /// A dispatcher over the tools and `gate`, with the configured hooks.
+    fn dispatcher(&self, gate: Arc<lathe_tools::Gate>) -> Dispatcher {
+        let dispatcher = Dispatcher::new(Arc::clone(&self.registry), gate);
+        match self.hooks.get() {
+            Some(hooks) => dispatcher.with_hook(Arc::clone(hooks)),
+            None => dispatcher,
+        }
     }
 
     /// The tools `session` offers now ([`Registry::is_offered`]: `resolve` only while an
@@ -362,7 +379,7 @@ impl LatheServer {
         // Before the call is prepared: a restore's effects are the files its checkpoints hold.
         let checkpoints = SessionCheckpoints::of(&session, self.shared.gates.mode(), &client);
         // A dispatcher is two `Arc`s: one per call, over the session's own gate.
-        let dispatcher = Dispatcher::new(Arc::clone(registry), Arc::clone(&gate));
+        let dispatcher = self.shared.dispatcher(Arc::clone(&gate));
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         let call = match dispatcher.prepare(&request.name, arguments, &session) {
             Ok(call) => call,
@@ -420,7 +437,9 @@ impl LatheServer {
             .then(|| checkpoints.hook(&ctx.session))
             .flatten();
         let dispatcher = match &hook {
-            Some(hook) => Dispatcher::new(Arc::clone(registry), gate)
+            Some(hook) => self
+                .shared
+                .dispatcher(gate)
                 .with_hook(Arc::clone(hook) as Arc<dyn lathe_tools::Hook>),
             None => dispatcher,
         };

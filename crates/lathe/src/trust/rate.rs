@@ -184,6 +184,9 @@ fn rate(section: &str, key: &str, value: &toml::Value, base: &Config) -> Effect 
                 )
             }
         }
+        ("hooks", _) => Effect::Weakens(
+            "runs these commands on your machine, unsandboxed, at these points of a session".into(),
+        ),
         _ => Effect::Weakens("a setting Lathe does not rate; it applies only when trusted".into()),
     }
 }
