@@ -132,5 +132,8 @@ fn a_project_command_in_chat_is_listed_run_narrowed_for_its_turn_and_then_lifted
     assert_eq!(tool_names(&bodies[0]), ["read_file"]);
     // The next turn has every tool back.
     let after = tool_names(&bodies[1]);
-    assert!(after.contains(&"grep".to_owned()) && after.len() > 1, "{after:?}");
+    assert!(
+        after.contains(&"grep".to_owned()) && after.len() > 1,
+        "{after:?}"
+    );
 }
