@@ -160,7 +160,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     };
     let hooks = crate::hooks::load(&setup, id.as_str())?;
     let (registry, servers) =
-        crate::mcp_client::with_servers(&setup, lathe_tools::Registry::builtin(), None).await;
+        crate::mcp_client::with_servers(&setup, crate::setup::registry(), None).await;
     let mut builder = resolved.with_checkpoints(
         resolved
             .configure(Agent::builder(provider, model, Arc::clone(&tools)))

@@ -551,7 +551,7 @@ fn flush_loop(flusher: &Flusher, renderer: &Weak<Renderer>) {
 fn streaming_label(name: &str, path: Option<&str>) -> String {
     static KINDS: OnceLock<HashMap<String, ToolKind>> = OnceLock::new();
     let kinds = KINDS.get_or_init(|| {
-        lathe_tools::Registry::builtin()
+        crate::setup::registry()
             .definitions()
             .map(|d| (d.name.clone(), d.kind))
             .collect()

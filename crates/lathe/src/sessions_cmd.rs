@@ -364,7 +364,7 @@ pub fn transcript(session: &Session, history: &[Message], calls: Calls, style: &
 /// A session's messages as text, each call with its line and the diffs of what it changed.
 fn conversation(history: &[Message], mut calls: Calls, style: &Style) -> String {
     // Calls stored without events (a session of an older Lathe) get their tool's title.
-    let registry = lathe_tools::Registry::builtin();
+    let registry = crate::setup::registry();
     // Results answer the calls in order; the call ids of the events pair them up.
     let mut answering: std::collections::VecDeque<Option<String>> = Default::default();
     let mut out = String::new();

@@ -245,7 +245,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     let turn = approver::CurrentTurn::default();
     let (registry, servers) = crate::mcp_client::with_servers(
         &setup,
-        lathe_tools::Registry::builtin(),
+        crate::setup::registry(),
         Some(crate::mcp_client::form::terminal(
             Arc::clone(&input),
             Arc::clone(&renderer),
