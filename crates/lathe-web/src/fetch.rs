@@ -155,7 +155,7 @@ impl Tool for WebFetchTool {
                 .with_meta("url", final_url.as_str())
                 .with_meta("content_type", media);
             }
-            Kind::Pdf => return pdf(session, &final_url, &body, cut),
+            Kind::Pdf => return pdf(&ctx, &final_url, &body, cut).await,
             Kind::Json | Kind::Text | Kind::Html => {
                 let (decoded, charset) = convert::decode(content_type.as_deref(), kind, &body);
                 if charset != "UTF-8" {
@@ -279,9 +279,11 @@ fn cache_path(session: &Session, url: &Url) -> PathBuf {
     session.state_dir().join("web").join(format!("{name}.md"))
 }
 
-/// A PDF is saved in the session's state directory for `read_document`.
-fn pdf(session: &Session, url: &Url, body: &[u8], cut: bool) -> ToolOutput {
-    let path = cache_path(session, url).with_extension("pdf");
+/// A PDF is saved in the session's state directory and read as `read_document` reads it (its
+/// pages, the gaps of pages without text, the paging note); the saved copy is where
+/// `read_document` reads on.
+async fn pdf(ctx: &ToolContext, url: &Url, body: &[u8], cut: bool) -> ToolOutput {
+    let path = cache_path(&ctx.session, url).with_extension("pdf");
     if let Some(dir) = path.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
@@ -291,16 +293,29 @@ fn pdf(session: &Session, url: &Url, body: &[u8], cut: bool) -> ToolOutput {
              cannot be read, so nothing was kept"
         ));
     }
-    match std::fs::write(&path, body) {
-        Ok(()) => ToolOutput::ok(format!(
-            "{url} is a PDF ({}), saved as {}: read it with read_document",
-            human(body.len() as u64),
-            path.display()
-        ))
-        .with_path(path.display().to_string())
-        .with_meta("url", url.as_str()),
-        Err(err) => ToolOutput::error(format!("{url} is a PDF, but it cannot be saved: {err}")),
+    if let Err(err) = std::fs::write(&path, body) {
+        return ToolOutput::error(format!("{url} is a PDF, but it cannot be saved: {err}"));
     }
+    let shown = path.display().to_string();
+    let head = format!(
+        "{url} is a PDF ({}), saved as {shown}; read_document reads it again (pages, offset):",
+        human(body.len() as u64)
+    );
+    let (session, cancel, saved) = (
+        std::sync::Arc::clone(&ctx.session),
+        ctx.cancel.clone(),
+        shown.clone(),
+    );
+    let read = tokio::task::spawn_blocking(move || {
+        lathe_tools::tools::read_document::read_path(&session, &saved, &cancel)
+    })
+    .await;
+    let mut output = match read {
+        Ok(output) => output,
+        Err(err) => ToolOutput::error(format!("reading the PDF stopped unexpectedly: {err}")),
+    };
+    output.text = format!("{head}\n\n{}", output.text);
+    output.with_path(shown).with_meta("url", url.as_str())
 }
 
 /// A response, read up to the size limit.

@@ -395,14 +395,19 @@ async fn a_long_page_is_paged_from_the_copy_kept_in_the_session() {
 }
 
 #[tokio::test]
-async fn a_pdf_is_saved_for_read_document_and_binaries_are_not_shown() {
+async fn a_pdf_is_read_as_read_document_reads_it_and_binaries_are_not_shown() {
+    let pdf = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../lathe-documents/tests/fixtures/pages.pdf"),
+    )
+    .unwrap();
     let server = ScriptedServer::start(
         Script::new()
             .always(
                 "/paper.pdf",
                 Response::new(200)
                     .header("content-type", "application/pdf")
-                    .bytes(b"%PDF-1.4\n%fake but whole\n".to_vec())
+                    .bytes(pdf.clone())
                     .framing(Framing::Length),
             )
             .always(
@@ -422,16 +427,17 @@ async fn a_pdf_is_saved_for_read_document_and_binaries_are_not_shown() {
         )
         .await;
     assert_eq!(out.status, CallStatus::Ok, "{}", out.output.text);
+    // The pages as read_document shows them, the page without text as a gap.
+    let text = &out.output.text;
+    assert!(text.contains("read_document reads it again"), "{text}");
+    assert!(text.contains("Page two says bravo."), "{text}");
     assert!(
-        out.output.text.contains("read_document"),
-        "{}",
-        out.output.text
+        text.contains("(page 3: no text layer (scanned?); OCR is not available)"),
+        "{text}"
     );
+    assert!(text.contains("3 of 4 pages had text"), "{text}");
     let saved = out.output.metadata.path.clone().unwrap();
-    assert_eq!(
-        std::fs::read(&saved).unwrap(),
-        b"%PDF-1.4\n%fake but whole\n"
-    );
+    assert_eq!(std::fs::read(&saved).unwrap(), pdf);
     assert!(saved.starts_with(f.dir.path().join("state").to_str().unwrap()));
     let out = f
         .call(

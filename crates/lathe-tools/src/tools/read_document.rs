@@ -80,6 +80,19 @@ impl Tool for ReadDocumentTool {
     }
 }
 
+/// What `read_document` answers for the whole document at `path` (in the workspace or a read
+/// root, such as the session's state directory): for a tool that holds a document of its own
+/// (`web_fetch` on a PDF). Blocking.
+pub fn read_path(session: &Session, path: &str, cancel: &CancellationToken) -> ToolOutput {
+    let input = ReadDocumentInput {
+        path: path.to_owned(),
+        pages: None,
+        offset: None,
+        limit: None,
+    };
+    read(session, &input, cancel)
+}
+
 fn read(session: &Session, input: &ReadDocumentInput, cancel: &CancellationToken) -> ToolOutput {
     let selection: Selection = match input.pages.as_deref().unwrap_or("").parse() {
         Ok(selection) => selection,
