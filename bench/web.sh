@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `web_fetch` on a generated 2 MB article page (navigation, sidebars, scripts and ~1,800
+# `web_fetch` on a generated 2 MB article page (navigation, sidebars, scripts and ~6,900
 # paragraphs around the article), served from loopback: the whole `lathe tool web_fetch`
 # process (fetch, charset, readability extraction with dom_smoothie, htmd to Markdown, the
 # page kept for paging) against `curl` fetching the same bytes to a file, in the same run.
@@ -43,7 +43,7 @@ def sentence():
 nav = "".join(f'<li><a href="/docs/{i}">Section {i}</a></li>' for i in range(400))
 side = "".join(f'<div class="ad"><a href="/promo/{i}">Offer {i}</a></div>' for i in range(200))
 body = []
-for i in range(1800):
+for i in range(6900):
     if i % 40 == 0:
         body.append(f"<h2>Part {i // 40 + 1}</h2>")
     body.append("<p>" + " ".join(sentence() for _ in range(4)) + "</p>")
