@@ -4,31 +4,47 @@
 //! zlib-deflated. A file is written aside (`objects/tmp_obj_*`, the name git's own leftovers
 //! have, which `git gc` clears) and renamed into place, so a reader never sees half an object;
 //! an object already there, loose or in a pack (looked up in the packs' `.idx` files, version
-//! 2), is not written again.
+//! 2), is not written again. Objects are read back the same ways: loose ones inflated, packed
+//! ones through `crate::pack`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use sha1::{Digest, Sha1};
 
+use crate::pack::Pack;
 use crate::{Error, Result};
 
 /// An object id: a SHA-1.
 pub(crate) type Oid = [u8; 20];
 
-/// The kinds of object a snapshot writes.
+/// The kinds of object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     Blob,
     Tree,
+    Commit,
+    Tag,
 }
 
 impl Kind {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Blob => "blob",
             Kind::Tree => "tree",
+            Kind::Commit => "commit",
+            Kind::Tag => "tag",
         }
+    }
+
+    fn parse(name: &[u8]) -> Option<Kind> {
+        Some(match name {
+            b"blob" => Kind::Blob,
+            b"tree" => Kind::Tree,
+            b"commit" => Kind::Commit,
+            b"tag" => Kind::Tag,
+            _ => return None,
+        })
     }
 }
 
@@ -57,26 +73,75 @@ pub(crate) fn hex(oid: &Oid) -> String {
 #[derive(Debug)]
 pub(crate) struct Objects {
     dir: PathBuf,
-    /// The packs' indexes, opened at the first object not found loose.
-    packs: std::sync::OnceLock<Vec<PackIndex>>,
+    /// The packs, opened at the first object not found loose, and again when an object is
+    /// found nowhere (`git gc` may have packed it since).
+    packs: std::sync::Mutex<Option<std::sync::Arc<Vec<Pack>>>>,
 }
 
 impl Objects {
     pub(crate) fn new(git_dir: &Path) -> Objects {
         Objects {
             dir: git_dir.join("objects"),
-            packs: std::sync::OnceLock::new(),
+            packs: std::sync::Mutex::new(None),
         }
+    }
+
+    /// The packs, opened now if `reload` or never yet.
+    fn packs(&self, reload: bool) -> std::sync::Arc<Vec<Pack>> {
+        let mut packs = self.packs.lock().unwrap_or_else(|e| e.into_inner());
+        if reload || packs.is_none() {
+            *packs = Some(std::sync::Arc::new(Pack::all(&self.dir.join("pack"))));
+        }
+        std::sync::Arc::clone(packs.as_ref().expect("just opened"))
     }
 
     /// Whether the object is there, loose or packed.
     pub(crate) fn has(&self, oid: &Oid) -> bool {
-        self.has_loose(oid)
-            || self
-                .packs
-                .get_or_init(|| PackIndex::all(&self.dir.join("pack")))
-                .iter()
-                .any(|pack| pack.contains(oid))
+        self.has_loose(oid) || self.packs(false).iter().any(|pack| pack.contains(oid))
+    }
+
+    /// The object `oid`, loose or packed: its kind and bytes. `None` when this reader
+    /// cannot find or read it (not there, or in a form it does not know): the caller asks git.
+    pub(crate) fn read(&self, oid: &Oid) -> Option<(Kind, Vec<u8>)> {
+        if let Some(object) = self.read_loose(oid) {
+            return Some(object);
+        }
+        for reload in [false, true] {
+            for pack in self.packs(reload).iter() {
+                match pack.read(oid, &|base| self.read(base)) {
+                    Ok(Some(object)) => return Some(object),
+                    Ok(None) => {}
+                    Err(why) => {
+                        tracing::debug!("reading {} from a pack: {why}", hex(oid));
+                        return None;
+                    }
+                }
+            }
+            // Packed while we looked (`git gc` packs, then removes the loose copies).
+            if let Some(object) = self.read_loose(oid) {
+                return Some(object);
+            }
+        }
+        None
+    }
+
+    fn read_loose(&self, oid: &Oid) -> Option<(Kind, Vec<u8>)> {
+        use std::io::Read;
+        let file = std::fs::File::open(self.path(oid)).ok()?;
+        let mut raw = Vec::new();
+        flate2::read::ZlibDecoder::new(std::io::BufReader::new(file))
+            .read_to_end(&mut raw)
+            .ok()?;
+        let nul = raw.iter().position(|&b| b == 0)?;
+        let head = &raw[..nul];
+        let space = head.iter().position(|&b| b == b' ')?;
+        let kind = Kind::parse(&head[..space])?;
+        let len: usize = std::str::from_utf8(&head[space + 1..]).ok()?.parse().ok()?;
+        if raw.len() - nul - 1 != len {
+            return None;
+        }
+        raw.drain(..=nul);
+        Some((kind, raw))
     }
 
     fn path(&self, oid: &Oid) -> PathBuf {
@@ -126,72 +191,6 @@ impl Objects {
         // Another process storing the same object at once renames the same bytes into place.
         file.persist(&path).map_err(|e| Error::io(&path, e.error))?;
         Ok(oid)
-    }
-}
-
-/// A pack's index file (`gitformat-pack.txt`, version 2): a fan-out table of 256 counts, then
-/// the sorted ids, searched with reads at offsets (a large pack's index is megabytes).
-#[derive(Debug)]
-struct PackIndex {
-    file: std::fs::File,
-    fanout: Vec<u32>,
-}
-
-impl PackIndex {
-    /// The indexes of the packs in `dir`; one this reader does not know is skipped (its objects
-    /// are then written again, loose, which git tolerates).
-    fn all(dir: &Path) -> Vec<PackIndex> {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return Vec::new();
-        };
-        entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "idx"))
-            .filter_map(|p| PackIndex::open(&p))
-            .collect()
-    }
-
-    fn open(path: &Path) -> Option<PackIndex> {
-        use std::os::unix::fs::FileExt;
-        let file = std::fs::File::open(path).ok()?;
-        let mut head = [0u8; 8 + 256 * 4];
-        file.read_exact_at(&mut head, 0).ok()?;
-        if head[..8] != *b"\xfftOc\0\0\0\x02" {
-            return None;
-        }
-        let fanout = head[8..]
-            .chunks(4)
-            .map(|c| u32::from_be_bytes(c.try_into().expect("four bytes")))
-            .collect();
-        Some(PackIndex { file, fanout })
-    }
-
-    fn contains(&self, oid: &Oid) -> bool {
-        use std::os::unix::fs::FileExt;
-        let first = oid[0] as usize;
-        let (mut lo, mut hi) = (
-            if first == 0 {
-                0
-            } else {
-                self.fanout[first - 1]
-            },
-            self.fanout[first],
-        );
-        let mut id = [0u8; 20];
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            let at = 8 + 256 * 4 + u64::from(mid) * 20;
-            if self.file.read_exact_at(&mut id, at).is_err() {
-                return false;
-            }
-            match id.cmp(oid) {
-                std::cmp::Ordering::Equal => return true,
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-            }
-        }
-        false
     }
 }
 

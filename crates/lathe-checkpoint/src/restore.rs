@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::git::{Git, bytes_of, path_of, split_nul};
+use crate::git::{Git, bytes_of, path_of};
+use crate::odb::Odb;
 use crate::{Error, Result};
 
 const MODE_FILE: u32 = 0o100644;
@@ -31,36 +32,23 @@ pub(crate) struct Change {
     pub(crate) target: Entry,
 }
 
-/// The paths changed from tree `from` to tree `to`, each with its state in both.
+/// The paths changed from tree `from` to tree `to`, each with its state in both (submodules'
+/// commits left out: they are their own repository's business).
 pub(crate) fn changed(git: &Git, from: &str, to: &str) -> Result<Vec<(PathBuf, Entry, Entry)>> {
-    let out = git.run(["diff-tree", "-r", "-z", "--no-renames", "--raw", from, to])?;
-    let mut fields = split_nul(&out);
-    let mut changes = Vec::new();
-    while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
-        let meta = String::from_utf8_lossy(meta);
-        let parts: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
-        let [old_mode, new_mode, old_blob, new_blob, ..] = parts[..] else {
-            continue;
-        };
-        let entry = |mode: &str, blob: &str| {
-            let mode = u32::from_str_radix(mode, 8).unwrap_or(0);
-            if mode == 0 {
-                Entry::Absent
-            } else {
-                Entry::Present {
-                    mode,
-                    blob: blob.to_owned(),
-                }
-            }
-        };
-        let (old, new) = (entry(old_mode, old_blob), entry(new_mode, new_blob));
-        let gitlink = |e: &Entry| matches!(e, Entry::Present { mode, .. } if *mode == MODE_GITLINK);
-        if gitlink(&old) || gitlink(&new) {
-            continue;
-        }
-        changes.push((path_of(path), old, new));
-    }
-    Ok(changes)
+    let entry = |state: crate::odb::State| match state {
+        None => Entry::Absent,
+        Some((mode, oid)) => Entry::Present {
+            mode,
+            blob: crate::objects::hex(&oid),
+        },
+    };
+    let gitlink = |state: &crate::odb::State| matches!(state, Some((MODE_GITLINK, _)));
+    Ok(Odb::new(git)
+        .diff(from, to)?
+        .into_iter()
+        .filter(|(_, old, new)| !gitlink(old) && !gitlink(new))
+        .map(|(path, old, new)| (path_of(&path), entry(old), entry(new)))
+        .collect())
 }
 
 /// The state of each path on disk now: blob ids computed in-process (as `git hash-object
@@ -160,7 +148,8 @@ pub(crate) fn apply(git: &Git, change: &Change) -> Result<()> {
             Err(_) => Ok(()),
         },
         Entry::Present { mode, blob } => {
-            let bytes = git.run(["cat-file", "blob", blob.as_str()])?;
+            let bytes =
+                Odb::new(git).read(&crate::odb::oid_of(blob)?, crate::objects::Kind::Blob)?;
             let parent = full.parent().unwrap_or(&git.work_tree);
             std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
             let existing = std::fs::symlink_metadata(&full).ok();

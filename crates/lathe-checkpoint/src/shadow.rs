@@ -6,8 +6,10 @@
 //! changed files' blobs and their directories' trees are written in-process too
 //! (`crate::objects`, `crate::tree`): a snapshot starts no git process. A step is a pair of
 //! commits (the state before, the state after) on the session's ref
-//! `refs/lathe/<session>/head`, made by `git commit-tree` and `git update-ref` once a turn that
-//! changed something ends; undo, redo and review run git too.
+//! `refs/lathe/<session>/head`, written and the ref moved in-process (`crate::odb`,
+//! `crate::refs`) once a turn that changed something ends; the steps are read back, trees
+//! compared and overlaid, and files' bytes read in-process too (`crate::pack` for what `git gc`
+//! packed). Review (`git diff`), line counts and packing run git.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +18,8 @@ use sha2::{Digest, Sha256};
 use crate::git::{Git, bytes_of, path_of, split_nul};
 use crate::index::{self, Entry, Read, Stat};
 use crate::objects::{self, Kind, Objects, Oid};
+use crate::odb::{self, Odb};
+use crate::refs;
 use crate::tree::{self, CacheTree};
 use crate::walk::{Rules, Walked};
 use crate::{Error, Result, Step, StepKind, Uncovered};
@@ -561,54 +565,37 @@ impl Shadow {
 
     /// The session's newest commit.
     pub(crate) fn head(&self) -> Result<Option<String>> {
-        match self
-            .git
-            .run(["rev-parse", "--verify", "-q", self.reference.as_str()])
-        {
-            Ok(out) => Ok(Some(trimmed(out))),
-            Err(_) => Ok(None),
-        }
+        refs::read(&self.git.git_dir, &self.reference)
     }
 
     /// The session's steps, oldest first.
     pub(crate) fn steps(&self) -> Result<Vec<Step>> {
-        if self.head()?.is_none() {
-            return Ok(Vec::new());
+        match self.head()? {
+            None => Ok(Vec::new()),
+            Some(head) => self.steps_of(&head),
         }
-        self.steps_of(&self.reference)
     }
 
     /// The turn steps of every other session of this workspace.
     pub(crate) fn others_steps(&self) -> Result<Vec<Step>> {
-        let refs = self
-            .git
-            .run(["for-each-ref", "--format=%(refname)", "refs/lathe/"])?;
         let mut steps = Vec::new();
-        for reference in String::from_utf8_lossy(&refs).lines() {
-            if reference != self.reference && reference.ends_with("/head") {
-                steps.extend(self.steps_of(reference)?);
+        for reference in refs::list(&self.git.git_dir, "refs/lathe/")? {
+            if reference != self.reference
+                && reference.ends_with("/head")
+                && let Some(head) = refs::read(&self.git.git_dir, &reference)?
+            {
+                steps.extend(self.steps_of(&head)?);
             }
         }
         Ok(steps)
     }
 
-    fn steps_of(&self, reference: &str) -> Result<Vec<Step>> {
-        let log = self.git.run([
-            "log",
-            "--first-parent",
-            "-z",
-            "--format=%H%x01%T%x01%ct%x01%B",
-            reference,
-        ])?;
-        let mut commits: Vec<(String, String, Option<i64>, Meta)> = split_nul(&log)
-            .filter_map(|entry| {
-                let text = String::from_utf8_lossy(entry);
-                let mut parts = text.splitn(4, '\x01');
-                let commit = parts.next()?.trim().to_owned();
-                let tree = parts.next()?.to_owned();
-                let seconds = parts.next()?.trim().parse::<i64>().ok();
-                Some((commit, tree, seconds, Meta::parse(parts.next()?)))
-            })
+    /// The steps recorded from commit `head` down.
+    fn steps_of(&self, head: &str) -> Result<Vec<Step>> {
+        let mut commits: Vec<(String, String, Option<i64>, Meta)> = Odb::new(&self.git)
+            .log(head)?
+            .into_iter()
+            .map(|c| (c.id, c.tree, c.time, Meta::parse(&c.message)))
             .collect();
         commits.reverse();
         let mut steps = Vec::new();
@@ -660,11 +647,12 @@ impl Shadow {
         };
         let message = Meta::message(kind, step.turn, &targets, step.claimed, step.left_alone);
         let after = self.commit_tree(step.after, Some(&before), &message)?;
-        let mut update = vec!["update-ref", self.reference.as_str(), after.as_str()];
-        if let Some(parent) = &parent {
-            update.push(parent.as_str());
-        }
-        self.git.run(&update)?;
+        refs::update(
+            &self.git.git_dir,
+            &self.reference,
+            &after,
+            parent.as_deref(),
+        )?;
         self.collect_garbage();
         Ok(after)
     }
@@ -702,12 +690,7 @@ impl Shadow {
     }
 
     fn commit_tree(&self, tree: &str, parent: Option<&str>, message: &str) -> Result<String> {
-        let mut args = vec!["commit-tree", tree];
-        if let Some(parent) = parent {
-            args.extend(["-p", parent]);
-        }
-        args.extend(["-m", message]);
-        Ok(trimmed(self.git.run(&args)?))
+        Odb::new(&self.git).commit(tree, parent, message)
     }
 
     /// The turn this session began and did not end (it is running, or its process died).
@@ -751,65 +734,73 @@ impl Shadow {
 
 /// A tree built from another with a few paths taken from the work tree: the states around an
 /// undo, which changes only those paths, without a walk of the whole tree.
-pub(crate) struct Overlay {
-    git: Git,
-    paths: Vec<u8>,
+pub(crate) struct Overlay<'a> {
+    shadow: &'a Shadow,
+    base: String,
+    paths: Vec<PathBuf>,
 }
 
 impl Shadow {
-    /// An overlay of `paths` on tree `base`, in an index file of its own.
-    pub(crate) fn overlay(&self, base: &str, paths: &[&Path]) -> Result<Overlay> {
-        let mut git = self.git.clone();
-        git.index = self.state_file("overlay");
-        let _ = std::fs::remove_file(&git.index);
-        git.run(["read-tree", base])?;
-        let mut list = Vec::new();
-        for path in paths {
-            push(&mut list, bytes_of(path));
-        }
-        Ok(Overlay { git, paths: list })
+    /// An overlay of `paths` on tree `base`.
+    pub(crate) fn overlay(&self, base: &str, paths: &[&Path]) -> Result<Overlay<'_>> {
+        Ok(Overlay {
+            shadow: self,
+            base: base.to_owned(),
+            paths: paths.iter().map(|p| p.to_path_buf()).collect(),
+        })
     }
 }
 
-impl Overlay {
-    /// The base with the paths as they are on disk now. A path that is a directory now holds
-    /// no file: its entry is taken out (git would refuse to add a directory).
+impl Overlay<'_> {
+    /// The base with the paths as they are on disk now (their blobs stored): a file or a
+    /// symbolic link by its mode and bytes; a path that is a directory now, or is missing, or
+    /// lies beyond a symbolic link, holds no file.
     pub(crate) fn tree(&self) -> Result<String> {
-        let (mut files, mut dirs) = (Vec::new(), Vec::new());
-        for path in split_nul(&self.paths) {
-            let full = self.git.work_tree.join(path_of(path));
-            match std::fs::symlink_metadata(full) {
-                Ok(meta) if meta.is_dir() => push(&mut dirs, path),
-                _ => push(&mut files, path),
-            }
+        let odb = Odb::new(&self.shadow.git);
+        let root = &self.shadow.git.work_tree;
+        let mut changes = Vec::with_capacity(self.paths.len());
+        for path in &self.paths {
+            let state = match crate::restore::stays_inside(root, path) {
+                Err(_) => None,
+                Ok(()) => on_disk(&odb, &root.join(path))?,
+            };
+            changes.push((bytes_of(path).to_vec(), state));
         }
-        if !dirs.is_empty() {
-            self.git.run_with_input(
-                ["update-index", "-z", "--force-remove", "--stdin"],
-                Some(&dirs),
-            )?;
-        }
-        if !files.is_empty() {
-            self.git.run_with_input(
-                [
-                    "update-index",
-                    "-z",
-                    "--add",
-                    "--remove",
-                    "--replace",
-                    "--stdin",
-                ],
-                Some(&files),
-            )?;
-        }
-        Ok(trimmed(self.git.run(["write-tree"])?))
+        odb.edit(&self.base, &changes)
     }
 }
 
-impl Drop for Overlay {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.git.index);
+/// A path's state on disk as the index would take it: `None` for nothing, a directory or
+/// anything but a file or a symbolic link.
+fn on_disk(odb: &Odb<'_>, full: &Path) -> Result<odb::State> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = match std::fs::symlink_metadata(full) {
+        Ok(meta) => meta,
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(None);
+        }
+        Err(e) => return Err(Error::io(full, e)),
+    };
+    if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(full).map_err(|e| Error::io(full, e))?;
+        return Ok(Some((MODE_LINK, odb.write_blob(bytes_of(&target))?)));
     }
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    let bytes = std::fs::read(full).map_err(|e| Error::io(full, e))?;
+    // As git records it (and the snapshot's walk): the owner's exec bit decides.
+    let mode = if meta.permissions().mode() & 0o100 != 0 {
+        0o100755
+    } else {
+        0o100644
+    };
+    Ok(Some((mode, odb.write_blob(&bytes)?)))
 }
 
 /// A step to record.
@@ -1015,5 +1006,310 @@ mod tests {
         // The root, src, src/deep, src/deep/er and src-b: docs is gone.
         assert_eq!(valid, 5);
         assert_eq!(index.entries.len(), 6);
+    }
+
+    fn write(ws: &Path, path: &str, text: &str) {
+        let full = ws.join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, text).unwrap();
+    }
+
+    /// What `git diff-tree -r --raw` says changed between two trees: path, old and new mode
+    /// and blob (`0` modes for a side without the path).
+    fn gits_diff(shadow: &Shadow, from: &str, to: &str) -> Vec<(Vec<u8>, String)> {
+        let out = shadow
+            .git
+            .run(["diff-tree", "-r", "-z", "--no-renames", "--raw", from, to])
+            .unwrap();
+        let mut fields = split_nul(&out);
+        let mut changes = Vec::new();
+        while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
+            let meta = String::from_utf8_lossy(meta);
+            let parts: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
+            changes.push((
+                path.to_vec(),
+                format!("{} {} {} {}", parts[0], parts[1], parts[2], parts[3]),
+            ));
+        }
+        changes.sort();
+        changes
+    }
+
+    /// An overlay of the changed paths on the old tree is the tree a whole snapshot of the new
+    /// state records (itself checked against git elsewhere), whatever turned into what; and
+    /// the in-process diff of the two trees is git's `diff-tree -r`.
+    #[test]
+    fn overlays_and_diffs_are_the_trees_and_changes_git_has() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        for path in [
+            "a.txt",
+            "d/one",
+            "d/two",
+            "keep/k",
+            "f",
+            "x/inside",
+            "x/deep/er",
+        ] {
+            write(&ws, path, path);
+        }
+        std::os::unix::fs::symlink("a.txt", ws.join("link")).unwrap();
+        let shadow = open(&dir.path().join("data"), &ws);
+        let base = shadow.snapshot().unwrap().tree;
+
+        write(&ws, "a.txt", "changed");
+        std::fs::set_permissions(ws.join("keep/k"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        std::fs::remove_dir_all(ws.join("d")).unwrap();
+        std::fs::remove_file(ws.join("f")).unwrap();
+        write(&ws, "f/inner", "a file's place, a directory now");
+        std::fs::remove_dir_all(ws.join("x")).unwrap();
+        write(&ws, "x", "a directory's place, a file now");
+        write(&ws, "n/e/w.txt", "new");
+        std::fs::remove_file(ws.join("link")).unwrap();
+        std::os::unix::fs::symlink("keep/k", ws.join("link")).unwrap();
+        let paths = [
+            "a.txt",
+            "keep/k",
+            "d/one",
+            "d/two",
+            "f",
+            "f/inner",
+            "x",
+            "x/inside",
+            "x/deep/er",
+            "n/e/w.txt",
+            "link",
+            "never/there",
+        ];
+        let paths: Vec<&Path> = paths.iter().map(Path::new).collect();
+        let overlaid = shadow.overlay(&base, &paths).unwrap().tree().unwrap();
+        let snapshot = shadow.snapshot().unwrap().tree;
+        assert_eq!(overlaid, snapshot);
+        // Nothing changed on disk: the same tree again; no path at all: the base.
+        assert_eq!(
+            shadow.overlay(&base, &paths).unwrap().tree().unwrap(),
+            snapshot
+        );
+        assert_eq!(shadow.overlay(&base, &[]).unwrap().tree().unwrap(), base);
+
+        let ours = |from: &str, to: &str| {
+            let mut changes: Vec<(Vec<u8>, String)> = Odb::new(&shadow.git)
+                .diff(from, to)
+                .unwrap()
+                .into_iter()
+                .map(|(path, old, new)| {
+                    let side = |s: odb::State| match s {
+                        None => (0, "0".repeat(40)),
+                        Some((mode, oid)) => (mode, objects::hex(&oid)),
+                    };
+                    let ((om, ob), (nm, nb)) = (side(old), side(new));
+                    (path, format!("{om:06o} {nm:06o} {ob} {nb}"))
+                })
+                .collect();
+            changes.sort();
+            changes
+        };
+        let forward = ours(&base, &snapshot);
+        assert_eq!(forward.len(), 11, "{forward:?}");
+        assert_eq!(forward, gits_diff(&shadow, &base, &snapshot));
+        assert_eq!(ours(&snapshot, &base), gits_diff(&shadow, &snapshot, &base));
+        assert!(ours(&base, &base).is_empty());
+    }
+
+    /// Commits written in-process are byte for byte `git commit-tree`'s, and the steps read back
+    /// are the ones recorded.
+    #[test]
+    fn commits_are_the_ones_git_commit_tree_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        write(&ws, "a", "a");
+        let shadow = open(&dir.path().join("data"), &ws);
+        let tree = shadow.snapshot().unwrap().tree;
+        let message = "lathe checkpoint\n\nkind: turn\nturn: 3\n";
+        let seconds = 1_700_000_000;
+        let mut command = shadow
+            .git
+            .command(["commit-tree", tree.as_str(), "-m", message]);
+        let date = format!("{seconds} +0000");
+        command
+            .env("GIT_AUTHOR_DATE", &date)
+            .env("GIT_COMMITTER_DATE", &date);
+        let out = command.output().unwrap();
+        assert!(out.status.success());
+        let gits = trimmed(out.stdout);
+        let ours = objects::id(
+            Kind::Commit,
+            &odb::commit_bytes(&tree, None, message, seconds),
+        );
+        assert_eq!(objects::hex(&ours), gits);
+        let bytes = odb::commit_bytes(&tree, Some(&gits), "no newline", seconds);
+        let mut command = shadow.git.command([
+            "commit-tree",
+            tree.as_str(),
+            "-p",
+            gits.as_str(),
+            "-m",
+            "no newline",
+        ]);
+        command
+            .env("GIT_AUTHOR_DATE", &date)
+            .env("GIT_COMMITTER_DATE", &date);
+        let child = trimmed(command.output().unwrap().stdout);
+        assert_eq!(objects::hex(&objects::id(Kind::Commit, &bytes)), child);
+
+        // Recorded steps come back through the in-process log.
+        write(&ws, "a", "b");
+        let after = shadow.snapshot().unwrap().tree;
+        let id = shadow
+            .record(&NewStep {
+                kind: &StepKind::Turn,
+                turn: 4,
+                before: &tree,
+                after: &after,
+                claimed: &[PathBuf::from("a")],
+                left_alone: &[],
+            })
+            .unwrap();
+        let steps = shadow.steps().unwrap();
+        assert_eq!(steps.len(), 1);
+        assert_eq!(
+            (
+                steps[0].id.as_str(),
+                steps[0].turn,
+                steps[0].before.as_str()
+            ),
+            (id.as_str(), 4, tree.as_str())
+        );
+        assert_eq!(steps[0].after, after);
+        assert_eq!(steps[0].claimed, [PathBuf::from("a")]);
+        assert!(steps[0].at.is_some());
+        let log = trimmed(
+            shadow
+                .git
+                .run(["log", "--format=%H %T", "refs/lathe/s/head"])
+                .unwrap(),
+        );
+        assert!(log.starts_with(&format!("{id} {after}")), "{log}");
+    }
+
+    /// Every object of the shadow repository reads back as git has it after `git repack` made
+    /// deltas of them, against offsets in the pack and against ids.
+    #[test]
+    fn packed_objects_and_their_deltas_read_as_git_has_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        let shadow = open(&dir.path().join("data"), &ws);
+        let mut text: String = (0..400)
+            .map(|i| format!("line {i} of a long file\n"))
+            .collect();
+        let mut before: Option<String> = None;
+        for turn in 0..12 {
+            text.insert_str(text.len() / 2, &format!("inserted in turn {turn}\n"));
+            write(&ws, "big.txt", &text);
+            write(&ws, &format!("dir{}/small", turn % 3), &format!("{turn}"));
+            let tree = shadow.snapshot().unwrap().tree;
+            if let Some(before) = &before {
+                shadow
+                    .record(&NewStep {
+                        kind: &StepKind::Turn,
+                        turn,
+                        before,
+                        after: &tree,
+                        claimed: &[],
+                        left_alone: &[],
+                    })
+                    .unwrap();
+            }
+            before = Some(tree);
+        }
+        for offsets in ["true", "false"] {
+            let setting = format!("repack.useDeltaBaseOffset={offsets}");
+            shadow
+                .git
+                .run(["-c", setting.as_str(), "repack", "-a", "-d", "-f", "-q"])
+                .unwrap();
+            shadow.git.run(["prune-packed"]).unwrap();
+            let listed = shadow
+                .git
+                .run([
+                    "cat-file",
+                    "--batch-all-objects",
+                    "--batch-check=%(objectname) %(objecttype) %(deltabase)",
+                ])
+                .unwrap();
+            let listed = String::from_utf8(listed).unwrap();
+            let deltas = listed
+                .lines()
+                .filter(|l| !l.ends_with(&"0".repeat(40)))
+                .count();
+            assert!(deltas > 5, "git made deltas: {listed}");
+            let objects = Objects::new(&shadow.git.git_dir);
+            for line in listed.lines() {
+                let mut parts = line.split(' ');
+                let (id, kind) = (parts.next().unwrap(), parts.next().unwrap());
+                let oid = odb::oid_of(id).unwrap();
+                assert!(!objects.has_loose(&oid));
+                let (found, bytes) = objects.read(&oid).expect("read in-process");
+                assert_eq!(found.name(), kind);
+                assert_eq!(
+                    bytes,
+                    shadow.git.run(["cat-file", kind, id]).unwrap(),
+                    "{id}"
+                );
+            }
+            assert!(
+                objects
+                    .read(&objects::id(Kind::Blob, b"not there"))
+                    .is_none()
+            );
+            // The steps read back from the packs.
+            assert_eq!(shadow.steps().unwrap().len(), 11);
+        }
+    }
+
+    /// Refs moved in-process are what git reads, packed ones are found, a ref that moved since
+    /// is not overwritten, and a held lock is waited for, then reported.
+    #[test]
+    fn refs_move_as_git_moves_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        write(&ws, "a", "a");
+        let shadow = open(&dir.path().join("data"), &ws);
+        let tree = shadow.snapshot().unwrap().tree;
+        let odb = Odb::new(&shadow.git);
+        let one = odb.commit(&tree, None, "one").unwrap();
+        let two = odb.commit(&tree, Some(&one), "two").unwrap();
+        let git_dir = &shadow.git.git_dir;
+        let name = "refs/lathe/s/head";
+        refs::update(git_dir, name, &one, None).unwrap();
+        let rev = |r: &str| trimmed(shadow.git.run(["rev-parse", r]).unwrap());
+        assert_eq!(rev(name), one);
+        assert!(refs::update(git_dir, name, &two, Some(&two)).is_err());
+        assert_eq!(rev(name), one, "a ref that moved is left alone");
+        refs::update(git_dir, name, &two, Some(&one)).unwrap();
+        assert_eq!(rev(name), two);
+        shadow
+            .git
+            .run(["update-ref", "refs/lathe/other/head", one.as_str()])
+            .unwrap();
+        shadow.git.run(["pack-refs", "--all"]).unwrap();
+        assert!(!git_dir.join(name).exists(), "packed");
+        assert_eq!(refs::read(git_dir, name).unwrap(), Some(two.clone()));
+        assert_eq!(
+            refs::list(git_dir, "refs/lathe/").unwrap(),
+            ["refs/lathe/other/head", "refs/lathe/s/head"]
+        );
+        // A loose ref wins over its packed line.
+        refs::update(git_dir, name, &one, Some(&two)).unwrap();
+        assert_eq!(rev(name), one);
+        assert_eq!(refs::read(git_dir, name).unwrap(), Some(one.clone()));
+        assert_eq!(refs::read(git_dir, "refs/lathe/none/head").unwrap(), None);
+        std::fs::write(git_dir.join(format!("{name}.lock")), "").unwrap();
+        let err = refs::update(git_dir, name, &two, Some(&one)).unwrap_err();
+        assert!(err.to_string().contains("locked"), "{err}");
+        assert_eq!(rev(name), one);
     }
 }
