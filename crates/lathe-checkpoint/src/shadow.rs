@@ -668,11 +668,17 @@ impl Shadow {
             .and_then(|t| t.trim().parse::<u32>().ok())
             .unwrap_or(0)
             + 1;
+        // Made anew, not truncated: ext4 flushes a file truncated and rewritten when it is
+        // closed (`auto_da_alloc`), milliseconds on a busy disk for a counter.
+        let count = |n: u32| {
+            let _ = std::fs::remove_file(&counter);
+            let _ = std::fs::write(&counter, format!("{n}\n"));
+        };
         if steps < self.gc.every {
-            let _ = std::fs::write(&counter, format!("{steps}\n"));
+            count(steps);
             return;
         }
-        let _ = std::fs::write(&counter, "0\n");
+        count(0);
         let threshold = format!("gc.auto={}", self.gc.loose);
         if let Err(err) = self.git.run([
             "-c",
