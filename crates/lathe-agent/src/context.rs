@@ -194,14 +194,12 @@ impl ContextWindow {
             .map(|m| (message_tokens(m) as f64 * self.calibration).ceil() as u64)
             .collect();
         let mut total = fixed + sizes.iter().sum::<u64>();
-        let protected_from = if unseen {
-            messages.len()
-        } else {
-            messages
-                .iter()
-                .rposition(|m| matches!(m, Message::Assistant(_)))
-                .unwrap_or(messages.len())
-        };
+        // The results after the last assistant message are the ones the model has not seen.
+        let unseen_from = messages
+            .iter()
+            .rposition(|m| matches!(m, Message::Assistant(_)))
+            .unwrap_or(messages.len());
+        let protected_from = if unseen { messages.len() } else { unseen_from };
         let mut results = 0;
         let mut others = 0;
         // The model's current plan (the newest `update_plan` result) is kept whole: it is short,
@@ -210,9 +208,13 @@ impl ContextWindow {
             .iter()
             .rposition(|m| matches!(m, Message::Tool(t) if t.tool_name == PLAN_TOOL));
 
-        // First: old tool results, oldest first.
+        // First: old tool results, oldest first; every one the model has seen, even past the
+        // target, so that passes are few: each rewrites the history from the oldest result it
+        // shortens on, which the server's prompt cache then no longer has. (Stopping at the
+        // target made one pass every few turns; at 32k the requests kept 87.9% of the previous
+        // one's bytes, 90.4% with this.) The unseen ones, in the last resort, only as needed.
         for (index, message) in messages[..protected_from].iter_mut().enumerate() {
-            if total <= target {
+            if total <= target && index >= unseen_from {
                 break;
             }
             if Some(index) == plan {

@@ -604,3 +604,71 @@ async fn without_a_summary_the_conversation_is_shortened_instead_and_still_fits(
             .any(|e| matches!(e, Event::ContextCompacted { .. }))
     );
 }
+
+/// Whether a recorded message is a result shortened to its one line.
+fn is_shortened(message: &Value) -> bool {
+    message["content"]
+        .as_str()
+        .is_some_and(|c| c.starts_with("[shortened to save context:"))
+}
+
+#[tokio::test]
+async fn a_shortening_pass_shortens_every_seen_result_so_the_next_requests_keep_its_prefix() {
+    // Twelve results of about 860 tokens each in an 8k window: the history outgrows the
+    // prompt's room (8,192 less a quarter for the reply and 5% margin) after six or so. Every
+    // request fits...
+    let turns = 12;
+    let mut script = Script::new();
+    for i in 0..turns {
+        script = script.chat(cat(&format!("f{i}.txt")));
+    }
+    let script = script.chat(says("Read them all."));
+    let mut run = start(ProviderKind::Ollama, script, 8_192);
+    for i in 0..turns {
+        let line = format!("file {i}: a line of the file\n");
+        std::fs::write(
+            run.root.join(format!("f{i}.txt")),
+            line.repeat(3_000 / line.len()),
+        )
+        .unwrap();
+    }
+    let outcome = run
+        .executor
+        .run("read f0.txt to f11.txt", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
+    let bodies = run.server.chat_bodies();
+    assert_eq!(bodies.len(), turns + 1);
+    let mut passes = 0;
+    for (i, body) in bodies.iter().enumerate() {
+        let (prompt, cap) = request_tokens(body);
+        assert!(prompt + cap <= 8_192, "request {i}: {prompt} + {cap}");
+        let messages = body["messages"].as_array().unwrap();
+        let seen = messages
+            .iter()
+            .rposition(|m| m["role"] == "assistant")
+            .unwrap_or(0);
+        // ...the newest result, which the model has not seen, is whole...
+        assert!(!is_shortened(messages.last().unwrap()), "request {i}");
+        if i == 0 {
+            continue;
+        }
+        let before = bodies[i - 1]["messages"].as_array().unwrap();
+        if messages.len() >= before.len() && messages[..before.len()] == before[..] {
+            continue;
+        }
+        // ...and a request that rewrote the history (a shortening pass) has every result the
+        // model had seen in one line, not only as many as the target needed.
+        passes += 1;
+        for (at, m) in messages[..seen].iter().enumerate() {
+            assert!(
+                m["role"] != "tool" || is_shortened(m),
+                "request {i}: the seen result at {at} is still whole: {}",
+                &m["content"].as_str().unwrap()[..40]
+            );
+        }
+    }
+    // So passes are few: every other request extends the one before it, message by message.
+    assert!(passes >= 1, "the history outgrew the window");
+    assert!(passes <= 2, "{passes} requests rewrote the history");
+}
