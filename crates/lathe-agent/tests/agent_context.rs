@@ -672,3 +672,120 @@ async fn a_shortening_pass_shortens_every_seen_result_so_the_next_requests_keep_
     assert!(passes >= 1, "the history outgrew the window");
     assert!(passes <= 2, "{passes} requests rewrote the history");
 }
+
+/// An executor for a `window`-token window going on with `run`'s stored session (as `lathe exec
+/// --session` and `lathe chat --resume` do: the stored history read back and resumed), against
+/// a new server playing `script`. Its events go to the returned list.
+fn resume_in(
+    run: &Run,
+    script: Script,
+    window: u64,
+) -> (ScriptedServer, Executor, Arc<Mutex<Vec<Event>>>) {
+    let server =
+        ScriptedServer::start(script.ollama_models(&[MODEL], &["completion", "tools"])).unwrap();
+    let provider = connect(
+        ProviderKind::Ollama,
+        ProviderConfig::new(server.url()).retry(RetryPolicy::none()),
+    )
+    .unwrap();
+    let tool_session = Session::new(
+        Workspace::new(&run.root).unwrap(),
+        ToolConfig::default(),
+        run._dir.path().join("state-resumed"),
+    )
+    .unwrap();
+    let mut registry = Registry::new();
+    registry.register(Cat);
+    let runner = Arc::new(ToolRunner::new(
+        Arc::new(registry),
+        tool_session,
+        Arc::new(Gate::new(ApprovalMode::Auto, &run.root)),
+        Arc::new(NonInteractive),
+    ));
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&events);
+    let sink = EventSink::new(
+        run.store.clone(),
+        run.session.clone(),
+        Arc::new(move |e: &Event| seen.lock().unwrap().push(e.clone())),
+    );
+    let mut config = ExecutorConfig::new(MODEL);
+    config.context_window = Some(window);
+    config.options.num_ctx = u32::try_from(window).unwrap();
+    let mut executor = Executor::new(provider, runner, sink, config);
+    executor.resume(stored_history(&run.store, &run.session).unwrap());
+    (server, executor, events)
+}
+
+#[tokio::test]
+async fn a_resumed_long_session_at_a_small_window_is_compacted_and_goes_on() {
+    // A long session at 32k, stored...
+    let turns = 8;
+    let mut run = start(ProviderKind::Ollama, chatty_script(turns), 32_768);
+    for i in 0..turns {
+        std::fs::write(
+            run.root.join(format!("n{i}.txt")),
+            format!("note {i}: a parser bug\n"),
+        )
+        .unwrap();
+    }
+    let cancel = CancellationToken::new();
+    let outcome = run
+        .executor
+        .run("read the notes n0.txt to n7.txt", &cancel)
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
+    assert!(run.server.chat_bodies().len() == turns + 1);
+    // ...resumed in a 4k window, which its history alone (about 4,500 tokens of texts the
+    // shortening does not cut) outgrows.
+    let script = Script::new()
+        .chat_when(
+            "You summarise a coding agent",
+            says("Task: read the notes. Done: read n0.txt to n7.txt; they list parser bugs. Files changed: none. Open: the report. Plan: write it."),
+        )
+        .chat(says("The notes list eight parser bugs."));
+    let (server, mut executor, events) = resume_in(&run, script, 4_096);
+    let outcome = executor.run("now sum them up", &cancel).await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
+    assert_eq!(outcome.answer, "The notes list eight parser bugs.");
+    let bodies = server.chat_bodies();
+    let (summaries, work): (Vec<&Value>, Vec<&Value>) = bodies
+        .iter()
+        .partition(|b| b.to_string().contains("You summarise a coding agent"));
+    assert_eq!(summaries.len(), 1, "the resumed history was compacted");
+    // The summary request shows the stored turns, and it and the task's request fit.
+    assert!(
+        summaries[0].to_string().contains("Reading note 0."),
+        "{}",
+        summaries[0]
+    );
+    for body in bodies.iter() {
+        let (prompt, cap) = request_tokens(body);
+        assert!(prompt + cap <= 4_096, "{prompt} + {cap}");
+    }
+    assert_eq!(work.len(), 1);
+    let messages = work[0]["messages"].as_array().unwrap();
+    assert!(
+        messages[1]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with(SUMMARY_HEAD),
+        "{:?}",
+        messages[1]
+    );
+    assert!(
+        messages.last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("now sum them up"),
+        "the new task is whole: {:?}",
+        messages.last()
+    );
+    assert!(
+        events
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e, Event::ContextCompacted { manual: false, .. }))
+    );
+}
