@@ -789,3 +789,101 @@ async fn a_resumed_long_session_at_a_small_window_is_compacted_and_goes_on() {
             .any(|e| matches!(e, Event::ContextCompacted { manual: false, .. }))
     );
 }
+
+/// The definition of built-in tool `name` in `profile`, as a request carries it.
+fn definition_in(profile: lathe_tools::Profile, name: &str) -> Value {
+    let mut registry = Registry::builtin();
+    registry.use_profile(profile);
+    registry.definition(name).unwrap().to_function()
+}
+
+#[tokio::test]
+async fn sub_agents_run_with_the_parents_profile_and_the_window_it_learned() {
+    use lathe_agent::Agent;
+    use lathe_agent::provider::{ChatOptions, ToolProtocol};
+    use lathe_agent::subagent::SubAgentConfig;
+    use lathe_tools::Profile;
+
+    let text = |t: &str| openai::turn(MODEL).text(t).finish("stop").done();
+    let spawn = |id: &str, task: &str, profile: &str| {
+        let arguments = json!({"task": task, "profile": profile}).to_string();
+        openai::turn(MODEL)
+            .tool_call(0, id, "spawn_agent", &[&arguments])
+            .finish("tool_calls")
+            .done()
+    };
+    // A parent configured for 8k whose llama.cpp server was started with `-c 4096`: the
+    // request after it read a big file is refused, and it learns the served window; then it
+    // starts two children.
+    let read = json!({"path": "big.txt"}).to_string();
+    let script = Script::new()
+        .chat_when("You are sub-agent sub-1,", text("There is one note."))
+        .chat_when("You are sub-agent sub-2,", text("Counted: one note."))
+        .chat(
+            openai::turn(MODEL)
+                .tool_call(0, "call_0", "read_file", &[&read])
+                .finish("tool_calls")
+                .done(),
+        )
+        .chat(openai::llama_cpp_overflow(4_200, 4_096))
+        .chat(spawn("call_1", "find the notes", "explore"))
+        .chat(spawn("call_2", "count the notes", "general"))
+        .chat(text("One note."))
+        .openai_models(&[MODEL]);
+    let server = ScriptedServer::start(script).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("notes.txt"), "hello\n").unwrap();
+    std::fs::write(root.join("big.txt"), "a line of the big file\n".repeat(400)).unwrap();
+    let tools = Session::new(
+        Workspace::new(&root).unwrap(),
+        ToolConfig::default(),
+        dir.path().join("state"),
+    )
+    .unwrap();
+    let provider = connect(
+        ProviderKind::OpenAi,
+        ProviderConfig::new(server.url()).retry(RetryPolicy::none()),
+    )
+    .unwrap();
+    let mut agent = Agent::builder(provider, MODEL, tools)
+        .approval(ApprovalMode::Auto)
+        .tool_protocol(ToolProtocol::Native)
+        .options(ChatOptions {
+            num_ctx: 8_192,
+            ..ChatOptions::default()
+        })
+        .sub_agents(SubAgentConfig::default())
+        .build()
+        .unwrap();
+    let outcome = agent
+        .run("how many notes are there?", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
+    assert_eq!(outcome.answer, "One note.");
+    assert_eq!(agent.executor().context_window(), 4_096);
+
+    let children: Vec<Value> = server
+        .chat_bodies()
+        .into_iter()
+        .filter(|b| b.to_string().contains("You are sub-agent sub-"))
+        .collect();
+    assert_eq!(children.len(), 2, "one request from each child");
+    let compact = definition_in(Profile::Compact, "read_file");
+    assert_ne!(compact, definition_in(Profile::Full, "read_file"));
+    for body in &children {
+        let tools = body["tools"].as_array().unwrap();
+        // The compact definitions, as the parent's.
+        let read_file = tools
+            .iter()
+            .find(|t| t["function"]["name"] == "read_file")
+            .unwrap_or_else(|| panic!("no read_file in {tools:?}"));
+        assert_eq!(read_file, &compact);
+        // Fitted to the window the parent learned, not the 8k it was configured with: the
+        // reply cap is a quarter of 4,096.
+        let (prompt, cap) = request_tokens(body);
+        assert_eq!(cap, 1_024, "{body}");
+        assert!(prompt + cap <= 4_096, "{prompt} + {cap}");
+    }
+}
