@@ -1,9 +1,10 @@
 //! Keeping a conversation inside the model's context window.
 //!
 //! Every request is estimated in tokens before it is sent. When the estimate nears the window,
-//! old tool results are shortened first (oldest first), each to a one-line summary that keeps
-//! any artifact id so the model can read the output again; only when that is not enough are old
-//! thinking and then old long texts cut. Messages are never removed: each tool call keeps its
+//! every tool result the model has seen is shortened first, each to a one-line summary that
+//! keeps any artifact id so the model can read the output again (all of them in one pass, so
+//! that passes are rare and the requests between them extend each other); only when that is
+//! not enough are old thinking and then old long texts cut. Messages are never removed: each tool call keeps its
 //! result, so the history stays well-formed for every server.
 
 use std::collections::HashMap;
@@ -174,8 +175,8 @@ impl ContextWindow {
     }
 
     /// Shortens `messages` until a request with them and `tools` is estimated at `target`
-    /// tokens or less, or nothing more can be cut: old results first (oldest first), then old
-    /// thinking, then old long texts. With `unseen`, the results the model has not seen yet
+    /// tokens or less, or nothing more can be cut: every result the model has seen first (all
+    /// of them, past the target too), then old thinking, then old long texts, oldest first. With `unseen`, the results the model has not seen yet
     /// are shortened too (the last resort before a request that would not fit).
     pub fn shorten(
         &self,
