@@ -4,7 +4,7 @@
 //! model server on loopback plays a 40-turn task: each turn a short thought and one `read_file`
 //! of a real file of the workspace (600 to 9,000 characters, in a cycle), then a closing answer;
 //! it answers every summary request with a fixed summary. The executor and the real built-in
-//! tools run as in `lathe exec`. Reported, per window (4k, 8k, 32k) and tool profile:
+//! tools run as in `lathe exec`. Reported, per window (4k, 8k, 32k) and prompt profile:
 //!
 //! - the fixed part of every request (system prompt and tool definitions), estimated in tokens
 //!   as Lathe estimates them (3.5 bytes a token);
@@ -14,40 +14,46 @@
 //! - prefix reuse: for each request after the first that follows another turn's request with no
 //!   compaction between, the bytes it shares from its start with the previous request (tools,
 //!   then messages, as sent), as a share of the request; averaged. The share of the previous
-//!   request that is reused is shown too (what a server's prompt cache keeps).
+//!   request that is reused is shown too (what a server's prompt cache keeps), and the ceiling:
+//!   the share of each request that is not the messages added since the previous one (no
+//!   history could reuse those), which bounds the first figure.
 //!
-//! The "full" profile is every built-in tool, as `lathe exec` offers them today; "core" is
-//! read_file, write_file, edit_file, shell, grep and glob, to see compaction at 4k, where the
-//! full profile's fixed part alone does not leave room for a conversation.
+//! Each run's agent is put together as `lathe exec` puts it: [`Agent::builder`] with the
+//! built-in and web tools and sub-agents, its prompt profile chosen by the builder from the
+//! window ([`lathe_tools::Profile::for_window`]: compact at 16k and less). One more run forces
+//! the full profile at 8k, to compare.
+//!
+//! With `LATHE_BENCH_TURNS=1`, each request's reuse is printed with what broke the prefix: new
+//! content only (the previous request is a prefix of this one, message by message), a
+//! shortening pass (an earlier message was shortened), or a change of the tools.
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use lathe_agent::approval::{ApprovalMode, Gate, NonInteractive};
+use lathe_agent::Agent;
+use lathe_agent::approval::ApprovalMode;
 use lathe_agent::events::{Event, RunStatus};
-use lathe_agent::executor::{Executor, ExecutorConfig};
-use lathe_agent::provider::{ProviderConfig, ProviderKind, connect};
-use lathe_agent::runner::ToolRunner;
+use lathe_agent::provider::{ChatOptions, ProviderConfig, ProviderKind, connect};
 use lathe_agent::sink::EventSink;
+use lathe_agent::subagent::SubAgentConfig;
 use lathe_store::{NewSession, Store};
 use lathe_testkit::{Script, ScriptedServer, ollama};
-use lathe_tools::{Registry, Session, ToolConfig, Workspace};
+use lathe_tools::{Profile, Registry, Session, ToolConfig, Workspace};
 
 const MODEL: &str = "bench-model";
 const TURNS: usize = 40;
-const WINDOWS: [u64; 3] = [4_096, 8_192, 32_768];
+/// The runs: each window with the profile the builder picks, then the full profile forced.
+const RUNS: [(u64, Option<Profile>); 4] = [
+    (4_096, None),
+    (8_192, None),
+    (32_768, None),
+    (8_192, Some(Profile::Full)),
+];
 const SIZES: [usize; 4] = [1_500, 4_000, 9_000, 600];
 const SUMMARY_MARK: &str = "You summarise a coding agent";
-const CORE: &[&str] = &[
-    "read_file",
-    "write_file",
-    "edit_file",
-    "shell",
-    "grep",
-    "glob",
-];
+const SHORTENED: &str = "[shortened to save context:";
 
 fn tokens(text: &str) -> u64 {
     (text.len() as u64 * 2).div_ceil(7)
@@ -79,16 +85,18 @@ fn prompt_bytes(body: &Value) -> Vec<u8> {
 }
 
 struct Measured {
+    profile: &'static str,
     fixed: u64,
     largest: (u64, u64),
     compactions: usize,
     requests: usize,
     reuse: f64,
     reuse_of_previous: f64,
+    ceiling: f64,
     status: String,
 }
 
-async fn session(window: u64, core: bool) -> Measured {
+async fn session(window: u64, forced: Option<Profile>, per_turn: bool) -> Measured {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().join("ws");
     std::fs::create_dir_all(root.join("src")).expect("ws");
@@ -133,16 +141,6 @@ async fn session(window: u64, core: bool) -> Measured {
         dir.path().join("state"),
     )
     .expect("session");
-    let mut registry = Registry::builtin();
-    if core {
-        registry.retain(|d| CORE.contains(&d.name.as_str()));
-    }
-    let runner = Arc::new(ToolRunner::new(
-        Arc::new(registry),
-        tool_session,
-        Arc::new(Gate::new(ApprovalMode::Auto, &root)),
-        Arc::new(NonInteractive),
-    ));
     let store = Store::open(dir.path().join("data/sessions.sqlite3")).expect("store");
     let id = store
         .create_session(NewSession {
@@ -154,11 +152,28 @@ async fn session(window: u64, core: bool) -> Measured {
         })
         .expect("session row");
     let sink = EventSink::new(store, id, Arc::new(|_: &Event| {}));
-    let mut config = ExecutorConfig::new(MODEL);
-    config.max_turns = TURNS as u32 + 5;
-    config.context_window = Some(window);
-    config.options.num_ctx = window as u32;
-    let mut executor = Executor::new(provider, runner, sink, config);
+    // What `lathe exec` offers: the built-in tools, the web tools, sub-agents.
+    let mut registry = Registry::builtin();
+    lathe_web::register(&mut registry);
+    let mut builder = Agent::builder(provider, MODEL, tool_session)
+        .registry(Arc::new(registry))
+        .sub_agents(SubAgentConfig::default())
+        .approval(ApprovalMode::Auto)
+        .max_turns(TURNS as u32 + 5)
+        .options(ChatOptions {
+            num_ctx: window as u32,
+            ..ChatOptions::default()
+        })
+        .sink(sink);
+    if let Some(profile) = forced {
+        builder = builder.profile(profile);
+    }
+    let mut agent = builder.build().expect("agent");
+    let executor = agent.executor();
+    let profile = executor.runner().registry().profile().as_str();
+    if per_turn {
+        println!("{profile} profile, {window}-token window:");
+    }
     // The fixed part as the first request would carry it (also when none can be sent).
     let registry = executor.runner().registry();
     let offered: Vec<Value> = registry
@@ -170,7 +185,7 @@ async fn session(window: u64, core: bool) -> Measured {
         "messages": [{"role": "system", "content": executor.history()[0].content()}],
     }))
     .0;
-    let outcome = executor
+    let outcome = agent
         .run(
             "read every file under src/ and say what each defines",
             &CancellationToken::new(),
@@ -194,6 +209,7 @@ async fn session(window: u64, core: bool) -> Measured {
     let compactions = bodies.iter().filter(|b| is_summary(b)).count();
     let mut shares = Vec::new();
     let mut shares_of_previous = Vec::new();
+    let mut ceilings = Vec::new();
     for pair in bodies.windows(2) {
         if is_summary(&pair[0]) || is_summary(&pair[1]) {
             continue;
@@ -202,6 +218,16 @@ async fn session(window: u64, core: bool) -> Measured {
         let common = before.iter().zip(&now).take_while(|(a, b)| a == b).count();
         shares.push(common as f64 / now.len() as f64);
         shares_of_previous.push(common as f64 / before.len() as f64);
+        ceilings.push(ceiling(&pair[0], &pair[1]));
+        if per_turn {
+            println!(
+                "  request {:>2}: {:>5.1}% ({:>5.1}% of the previous), {}",
+                shares.len() + 1,
+                100.0 * common as f64 / now.len() as f64,
+                100.0 * common as f64 / before.len() as f64,
+                what_changed(&pair[0], &pair[1])
+            );
+        }
     }
     let mean = |v: &[f64]| {
         if v.is_empty() {
@@ -211,54 +237,106 @@ async fn session(window: u64, core: bool) -> Measured {
         }
     };
     Measured {
+        profile,
         fixed,
         largest,
         compactions,
         requests: bodies.len(),
         reuse: mean(&shares),
         reuse_of_previous: mean(&shares_of_previous),
+        ceiling: mean(&ceilings),
         status,
     }
 }
 
+/// The most of `now` that any history could share with `before`: all of it but the messages
+/// added since (the new turn and its results), as a share of `now`.
+fn ceiling(before: &Value, now: &Value) -> f64 {
+    let count = |b: &Value| b["messages"].as_array().map_or(0, Vec::len);
+    let added: usize = now["messages"].as_array().map_or(0, |m| {
+        m[count(before).min(m.len())..]
+            .iter()
+            .map(|m| m.to_string().len() + 1)
+            .sum()
+    });
+    let len = prompt_bytes(now).len();
+    len.saturating_sub(added) as f64 / len as f64
+}
+
+/// What broke the prefix between two requests: new content only, a shortening pass, or a
+/// change of the tools.
+fn what_changed(before: &Value, now: &Value) -> String {
+    if before["tools"] != now["tools"] {
+        return "the tools changed".to_owned();
+    }
+    let empty = Vec::new();
+    let old = before["messages"].as_array().unwrap_or(&empty);
+    let new = now["messages"].as_array().unwrap_or(&empty);
+    let Some(at) = old.iter().zip(new).position(|(a, b)| a != b) else {
+        return format!("new content only (+{} messages)", new.len() - old.len());
+    };
+    let shortened = new[at..old.len().min(new.len())]
+        .iter()
+        .filter(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with(SHORTENED))
+        })
+        .count();
+    format!(
+        "changed from message {at} of {}: {}",
+        old.len(),
+        if shortened > 0 {
+            format!("a shortening pass ({shortened} results shortened)")
+        } else {
+            "an earlier message was rewritten".to_owned()
+        }
+    )
+}
+
 fn main() {
+    let per_turn = std::env::var_os("LATHE_BENCH_TURNS").is_some_and(|v| v != "0");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
     println!("a scripted {TURNS}-turn session (read_file of 600-9,000 characters each turn)");
     println!(
-        "{:<6} {:>7} {:>12} {:>22} {:>12} {:>9} {:>16} {:>9}  run",
-        "tools",
+        "{:<14} {:>7} {:>12} {:>22} {:>12} {:>9} {:>16} {:>9} {:>9}  run",
+        "profile",
         "window",
         "fixed part",
         "largest request",
         "compactions",
         "requests",
         "prefix reuse",
-        "of prev"
+        "of prev",
+        "ceiling"
     );
-    for core in [false, true] {
-        for window in WINDOWS {
-            let m = runtime.block_on(session(window, core));
-            let (prompt, cap) = m.largest;
-            let fits = if prompt + cap <= window {
-                "fits"
-            } else {
-                "DOES NOT FIT"
-            };
-            println!(
-                "{:<6} {:>7} {:>12} {:>22} {:>12} {:>9} {:>15.1}% {:>8.1}%  {}",
-                if core { "core" } else { "full" },
-                window,
-                format!("{} tok", m.fixed),
-                format!("{prompt}+{cap} tok {fits}"),
-                m.compactions,
-                m.requests,
-                m.reuse * 100.0,
-                m.reuse_of_previous * 100.0,
-                m.status,
-            );
-        }
+    for (window, forced) in RUNS {
+        let m = runtime.block_on(session(window, forced, per_turn));
+        let (prompt, cap) = m.largest;
+        let fits = if prompt + cap <= window {
+            "fits"
+        } else {
+            "DOES NOT FIT"
+        };
+        let profile = match forced {
+            Some(_) => format!("{} (forced)", m.profile),
+            None => m.profile.to_owned(),
+        };
+        println!(
+            "{:<14} {:>7} {:>12} {:>22} {:>12} {:>9} {:>15.1}% {:>8.1}% {:>8.1}%  {}",
+            profile,
+            window,
+            format!("{} tok", m.fixed),
+            format!("{prompt}+{cap} tok {fits}"),
+            m.compactions,
+            m.requests,
+            m.reuse * 100.0,
+            m.reuse_of_previous * 100.0,
+            m.ceiling * 100.0,
+            m.status,
+        );
     }
 }

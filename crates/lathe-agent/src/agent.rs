@@ -361,6 +361,20 @@ impl AgentBuilder {
         let sink = self
             .sink
             .unwrap_or_else(|| EventSink::detached(Arc::new(|_: &Event| {})));
+        // The profile is chosen before the sub-agents get the parent's tools: a child's
+        // definitions are in its parent's profile.
+        let window = self
+            .config
+            .context_window
+            .unwrap_or(u64::from(self.config.options.num_ctx));
+        let profile = self.profile.unwrap_or(Profile::for_window(window));
+        let registry = if registry.profile() == profile {
+            registry
+        } else {
+            let mut in_profile = (*registry).clone();
+            in_profile.use_profile(profile);
+            Arc::new(in_profile)
+        };
         let (registry, approver, sub_agents) = match self.sub_agents {
             None => (registry, approver, None),
             Some(config) => {
@@ -388,18 +402,6 @@ impl AgentBuilder {
                 agents.register(&mut with_tools);
                 (Arc::new(with_tools), approver, Some(agents))
             }
-        };
-        let window = self
-            .config
-            .context_window
-            .unwrap_or(u64::from(self.config.options.num_ctx));
-        let profile = self.profile.unwrap_or(Profile::for_window(window));
-        let registry = if registry.profile() == profile {
-            registry
-        } else {
-            let mut in_profile = (*registry).clone();
-            in_profile.use_profile(profile);
-            Arc::new(in_profile)
         };
         let mut dispatcher = Dispatcher::new(registry, gate);
         if let Some(hook) = &self.checkpoints {

@@ -1,9 +1,10 @@
 //! Keeping a conversation inside the model's context window.
 //!
 //! Every request is estimated in tokens before it is sent. When the estimate nears the window,
-//! old tool results are shortened first (oldest first), each to a one-line summary that keeps
-//! any artifact id so the model can read the output again; only when that is not enough are old
-//! thinking and then old long texts cut. Messages are never removed: each tool call keeps its
+//! every tool result the model has seen is shortened first, each to a one-line summary that
+//! keeps any artifact id so the model can read the output again (all of them in one pass, so
+//! that passes are rare and the requests between them extend each other); only when that is
+//! not enough are old thinking and then old long texts cut. Messages are never removed: each tool call keeps its
 //! result, so the history stays well-formed for every server.
 
 use std::collections::HashMap;
@@ -174,8 +175,8 @@ impl ContextWindow {
     }
 
     /// Shortens `messages` until a request with them and `tools` is estimated at `target`
-    /// tokens or less, or nothing more can be cut: old results first (oldest first), then old
-    /// thinking, then old long texts. With `unseen`, the results the model has not seen yet
+    /// tokens or less, or nothing more can be cut: every result the model has seen first (all
+    /// of them, past the target too), then old thinking, then old long texts, oldest first. With `unseen`, the results the model has not seen yet
     /// are shortened too (the last resort before a request that would not fit).
     pub fn shorten(
         &self,
@@ -194,14 +195,12 @@ impl ContextWindow {
             .map(|m| (message_tokens(m) as f64 * self.calibration).ceil() as u64)
             .collect();
         let mut total = fixed + sizes.iter().sum::<u64>();
-        let protected_from = if unseen {
-            messages.len()
-        } else {
-            messages
-                .iter()
-                .rposition(|m| matches!(m, Message::Assistant(_)))
-                .unwrap_or(messages.len())
-        };
+        // The results after the last assistant message are the ones the model has not seen.
+        let unseen_from = messages
+            .iter()
+            .rposition(|m| matches!(m, Message::Assistant(_)))
+            .unwrap_or(messages.len());
+        let protected_from = if unseen { messages.len() } else { unseen_from };
         let mut results = 0;
         let mut others = 0;
         // The model's current plan (the newest `update_plan` result) is kept whole: it is short,
@@ -210,9 +209,13 @@ impl ContextWindow {
             .iter()
             .rposition(|m| matches!(m, Message::Tool(t) if t.tool_name == PLAN_TOOL));
 
-        // First: old tool results, oldest first.
+        // First: old tool results, oldest first; every one the model has seen, even past the
+        // target, so that passes are few: each rewrites the history from the oldest result it
+        // shortens on, which the server's prompt cache then no longer has. (Stopping at the
+        // target made one pass every few turns; at 32k the requests kept 87.9% of the previous
+        // one's bytes, 90.4% with this.) The unseen ones, in the last resort, only as needed.
         for (index, message) in messages[..protected_from].iter_mut().enumerate() {
-            if total <= target {
+            if total <= target && index >= unseen_from {
                 break;
             }
             if Some(index) == plan {

@@ -604,3 +604,286 @@ async fn without_a_summary_the_conversation_is_shortened_instead_and_still_fits(
             .any(|e| matches!(e, Event::ContextCompacted { .. }))
     );
 }
+
+/// Whether a recorded message is a result shortened to its one line.
+fn is_shortened(message: &Value) -> bool {
+    message["content"]
+        .as_str()
+        .is_some_and(|c| c.starts_with("[shortened to save context:"))
+}
+
+#[tokio::test]
+async fn a_shortening_pass_shortens_every_seen_result_so_the_next_requests_keep_its_prefix() {
+    // Twelve results of about 860 tokens each in an 8k window: the history outgrows the
+    // prompt's room (8,192 less a quarter for the reply and 5% margin) after six or so. Every
+    // request fits...
+    let turns = 12;
+    let mut script = Script::new();
+    for i in 0..turns {
+        script = script.chat(cat(&format!("f{i}.txt")));
+    }
+    let script = script.chat(says("Read them all."));
+    let mut run = start(ProviderKind::Ollama, script, 8_192);
+    for i in 0..turns {
+        let line = format!("file {i}: a line of the file\n");
+        std::fs::write(
+            run.root.join(format!("f{i}.txt")),
+            line.repeat(3_000 / line.len()),
+        )
+        .unwrap();
+    }
+    let outcome = run
+        .executor
+        .run("read f0.txt to f11.txt", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
+    let bodies = run.server.chat_bodies();
+    assert_eq!(bodies.len(), turns + 1);
+    let mut passes = 0;
+    for (i, body) in bodies.iter().enumerate() {
+        let (prompt, cap) = request_tokens(body);
+        assert!(prompt + cap <= 8_192, "request {i}: {prompt} + {cap}");
+        let messages = body["messages"].as_array().unwrap();
+        let seen = messages
+            .iter()
+            .rposition(|m| m["role"] == "assistant")
+            .unwrap_or(0);
+        // ...the newest result, which the model has not seen, is whole...
+        assert!(!is_shortened(messages.last().unwrap()), "request {i}");
+        if i == 0 {
+            continue;
+        }
+        let before = bodies[i - 1]["messages"].as_array().unwrap();
+        if messages.len() >= before.len() && messages[..before.len()] == before[..] {
+            continue;
+        }
+        // ...and a request that rewrote the history (a shortening pass) has every result the
+        // model had seen in one line, not only as many as the target needed.
+        passes += 1;
+        for (at, m) in messages[..seen].iter().enumerate() {
+            assert!(
+                m["role"] != "tool" || is_shortened(m),
+                "request {i}: the seen result at {at} is still whole: {}",
+                &m["content"].as_str().unwrap()[..40]
+            );
+        }
+    }
+    // So passes are few: every other request extends the one before it, message by message.
+    assert!(passes >= 1, "the history outgrew the window");
+    assert!(passes <= 2, "{passes} requests rewrote the history");
+}
+
+/// An executor for a `window`-token window going on with `run`'s stored session (as `lathe exec
+/// --session` and `lathe chat --resume` do: the stored history read back and resumed), against
+/// a new server playing `script`. Its events go to the returned list.
+fn resume_in(
+    run: &Run,
+    script: Script,
+    window: u64,
+) -> (ScriptedServer, Executor, Arc<Mutex<Vec<Event>>>) {
+    let server =
+        ScriptedServer::start(script.ollama_models(&[MODEL], &["completion", "tools"])).unwrap();
+    let provider = connect(
+        ProviderKind::Ollama,
+        ProviderConfig::new(server.url()).retry(RetryPolicy::none()),
+    )
+    .unwrap();
+    let tool_session = Session::new(
+        Workspace::new(&run.root).unwrap(),
+        ToolConfig::default(),
+        run._dir.path().join("state-resumed"),
+    )
+    .unwrap();
+    let mut registry = Registry::new();
+    registry.register(Cat);
+    let runner = Arc::new(ToolRunner::new(
+        Arc::new(registry),
+        tool_session,
+        Arc::new(Gate::new(ApprovalMode::Auto, &run.root)),
+        Arc::new(NonInteractive),
+    ));
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&events);
+    let sink = EventSink::new(
+        run.store.clone(),
+        run.session.clone(),
+        Arc::new(move |e: &Event| seen.lock().unwrap().push(e.clone())),
+    );
+    let mut config = ExecutorConfig::new(MODEL);
+    config.context_window = Some(window);
+    config.options.num_ctx = u32::try_from(window).unwrap();
+    let mut executor = Executor::new(provider, runner, sink, config);
+    executor.resume(stored_history(&run.store, &run.session).unwrap());
+    (server, executor, events)
+}
+
+#[tokio::test]
+async fn a_resumed_long_session_at_a_small_window_is_compacted_and_goes_on() {
+    // A long session at 32k, stored...
+    let turns = 8;
+    let mut run = start(ProviderKind::Ollama, chatty_script(turns), 32_768);
+    for i in 0..turns {
+        std::fs::write(
+            run.root.join(format!("n{i}.txt")),
+            format!("note {i}: a parser bug\n"),
+        )
+        .unwrap();
+    }
+    let cancel = CancellationToken::new();
+    let outcome = run
+        .executor
+        .run("read the notes n0.txt to n7.txt", &cancel)
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
+    assert!(run.server.chat_bodies().len() == turns + 1);
+    // ...resumed in a 4k window, which its history alone (about 4,500 tokens of texts the
+    // shortening does not cut) outgrows.
+    let script = Script::new()
+        .chat_when(
+            "You summarise a coding agent",
+            says("Task: read the notes. Done: read n0.txt to n7.txt; they list parser bugs. Files changed: none. Open: the report. Plan: write it."),
+        )
+        .chat(says("The notes list eight parser bugs."));
+    let (server, mut executor, events) = resume_in(&run, script, 4_096);
+    let outcome = executor.run("now sum them up", &cancel).await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
+    assert_eq!(outcome.answer, "The notes list eight parser bugs.");
+    let bodies = server.chat_bodies();
+    let (summaries, work): (Vec<&Value>, Vec<&Value>) = bodies
+        .iter()
+        .partition(|b| b.to_string().contains("You summarise a coding agent"));
+    assert_eq!(summaries.len(), 1, "the resumed history was compacted");
+    // The summary request shows the stored turns, and it and the task's request fit.
+    assert!(
+        summaries[0].to_string().contains("Reading note 0."),
+        "{}",
+        summaries[0]
+    );
+    for body in bodies.iter() {
+        let (prompt, cap) = request_tokens(body);
+        assert!(prompt + cap <= 4_096, "{prompt} + {cap}");
+    }
+    assert_eq!(work.len(), 1);
+    let messages = work[0]["messages"].as_array().unwrap();
+    assert!(
+        messages[1]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with(SUMMARY_HEAD),
+        "{:?}",
+        messages[1]
+    );
+    assert!(
+        messages.last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("now sum them up"),
+        "the new task is whole: {:?}",
+        messages.last()
+    );
+    assert!(
+        events
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e, Event::ContextCompacted { manual: false, .. }))
+    );
+}
+
+/// The definition of built-in tool `name` in `profile`, as a request carries it.
+fn definition_in(profile: lathe_tools::Profile, name: &str) -> Value {
+    let mut registry = Registry::builtin();
+    registry.use_profile(profile);
+    registry.definition(name).unwrap().to_function()
+}
+
+#[tokio::test]
+async fn sub_agents_run_with_the_parents_profile_and_the_window_it_learned() {
+    use lathe_agent::Agent;
+    use lathe_agent::provider::{ChatOptions, ToolProtocol};
+    use lathe_agent::subagent::SubAgentConfig;
+    use lathe_tools::Profile;
+
+    let text = |t: &str| openai::turn(MODEL).text(t).finish("stop").done();
+    let spawn = |id: &str, task: &str, profile: &str| {
+        let arguments = json!({"task": task, "profile": profile}).to_string();
+        openai::turn(MODEL)
+            .tool_call(0, id, "spawn_agent", &[&arguments])
+            .finish("tool_calls")
+            .done()
+    };
+    // A parent configured for 8k whose llama.cpp server was started with `-c 4096`: the
+    // request after it read a big file is refused, and it learns the served window; then it
+    // starts two children.
+    let read = json!({"path": "big.txt"}).to_string();
+    let script = Script::new()
+        .chat_when("You are sub-agent sub-1,", text("There is one note."))
+        .chat_when("You are sub-agent sub-2,", text("Counted: one note."))
+        .chat(
+            openai::turn(MODEL)
+                .tool_call(0, "call_0", "read_file", &[&read])
+                .finish("tool_calls")
+                .done(),
+        )
+        .chat(openai::llama_cpp_overflow(4_200, 4_096))
+        .chat(spawn("call_1", "find the notes", "explore"))
+        .chat(spawn("call_2", "count the notes", "general"))
+        .chat(text("One note."))
+        .openai_models(&[MODEL]);
+    let server = ScriptedServer::start(script).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("notes.txt"), "hello\n").unwrap();
+    std::fs::write(root.join("big.txt"), "a line of the big file\n".repeat(400)).unwrap();
+    let tools = Session::new(
+        Workspace::new(&root).unwrap(),
+        ToolConfig::default(),
+        dir.path().join("state"),
+    )
+    .unwrap();
+    let provider = connect(
+        ProviderKind::OpenAi,
+        ProviderConfig::new(server.url()).retry(RetryPolicy::none()),
+    )
+    .unwrap();
+    let mut agent = Agent::builder(provider, MODEL, tools)
+        .approval(ApprovalMode::Auto)
+        .tool_protocol(ToolProtocol::Native)
+        .options(ChatOptions {
+            num_ctx: 8_192,
+            ..ChatOptions::default()
+        })
+        .sub_agents(SubAgentConfig::default())
+        .build()
+        .unwrap();
+    let outcome = agent
+        .run("how many notes are there?", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
+    assert_eq!(outcome.answer, "One note.");
+    assert_eq!(agent.executor().context_window(), 4_096);
+
+    let children: Vec<Value> = server
+        .chat_bodies()
+        .into_iter()
+        .filter(|b| b.to_string().contains("You are sub-agent sub-"))
+        .collect();
+    assert_eq!(children.len(), 2, "one request from each child");
+    let compact = definition_in(Profile::Compact, "read_file");
+    assert_ne!(compact, definition_in(Profile::Full, "read_file"));
+    for body in &children {
+        let tools = body["tools"].as_array().unwrap();
+        // The compact definitions, as the parent's.
+        let read_file = tools
+            .iter()
+            .find(|t| t["function"]["name"] == "read_file")
+            .unwrap_or_else(|| panic!("no read_file in {tools:?}"));
+        assert_eq!(read_file, &compact);
+        // Fitted to the window the parent learned, not the 8k it was configured with: the
+        // reply cap is a quarter of 4,096.
+        let (prompt, cap) = request_tokens(body);
+        assert_eq!(cap, 1_024, "{body}");
+        assert!(prompt + cap <= 4_096, "{prompt} + {cap}");
+    }
+}

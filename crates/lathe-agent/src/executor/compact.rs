@@ -1,6 +1,7 @@
 //! Compaction: the older part of the conversation replaced by a summary the model writes.
 //!
-//! The history is cut at the start of a model turn (never between a call and its result); the
+//! The history is cut at the start of a model turn or at a user message (never between a call
+//! and its result; a resumed session's stored turns are found from the messages); the
 //! recent turns after the cut stay verbatim (about a fifth of the window, and at least the
 //! newest turn and what the model has not seen yet). The older part is sent, as a plain
 //! transcript, in a request of its own that fits the window (long messages cut harder until it
@@ -117,6 +118,18 @@ pub(super) fn split_point(
         .or_else(|| allowed.last().copied())
 }
 
+/// Where turns begin in `history`, read from the messages themselves: each user message and
+/// each assistant message (a model turn's start; its results follow it, so a cut there never
+/// parts a call from its result).
+fn turn_starts(history: &[Message]) -> Vec<usize> {
+    history
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| matches!(m, Message::User { .. } | Message::Assistant(_)))
+        .map(|(index, _)| index)
+        .collect()
+}
+
 /// The older part as the summary request shows it, each message cut to `chars` characters.
 fn transcript(messages: &[Message], chars: usize) -> String {
     let mut out = String::new();
@@ -166,7 +179,14 @@ impl Executor {
             .iter()
             .map(|m| self.context.message_estimate(m))
             .collect();
-        let boundaries: Vec<usize> = self.marks.iter().map(|m| m.len).collect();
+        // Where turns began: this process's marks, and before them (the stored turns of a
+        // resumed session, which have none) each user message and each start of a model turn.
+        let first_mark = self.marks.iter().map(|m| m.len).min().unwrap_or(usize::MAX);
+        let mut boundaries: Vec<usize> = turn_starts(&self.history)
+            .into_iter()
+            .filter(|&b| b < first_mark)
+            .collect();
+        boundaries.extend(self.marks.iter().map(|m| m.len));
         // What the conversation has of the window once the fixed part and the reply are
         // counted: the recent part and the summary take a third of it each at most.
         let fixed = self.fixed_part(tools);
@@ -188,6 +208,9 @@ impl Executor {
         {
             return Err("the last summary request failed; waiting for more turns".to_owned());
         }
+        // The stored messages it replaces are known at a turn of this process; a cut inside a
+        // resumed session's stored turns is recorded with none (a later resume reads them
+        // whole, and compacts them again if need be).
         let last_message = self
             .marks
             .iter()

@@ -7,8 +7,8 @@
 //! What does not fit is made to, in this order, each step only when the one before was not
 //! enough:
 //!
-//! 1. old tool results are shortened to one line (oldest first), then old thinking and old long
-//!    texts (`ContextWindow::shorten`); this happens past 75% of the window anyway;
+//! 1. every tool result the model has seen is shortened to one line, then old thinking and old
+//!    long texts (`ContextWindow::shorten`); this happens past 75% of the window anyway;
 //! 2. the older part of the conversation is replaced by a summary the model writes (the
 //!    `compact` module);
 //! 3. everything is shortened, the results the model has not seen yet too.

@@ -384,6 +384,9 @@ impl Executor {
     /// the user changed it), and the tools' results to a quarter of it.
     pub fn set_context_window(&mut self, window: u64) {
         self.context.set_window(window);
+        if let Some(agents) = &self.sub_agents {
+            agents.set_window(self.context.window());
+        }
         let tools = self.offered_tools().to_vec();
         self.apply_result_budget(&tools);
     }

@@ -24,6 +24,9 @@ impl Executor {
     /// Lets the model start sub-agents (`spawn_agent`, `read_sub_agent` must be in the
     /// registry already: [`SubAgents::register`]).
     pub fn set_sub_agents(&mut self, agents: Option<SubAgents>) {
+        if let Some(agents) = &agents {
+            agents.set_window(self.context.window());
+        }
         self.sub_agents = agents;
     }
 

@@ -106,6 +106,8 @@ impl Inner {
         let (registry, gate) = match profile {
             Profile::Explore => {
                 let mut registry = Registry::builtin();
+                // The parent's definitions' profile (compact in a small window).
+                registry.use_profile(parent.registry.profile());
                 registry.retain(|d| EXPLORE_TOOLS.contains(&d.name.as_str()));
                 // Never more than the parent may: read-only, or the parent's own mode if lower.
                 (
@@ -137,6 +139,11 @@ impl Inner {
         ));
         let mut config = parent.config.clone();
         config.max_turns = self.config.max_turns;
+        // The parent's window as it is now: a smaller one its server turned out to serve too.
+        let window = self.window.load(std::sync::atomic::Ordering::Relaxed);
+        if window > 0 {
+            config.context_window = Some(window);
+        }
         let mut executor = Executor::new(Arc::clone(&parent.provider), runner, sink, config);
         let outcome = executor.run(&opening(id, task), cancel).await;
         // Its commands (background ones too) end with it.

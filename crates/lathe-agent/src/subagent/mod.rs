@@ -7,7 +7,10 @@
 //! as a session whose parent is the parent's. Its tools come from its profile: `explore` reads
 //! (`read_file`, `grep`, `glob`, `list_files`, and `shell` under a read-only gate), `general` has
 //! the parent's tools under the parent's own gate; never `spawn_agent` itself, so sub-agents do
-//! not spawn sub-agents. Its approval requests go to the parent's approver, labelled with its
+//! not spawn sub-agents. Its tools' definitions are in its parent's prompt profile (compact in a
+//! small window), and it keeps its requests within the parent's window as the parent knows it
+//! when the child starts (a smaller one its server turned out to serve included:
+//! [`SubAgents::set_window`]). Its approval requests go to the parent's approver, labelled with its
 //! id and task; the answers reach it as they would reach the parent.
 //!
 //! In the foreground the call waits and returns the child's answer. In the background it returns
@@ -21,7 +24,7 @@
 mod child;
 mod tools;
 
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use tokio::sync::{Notify, Semaphore};
@@ -133,6 +136,9 @@ pub(crate) struct Inner {
     background: Mutex<Vec<JoinHandle<()>>>,
     /// Woken when a background child ends.
     ended: Notify,
+    /// The parent's window as its executor knows it now (a served window learned during the
+    /// session included), in tokens; 0 before it said ([`SubAgents::set_window`]).
+    window: AtomicU64,
 }
 
 /// The sub-agents of one parent agent: the manager behind `spawn_agent` and `read_sub_agent`.
@@ -165,6 +171,7 @@ impl SubAgents {
             changes: Mutex::new(Vec::new()),
             background: Mutex::new(Vec::new()),
             ended: Notify::new(),
+            window: AtomicU64::new(0),
             parent,
         });
         // The parent's session ending (exec's end, a signal, an MCP session closed) stops the
@@ -176,6 +183,13 @@ impl SubAgents {
             }
         });
         SubAgents { inner }
+    }
+
+    /// Says the parent's window is now `tokens` (its executor fitted its requests to a smaller
+    /// one the server turned out to serve): the children started from now on keep theirs
+    /// within it. Until then, the window of the parent's configuration.
+    pub fn set_window(&self, tokens: u64) {
+        self.inner.window.store(tokens, Ordering::Relaxed);
     }
 
     /// Adds `spawn_agent` and `read_sub_agent` to `registry`.
