@@ -222,3 +222,22 @@ fn model_in_chat_asks_the_new_models_window_and_fits_the_next_request_to_it() {
     assert!(is_full(&bodies[2]), "{:?}", tool_names(&bodies[2]));
     assert_eq!(system(&bodies[2]), system(&bodies[0]));
 }
+
+#[test]
+fn status_shows_the_window_the_requests_are_fitted_to_after_the_server_cut_a_prompt() {
+    // The server counts 2,000 of the about 6,000 prompt tokens sent: it cut the prompt, and
+    // the next requests are fitted to the 2,048 it kept and wrote, whatever was configured.
+    let script = Script::new().chat(reply().text("Hello.").done_with("stop", Some((2_000, 48))));
+    let h = Harness::new(script);
+    let mut term = Terminal::start(&h, &[]);
+    term.wait_for("> ");
+    term.type_line("hi");
+    term.wait_for("until then, requests are fitted to 2,048 tokens");
+    term.wait_for("context 2,048/2,048 tokens (100%)");
+    term.type_line("/status");
+    term.wait_for(
+        "window     2,048 tokens: configured 32,768 (the default), the server's 32,768; full prompt profile",
+    );
+    term.type_line("/exit");
+    assert_eq!(term.wait_exit(), 0);
+}
