@@ -152,7 +152,7 @@ const HELP: &str = "\
 /status          model, server, session, context window fill, tokens, approval mode, workspace
 /clear           start a new conversation (in a new session)
 /init            have the model write AGENTS.md (or improve the one there) from a look at the project
-/model [NAME]    show or switch the model
+/model [NAME]    show or switch the model (the server is asked for its window)
 /approval [MODE] show or switch the approval mode: read-only, ask, auto, full
 /sessions        recent sessions of this workspace (resume one with lathe chat --resume ID)
 /diff [N] [--stat]  what this session changed (N: only turn N), as a diff or files and counts
