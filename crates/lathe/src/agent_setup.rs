@@ -3,7 +3,8 @@
 //! (the provider, the model, the stored session, the tool session).
 //!
 //! Precedence: flags over environment (`OLLAMA_HOST`, `OPENAI_BASE_URL`, `LATHE_MODEL`,
-//! `LATHE_CONTEXT_WINDOW`, `OPENAI_API_KEY`) over configuration files over defaults.
+//! `LATHE_PROVIDER`, `LATHE_CONTEXT_WINDOW`, `OPENAI_API_KEY`) over configuration files over
+//! defaults.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -240,9 +241,19 @@ pub fn resolve(
 ) -> anyhow::Result<Resolved> {
     let model_config = &setup.config.model;
     let env = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    // A misspelt LATHE_PROVIDER is said, not passed over for another server.
+    let env_provider = match (args.provider, env("LATHE_PROVIDER")) {
+        (None, Some(text)) => Some(parse_provider(&text).map_err(|why| {
+            anyhow::anyhow!(
+                "LATHE_PROVIDER={}: {why}; or unset it",
+                crate::render::sanitize(text.trim())
+            )
+        })?),
+        _ => None,
+    };
     let provider = args
         .provider
-        .or_else(|| env("LATHE_PROVIDER").and_then(|p| parse_provider(&p).ok()))
+        .or(env_provider)
         .or(model_config.provider)
         .unwrap_or(ProviderKind::Ollama);
     let env_url = match provider {
@@ -744,6 +755,19 @@ mod tests {
                 && err.contains("--context-window"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_misspelt_provider_in_the_environment_is_an_error() {
+        let env = |name: &str| (name == "LATHE_PROVIDER").then(|| "olama".to_owned());
+        let err = resolve(&setup(""), &ModelArgs::default(), env).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "LATHE_PROVIDER=olama: unknown provider 'olama': use ollama or openai; or unset it"
+        );
+        let env = |name: &str| (name == "LATHE_PROVIDER").then(|| "openai".to_owned());
+        let r = resolve(&setup(""), &ModelArgs::default(), env).unwrap();
+        assert_eq!(r.provider, ProviderKind::OpenAi);
     }
 
     #[test]
