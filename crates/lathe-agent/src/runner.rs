@@ -124,6 +124,15 @@ impl ToolRunner {
         }
     }
 
+    /// The same runner (gate, hooks, session, approver) over `registry`.
+    pub fn with_registry(&self, registry: Arc<Registry>) -> ToolRunner {
+        ToolRunner {
+            dispatcher: Arc::new(self.dispatcher.with_registry(registry)),
+            session: Arc::clone(&self.session),
+            approver: Arc::clone(&self.approver),
+        }
+    }
+
     /// The tools.
     pub fn registry(&self) -> &Registry {
         self.dispatcher.registry()

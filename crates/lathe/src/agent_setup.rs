@@ -3,7 +3,8 @@
 //! (the provider, the model, the stored session, the tool session).
 //!
 //! Precedence: flags over environment (`OLLAMA_HOST`, `OPENAI_BASE_URL`, `LATHE_MODEL`,
-//! `OPENAI_API_KEY`) over configuration files over defaults.
+//! `LATHE_PROVIDER`, `LATHE_CONTEXT_WINDOW`, `OPENAI_API_KEY`) over configuration files over
+//! defaults.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,6 +31,10 @@ pub const DEFAULT_OLLAMA_URL: &str = "http://127.0.0.1:11434";
 pub const DEFAULT_OPENAI_URL: &str = "http://127.0.0.1:8080/v1";
 /// Longest session title kept from the first prompt.
 const TITLE_CHARS: usize = 80;
+/// The smallest context window Lathe accepts, in tokens: the system prompt and the tool
+/// definitions take about 1,400 of them even in the compact profile, and the task, the
+/// results and the reply need the rest.
+pub const MIN_CONTEXT_WINDOW: u32 = 2_048;
 
 /// The `[model]` section.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -128,6 +133,47 @@ pub struct ModelArgs {
     /// be a git repository with a clean tree; or `[agent] git_branch = true`).
     #[arg(long)]
     pub branch: bool,
+    /// The model's context window in tokens, at least 2048 (env LATHE_CONTEXT_WINDOW, or
+    /// `[model] context_window`; default 32768). A server with a smaller one is used at its own.
+    #[arg(long, value_name = "TOKENS", value_parser = parse_context_window)]
+    pub context_window: Option<u32>,
+}
+
+/// A context window in tokens, as `--context-window`, `LATHE_CONTEXT_WINDOW` and `[model]
+/// context_window` give it: a whole number of at least [`MIN_CONTEXT_WINDOW`].
+pub fn parse_context_window(text: &str) -> Result<u32, String> {
+    let text = text.trim();
+    let tokens: u64 = text.replace('_', "").parse().map_err(|_| {
+        format!(
+            "'{}' is not a number of tokens: give the model's window as a whole number, such as \
+             8192 (at least {MIN_CONTEXT_WINDOW})",
+            crate::render::sanitize(text)
+        )
+    })?;
+    check_context_window(tokens)
+}
+
+/// `tokens` as a context window, or why it cannot be one.
+fn check_context_window(tokens: u64) -> Result<u32, String> {
+    use lathe_agent::provider::window::thousands;
+    let min = thousands(u64::from(MIN_CONTEXT_WINDOW));
+    match u32::try_from(tokens) {
+        Ok(0) => Err(format!(
+            "a window of 0 tokens holds no request: give the model's window in tokens, at least \
+             {min} (such as 8192)"
+        )),
+        Ok(n) if n < MIN_CONTEXT_WINDOW => Err(format!(
+            "a window of {n} tokens is too small: the system prompt and the tool definitions \
+             alone take about 1,400 tokens (compact profile), and the task and the reply need \
+             room too; give at least {min} (8,192 or more works much better)"
+        )),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!(
+            "a window of {} tokens is more than any model has: give the model's window in \
+             tokens, such as 32768",
+            thousands(tokens)
+        )),
+    }
 }
 
 /// `ollama` or `openai` (also `openai-compatible`), as flags and stored sessions spell them.
@@ -175,9 +221,12 @@ pub struct Resolved {
     pub git_branch: bool,
     /// Sub-agents (`[agent] max_sub_agents`, `sub_agent_max_turns`); `None` when turned off.
     pub sub_agents: Option<SubAgentConfig>,
-    /// The window as configured (`[model] context_window`, or the default), before the server
-    /// was asked ([`Resolved::fit_window`]).
+    /// The window as configured (`--context-window`, `LATHE_CONTEXT_WINDOW`, `[model]
+    /// context_window`, or the default), before the server was asked ([`Resolved::fit_window`]).
     pub configured_window: u32,
+    /// Where `configured_window` came from: `--context-window`, `LATHE_CONTEXT_WINDOW`,
+    /// `[model] context_window` or `the default`.
+    pub window_source: &'static str,
     /// The window the server said it has, once asked.
     pub served_window: Option<u32>,
     /// The prompt profile, when one is configured (`None`: by the window).
@@ -192,9 +241,19 @@ pub fn resolve(
 ) -> anyhow::Result<Resolved> {
     let model_config = &setup.config.model;
     let env = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    // A misspelt LATHE_PROVIDER is said, not passed over for another server.
+    let env_provider = match (args.provider, env("LATHE_PROVIDER")) {
+        (None, Some(text)) => Some(parse_provider(&text).map_err(|why| {
+            anyhow::anyhow!(
+                "LATHE_PROVIDER={}: {why}; or unset it",
+                crate::render::sanitize(text.trim())
+            )
+        })?),
+        _ => None,
+    };
     let provider = args
         .provider
-        .or_else(|| env("LATHE_PROVIDER").and_then(|p| parse_provider(&p).ok()))
+        .or(env_provider)
         .or(model_config.provider)
         .unwrap_or(ProviderKind::Ollama);
     let env_url = match provider {
@@ -220,8 +279,29 @@ pub fn resolve(
         Some("off") | Some("false") | Some("none") => Think::Off,
         Some(level) => Think::Level(level.to_owned()),
     };
+    let (num_ctx, window_source) = if let Some(tokens) = args.context_window {
+        (tokens, "--context-window")
+    } else if let Some(text) = env("LATHE_CONTEXT_WINDOW") {
+        let tokens = parse_context_window(&text).map_err(|why| {
+            anyhow::anyhow!(
+                "LATHE_CONTEXT_WINDOW={}: {why}; or unset it to use [model] context_window",
+                crate::render::sanitize(text.trim())
+            )
+        })?;
+        (tokens, "LATHE_CONTEXT_WINDOW")
+    } else if let Some(tokens) = model_config.context_window {
+        let tokens = check_context_window(u64::from(tokens)).map_err(|why| {
+            anyhow::anyhow!(
+                "[model] context_window = {tokens} in the configuration: {why} (or pass \
+                 --context-window TOKENS)"
+            )
+        })?;
+        (tokens, "[model] context_window")
+    } else {
+        (DEFAULT_NUM_CTX, "the default")
+    };
     let options = ChatOptions {
-        num_ctx: model_config.context_window.unwrap_or(DEFAULT_NUM_CTX),
+        num_ctx,
         keep_alive: model_config.keep_alive.clone(),
         think,
         temperature: model_config.temperature,
@@ -230,6 +310,7 @@ pub fn resolve(
     };
     Ok(Resolved {
         configured_window: options.num_ctx,
+        window_source,
         served_window: None,
         profile: match model_config.prompt_profile.unwrap_or_default() {
             PromptProfile::Auto => None,
@@ -454,6 +535,51 @@ impl Resolved {
         choice.note()
     }
 
+    /// The prompt profile for the window in use: `[model] prompt_profile` when it forces one,
+    /// else by the window (compact up to 16,384 tokens).
+    pub fn prompt_profile(&self) -> lathe_tools::Profile {
+        self.profile
+            .unwrap_or(lathe_tools::Profile::for_window(u64::from(
+                self.options.num_ctx,
+            )))
+    }
+
+    /// Chat's `/model NAME`: asks the server what window it serves `model` with (as
+    /// [`Resolved::fit_window`]) and has `agent` use that window (Ollama is sent it as
+    /// `num_ctx`), and the prompt profile for it, from the next request on. Returns the line
+    /// to show when the window or the profile changed: `window now 8,192 tokens (the
+    /// server's); compact tool profile`.
+    pub async fn refit(
+        &mut self,
+        provider: &dyn Provider,
+        agent: &mut Agent,
+        model: &str,
+    ) -> Option<String> {
+        let executor = agent.executor_mut();
+        let before = (
+            executor.context_window(),
+            executor.runner().registry().profile(),
+        );
+        let _ = self.fit_window(provider, model).await;
+        let window = u64::from(self.options.num_ctx);
+        let profile = self.prompt_profile();
+        executor.set_options(self.options.clone());
+        executor.set_profile(profile);
+        executor.set_context_window(window);
+        if before == (window, profile) {
+            return None;
+        }
+        let source = match self.served_window {
+            Some(served) if served < self.configured_window => "the server's",
+            _ => self.window_source,
+        };
+        Some(format!(
+            "window now {} tokens ({source}); {} tool profile",
+            lathe_agent::provider::window::thousands(window),
+            profile.as_str()
+        ))
+    }
+
     /// `builder` with what was resolved here: the approval mode (and
     /// `--dangerously-skip-approvals`), the turn limit, the request options and the tool
     /// protocol.
@@ -574,6 +700,7 @@ mod tests {
             approval: Some(ApprovalMode::ReadOnly),
             dangerously_skip_approvals: false,
             branch: false,
+            context_window: None,
         };
         let r = resolve(&setup, &args, env).unwrap();
         assert_eq!(
@@ -584,6 +711,82 @@ mod tests {
             (r.provider, r.approval),
             (ProviderKind::OpenAi, ApprovalMode::ReadOnly)
         );
+    }
+
+    #[test]
+    fn the_window_comes_from_the_flag_the_environment_the_file_or_the_default() {
+        let window = |toml_text: &str, flag: Option<u32>, env: Option<&str>| {
+            let args = ModelArgs {
+                context_window: flag,
+                ..ModelArgs::default()
+            };
+            let env = |name: &str| {
+                (name == "LATHE_CONTEXT_WINDOW")
+                    .then(|| env.map(str::to_owned))
+                    .flatten()
+            };
+            resolve(&setup(toml_text), &args, env)
+                .map(|r| (r.options.num_ctx, r.configured_window, r.window_source))
+                .map_err(|e| e.to_string())
+        };
+        let file = "[model]\ncontext_window = 8192\n";
+        assert_eq!(window("", None, None), Ok((32_768, 32_768, "the default")));
+        assert_eq!(
+            window(file, None, None),
+            Ok((8_192, 8_192, "[model] context_window"))
+        );
+        assert_eq!(
+            window(file, None, Some("16384")),
+            Ok((16_384, 16_384, "LATHE_CONTEXT_WINDOW"))
+        );
+        assert_eq!(
+            window(file, Some(4_096), Some("16384")),
+            Ok((4_096, 4_096, "--context-window"))
+        );
+        let err = window(file, None, Some("lots")).unwrap_err();
+        assert!(
+            err.starts_with("LATHE_CONTEXT_WINDOW=lots: 'lots' is not a number of tokens"),
+            "{err}"
+        );
+        let err = window("[model]\ncontext_window = 512\n", None, None).unwrap_err();
+        assert!(
+            err.starts_with("[model] context_window = 512 in the configuration: a window of 512 tokens is too small")
+                && err.contains("at least 2,048")
+                && err.contains("--context-window"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_misspelt_provider_in_the_environment_is_an_error() {
+        let env = |name: &str| (name == "LATHE_PROVIDER").then(|| "olama".to_owned());
+        let err = resolve(&setup(""), &ModelArgs::default(), env).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "LATHE_PROVIDER=olama: unknown provider 'olama': use ollama or openai; or unset it"
+        );
+        let env = |name: &str| (name == "LATHE_PROVIDER").then(|| "openai".to_owned());
+        let r = resolve(&setup(""), &ModelArgs::default(), env).unwrap();
+        assert_eq!(r.provider, ProviderKind::OpenAi);
+    }
+
+    #[test]
+    fn a_context_window_is_a_whole_number_of_at_least_the_minimum() {
+        assert_eq!(parse_context_window("8192"), Ok(8_192));
+        assert_eq!(parse_context_window(" 32_768 "), Ok(32_768));
+        assert_eq!(parse_context_window("2048"), Ok(MIN_CONTEXT_WINDOW));
+        let err = parse_context_window("0").unwrap_err();
+        assert!(err.contains("0 tokens holds no request"), "{err}");
+        let err = parse_context_window("2047").unwrap_err();
+        assert!(
+            err.contains("2047 tokens is too small") && err.contains("at least 2,048"),
+            "{err}"
+        );
+        let err = parse_context_window("8k").unwrap_err();
+        assert!(err.starts_with("'8k' is not a number of tokens"), "{err}");
+        assert!(parse_context_window("-1").is_err());
+        let err = parse_context_window("99999999999").unwrap_err();
+        assert!(err.contains("more than any model has"), "{err}");
     }
 
     #[test]

@@ -56,3 +56,4 @@ mod trust;
 mod undo_cli;
 mod web_cli;
 mod window_meter;
+mod window_settings;

@@ -97,7 +97,7 @@ fn chat_shows_the_window_meter_after_each_turn_and_status_in_detail() {
     term.wait_for_n("context 38/4,096 tokens (0%) · 2.6 tokens/s", 2);
     term.type_line("/status");
     term.wait_for(
-        "window     4,096 tokens: configured 32,768, the server's 4,096; compact prompt profile",
+        "window     4,096 tokens: configured 32,768 (the default), the server's 4,096; compact prompt profile",
     );
     term.wait_for("speed      2.6 tokens/s (last turn, the server's clock)");
     term.wait_for("tokens     52 in, 24 out (this session)");

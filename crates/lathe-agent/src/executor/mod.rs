@@ -219,12 +219,6 @@ impl Executor {
     ) -> Self {
         let registry = runner.registry();
         let names: Vec<String> = registry.names().into_iter().map(str::to_owned).collect();
-        // Every tool, offered now or not: a call to one that is hidden (`resolve` with nothing
-        // pending) still parses, and its result says why it did nothing.
-        let all = match registry.function_definitions() {
-            Value::Array(tools) => tools,
-            _ => Vec::new(),
-        };
         let prompt = system_prompt_for(
             &PromptInputs::for_session(runner.session(), names),
             registry.profile(),
@@ -234,15 +228,7 @@ impl Executor {
             .unwrap_or(u64::from(config.options.num_ctx));
         let mut executor = Executor {
             provider,
-            // Parameter names too, so positional Python-style calls can be mapped.
-            // and the tools' aliases (`bash` for `shell`), resolved as the registry does.
-            names: Arc::new(ToolNames::from_definitions(&all).with_aliases(
-                registry.definitions().flat_map(|d| {
-                    d.aliases
-                        .iter()
-                        .map(move |alias| (alias.as_str(), d.name.as_str()))
-                }),
-            )),
+            names: Arc::new(tool_names(registry)),
             tools: Vec::new(),
             offered: None,
             forced_for: None,
@@ -389,6 +375,36 @@ impl Executor {
         }
         let tools = self.offered_tools().to_vec();
         self.apply_result_budget(&tools);
+    }
+
+    /// Offers the tools and the system prompt in `profile` from the next request on (chat's
+    /// `/model NAME`, to a model with a window of another size).
+    pub fn set_profile(&mut self, profile: lathe_tools::Profile) {
+        if self.runner.registry().profile() == profile {
+            return;
+        }
+        let mut registry = self.runner.registry().clone();
+        registry.use_profile(profile);
+        self.runner = Arc::new(self.runner.with_registry(Arc::new(registry)));
+        let registry = self.runner.registry();
+        self.names = Arc::new(tool_names(registry));
+        let names = registry.names().into_iter().map(str::to_owned).collect();
+        let prompt = system_prompt_for(
+            &PromptInputs::for_session(self.runner.session(), names),
+            profile,
+        );
+        if let Some(first @ Message::System { .. }) = self.history.first_mut() {
+            *first = Message::system(prompt);
+        }
+        self.offered = None;
+        let tools = self.offered_tools().to_vec();
+        self.apply_result_budget(&tools);
+    }
+
+    /// The options sent with the next requests (chat's `/model NAME`: the new model's
+    /// `num_ctx`).
+    pub fn set_options(&mut self, options: ChatOptions) {
+        self.config.options = options;
     }
 
     /// Replaces the older part of the conversation with a summary the model writes now (chat's
@@ -1093,4 +1109,20 @@ fn cut_reason(error: &ProviderError) -> String {
         ),
         _ => "connection to the model lost mid-answer".to_owned(),
     }
+}
+
+/// The names calls are parsed against: every tool, offered now or not (a call to one that is
+/// hidden, `resolve` with nothing pending, still parses, and its result says why it did
+/// nothing), with its parameter names, so positional Python-style calls can be mapped, and the
+/// tools' aliases (`bash` for `shell`), resolved as the registry does.
+fn tool_names(registry: &lathe_tools::Registry) -> ToolNames {
+    let all = match registry.function_definitions() {
+        Value::Array(tools) => tools,
+        _ => Vec::new(),
+    };
+    ToolNames::from_definitions(&all).with_aliases(registry.definitions().flat_map(|d| {
+        d.aliases
+            .iter()
+            .map(move |alias| (alias.as_str(), d.name.as_str()))
+    }))
 }

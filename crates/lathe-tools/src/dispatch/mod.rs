@@ -215,6 +215,15 @@ impl Dispatcher {
         self
     }
 
+    /// The same pipeline (its gate and hooks) over `registry`: the tools in another profile.
+    pub fn with_registry(&self, registry: Arc<Registry>) -> Dispatcher {
+        Dispatcher {
+            registry,
+            gate: Arc::clone(&self.gate),
+            hooks: self.hooks.clone(),
+        }
+    }
+
     /// The tools.
     pub fn registry(&self) -> &Arc<Registry> {
         &self.registry

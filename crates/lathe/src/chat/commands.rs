@@ -152,7 +152,7 @@ const HELP: &str = "\
 /status          model, server, session, context window fill, tokens, approval mode, workspace
 /clear           start a new conversation (in a new session)
 /init            have the model write AGENTS.md (or improve the one there) from a look at the project
-/model [NAME]    show or switch the model
+/model [NAME]    show or switch the model (the server is asked for its window)
 /approval [MODE] show or switch the approval mode: read-only, ask, auto, full
 /sessions        recent sessions of this workspace (resume one with lathe chat --resume ID)
 /diff [N] [--stat]  what this session changed (N: only turn N), as a diff or files and counts
@@ -204,8 +204,9 @@ pub struct Context<'a> {
     pub store: &'a Store,
     /// The workspace and its configuration.
     pub setup: &'a Setup,
-    /// How the model side was set up (the provider, its base URL).
-    pub resolved: &'a Resolved,
+    /// How the model side was set up (the provider, its base URL, the window); `/model`
+    /// re-asks the window for the new model.
+    pub resolved: &'a mut Resolved,
     /// The current session.
     pub session: &'a SessionId,
     /// Terminal styling.
@@ -273,10 +274,9 @@ pub fn window_fill(used: u64, total: u64) -> String {
 
 fn status(cx: &Context<'_>) -> String {
     let executor = cx.agent.executor();
-    let config = executor.config();
-    let window = config
-        .context_window
-        .unwrap_or(u64::from(config.options.num_ctx));
+    // What the requests are fitted to now: the server's when smaller, or what an overflow
+    // taught.
+    let window = executor.context_window();
     let tokens = cx
         .store
         .events(cx.session)
@@ -312,7 +312,7 @@ fn status(cx: &Context<'_>) -> String {
          provider   {provider} at {}\n\
          session    {}\n\
          context    {fill}\n\
-         window     {} tokens: configured {}, {served}; {profile} prompt profile\n\
+         window     {} tokens: configured {} ({}), {served}; {profile} prompt profile\n\
          speed      {speed}\n\
          tokens     {} in, {} out (this session)\n\
          approval   {}\n\
@@ -322,6 +322,7 @@ fn status(cx: &Context<'_>) -> String {
         cx.session,
         thousands(window),
         thousands(u64::from(cx.resolved.configured_window)),
+        cx.resolved.window_source,
         tokens.input,
         tokens.output,
         cx.agent.gate().mode(),
@@ -393,6 +394,10 @@ pub async fn apply(command: Command, cx: Context<'_>) -> Outcome {
                         ));
                     }
                     let _ = writeln!(out, "{}", style.dim(&said));
+                    // Its window may differ: the next request is fitted to it.
+                    if let Some(line) = cx.resolved.refit(cx.provider, cx.agent, &name).await {
+                        let _ = writeln!(out, "{}", style.dim(&line));
+                    }
                 }
             }
         }

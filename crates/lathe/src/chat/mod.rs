@@ -84,7 +84,6 @@ struct Live {
 /// What a session is opened with.
 struct Parts<'a> {
     setup: &'a Setup,
-    resolved: &'a agent_setup::Resolved,
     provider: &'a Arc<dyn lathe_agent::provider::Provider>,
     store: &'a lathe_store::Store,
     renderer: &'a Arc<Renderer>,
@@ -97,8 +96,15 @@ struct Parts<'a> {
 }
 
 impl Parts<'_> {
-    /// Opens session `id`, with `model` and approval `mode`.
-    fn open(&self, id: SessionId, model: &str, mode: ApprovalMode) -> anyhow::Result<Live> {
+    /// Opens session `id`, with `model` and approval `mode`, set up as `resolved` says (its
+    /// window is the one `/model` last asked for).
+    fn open(
+        &self,
+        resolved: &agent_setup::Resolved,
+        id: SessionId,
+        model: &str,
+        mode: ApprovalMode,
+    ) -> anyhow::Result<Live> {
         let hooks = crate::hooks::load(self.setup, id.as_str())?;
         let tools = agent_setup::tool_session(self.setup, &id)?;
         let owner = agent_setup::own_session(&id)?;
@@ -111,8 +117,8 @@ impl Parts<'_> {
             )
             .stopping(Arc::clone(self.turn)),
         );
-        let builder = self.resolved.with_checkpoints(
-            self.resolved
+        let builder = resolved.with_checkpoints(
+            resolved
                 .configure(Agent::builder(
                     Arc::clone(self.provider),
                     model.to_owned(),
@@ -152,15 +158,15 @@ impl Parts<'_> {
 
 impl Parts<'_> {
     /// `/clear`: ends `live` and opens a new session with its model and approval mode.
-    fn clear(&self, live: Live) -> anyhow::Result<Live> {
+    fn clear(&self, resolved: &agent_setup::Resolved, live: Live) -> anyhow::Result<Live> {
         let model = live.agent.model().to_owned();
         let mode = live.agent.gate().mode();
         live.close(self.store);
         drop(live);
-        let mut resolved = self.resolved.clone();
+        let mut resolved = resolved.clone();
         resolved.approval = mode;
         let id = agent_setup::create_session(self.store, self.setup, &resolved, &model, None)?;
-        let live = self.open(id, &model, mode)?;
+        let live = self.open(&resolved, id, &model, mode)?;
         let style = self.renderer.style();
         // A clear screen, where there is a screen; the new session's id either way.
         if std::io::stdout().is_terminal() {
@@ -256,7 +262,6 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     let parts = Parts {
         registry: &registry,
         setup: &setup,
-        resolved: &resolved,
         provider: &provider,
         store: &store,
         renderer: &renderer,
@@ -264,7 +269,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         terminate: &terminate,
         turn: &turn,
     };
-    let mut live = parts.open(id, &model, resolved.approval)?;
+    let mut live = parts.open(&resolved, id, &model, resolved.approval)?;
     let style = *renderer.style();
     live.titled = resumed.as_ref().is_some_and(|s| s.title.is_some());
     if let Some(session) = &resumed {
@@ -352,7 +357,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
                     provider: provider.as_ref(),
                     store: &store,
                     setup: &setup,
-                    resolved: &resolved,
+                    resolved: &mut resolved,
                     session: &live.id,
                     style: &style,
                     notes: &mut notes,
@@ -362,7 +367,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
                     Outcome::Exit => break,
                     Outcome::Clear => {
                         notes.clear();
-                        live = parts.clear(live)?;
+                        live = parts.clear(&resolved, live)?;
                         continue;
                     }
                     Outcome::Run(task) => task,
