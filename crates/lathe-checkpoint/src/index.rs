@@ -4,7 +4,8 @@
 //!
 //! Versions 2, 3 and 4 of the format are read (git's `Documentation/gitformat-index.txt`;
 //! version 4 prefix-compresses the paths); version 4 is written, with the `TREE` extension and
-//! the trailing SHA-1, under `<index>.lock` renamed into place as git does. Other optional
+//! a null trailing checksum (as git with `index.skipHash`), under `<index>.lock` renamed into
+//! place as git does. Other optional
 //! extensions (an untracked cache, resolve-undo data) are left out when it is written: they are
 //! caches git rebuilds. The trailing checksum is not checked on reading: the index is the
 //! session's own, and anything unexpected only costs a fallback to git, which reads it itself.
@@ -15,7 +16,6 @@
 use std::io::Write;
 use std::path::Path;
 
-use sha1::{Digest, Sha1};
 
 use crate::objects::Oid;
 use crate::tree::CacheTree;
@@ -299,8 +299,9 @@ pub(crate) fn write(path: &Path, entries: &[Entry], tree: Option<&CacheTree>) ->
         out.extend_from_slice(&(data.len() as u32).to_be_bytes());
         out.extend_from_slice(&data);
     }
-    let checksum: [u8; HASH_LEN] = Sha1::digest(&out).into();
-    out.extend_from_slice(&checksum);
+    // No checksum, as git writes with `index.skipHash` (its readers skip a null one): a SHA-1 of
+    // the whole index on every snapshot is milliseconds on a large tree.
+    out.extend_from_slice(&[0u8; HASH_LEN]);
 
     let mut lock_name = path.as_os_str().to_owned();
     lock_name.push(".lock");
@@ -325,6 +326,11 @@ pub(crate) fn write(path: &Path, entries: &[Entry], tree: Option<&CacheTree>) ->
     };
     let written = file.write_all(&out).and_then(|()| {
         drop(file);
+        // The old index goes first, so that the rename replaces nothing: ext4 flushes a file
+        // renamed over another at once (`auto_da_alloc`), a disk write in every snapshot. The
+        // index is a cache: a reader that finds none, or after a crash an empty one, rebuilds
+        // it from the work tree.
+        let _ = std::fs::remove_file(path);
         std::fs::rename(&lock, path)
     });
     if let Err(e) = written {
