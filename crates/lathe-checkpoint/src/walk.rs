@@ -44,9 +44,12 @@ struct Found {
 }
 
 impl Rules {
-    /// Walks the work tree; `keep_seen` also lists every path yielded. In parallel for a large
-    /// tree (`parallel`): on a small one, starting threads and their idle waits cost more
-    /// than they save.
+    /// Walks the work tree; `keep_seen` also lists every path yielded. On several threads for a
+    /// large tree (`parallel`): on a small one, starting threads and their idle waits cost more
+    /// than they save, so it runs on one. Either way through `ignore`'s parallel walker, which
+    /// finds each directory's ignore files in the listing it read (the sequential one probes
+    /// for `.gitignore`, `.ignore`, `.git` and `.git/info/exclude` in every directory: four
+    /// failing system calls a directory).
     pub(crate) fn walk(&self, keep_seen: bool, parallel: bool) -> Walked {
         let nested = Arc::new(Mutex::new(Vec::new()));
         let mut builder = WalkBuilder::new(&self.root);
@@ -62,28 +65,23 @@ impl Rules {
             .follow_links(false)
             .filter_entry(self.entry_filter(Some(nested.clone())));
         let out: Mutex<Vec<Found>> = Mutex::new(Vec::new());
-        if parallel {
-            builder.build_parallel().run(|| {
-                let mut guard = Guard {
-                    found: Some(Found::default()),
-                    out: &out,
-                };
-                Box::new(move |entry| {
-                    if let Ok(entry) = entry {
-                        let found = guard.found.as_mut().expect("until dropped");
-                        self.visit(found, &entry, keep_seen);
-                    }
-                    WalkState::Continue
-                })
-            });
-        } else {
-            let mut found = Found::default();
-            // An unreadable entry is not covered, as git would skip it too.
-            for entry in builder.build().flatten() {
-                self.visit(&mut found, &entry, keep_seen);
-            }
-            out.lock().unwrap_or_else(|e| e.into_inner()).push(found);
+        if !parallel {
+            builder.threads(1);
         }
+        builder.build_parallel().run(|| {
+            let mut guard = Guard {
+                found: Some(Found::default()),
+                out: &out,
+            };
+            Box::new(move |entry| {
+                // An unreadable entry is not covered, as git would skip it too.
+                if let Ok(entry) = entry {
+                    let found = guard.found.as_mut().expect("until dropped");
+                    self.visit(found, &entry, keep_seen);
+                }
+                WalkState::Continue
+            })
+        });
         let mut walked = Walked::default();
         for found in out.into_inner().unwrap_or_else(|e| e.into_inner()) {
             walked.files.extend(found.files);
