@@ -16,7 +16,6 @@
 use std::io::Write;
 use std::path::Path;
 
-
 use crate::objects::Oid;
 use crate::tree::CacheTree;
 use crate::{Error, Result};

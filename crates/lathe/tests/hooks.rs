@@ -335,3 +335,44 @@ fn in_chat_a_refused_prompt_is_shown_and_the_next_one_carries_the_session_start_
         "{sent}"
     );
 }
+
+/// `SessionStart` hooks are told how the session began: `startup` for a new chat, `clear` for
+/// the session `/clear` opens, `resume` for `--resume`.
+#[test]
+fn session_start_hooks_are_told_startup_clear_or_resume() {
+    let h = Harness::new(
+        Script::new()
+            .chat(reply().text("First.").done())
+            .chat(reply().text("Second.").done())
+            .chat(reply().text("Third.").done()),
+    );
+    h.user_config("[[hooks.SessionStart]]\ncommand = \"{ cat; echo; } >> starts.log\"\n");
+    let sources = || -> Vec<String> {
+        h.read("starts.log")
+            .lines()
+            .map(|line| {
+                let input: Value = serde_json::from_str(line).unwrap();
+                input["source"].as_str().unwrap_or_default().to_owned()
+            })
+            .collect()
+    };
+    let mut term = crate::chat_pty::Terminal::start(&h, &[]);
+    term.wait_for("> ");
+    term.type_line("hello");
+    term.wait_for("First.");
+    term.type_line("/clear");
+    term.type_line("hello again");
+    term.wait_for("Second.");
+    term.type_line("/exit");
+    assert_eq!(term.wait_exit(), 0, "{}", term.screen());
+    assert_eq!(sources(), ["startup", "clear"]);
+
+    let id = h.newest_session().id.to_string();
+    let mut term = crate::chat_pty::Terminal::start(&h, &["--resume", &id]);
+    term.wait_for("resumed session");
+    term.type_line("and once more");
+    term.wait_for("Third.");
+    term.type_line("/exit");
+    assert_eq!(term.wait_exit(), 0, "{}", term.screen());
+    assert_eq!(sources(), ["startup", "clear", "resume"]);
+}

@@ -9,7 +9,7 @@ use crate::agent_harness::*;
 use crate::chat_pty::Terminal;
 
 const NOTE: &str = "the server's window is 4,096 tokens, smaller than the configured 32,768; \
-using 4,096 (set [model] context_window to silence this)";
+using 4,096 (set [model] context_window or --context-window to silence this)";
 
 /// A server whose model has a context length of 4,096 tokens, answering `answers` replies
 /// (each counted by the server as 26 prompt tokens and 12 generated in 4.535599 s).

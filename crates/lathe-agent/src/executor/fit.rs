@@ -168,9 +168,9 @@ impl Executor {
             "the request does not fit the model's context window of {window} tokens, even with \
              the conversation shortened: it needs about {estimate} tokens (the system prompt and \
              the {} tool definitions alone about {fixed}), and {} more are kept for the reply. \
-             Give the model a larger window ([model] context_window, and the server's own: \
-             llama-server -c, Ollama's num_ctx, vLLM's --max-model-len, LM Studio's context \
-             length), offer fewer tools, or start a new session",
+             Give the model a larger window ([model] context_window or --context-window, and \
+             the server's own: llama-server -c, Ollama's num_ctx, vLLM's --max-model-len, LM \
+             Studio's context length), offer fewer tools, or start a new session",
             tools.len(),
             self.output_reserve(fixed),
         ))
@@ -202,7 +202,7 @@ impl Executor {
             self.set_context_window(served);
             told = format!(
                 "; its window is {served} tokens, not the {assumed} Lathe assumed ([model] \
-                 context_window): requests are fitted to {served} from now on"
+                 context_window, --context-window): requests are fitted to {served} from now on"
             );
         }
         if let Some(counted) = *prompt_tokens {
@@ -223,9 +223,10 @@ impl Executor {
         let window = self.context.window();
         format!(
             "{error}; it was shortened once and refused again. Lathe keeps requests within {window} \
-             tokens: set [model] context_window to the window the server really runs with (or \
-             give the model a larger one: llama-server -c, Ollama's num_ctx, vLLM's \
-             --max-model-len, LM Studio's context length), or start a new session"
+             tokens: set [model] context_window (or --context-window) to the window the server \
+             really runs with (or give the model a larger one: llama-server -c, Ollama's \
+             num_ctx, vLLM's --max-model-len, LM Studio's context length), or start a new \
+             session"
         )
     }
 }

@@ -41,12 +41,12 @@ impl WindowChoice {
 
     /// What to tell the user, once, when the server's window is smaller than the configured
     /// one: `the server's window is 4,096 tokens, smaller than the configured 32,768; using
-    /// 4,096 (set [model] context_window to silence this)`.
+    /// 4,096 (set [model] context_window or --context-window to silence this)`.
     pub fn note(&self) -> Option<String> {
         let served = self.served.filter(|&s| s < self.configured)?;
         Some(format!(
             "the server's window is {} tokens, smaller than the configured {}; using {} (set \
-             [model] context_window to silence this)",
+             [model] context_window or --context-window to silence this)",
             thousands(u64::from(served)),
             thousands(u64::from(self.configured)),
             thousands(u64::from(self.window)),
@@ -91,8 +91,8 @@ impl Truncation {
         format!(
             "the model server read only {} of the about {} prompt tokens sent: it cut the prompt \
              to fit a window smaller than the {} tokens Lathe assumed, so the model did not see \
-             all of it. Set [model] context_window to the server's window (for Ollama, the \
-             model's context length; for llama.cpp, its -c)",
+             all of it. Set [model] context_window (or --context-window) to the server's window \
+             (for Ollama, the model's context length; for llama.cpp, its -c)",
             thousands(self.reported),
             thousands(self.sent),
             thousands(window)
@@ -198,7 +198,7 @@ mod tests {
         assert_eq!(
             smaller.note().unwrap(),
             "the server's window is 4,096 tokens, smaller than the configured 32,768; using \
-             4,096 (set [model] context_window to silence this)"
+             4,096 (set [model] context_window or --context-window to silence this)"
         );
         let larger = WindowChoice::new(8_192, Some(131_072));
         assert_eq!((larger.window, larger.note()), (8_192, None));

@@ -97,13 +97,15 @@ struct Parts<'a> {
 
 impl Parts<'_> {
     /// Opens session `id`, with `model` and approval `mode`, set up as `resolved` says (its
-    /// window is the one `/model` last asked for).
+    /// window is the one `/model` last asked for); `source` is what its `SessionStart` hooks
+    /// are told: `startup`, `resume` or `clear`.
     fn open(
         &self,
         resolved: &agent_setup::Resolved,
         id: SessionId,
         model: &str,
         mode: ApprovalMode,
+        source: &str,
     ) -> anyhow::Result<Live> {
         let hooks = crate::hooks::load(self.setup, id.as_str())?;
         let tools = agent_setup::tool_session(self.setup, &id)?;
@@ -149,7 +151,7 @@ impl Parts<'_> {
             sink,
             agent,
             terminating,
-            prompt_hooks: crate::hooks::PromptHooks::new(hooks, "startup"),
+            prompt_hooks: crate::hooks::PromptHooks::new(hooks, source),
             titled: false,
             _owner: owner,
         })
@@ -166,7 +168,7 @@ impl Parts<'_> {
         let mut resolved = resolved.clone();
         resolved.approval = mode;
         let id = agent_setup::create_session(self.store, self.setup, &resolved, &model, None)?;
-        let live = self.open(&resolved, id, &model, mode)?;
+        let live = self.open(&resolved, id, &model, mode, "clear")?;
         let style = self.renderer.style();
         // A clear screen, where there is a screen; the new session's id either way.
         if std::io::stdout().is_terminal() {
@@ -269,7 +271,12 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         terminate: &terminate,
         turn: &turn,
     };
-    let mut live = parts.open(&resolved, id, &model, resolved.approval)?;
+    let source = if resumed.is_some() {
+        "resume"
+    } else {
+        "startup"
+    };
+    let mut live = parts.open(&resolved, id, &model, resolved.approval, source)?;
     let style = *renderer.style();
     live.titled = resumed.as_ref().is_some_and(|s| s.title.is_some());
     if let Some(session) = &resumed {
