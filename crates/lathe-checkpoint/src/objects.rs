@@ -1,10 +1,10 @@
 //! Git objects written in-process into the shadow repository's object store, as git writes
 //! loose objects (`Documentation/gitformat-loose.txt`): the id is the SHA-1 of
 //! `<kind> <length>\0<bytes>`, and the file `objects/<2 hex>/<38 hex>` holds the same bytes
-//! zlib-deflated. A file is written aside (`objects/tmp_obj_*`, the name git's own leftovers
-//! have, which `git gc` clears) and renamed into place, so a reader never sees half an object;
-//! an object already there, loose or in a pack (looked up in the packs' `.idx` files, version
-//! 2), is not written again. Objects are read back the same ways: loose ones inflated, packed
+//! in a zlib stream. A file is written aside (`objects/<2 hex>/tmp_obj_*`, where git makes its
+//! own, which `git gc` clears when left behind) and renamed into place, so a reader never sees
+//! half an object; an object already there, loose or in a pack (looked up in the packs' `.idx`
+//! files, version 2), is not written again. Objects are read back the same ways: loose ones inflated, packed
 //! ones through `crate::pack`.
 
 use std::io::Write;
@@ -170,34 +170,35 @@ impl Objects {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(Error::io(fan, e)),
         }
-        let mut file = tempfile::Builder::new()
-            .prefix("tmp_obj_")
-            .tempfile_in(&self.dir)
-            .map_err(|e| Error::io(&self.dir, e))?;
+        // A snapshot waits for this: objects up to a megabyte are stored without compression (a
+        // valid zlib stream git reads as any other; a millisecond saved on a 100 KB file),
+        // larger ones at level 1, git's own default for loose objects. `git gc` compresses them
+        // all when it packs. Deflated in memory, then written at once.
+        let level = if bytes.len() <= STORED_UP_TO {
+            flate2::Compression::none()
+        } else {
+            flate2::Compression::fast()
+        };
+        let mut data = Vec::with_capacity(bytes.len() / 2 + 64);
         {
-            // A snapshot waits for this: objects up to a megabyte are stored without compression
-            // (a valid zlib stream git reads as any other; a millisecond saved on a 100 KB file),
-            // larger ones at level 1, git's own default for loose objects. `git gc` compresses
-            // them all when it packs.
-            let level = if bytes.len() <= STORED_UP_TO {
-                flate2::Compression::none()
-            } else {
-                flate2::Compression::fast()
-            };
-            let mut deflate = flate2::write::ZlibEncoder::new(file.as_file_mut(), level);
+            let mut deflate = flate2::write::ZlibEncoder::new(&mut data, level);
             deflate
                 .write_all(header(kind, bytes.len()).as_bytes())
                 .and_then(|()| deflate.write_all(bytes))
                 .and_then(|()| deflate.finish().map(drop))
-                .map_err(|e| Error::io(file.path(), e))?;
+                .map_err(|e| Error::io(&path, e))?;
         }
-        {
+        // Beside its final name, as git makes its own (`objects/xx/tmp_obj_*`, which `git gc`
+        // clears when left behind), read-only from the start, as git leaves its objects.
+        let mut file = {
             use std::os::unix::fs::PermissionsExt;
-            // Read-only, as git leaves its objects.
-            let _ = file
-                .as_file()
-                .set_permissions(std::fs::Permissions::from_mode(0o444));
-        }
+            tempfile::Builder::new()
+                .prefix("tmp_obj_")
+                .permissions(std::fs::Permissions::from_mode(0o444))
+                .tempfile_in(fan)
+                .map_err(|e| Error::io(fan, e))?
+        };
+        file.write_all(&data).map_err(|e| Error::io(file.path(), e))?;
         // Another process storing the same object at once renames the same bytes into place.
         file.persist(&path).map_err(|e| Error::io(&path, e.error))?;
         Ok(oid)
