@@ -198,7 +198,8 @@ impl Objects {
                 .tempfile_in(fan)
                 .map_err(|e| Error::io(fan, e))?
         };
-        file.write_all(&data).map_err(|e| Error::io(file.path(), e))?;
+        file.write_all(&data)
+            .map_err(|e| Error::io(file.path(), e))?;
         // Another process storing the same object at once renames the same bytes into place.
         file.persist(&path).map_err(|e| Error::io(&path, e.error))?;
         Ok(oid)

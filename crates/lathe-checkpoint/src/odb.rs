@@ -77,6 +77,18 @@ impl<'a> Odb<'a> {
         })
     }
 
+    /// The entries of tree `oid` (none for no tree) by name: mode and id.
+    fn by_name(&self, oid: Option<&Oid>) -> Result<BTreeMap<Vec<u8>, (u32, Oid)>> {
+        Ok(match oid {
+            Some(oid) => self
+                .tree(oid)?
+                .into_iter()
+                .map(|e| (e.name, (e.mode, e.oid)))
+                .collect(),
+            None => BTreeMap::new(),
+        })
+    }
+
     /// Every path whose state differs between trees `from` and `to`, recursively (`git
     /// diff-tree -r --no-renames`): a directory on one side and a file on the other gives the
     /// file's change and each file under the directory.
@@ -96,17 +108,7 @@ impl<'a> Odb<'a> {
         to: Option<&Oid>,
         out: &mut Vec<(Vec<u8>, State, State)>,
     ) -> Result<()> {
-        let by_name = |oid: Option<&Oid>| -> Result<BTreeMap<Vec<u8>, (u32, Oid)>> {
-            Ok(match oid {
-                Some(oid) => self
-                    .tree(oid)?
-                    .into_iter()
-                    .map(|e| (e.name, (e.mode, e.oid)))
-                    .collect(),
-                None => BTreeMap::new(),
-            })
-        };
-        let (a, b) = (by_name(from)?, by_name(to)?);
+        let (a, b) = (self.by_name(from)?, self.by_name(to)?);
         let mut names: Vec<&Vec<u8>> = a.keys().chain(b.keys()).collect();
         names.sort();
         names.dedup();
@@ -151,14 +153,7 @@ impl<'a> Odb<'a> {
     }
 
     fn edit_tree(&self, base: Option<&Oid>, changes: &[Edit<'_>]) -> Result<Option<Oid>> {
-        let mut entries: BTreeMap<Vec<u8>, (u32, Oid)> = match base {
-            Some(oid) => self
-                .tree(oid)?
-                .into_iter()
-                .map(|e| (e.name, (e.mode, e.oid)))
-                .collect(),
-            None => BTreeMap::new(),
-        };
+        let mut entries = self.by_name(base)?;
         let mut deeper: BTreeMap<&[u8], Vec<Edit<'_>>> = BTreeMap::new();
         for (components, state) in changes {
             match components {
