@@ -271,6 +271,10 @@ fn compact_system_prompt(inputs: &PromptInputs) -> String {
         inputs.workspace, inputs.platform, inputs.date
     ));
     prompt.push_str(COMPACT_TOOL_RULES);
+    // Only where it is offered: an explore sub-agent's few tools have no catalog behind them.
+    if inputs.tools.iter().any(|t| t == MORE_TOOLS) {
+        prompt.push_str("- more_tools lists further tools.\n");
+    }
     if let Some(project) = &inputs.project_instructions {
         prompt.push_str(&format!(
             "\n# Project instructions ({PROJECT_INSTRUCTIONS_FILE}); follow them\n{project}\n"
@@ -318,14 +322,35 @@ const COMPACT_TOOL_RULES: &str = "
 - Check your changes: run builds and tests with shell.
 - Reads may go several in one turn; changes run one at a time.
 - An error says what to fix: fix the call, never repeat it unchanged. Never retry a denied call.
-- Cut results say where the rest is. more_tools lists further tools.
+- Cut results say where the rest is.
 - When done, answer without a tool call, briefly. You may end with [TASK_COMPLETE].
 ";
+
+/// The tool that lists and enables the tools offered on demand.
+const MORE_TOOLS: &str = <lathe_tools::tools::more_tools::MoreToolsTool as lathe_tools::Tool>::NAME;
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::stream::COMPLETION_MARKER;
+
+    /// The compact prompt points at `more_tools` only where it is among the tools.
+    #[test]
+    fn the_compact_prompt_names_more_tools_only_when_offered() {
+        let mut inputs = PromptInputs {
+            workspace: "/w".into(),
+            platform: "linux".into(),
+            date: "2025-05-01".into(),
+            tools: vec!["read_file".into(), "grep".into()],
+            project_instructions: None,
+            memory: None,
+        };
+        let without = system_prompt_for(&inputs, lathe_tools::Profile::Compact);
+        assert!(!without.contains("more_tools"), "{without}");
+        inputs.tools.push("more_tools".into());
+        let with = system_prompt_for(&inputs, lathe_tools::Profile::Compact);
+        assert!(with.contains("more_tools lists further tools"), "{with}");
+    }
 
     #[test]
     fn the_compact_prompt_keeps_the_rules_and_the_marker() {
