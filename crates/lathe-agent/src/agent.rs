@@ -107,6 +107,11 @@ impl Agent {
         self.executor.resume(history);
     }
 
+    /// Continues a stored conversation read with its seqs (see [`Executor::resume_stored`]).
+    pub fn resume_stored(&mut self, history: Vec<(Message, u64)>) {
+        self.executor.resume_stored(history);
+    }
+
     /// The model in use.
     pub fn model(&self) -> &str {
         self.executor.model()

@@ -233,6 +233,19 @@ impl EventSink {
 /// Messages a rewind cut ([`Event::ConversationRewound`]) are left out: a resumed session goes
 /// on from where the rewind left it.
 pub fn stored_history(store: &Store, session: &SessionId) -> lathe_store::Result<Vec<Message>> {
+    Ok(stored_history_seqs(store, session)?
+        .into_iter()
+        .map(|(message, _)| message)
+        .collect())
+}
+
+/// [`stored_history`] with the seq of the newest stored message each one stands for (a
+/// summary: the last message it replaced), for [`Executor::resume_stored`](crate::executor::Executor::resume_stored):
+/// a compaction of the resumed part is then recorded with the messages it replaced.
+pub fn stored_history_seqs(
+    store: &Store,
+    session: &SessionId,
+) -> lathe_store::Result<Vec<(Message, u64)>> {
     let rows = store.messages(session)?;
     let mut cut: Vec<(u64, u64)> = Vec::new();
     // Compactions: (first, last, summary), a later one covering the earlier ones it summarised.
@@ -269,7 +282,7 @@ pub fn stored_history(store: &Store, session: &SessionId) -> lathe_store::Result
         for (i, (_, to, summary)) in compacted.iter().enumerate() {
             if !told[i] && row.seq > *to {
                 told[i] = true;
-                history.push(Message::user(summary.clone()));
+                history.push((Message::user(summary.clone()), *to));
             }
         }
         if compacted
@@ -279,15 +292,15 @@ pub fn stored_history(store: &Store, session: &SessionId) -> lathe_store::Result
             continue;
         }
         match serde_json::from_value::<Message>(row.body) {
-            Ok(message) => history.push(message),
+            Ok(message) => history.push((message, row.seq)),
             Err(err) => {
                 tracing::warn!("skipping message {} of session {session}: {err}", row.seq);
             }
         }
     }
-    for (i, (_, _, summary)) in compacted.iter().enumerate() {
+    for (i, (_, to, summary)) in compacted.iter().enumerate() {
         if !told[i] {
-            history.push(Message::user(summary.clone()));
+            history.push((Message::user(summary.clone()), *to));
         }
     }
     Ok(history)

@@ -15,7 +15,7 @@ use lathe_agent::executor::{COMPACT_SYSTEM, Executor, ExecutorConfig, SUMMARY_HE
 use lathe_agent::message::Message;
 use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
 use lathe_agent::runner::ToolRunner;
-use lathe_agent::sink::{EventSink, stored_history};
+use lathe_agent::sink::{EventSink, stored_history, stored_history_seqs};
 use lathe_store::{NewSession, Store};
 use lathe_testkit::{Response, Script, ScriptedServer, ollama, openai};
 use lathe_tools::{
@@ -713,7 +713,7 @@ fn resume_in(
     config.context_window = Some(window);
     config.options.num_ctx = u32::try_from(window).unwrap();
     let mut executor = Executor::new(provider, runner, sink, config);
-    executor.resume(stored_history(&run.store, &run.session).unwrap());
+    executor.resume_stored(stored_history_seqs(&run.store, &run.session).unwrap());
     (server, executor, events)
 }
 
@@ -744,6 +744,7 @@ async fn a_resumed_long_session_at_a_small_window_is_compacted_and_goes_on() {
             says("Task: read the notes. Done: read n0.txt to n7.txt; they list parser bugs. Files changed: none. Open: the report. Plan: write it."),
         )
         .chat(says("The notes list eight parser bugs."));
+    let before = stored_history(&run.store, &run.session).unwrap();
     let (server, mut executor, events) = resume_in(&run, script, 4_096);
     let outcome = executor.run("now sum them up", &cancel).await;
     assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
@@ -781,12 +782,42 @@ async fn a_resumed_long_session_at_a_small_window_is_compacted_and_goes_on() {
         "the new task is whole: {:?}",
         messages.last()
     );
+    // The compaction names the stored messages it replaced, so the next resume reads the
+    // summary in their place instead of compacting them again.
+    let replaced = events
+        .lock()
+        .unwrap()
+        .iter()
+        .find_map(|e| match e {
+            Event::ContextCompacted {
+                manual: false,
+                first_message,
+                last_message,
+                ..
+            } => Some((*first_message, *last_message)),
+            _ => None,
+        })
+        .expect("a compaction event");
+    assert_eq!(replaced.0, 1, "{replaced:?}");
+    assert!(replaced.1 > 1, "{replaced:?}");
+    executor.sink().flush().await;
+    let again = stored_history(&run.store, &run.session).unwrap();
     assert!(
-        events
-            .lock()
-            .unwrap()
+        matches!(&again[0], Message::User { content, .. } if content.starts_with(SUMMARY_HEAD)),
+        "{:?}",
+        again[0]
+    );
+    assert!(
+        again.len() < before.len(),
+        "{} / {}",
+        again.len(),
+        before.len()
+    );
+    assert!(
+        !again
             .iter()
-            .any(|e| matches!(e, Event::ContextCompacted { manual: false, .. }))
+            .any(|m| format!("{m:?}").contains("Reading note 0.")),
+        "the replaced turns are read as the summary"
     );
 }
 

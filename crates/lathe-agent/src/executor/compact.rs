@@ -208,14 +208,20 @@ impl Executor {
         {
             return Err("the last summary request failed; waiting for more turns".to_owned());
         }
-        // The stored messages it replaces are known at a turn of this process; a cut inside a
-        // resumed session's stored turns is recorded with none (a later resume reads them
-        // whole, and compacts them again if need be).
+        // The stored messages it replaces: known at a turn of this process, and inside a
+        // resumed session's stored part from the seqs its resume read (none otherwise: a later
+        // resume then reads them whole, and compacts them again if need be).
         let last_message = self
             .marks
             .iter()
             .find(|m| m.len == end)
-            .map_or(0, |m| m.stored);
+            .map(|m| m.stored)
+            .or_else(|| {
+                self.stored_seqs
+                    .get(1..end)
+                    .and_then(|seqs| seqs.iter().copied().max())
+            })
+            .unwrap_or(0);
         let summary = match self.summarise(end, cap, cancel).await {
             Ok(summary) => summary,
             Err(why) => {
@@ -243,6 +249,11 @@ impl Executor {
         }
         // The summary takes the older part's place; a user message after it joins it.
         self.history.splice(1..end, [Message::user(text.clone())]);
+        if self.stored_seqs.len() >= end {
+            self.stored_seqs.splice(1..end, [last_message]);
+        } else {
+            self.stored_seqs.clear();
+        }
         let merged = matches!(self.history.get(2), Some(Message::User { .. }));
         if merged {
             let Message::User {
@@ -256,6 +267,10 @@ impl Executor {
                 content.push_str("\n\n");
                 content.push_str(&next);
                 images.extend(next_images);
+            }
+            if self.stored_seqs.len() > 2 {
+                let next = self.stored_seqs.remove(2);
+                self.stored_seqs[1] = self.stored_seqs[1].max(next);
             }
         }
         let shift = Shift { end, merged };

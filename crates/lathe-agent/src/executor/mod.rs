@@ -39,7 +39,7 @@ use lathe_tools::{Tool, ToolKind};
 
 use crate::context::{ContextWindow, ResultNote, shorten_turn, turn_budget};
 use crate::events::{AnswerSource, Event, RunReport, RunStatus, ToolStatus};
-use crate::message::{INTERRUPTED_BY_USER, Message, merged, push_merged};
+use crate::message::{INTERRUPTED_BY_USER, Message, push_merged};
 use crate::parser::{ToolNames, malformed_call_message};
 use crate::prompt::{PromptInputs, system_prompt_for};
 use crate::provider::{
@@ -184,6 +184,10 @@ pub struct Executor {
     session_turns: u32,
     /// Where each model turn of this process began in the history, for [`Executor::rewind`].
     marks: Vec<TurnMark>,
+    /// For the history's first messages, those a resume read from the store: the seq of the
+    /// newest stored message each stands for (0: none), so that a compaction of them records
+    /// what it replaced.
+    stored_seqs: Vec<u64>,
     /// The children the model may start, when it may.
     sub_agents: Option<crate::subagent::SubAgents>,
     /// How each compaction of this process moved the history (turn marks follow them).
@@ -238,6 +242,7 @@ impl Executor {
             checkpoints: None,
             session_turns: 0,
             marks: Vec::new(),
+            stored_seqs: Vec::new(),
             sub_agents: None,
             compactions: Vec::new(),
             summary_failed_at: None,
@@ -258,32 +263,55 @@ impl Executor {
     /// Runs of user messages, and of assistant messages, are merged into one (sessions stored
     /// before Lathe merged them hold two in a row after a failed turn).
     pub fn resume(&mut self, history: Vec<Message>) {
-        let mut pending: std::collections::VecDeque<crate::message::ToolCall> = Default::default();
-        let history = merged(
-            history
-                .into_iter()
-                .filter(|m| !matches!(m, Message::System { .. })),
-        );
-        for message in history {
-            match message {
-                Message::System { .. } => continue,
-                Message::Tool(result) => {
-                    pending.pop_front();
-                    self.history.push(Message::Tool(result));
-                    continue;
+        self.resume_stored(history.into_iter().map(|m| (m, 0)).collect());
+    }
+
+    /// [`Executor::resume`] with the seq of the newest stored message each message stands for
+    /// ([`stored_history_seqs`](crate::sink::stored_history_seqs)): a compaction of the
+    /// resumed part is then recorded with the stored messages it replaced, so the next resume
+    /// reads the summary instead of compacting them again.
+    pub fn resume_stored(&mut self, history: Vec<(Message, u64)>) {
+        // Runs merged first, each keeping the newest seq of what it joined.
+        let (mut messages, mut seqs) = (Vec::new(), Vec::new());
+        for (message, seq) in history {
+            if matches!(message, Message::System { .. }) {
+                continue;
+            }
+            if push_merged(&mut messages, message) {
+                if let Some(last) = seqs.last_mut() {
+                    *last = seq.max(*last);
                 }
-                _ => {}
+            } else {
+                seqs.push(seq);
+            }
+        }
+        self.stored_seqs.resize(self.history.len(), 0);
+        let mut pending: std::collections::VecDeque<crate::message::ToolCall> = Default::default();
+        for (message, seq) in messages.into_iter().zip(seqs) {
+            if let Message::Tool(result) = message {
+                pending.pop_front();
+                self.history.push(Message::Tool(result));
+                self.stored_seqs.push(seq);
+                continue;
             }
             for call in pending.drain(..) {
                 self.history.push(Message::tool_result(&call, INTERRUPTED));
+                self.stored_seqs.push(0);
             }
             if let Message::Assistant(turn) = &message {
                 pending.extend(turn.tool_calls.iter().cloned());
             }
-            push_merged(&mut self.history, message);
+            if push_merged(&mut self.history, message) {
+                if let Some(last) = self.stored_seqs.last_mut() {
+                    *last = seq.max(*last);
+                }
+            } else {
+                self.stored_seqs.push(seq);
+            }
         }
         for call in pending.drain(..) {
             self.history.push(Message::tool_result(&call, INTERRUPTED));
+            self.stored_seqs.push(0);
         }
         // The plan the model kept goes on with it: its newest plan, read back from the result.
         let plan = self.history.iter().rev().find_map(|m| match m {
@@ -341,6 +369,7 @@ impl Executor {
             });
         }
         let mut cut = self.history.split_off(len);
+        self.stored_seqs.truncate(len);
         if let Some(before) = mark.merged_into
             && let Some(joined) = self.history.last_mut()
         {

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use lathe_agent::Agent;
 use lathe_agent::approval::ApprovalMode;
-use lathe_agent::sink::{EventSink, stored_history};
+use lathe_agent::sink::{EventSink, stored_history_seqs};
 use lathe_store::{SessionId, SessionStatus};
 use lathe_tools::Session;
 
@@ -280,7 +280,8 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     let style = *renderer.style();
     live.titled = resumed.as_ref().is_some_and(|s| s.title.is_some());
     if let Some(session) = &resumed {
-        let history = stored_history(&store, &session.id)?;
+        let stored = stored_history_seqs(&store, &session.id)?;
+        let history: Vec<_> = stored.iter().map(|(m, _)| m.clone()).collect();
         let turns = history
             .iter()
             .filter(|m| matches!(m, lathe_agent::message::Message::User { .. }))
@@ -291,7 +292,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
             &style,
             RESUME_TAIL_LINES,
         );
-        live.agent.resume(history);
+        live.agent.resume_stored(stored);
         say(&style.dim(&format!(
             "resumed session {} ({turns} earlier messages from you)",
             session.id
