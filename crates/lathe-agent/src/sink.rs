@@ -240,8 +240,9 @@ pub fn stored_history(store: &Store, session: &SessionId) -> lathe_store::Result
 }
 
 /// [`stored_history`] with the seq of the newest stored message each one stands for (a
-/// summary: the last message it replaced), for [`Executor::resume_stored`](crate::executor::Executor::resume_stored):
-/// a compaction of the resumed part is then recorded with the messages it replaced.
+/// summary: the last message it replaced), for
+/// [`Executor::resume_stored`](crate::executor::Executor::resume_stored): a compaction of the
+/// resumed part is then recorded with the messages it replaced.
 pub fn stored_history_seqs(
     store: &Store,
     session: &SessionId,

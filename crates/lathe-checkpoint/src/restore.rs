@@ -51,40 +51,60 @@ pub(crate) fn changed(git: &Git, from: &str, to: &str) -> Result<Vec<(PathBuf, E
         .collect())
 }
 
+/// What a path is on disk, as the index would take it.
+pub(crate) enum Disk {
+    /// Nothing there.
+    Missing,
+    /// A file (its git mode by the owner's exec bit) or a symbolic link (its target's bytes).
+    Blob { mode: u32, bytes: Vec<u8> },
+    /// Something a tree cannot hold (a directory, a socket, a path through a file, an entry
+    /// that cannot be examined).
+    Other,
+}
+
+/// Reads what `full` is now; `Err` only for a file that cannot be read.
+pub(crate) fn on_disk(full: &Path) -> Result<Disk> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = match std::fs::symlink_metadata(full) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Disk::Missing),
+        Err(_) => return Ok(Disk::Other),
+        Ok(meta) => meta,
+    };
+    if meta.file_type().is_symlink() {
+        return Ok(match std::fs::read_link(full) {
+            Ok(target) => Disk::Blob {
+                mode: MODE_LINK,
+                bytes: bytes_of(&target).to_vec(),
+            },
+            Err(_) => Disk::Other,
+        });
+    }
+    if !meta.is_file() {
+        return Ok(Disk::Other);
+    }
+    // As git records it (and the snapshot's walk): the owner's exec bit decides.
+    let mode = if meta.permissions().mode() & 0o100 != 0 {
+        MODE_EXEC
+    } else {
+        MODE_FILE
+    };
+    let bytes = std::fs::read(full).map_err(|e| Error::io(full, e))?;
+    Ok(Disk::Blob { mode, bytes })
+}
+
 /// The state of each path on disk now: blob ids computed in-process (as `git hash-object
 /// --no-filters` would, nothing stored).
 pub(crate) fn current(git: &Git, paths: &[&Path]) -> Result<BTreeMap<PathBuf, Entry>> {
     use crate::objects::{Kind, hex, id};
     let mut states = BTreeMap::new();
     for path in paths {
-        let full = git.work_tree.join(path);
-        let state = match std::fs::symlink_metadata(&full) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Entry::Absent,
-            Err(_) => Entry::Other,
-            Ok(meta) if meta.file_type().is_symlink() => match std::fs::read_link(&full) {
-                Ok(target) => Entry::Present {
-                    mode: MODE_LINK,
-                    blob: hex(&id(Kind::Blob, bytes_of(&target))),
-                },
-                Err(_) => Entry::Other,
+        let state = match on_disk(&git.work_tree.join(path))? {
+            Disk::Missing => Entry::Absent,
+            Disk::Other => Entry::Other,
+            Disk::Blob { mode, bytes } => Entry::Present {
+                mode,
+                blob: hex(&id(Kind::Blob, &bytes)),
             },
-            Ok(meta) if meta.is_file() => {
-                use std::os::unix::fs::PermissionsExt;
-                // As git records it (and the snapshot's walk): the owner's exec bit decides.
-                let mode = if meta.permissions().mode() & 0o100 != 0 {
-                    MODE_EXEC
-                } else {
-                    MODE_FILE
-                };
-                match std::fs::read(&full) {
-                    Ok(bytes) => Entry::Present {
-                        mode,
-                        blob: hex(&id(Kind::Blob, &bytes)),
-                    },
-                    Err(e) => return Err(Error::io(&full, e)),
-                }
-            }
-            Ok(_) => Entry::Other,
         };
         states.insert(path.to_path_buf(), state);
     }

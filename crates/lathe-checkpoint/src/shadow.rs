@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 use crate::git::{Git, bytes_of, path_of, split_nul};
 use crate::index::{self, Entry, Read, Stat};
 use crate::objects::{self, Kind, Objects, Oid};
-use crate::odb::{self, Odb};
+use crate::odb::Odb;
 use crate::refs;
 use crate::tree::{self, CacheTree};
 use crate::walk::{Rules, Walked};
@@ -768,45 +768,17 @@ impl Overlay<'_> {
         for path in &self.paths {
             let state = match crate::restore::stays_inside(root, path) {
                 Err(_) => None,
-                Ok(()) => on_disk(&odb, &root.join(path))?,
+                Ok(()) => match crate::restore::on_disk(&root.join(path))? {
+                    crate::restore::Disk::Blob { mode, bytes } => {
+                        Some((mode, odb.write_blob(&bytes)?))
+                    }
+                    crate::restore::Disk::Missing | crate::restore::Disk::Other => None,
+                },
             };
             changes.push((bytes_of(path).to_vec(), state));
         }
         odb.edit(&self.base, &changes)
     }
-}
-
-/// A path's state on disk as the index would take it: `None` for nothing, a directory or
-/// anything but a file or a symbolic link.
-fn on_disk(odb: &Odb<'_>, full: &Path) -> Result<odb::State> {
-    use std::os::unix::fs::PermissionsExt;
-    let meta = match std::fs::symlink_metadata(full) {
-        Ok(meta) => meta,
-        Err(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
-            ) =>
-        {
-            return Ok(None);
-        }
-        Err(e) => return Err(Error::io(full, e)),
-    };
-    if meta.file_type().is_symlink() {
-        let target = std::fs::read_link(full).map_err(|e| Error::io(full, e))?;
-        return Ok(Some((MODE_LINK, odb.write_blob(bytes_of(&target))?)));
-    }
-    if !meta.is_file() {
-        return Ok(None);
-    }
-    let bytes = std::fs::read(full).map_err(|e| Error::io(full, e))?;
-    // As git records it (and the snapshot's walk): the owner's exec bit decides.
-    let mode = if meta.permissions().mode() & 0o100 != 0 {
-        0o100755
-    } else {
-        0o100644
-    };
-    Ok(Some((mode, odb.write_blob(&bytes)?)))
 }
 
 /// A step to record.
@@ -947,6 +919,7 @@ pub(crate) fn ref_safe(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::odb;
 
     fn open(data: &Path, ws: &Path) -> Shadow {
         let path = std::env::var_os("PATH").unwrap_or_default();
