@@ -173,21 +173,21 @@ impl Objects {
         // A snapshot waits for this: objects up to a megabyte are stored without compression (a
         // valid zlib stream git reads as any other; a millisecond saved on a 100 KB file),
         // larger ones at level 1, git's own default for loose objects. `git gc` compresses them
-        // all when it packs. Deflated in memory, then written at once.
-        let level = if bytes.len() <= STORED_UP_TO {
-            flate2::Compression::none()
+        // all when it packs. Made in memory, then written at once.
+        let head = header(kind, bytes.len());
+        let data = if bytes.len() <= STORED_UP_TO {
+            zlib_stored(head.as_bytes(), bytes)
         } else {
-            flate2::Compression::fast()
-        };
-        let mut data = Vec::with_capacity(bytes.len() / 2 + 64);
-        {
-            let mut deflate = flate2::write::ZlibEncoder::new(&mut data, level);
+            let mut data = Vec::with_capacity(bytes.len() / 2 + 64);
+            let mut deflate =
+                flate2::write::ZlibEncoder::new(&mut data, flate2::Compression::fast());
             deflate
-                .write_all(header(kind, bytes.len()).as_bytes())
+                .write_all(head.as_bytes())
                 .and_then(|()| deflate.write_all(bytes))
                 .and_then(|()| deflate.finish().map(drop))
                 .map_err(|e| Error::io(&path, e))?;
-        }
+            data
+        };
         // Beside its final name, as git makes its own (`objects/xx/tmp_obj_*`, which `git gc`
         // clears when left behind), read-only from the start, as git leaves its objects.
         let mut file = {
@@ -203,6 +203,84 @@ impl Objects {
         // Another process storing the same object at once renames the same bytes into place.
         file.persist(&path).map_err(|e| Error::io(&path, e.error))?;
         Ok(oid)
+    }
+}
+
+/// `head` then `body` as a zlib stream of stored (uncompressed) deflate blocks, made directly:
+/// a compressor set up to store would first allocate and clear its dictionary and hash tables,
+/// which costs more than the copy on a file of a few kilobytes.
+fn zlib_stored(head: &[u8], body: &[u8]) -> Vec<u8> {
+    const BLOCK: usize = 0xffff;
+    let len = head.len() + body.len();
+    let mut out = Vec::with_capacity(2 + len + 5 * (len / BLOCK + 1) + 4);
+    // CMF: deflate, 32 KiB window; FLG: fastest, check bits making CMF*256+FLG a multiple of 31.
+    out.extend_from_slice(&[0x78, 0x01]);
+    let mut rest = Chain(head, body);
+    loop {
+        let take = rest.remaining().min(BLOCK);
+        let last = take == rest.remaining();
+        out.push(u8::from(last));
+        out.extend_from_slice(&(take as u16).to_le_bytes());
+        out.extend_from_slice(&(!(take as u16)).to_le_bytes());
+        rest.copy_into(take, &mut out);
+        if last {
+            break;
+        }
+    }
+    let mut adler = Adler32::default();
+    adler.update(head);
+    adler.update(body);
+    out.extend_from_slice(&adler.finish().to_be_bytes());
+    out
+}
+
+/// Two slices read as one, for [`zlib_stored`]'s blocks, which may span both.
+struct Chain<'a>(&'a [u8], &'a [u8]);
+
+impl Chain<'_> {
+    fn remaining(&self) -> usize {
+        self.0.len() + self.1.len()
+    }
+
+    /// Appends the next `n` bytes to `out`.
+    fn copy_into(&mut self, n: usize, out: &mut Vec<u8>) {
+        let first = n.min(self.0.len());
+        out.extend_from_slice(&self.0[..first]);
+        self.0 = &self.0[first..];
+        let second = n - first;
+        out.extend_from_slice(&self.1[..second]);
+        self.1 = &self.1[second..];
+    }
+}
+
+/// zlib's checksum of the uncompressed bytes (RFC 1950).
+struct Adler32 {
+    a: u32,
+    b: u32,
+}
+
+impl Default for Adler32 {
+    fn default() -> Self {
+        Adler32 { a: 1, b: 0 }
+    }
+}
+
+impl Adler32 {
+    fn update(&mut self, bytes: &[u8]) {
+        const MOD: u32 = 65_521;
+        // The most bytes summed before `b` could overflow 32 bits (zlib's NMAX).
+        for chunk in bytes.chunks(5552) {
+            for &byte in chunk {
+                self.a += u32::from(byte);
+                self.b += self.a;
+            }
+            self.a %= MOD;
+            self.b %= MOD;
+        }
+    }
+
+    fn finish(&self) -> u32 {
+        (self.b << 16) | self.a
     }
 }
 
@@ -226,6 +304,55 @@ mod tests {
             hex(&id(Kind::Tree, b"")),
             "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
         );
+    }
+
+    /// The stored zlib streams, across block boundaries, are what zlib reads back, and git
+    /// (whose inflate checks the Adler-32 at the end) reads and checks them as its own.
+    #[test]
+    fn stored_objects_are_valid_zlib_git_reads() {
+        let mut adler = Adler32::default();
+        adler.update(b"Wikipedia");
+        assert_eq!(adler.finish(), 0x11e6_0398);
+        let dir = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new("git")
+            .args(["init", "-q", "--bare"])
+            .arg(dir.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let objects = Objects::new(dir.path());
+        // Around one block (65,535 bytes, the header included) and several, and over zlib's
+        // 5,552-byte checksum run with bytes that make its sums large.
+        for len in [0, 1, 65_520, 65_525, 65_535, 65_536, 200_003, STORED_UP_TO] {
+            let bytes: Vec<u8> = (0..len).map(|i| 255 - (i % 7) as u8).collect();
+            let oid = objects.write(Kind::Blob, &bytes).unwrap();
+            let raw = std::fs::read(objects.path(&oid)).unwrap();
+            let mut inflated = Vec::new();
+            std::io::Read::read_to_end(
+                &mut flate2::read::ZlibDecoder::new(raw.as_slice()),
+                &mut inflated,
+            )
+            .unwrap();
+            let mut expected = header(Kind::Blob, len).into_bytes();
+            expected.extend_from_slice(&bytes);
+            assert!(inflated == expected, "{len} bytes");
+            let out = std::process::Command::new("git")
+                .args(["cat-file", "blob", &hex(&oid)])
+                .env("GIT_DIR", dir.path())
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{len} bytes: {out:?}");
+            assert!(out.stdout == bytes, "{len} bytes");
+        }
+        let fsck = std::process::Command::new("git")
+            .args(["fsck", "--strict"])
+            .env("GIT_DIR", dir.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap();
+        assert!(fsck.status.success(), "{fsck:?}");
     }
 
     /// An object git packed (and removed loose) is found in the pack and not written again.
