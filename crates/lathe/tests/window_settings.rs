@@ -224,6 +224,49 @@ fn model_in_chat_asks_the_new_models_window_and_fits_the_next_request_to_it() {
 }
 
 #[test]
+fn a_project_commands_model_is_asked_its_window_for_its_turn_and_the_session_goes_back() {
+    // `small` has 8,192 tokens; the harness's model 32,768. The command's turn runs on
+    // `small`, fitted to its window in its profile; the turn after it is the session's again.
+    let script = Script::new()
+        .always("/api/tags", ollama::tags(&[MODEL, "small"]))
+        .route(
+            Route::always(
+                PathMatch::Exact("/api/show".into()),
+                ollama::show(&["completion", "tools"], Some(8_192)),
+            )
+            .when_body_contains("\"small\""),
+        )
+        .chat(reply().text("Reviewed.").done())
+        .chat(reply().text("Back.").done());
+    let h = Harness::new(script);
+    h.write(
+        ".lathe/commands/review.md",
+        "---\nmodel: small\n---\nReview $ARGUMENTS.\n",
+    );
+    let mut term = Terminal::start(&h, &[]);
+    term.wait_for("> ");
+    term.type_line("/review the parser");
+    term.wait_for("/review: using model small for this turn");
+    term.wait_for("window now 8,192 tokens (the server's); compact tool profile");
+    term.wait_for("Reviewed.");
+    term.wait_for("window now 32,768 tokens (the default); full tool profile");
+    term.type_line("and now?");
+    term.wait_for("Back.");
+    term.type_line("/exit");
+    assert_eq!(term.wait_exit(), 0);
+
+    let bodies = h.bodies();
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(bodies[0]["model"], "small");
+    assert_eq!(bodies[0]["options"]["num_ctx"], 8_192);
+    assert!(is_compact(&bodies[0]), "{:?}", tool_names(&bodies[0]));
+    assert!(fits(&bodies[0], 8_192));
+    assert_eq!(bodies[1]["model"], MODEL);
+    assert_eq!(bodies[1]["options"]["num_ctx"], 32_768);
+    assert!(is_full(&bodies[1]), "{:?}", tool_names(&bodies[1]));
+}
+
+#[test]
 fn status_shows_the_window_the_requests_are_fitted_to_after_the_server_cut_a_prompt() {
     // The server counts 2,000 of the about 6,000 prompt tokens sent: it cut the prompt, and
     // the next requests are fitted to the 2,048 it kept and wrote, whatever was configured.

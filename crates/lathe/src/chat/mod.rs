@@ -408,9 +408,19 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
             say(&style.dim(notice));
         }
         let message = with_notes(&mut notes, &attached.task);
-        let restore_model = project_run
-            .as_ref()
-            .and_then(|command| start_project_run(command, &mut live.agent));
+        let restore_model = match &project_run {
+            Some(command) => {
+                start_project_run(
+                    command,
+                    &mut live.agent,
+                    &mut resolved,
+                    provider.as_ref(),
+                    &style,
+                )
+                .await
+            }
+            None => None,
+        };
         let mut stopping = false;
         let outcome = {
             let run = live
@@ -436,7 +446,14 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         if project_run.is_some() {
             live.tools.allow_only(None);
             if let Some(model) = restore_model {
-                live.agent.set_model(model);
+                live.agent.set_model(model.clone());
+                // Back to the session's model, and to its window and profile.
+                if let Some(line) = resolved
+                    .refit(provider.as_ref(), &mut live.agent, &model)
+                    .await
+                {
+                    say(&style.dim(&line));
+                }
             }
         }
         // The window meter: one dim line under the turn.
@@ -463,9 +480,16 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     Ok(ExitCode::SUCCESS)
 }
 
-/// Narrows the tools and switches the model for one run of `command`; the model to go back
-/// to after it, when it switched.
-fn start_project_run(command: &ProjectCommand, agent: &mut Agent) -> Option<String> {
+/// Narrows the tools and switches the model for one run of `command`, with the window the
+/// server serves that model with and the prompt profile for it (as `/model` does); the model
+/// to go back to after it, when it switched.
+async fn start_project_run(
+    command: &ProjectCommand,
+    agent: &mut Agent,
+    resolved: &mut agent_setup::Resolved,
+    provider: &dyn lathe_agent::provider::Provider,
+    style: &crate::render::Style,
+) -> Option<String> {
     crate::project_commands::narrow(command, agent);
     let model = command.model.clone()?;
     let before = agent.model().to_owned();
@@ -473,7 +497,10 @@ fn start_project_run(command: &ProjectCommand, agent: &mut Agent) -> Option<Stri
         "/{}: using model {model} for this turn",
         command.name
     ));
-    agent.set_model(model);
+    agent.set_model(model.clone());
+    if let Some(line) = resolved.refit(provider, agent, &model).await {
+        say(&style.dim(&line));
+    }
     Some(before)
 }
 
