@@ -161,10 +161,10 @@ fn a_window_that_cannot_be_one_is_refused_with_what_to_give() {
     assert!(h.bodies().is_empty());
 }
 
-#[test]
-fn model_in_chat_asks_the_new_models_window_and_fits_the_next_request_to_it() {
-    // `small` has 8,192 tokens; the harness's model 32,768.
-    let script = Script::new()
+/// A server with two models: `small`, served with 8,192 tokens, and the harness's, with
+/// 32,768.
+fn two_models() -> Script {
+    Script::new()
         .always("/api/tags", ollama::tags(&[MODEL, "small"]))
         .route(
             Route::always(
@@ -173,6 +173,11 @@ fn model_in_chat_asks_the_new_models_window_and_fits_the_next_request_to_it() {
             )
             .when_body_contains("\"small\""),
         )
+}
+
+#[test]
+fn model_in_chat_asks_the_new_models_window_and_fits_the_next_request_to_it() {
+    let script = two_models()
         .chat(reply().text("First.").done())
         .chat(reply().text("Second.").done())
         .chat(reply().text("Third.").done());
@@ -225,17 +230,9 @@ fn model_in_chat_asks_the_new_models_window_and_fits_the_next_request_to_it() {
 
 #[test]
 fn a_project_commands_model_is_asked_its_window_for_its_turn_and_the_session_goes_back() {
-    // `small` has 8,192 tokens; the harness's model 32,768. The command's turn runs on
-    // `small`, fitted to its window in its profile; the turn after it is the session's again.
-    let script = Script::new()
-        .always("/api/tags", ollama::tags(&[MODEL, "small"]))
-        .route(
-            Route::always(
-                PathMatch::Exact("/api/show".into()),
-                ollama::show(&["completion", "tools"], Some(8_192)),
-            )
-            .when_body_contains("\"small\""),
-        )
+    // The command's turn runs on `small`, fitted to its window in its profile; the turn after
+    // it is the session's again.
+    let script = two_models()
         .chat(reply().text("Reviewed.").done())
         .chat(reply().text("Back.").done());
     let h = Harness::new(script);
