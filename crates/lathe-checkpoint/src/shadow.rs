@@ -273,12 +273,13 @@ impl Shadow {
         to_hash: &[(usize, Option<(Oid, u32)>)],
     ) -> Result<Vec<Option<Oid>>> {
         let one = |at: usize| self.hash_file(objects, &entries[at]);
-        if to_hash.len() < PARALLEL_HASH {
-            return to_hash.iter().map(|(at, _)| one(*at)).collect();
-        }
-        // Asked only here: the answer reads the cgroup's files, a cost a one-file snapshot
-        // notices.
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+        // The CPU count only for many files: asking reads the cgroup's files, a cost a
+        // one-file snapshot notices.
+        let threads = if to_hash.len() < PARALLEL_HASH {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+        };
         if threads < 2 {
             return to_hash.iter().map(|(at, _)| one(*at)).collect();
         }

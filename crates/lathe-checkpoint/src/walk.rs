@@ -5,6 +5,8 @@
 //! tool's write under way (`lathe_tools::TEMP_FILE_PATTERN`) never; symbolic links recorded as
 //! links, not followed; a directory holding `.git` (a nested repository) not entered.
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -196,11 +198,9 @@ impl Rules {
                         .matched(Path::new(name), false)
                         .is_ignore());
             }
-            let relative = Path::new(
-                <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(
-                    below(&root, entry.path()).unwrap_or(bytes_of(entry.path())),
-                ),
-            );
+            let relative = Path::new(OsStr::from_bytes(
+                below(&root, entry.path()).unwrap_or(bytes_of(entry.path())),
+            ));
             if excluded.iter().any(|d| d == relative) {
                 return false;
             }
