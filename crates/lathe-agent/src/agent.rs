@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use lathe_checkpoint::{CheckpointHook, Checkpoints};
 use lathe_policy::{PermissionsConfig, PolicyError};
-use lathe_tools::{Dispatcher, Hook, Profile, Registry, Session};
+use lathe_runtime::{Dispatcher, Hook, Profile, Registry, Session};
 
 use crate::approval::{ApprovalMode, Approver, Gate, NonInteractive};
 use crate::events::Event;
@@ -361,7 +361,7 @@ impl AgentBuilder {
         };
         let registry = self
             .registry
-            .unwrap_or_else(|| Arc::new(Registry::builtin()));
+            .unwrap_or_else(|| Arc::new(lathe_tools::builtin()));
         let approver = self.approver.unwrap_or_else(|| Arc::new(NonInteractive));
         let sink = self
             .sink
@@ -441,9 +441,9 @@ impl std::fmt::Debug for AgentBuilder {
 mod tests {
     use serde_json::json;
 
+    use lathe_runtime::{ToolConfig, Workspace};
     use lathe_store::{NewSession, Store};
     use lathe_testkit::{Script, ScriptedServer, ollama};
-    use lathe_tools::{ToolConfig, Workspace};
 
     use super::*;
     use crate::approval::NonInteractive;
@@ -503,7 +503,7 @@ mod tests {
         );
         assert_eq!(config.stream_retries, 2);
         let runner = agent.executor().runner();
-        assert_eq!(runner.registry().names(), Registry::builtin().names());
+        assert_eq!(runner.registry().names(), lathe_tools::builtin().names());
         assert!(Arc::ptr_eq(runner.session(), &p.tools));
         assert_eq!(agent.sink().session(), None, "nothing is stored");
     }
@@ -514,7 +514,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path().join("sessions.sqlite3")).unwrap();
         let id = store.create_session(NewSession::default()).unwrap();
-        let mut registry = Registry::builtin();
+        let mut registry = lathe_tools::builtin();
         registry.retain(|d| d.name == "read_file");
         let options = ChatOptions {
             num_ctx: 8192,

@@ -20,8 +20,8 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use tokio_util::sync::CancellationToken;
 
-use lathe_tools::dispatch::{Authorized, Outcome};
-use lathe_tools::{
+use lathe_runtime::dispatch::{Authorized, Outcome};
+use lathe_runtime::{
     Dispatcher, Effect, FileChange, PreparedCall, Registry, Session, ToolContext, ToolKind,
     ToolOutput, ToolProgress,
 };
@@ -31,7 +31,7 @@ use crate::events::{Event, OutputStream, ToolStatus};
 use crate::parser::{ParsedCall, refuse_truncated_write};
 use crate::sink::EventSink;
 
-pub use lathe_tools::dispatch::STOPPED_BEFORE_RUNNING;
+pub use lathe_runtime::dispatch::STOPPED_BEFORE_RUNNING;
 
 /// Most bytes of a call's live output turned into events (each event is stored).
 pub const LIVE_OUTPUT_CAP: usize = 256 * 1024;
@@ -396,11 +396,11 @@ fn finish(sink: &EventSink, slot: &Slot, outcome: Outcome) -> CallResult {
             .flatten(),
         duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
     });
-    let watched = lathe_tools::watch::changes_in(&output.metadata);
+    let watched = lathe_runtime::watch::changes_in(&output.metadata);
     if !watched.is_empty() {
         sink.emit(Event::WorkspaceChanged {
             call_id: slot.call_id.clone(),
-            message: lathe_tools::watch::summary(&watched),
+            message: lathe_runtime::watch::summary(&watched),
             changes: watched,
         });
     }

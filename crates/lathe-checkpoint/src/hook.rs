@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use lathe_policy::AnalysisContext;
-use lathe_tools::{CallInfo, Effect, FileChange, Hook, Outcome, Session};
+use lathe_runtime::{CallInfo, Effect, FileChange, Hook, Outcome, Session};
 
 use crate::{Checkpoints, DiffStat, Result};
 

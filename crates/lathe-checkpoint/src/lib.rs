@@ -14,7 +14,7 @@
 //! tools change, kept in the sessions database ([`Coverage::FileTools`]): changes made by shell
 //! commands are then not covered.
 //!
-//! [`CheckpointHook`] is the agent loop's seam: a [`lathe_tools::Hook`] that snapshots before
+//! [`CheckpointHook`] is the agent loop's seam: a [`lathe_runtime::Hook`] that snapshots before
 //! the first call of a turn whose effects are not read-only.
 //!
 //! ```

@@ -20,8 +20,8 @@ use lathe_agent::provider::{
 };
 use lathe_agent::subagent::{self, SubAgentConfig};
 use lathe_agent::{Agent, AgentBuilder, BuildError};
+use lathe_runtime::Session;
 use lathe_store::{NewSession, SessionId, Store};
-use lathe_tools::Session;
 
 use crate::setup::Setup;
 
@@ -230,7 +230,7 @@ pub struct Resolved {
     /// The window the server said it has, once asked.
     pub served_window: Option<u32>,
     /// The prompt profile, when one is configured (`None`: by the window).
-    pub profile: Option<lathe_tools::Profile>,
+    pub profile: Option<lathe_runtime::Profile>,
 }
 
 /// Resolves the model side from `args`, the environment (read through `env`) and `setup`.
@@ -314,8 +314,8 @@ pub fn resolve(
         served_window: None,
         profile: match model_config.prompt_profile.unwrap_or_default() {
             PromptProfile::Auto => None,
-            PromptProfile::Full => Some(lathe_tools::Profile::Full),
-            PromptProfile::Compact => Some(lathe_tools::Profile::Compact),
+            PromptProfile::Full => Some(lathe_runtime::Profile::Full),
+            PromptProfile::Compact => Some(lathe_runtime::Profile::Compact),
         },
         provider,
         base_url,
@@ -537,9 +537,9 @@ impl Resolved {
 
     /// The prompt profile for the window in use: `[model] prompt_profile` when it forces one,
     /// else by the window (compact up to 16,384 tokens).
-    pub fn prompt_profile(&self) -> lathe_tools::Profile {
+    pub fn prompt_profile(&self) -> lathe_runtime::Profile {
         self.profile
-            .unwrap_or(lathe_tools::Profile::for_window(u64::from(
+            .unwrap_or(lathe_runtime::Profile::for_window(u64::from(
                 self.options.num_ctx,
             )))
     }
@@ -837,8 +837,8 @@ mod tests {
         let resolved = resolve(&setup, &ModelArgs::default(), |_| None).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let tools = Session::new(
-            lathe_tools::Workspace::new(dir.path()).unwrap(),
-            lathe_tools::ToolConfig::default(),
+            lathe_runtime::Workspace::new(dir.path()).unwrap(),
+            lathe_runtime::ToolConfig::default(),
             dir.path().join("state"),
         )
         .unwrap();

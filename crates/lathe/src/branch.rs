@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use lathe_agent::events::Event;
 use lathe_agent::sink::EventSink;
-use lathe_tools::{CallInfo, Effect, FileChange, Hook, Session};
+use lathe_runtime::{CallInfo, Effect, FileChange, Hook, Session};
 
 /// The hook that makes the branch before the first call that may change the workspace.
 pub struct BranchHook {
@@ -35,7 +35,7 @@ impl BranchHook {
         effects.iter().any(|effect| match effect {
             Effect::Command { command, cwd, .. } => {
                 let root = session.workspace().root();
-                let home = lathe_tools::dispatch::analysis_home();
+                let home = lathe_runtime::dispatch::analysis_home();
                 let mut ctx = lathe_policy::AnalysisContext::new(root, &home);
                 if let Some(cwd) = cwd {
                     ctx = ctx.with_cwd(root.join(cwd));

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::Deserialize;
 
-use lathe_tools::ToolConfig;
+use lathe_runtime::ToolConfig;
 
 use crate::trust::{TrustState, WORKSPACE_FILE, WorkspaceFile};
-use lathe_tools::tools::shell::ShellConfig;
+use lathe_runtime::commands::ShellConfig;
 
 /// The error for `[permissions]` rules or sensitive-path patterns that do not parse, the same
 /// wherever the configuration is turned into a policy or a gate.
@@ -46,11 +46,11 @@ pub struct Config {
     pub mcp: crate::mcp::McpConfig,
     /// The project's memory: `path` (relative to the workspace; by default
     /// `.lathe/memory.md`). From a workspace's own file only once it is trusted.
-    pub memory: lathe_tools::tools::update_memory::MemoryConfig,
+    pub memory: lathe_runtime::memory::MemoryConfig,
     /// Commands run at points of a session (`SessionStart`, `UserPromptSubmit`, `PreToolUse`,
     /// `PostToolUse`, `Stop`), see `crate::hooks`. From a workspace's own file only once it is
     /// trusted; its entries are added to the user's.
-    pub hooks: lathe_tools::hooks::HooksConfig,
+    pub hooks: lathe_runtime::hooks::HooksConfig,
     /// MCP servers whose tools the agent may call (`[mcp_servers.NAME]`, see
     /// `crate::mcp_client`). From a workspace's own file only once it is trusted, and never
     /// its `trusted` key.
@@ -341,7 +341,7 @@ mod tests {
         assert!(config.shell.sandbox_network);
         assert_eq!(
             config.shell.sandbox_unavailable,
-            lathe_tools::tools::shell::UnavailableMode::Run
+            lathe_runtime::commands::UnavailableMode::Run
         );
         assert_eq!(
             config.shell.sandbox_write_paths,

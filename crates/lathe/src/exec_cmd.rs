@@ -171,7 +171,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
         &sink,
     );
     if let Some(hooks) = &hooks {
-        builder = builder.hook(Arc::clone(hooks) as Arc<dyn lathe_tools::Hook>);
+        builder = builder.hook(Arc::clone(hooks) as Arc<dyn lathe_runtime::Hook>);
     }
     let mut agent = agent_setup::build(
         builder

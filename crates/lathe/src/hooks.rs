@@ -1,14 +1,14 @@
 //! `[hooks]` in the front ends: the dispatcher runs the tool events (`PreToolUse`,
 //! `PostToolUse`) for the agent and for `lathe mcp`'s clients alike; `SessionStart`,
 //! `UserPromptSubmit` and `Stop` run here, around a prompt of `lathe exec` or `lathe chat`.
-//! The hooks and their answers are described in [`lathe_tools::hooks`].
+//! The hooks and their answers are described in [`lathe_runtime::hooks`].
 
 use std::sync::Arc;
 
 use lathe_agent::Agent;
 use lathe_agent::events::RunStatus;
 use lathe_agent::executor::RunOutcome;
-use lathe_tools::hooks::{HookEvent, Hooks};
+use lathe_runtime::hooks::{HookEvent, Hooks};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -109,7 +109,7 @@ impl PromptHooks {
                     "lathe: hook: a Stop hook blocked the end {} times in a row; the run ends \
                      here (its last reason: {})",
                     continued + 1,
-                    lathe_tools::tools::text::one_line(&reason, 200)
+                    lathe_runtime::text::one_line(&reason, 200)
                 );
                 break;
             }

@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use lathe_tools::ResolvedPath;
-use lathe_tools::Workspace;
-use lathe_tools::tools::update_memory::{self, MAX_MEMORY_BYTES, MemoryText};
+use lathe_runtime::ResolvedPath;
+use lathe_runtime::Workspace;
+use lathe_runtime::memory::{self, MAX_MEMORY_BYTES, MemoryText};
 
 use crate::EXIT_FAILURE;
 use crate::cli::CommonArgs;
@@ -51,8 +51,8 @@ impl Memory {
         let setup = Setup::load(common)?;
         let workspace = Workspace::new(&setup.root)
             .with_context(|| format!("cannot open workspace {}", setup.root.display()))?;
-        let target = update_memory::resolve(&workspace, setup.config.memory.path())
-            .map_err(anyhow::Error::msg)?;
+        let target =
+            memory::resolve(&workspace, setup.config.memory.path()).map_err(anyhow::Error::msg)?;
         Ok(Memory { workspace, target })
     }
 
@@ -62,7 +62,7 @@ impl Memory {
 
     /// The file's text; `None` when there is no file.
     fn text(&self) -> anyhow::Result<Option<String>> {
-        let read = update_memory::read(&self.workspace, &self.target, usize::MAX)
+        let read = memory::read(&self.workspace, &self.target, usize::MAX)
             .with_context(|| format!("cannot read the memory file {}", self.shown()))?;
         read.map(|(bytes, _)| {
             String::from_utf8(bytes).map_err(|_| {

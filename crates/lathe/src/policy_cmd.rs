@@ -117,7 +117,7 @@ fn check(common: &CommonArgs, args: CheckArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot open workspace {}", setup.root.display()))?;
     // As the gate does: paths are judged where they lead through symlinks too.
     let mut ctx =
-        AnalysisContext::new(&root, analysis_home()).with_resolver(lathe_tools::link_resolver());
+        AnalysisContext::new(&root, analysis_home()).with_resolver(lathe_runtime::link_resolver());
     if let Some(cwd) = &args.cwd {
         ctx = ctx.with_cwd(cwd);
     }

@@ -257,7 +257,7 @@ fn read_command(root: &Path, path: &Path, scope: Scope) -> Result<ProjectCommand
             .lines()
             .map(str::trim)
             .find(|l| !l.is_empty())
-            .map(|l| lathe_tools::tools::text::one_line(l.trim_start_matches('#').trim(), 80));
+            .map(|l| lathe_runtime::text::one_line(l.trim_start_matches('#').trim(), 80));
     }
     Ok(command)
 }

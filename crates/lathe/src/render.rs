@@ -18,13 +18,13 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Instant;
 
 use batch::TextBatch;
-use lathe_tools::ToolKind;
+use lathe_runtime::ToolKind;
 
 use lathe_agent::events::{
     ApprovalDecision, Event, RunReport, RunStatus, SubAgentState, ToolStatus,
 };
 use lathe_agent::sink::EventHandler;
-use lathe_tools::CommandState;
+use lathe_runtime::CommandState;
 
 pub use sanitize::sanitize;
 pub use spinner::Spinner;
@@ -794,8 +794,8 @@ pub fn diff_lines(style: &Style, diff: &str) -> Vec<String> {
 
 /// The model's plan as the terminal shows it when it changes: a count, then a line per step
 /// (`[x]` done, `[>]` in progress, `[ ]` pending), indented under the call that made it.
-pub(crate) fn plan_lines(steps: &[lathe_tools::tools::update_plan::PlanStep]) -> Vec<String> {
-    use lathe_tools::tools::update_plan::StepStatus;
+pub(crate) fn plan_lines(steps: &[lathe_runtime::checklist::PlanStep]) -> Vec<String> {
+    use lathe_runtime::checklist::StepStatus;
     if steps.is_empty() {
         return vec!["  plan cleared".to_owned()];
     }

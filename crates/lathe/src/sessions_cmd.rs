@@ -218,9 +218,7 @@ fn tokens_section(events: &[lathe_store::Event], style: &Style) -> String {
 }
 
 /// The session's newest plan, from its stored `plan_updated` events (`None`: it never had one).
-fn last_plan(
-    events: &[lathe_store::Event],
-) -> Option<Vec<lathe_tools::tools::update_plan::PlanStep>> {
+fn last_plan(events: &[lathe_store::Event]) -> Option<Vec<lathe_runtime::checklist::PlanStep>> {
     events.iter().rev().find_map(|stored| {
         match serde_json::from_value::<Event>(stored.payload.clone()) {
             Ok(Event::PlanUpdated { steps }) => Some(steps),

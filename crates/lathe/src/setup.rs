@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use lathe_tools::tools::{shell, update_memory};
-use lathe_tools::{Session, Workspace};
+use lathe_runtime::{Session, Workspace};
+use lathe_runtime::{commands, memory};
 
 use crate::cli::CommonArgs;
 use crate::config::{self, Config};
@@ -78,8 +78,8 @@ impl Setup {
         }
         let session = Session::new(workspace, self.config.tools.clone(), state_dir.clone())
             .with_context(|| format!("cannot create state directory {}", state_dir.display()))?;
-        shell::configure(&session, self.config.shell.clone());
-        update_memory::configure(&session, self.config.memory.clone());
+        commands::configure(&session, self.config.shell.clone());
+        memory::configure(&session, self.config.memory.clone());
         lathe_web::configure(&session, self.config.web.clone(), &self.config.permissions);
         Ok(session)
     }
@@ -87,8 +87,8 @@ impl Setup {
 
 /// The tools every front end offers: the built-in ones and the web tools (`web_fetch`,
 /// `web_search`), which live in their own crate so the runtime stays without HTTP.
-pub fn registry() -> lathe_tools::Registry {
-    let mut registry = lathe_tools::Registry::builtin();
+pub fn registry() -> lathe_runtime::Registry {
+    let mut registry = lathe_tools::builtin();
     lathe_web::register(&mut registry);
     registry
 }

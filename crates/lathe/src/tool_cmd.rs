@@ -15,10 +15,10 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use lathe_policy::ApprovalMode;
-use lathe_tools::dispatch::{
+use lathe_runtime::dispatch::{
     ApprovalDecision, ApprovalRequest, Approver, CallStatus, Dispatcher, FixedAnswer, Gate, Outcome,
 };
-use lathe_tools::{Metadata, ToolContext, ToolOutput};
+use lathe_runtime::{Metadata, ToolContext, ToolOutput};
 
 use crate::cli::{CommonArgs, ToolArgs, ToolsArgs};
 use crate::setup::Setup;
@@ -47,7 +47,7 @@ pub fn list(common: &CommonArgs, args: ToolsArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         let mut definitions: Vec<Value> = registry
             .definitions()
-            .map(lathe_tools::ToolDefinition::to_function)
+            .map(lathe_runtime::ToolDefinition::to_function)
             .collect();
         definitions.extend(agent_tools.iter().map(|definition| {
             let mut function = definition.to_function();
@@ -74,7 +74,7 @@ pub fn list(common: &CommonArgs, args: ToolsArgs) -> anyhow::Result<ExitCode> {
 /// brackets).
 fn write_tool(
     out: &mut impl Write,
-    definition: &lathe_tools::ToolDefinition,
+    definition: &lathe_runtime::ToolDefinition,
 ) -> anyhow::Result<()> {
     let summary = summary(&definition.description);
     writeln!(out, "{:<16} {summary}", definition.name)?;
@@ -288,7 +288,7 @@ impl Approver for Unattended {
 struct Calls<'a> {
     dispatcher: &'a Dispatcher,
     approver: &'a dyn Approver,
-    session: &'a Arc<lathe_tools::Session>,
+    session: &'a Arc<lathe_runtime::Session>,
 }
 
 impl Calls<'_> {

@@ -6,8 +6,8 @@ use futures::future::BoxFuture;
 use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 
+use lathe_runtime::{Dispatcher, Session, ToolConfig, Workspace};
 use lathe_store::NewSession;
-use lathe_tools::{Dispatcher, Registry, Session, ToolConfig, Workspace};
 
 use super::tools::Profile;
 use super::{Inner, Record, SubAgentResult, child_title, lock, short_task};
@@ -105,7 +105,7 @@ impl Inner {
         };
         let (registry, gate) = match profile {
             Profile::Explore => {
-                let mut registry = Registry::builtin();
+                let mut registry = lathe_tools::builtin();
                 // The parent's definitions' profile (compact in a small window).
                 registry.use_profile(parent.registry.profile());
                 registry.retain(|d| EXPLORE_TOOLS.contains(&d.name.as_str()));

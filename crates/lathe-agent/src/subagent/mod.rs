@@ -31,7 +31,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use lathe_tools::{ProgressSink, Registry, Session, ToolDefinition, ToolProgress};
+use lathe_runtime::{ProgressSink, Registry, Session, ToolDefinition, ToolProgress};
 
 use crate::approval::{Approver, Gate};
 use crate::events::{ChangedFile, Event, SubAgentState, SubAgentUpdate};
@@ -99,7 +99,7 @@ pub struct Parent {
     pub sink: EventSink,
     /// The parent's hooks (its checkpoints first): a child's calls go through them too, so
     /// that a child's changes are part of the parent's turn (`lathe undo` takes them back).
-    pub hooks: Vec<Arc<dyn lathe_tools::Hook>>,
+    pub hooks: Vec<Arc<dyn lathe_runtime::Hook>>,
 }
 
 /// One child, as the parent knows it.
@@ -416,7 +416,7 @@ mod tests {
 
     #[test]
     fn sub_agents_attached_to_a_session_let_it_go_when_it_ends() {
-        use lathe_tools::{ToolConfig, Workspace};
+        use lathe_runtime::{ToolConfig, Workspace};
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("ws");
         std::fs::create_dir(&root).unwrap();
@@ -443,7 +443,7 @@ mod tests {
             Parent {
                 provider,
                 config: ExecutorConfig::new("m"),
-                registry: Arc::new(Registry::builtin()),
+                registry: Arc::new(lathe_tools::builtin()),
                 gate: Arc::new(gate),
                 approver: Arc::new(crate::approval::NonInteractive),
                 session: Arc::clone(&session),

@@ -16,8 +16,8 @@ use lathe_agent::{Agent, ContextWindow};
 use lathe_store::{SessionFilter, SessionId, Store};
 
 use lathe_checkpoint::{Checkpoints, Force, UndoTarget};
-use lathe_tools::tools::resolve::ResolveTool;
-use lathe_tools::{ApprovalDecision, CallStatus, FixedAnswer, Session, Tool, ToolContext};
+use lathe_runtime::{ApprovalDecision, CallStatus, FixedAnswer, Session, Tool, ToolContext};
+use lathe_tools::resolve::ResolveTool;
 
 use crate::agent_setup::Resolved;
 use crate::render::{Style, sanitize};
@@ -887,8 +887,8 @@ mod tests {
     /// pending action: write_file's own plan for `a.txt`, kept as a preview.
     fn agent_with_pending(mode: ApprovalMode) -> (tempfile::TempDir, Agent) {
         use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
-        use lathe_tools::tools::write_file::WriteFileTool;
-        use lathe_tools::{PendingAction, ToolConfig, Workspace};
+        use lathe_runtime::{PendingAction, ToolConfig, Workspace};
+        use lathe_tools::write_file::WriteFileTool;
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("ws");
         std::fs::create_dir(&root).unwrap();

@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 use lathe_agent::Agent;
 use lathe_agent::approval::ApprovalMode;
 use lathe_agent::sink::{EventSink, stored_history_seqs};
+use lathe_runtime::Session;
 use lathe_store::{SessionId, SessionStatus};
-use lathe_tools::Session;
 
 use crate::agent_setup::{self, ModelArgs};
 use crate::cli::CommonArgs;
@@ -92,7 +92,7 @@ struct Parts<'a> {
     /// The running turn, for a Ctrl-C at an approval question.
     turn: &'a approver::CurrentTurn,
     /// The tools, the configured MCP servers' among them (started once per chat).
-    registry: &'a Arc<lathe_tools::Registry>,
+    registry: &'a Arc<lathe_runtime::Registry>,
 }
 
 impl Parts<'_> {
@@ -133,7 +133,7 @@ impl Parts<'_> {
             &sink,
         );
         let builder = match &hooks {
-            Some(hooks) => builder.hook(Arc::clone(hooks) as Arc<dyn lathe_tools::Hook>),
+            Some(hooks) => builder.hook(Arc::clone(hooks) as Arc<dyn lathe_runtime::Hook>),
             None => builder,
         };
         let agent = agent_setup::build(

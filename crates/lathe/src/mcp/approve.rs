@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use lathe_policy::ApprovalMode;
-use lathe_tools::dispatch::{ApprovalDecision, ApprovalRequest, Approver};
-use lathe_tools::{Registry, Session};
+use lathe_runtime::dispatch::{ApprovalDecision, ApprovalRequest, Approver};
+use lathe_runtime::{Registry, Session};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ElicitRequest, ElicitRequestParams, ElicitResult,
     ElicitationAction, ElicitationSchema, InputRequest, InputRequests, InputRequiredResult,

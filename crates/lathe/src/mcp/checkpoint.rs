@@ -14,10 +14,10 @@ use lathe_checkpoint::{
     CheckpointHook, Checkpoints, Coverage, Force, Step, StepKind, Uncovered, UndoTarget,
 };
 use lathe_policy::ApprovalMode;
-use lathe_store::{NewSession, SessionStatus};
-use lathe_tools::{
+use lathe_runtime::{
     Effect, Registry, Session, Tool, ToolContext, ToolHints, ToolKind, ToolOutput, hints_for,
 };
+use lathe_store::{NewSession, SessionStatus};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -551,8 +551,8 @@ fn uncovered_line(checkpoints: &Checkpoints) -> String {
 mod tests {
     use super::*;
 
-    use lathe_tools::dispatch::{Gate, Verdict};
-    use lathe_tools::{PermissionsConfig, ToolConfig, Workspace};
+    use lathe_runtime::dispatch::{Gate, Verdict};
+    use lathe_runtime::{PermissionsConfig, ToolConfig, Workspace};
 
     /// A session whose checkpoints hold one turn that wrote `notes.txt`.
     fn session_with_a_turn(dirs: &tempfile::TempDir) -> Arc<Session> {
@@ -583,7 +583,7 @@ mod tests {
     }
 
     fn verdict(mode: ApprovalMode, session: &Arc<Session>) -> Verdict {
-        let mut registry = Registry::builtin();
+        let mut registry = lathe_tools::builtin();
         register(&mut registry);
         let call = registry
             .prepare("checkpoint_restore", json!({}), session)
@@ -602,7 +602,7 @@ mod tests {
     fn a_restore_is_judged_as_writes_to_the_files_it_puts_back() {
         let dirs = tempfile::tempdir().unwrap();
         let session = session_with_a_turn(&dirs);
-        let mut registry = Registry::builtin();
+        let mut registry = lathe_tools::builtin();
         register(&mut registry);
         let call = registry
             .prepare("checkpoint_restore", json!({}), &session)
@@ -629,7 +629,7 @@ mod tests {
 
     #[test]
     fn the_checkpoint_tools_are_known_by_their_registered_names() {
-        let mut registry = Registry::builtin();
+        let mut registry = lathe_tools::builtin();
         register(&mut registry);
         assert!(registry.definition("checkpoint_list").is_some());
         assert!(registry.definition("checkpoint_restore").is_some());

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use lathe_tools::{ToolDefinition, ToolOutput};
+use lathe_runtime::{ToolDefinition, ToolOutput};
 use rmcp::model::{CallToolResult, ContentBlock, Tool, ToolAnnotations};
 use serde_json::{Map, Value};
 
@@ -45,7 +45,7 @@ pub fn title(name: &str) -> String {
 
 /// The MCP result for a tool's output: its text as text content, then its images as image
 /// content (base64 with their media type), `isError` as the tool said, and the metadata's JSON
-/// form ([`lathe_tools::Metadata::to_json`]) as `structuredContent` when there is any.
+/// form ([`lathe_runtime::Metadata::to_json`]) as `structuredContent` when there is any.
 pub fn result(output: ToolOutput) -> CallToolResult {
     let mut content = vec![ContentBlock::text(output.text)];
     for image in output.images {
@@ -65,7 +65,7 @@ pub fn result(output: ToolOutput) -> CallToolResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lathe_tools::{CommandMeta, CommandState, FileChange, ToolHints, ToolKind};
+    use lathe_runtime::{CommandMeta, CommandState, FileChange, ToolHints, ToolKind};
     use serde_json::json;
 
     fn definition(hints: ToolHints) -> ToolDefinition {
@@ -158,7 +158,7 @@ mod tests {
         assert_eq!(structured["command_id"], 4);
         assert_eq!(structured["status"], json!({"state": "running"}));
         assert_eq!(structured["replacements"], 1);
-        let back: lathe_tools::Metadata = serde_json::from_value(structured.clone()).unwrap();
+        let back: lathe_runtime::Metadata = serde_json::from_value(structured.clone()).unwrap();
         assert_eq!(back, output.metadata);
     }
 }

@@ -1,4 +1,4 @@
-//! The safety layer of the MCP server: the dispatcher's gate (`lathe_tools::dispatch::Gate`,
+//! The safety layer of the MCP server: the dispatcher's gate (`lathe_runtime::dispatch::Gate`,
 //! deciding with `lathe_policy` from the mode, the `[permissions]` rules, sensitive paths and
 //! command analysis), one per session, so an "allow for the rest of this session" answer
 //! stays with the connection that gave it.
@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lathe_policy::{ApprovalMode, PermissionsConfig};
-use lathe_tools::dispatch::{Gate, Verdict};
-use lathe_tools::{PreparedCall, Session};
+use lathe_runtime::dispatch::{Gate, Verdict};
+use lathe_runtime::{PreparedCall, Session};
 
 use super::approve::Advice;
 
@@ -106,18 +106,18 @@ pub fn of(session: &Session) -> Option<Arc<Gate>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lathe_tools::Registry;
+
     use serde_json::{Value, json};
 
     fn session(dir: &Path) -> Arc<Session> {
         let root = dir.join("ws");
         std::fs::create_dir_all(&root).unwrap();
-        let workspace = lathe_tools::Workspace::new(&root).unwrap();
+        let workspace = lathe_runtime::Workspace::new(&root).unwrap();
         Session::new(workspace, Default::default(), dir.join("state")).unwrap()
     }
 
     fn call(session: &Session, name: &str, arguments: Value) -> PreparedCall {
-        Registry::builtin()
+        lathe_tools::builtin()
             .prepare(name, arguments, session)
             .unwrap_or_else(|out| panic!("{name}: {}", out.text))
     }

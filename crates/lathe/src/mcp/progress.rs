@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use lathe_tools::{ProgressSink, ToolProgress};
+use lathe_runtime::{ProgressSink, ToolProgress};
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::{Peer, RoleServer};
 use tokio::sync::mpsc;

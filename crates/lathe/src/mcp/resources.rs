@@ -5,8 +5,8 @@
 use std::io::Read;
 
 use lathe_exec::CommandId;
-use lathe_tools::Session;
-use lathe_tools::tools::shell;
+use lathe_runtime::Session;
+use lathe_runtime::commands;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult};
 use serde_json::{Value, json};
@@ -24,7 +24,7 @@ fn resource_uri(id: u64) -> String {
 /// The outputs of the session's commands, oldest first.
 pub fn list(session: &Session) -> Result<ListResourcesResult, McpError> {
     // A session that never ran a command has none, and gets no supervisor for asking.
-    let commands = session.existing_extension::<shell::Commands>();
+    let commands = session.existing_extension::<commands::Commands>();
     let resources: Vec<Value> = match commands.as_ref().map(|c| c.supervisor()) {
         Some(Ok(supervisor)) => supervisor
             .list()
@@ -68,7 +68,7 @@ pub fn templates() -> Result<ListResourceTemplatesResult, McpError> {
 /// The output of the command `uri` names.
 pub fn read(session: &Session, uri: &str) -> Result<ReadResourceResult, McpError> {
     let id = parse(uri)?;
-    let commands = session.existing_extension::<shell::Commands>();
+    let commands = session.existing_extension::<commands::Commands>();
     let report = commands
         .as_ref()
         .and_then(|commands| commands.supervisor().ok())
@@ -122,7 +122,7 @@ fn parse(uri: &str) -> Result<u64, McpError> {
                 format!(
                     "unknown resource `{}`: this server offers command outputs as {TEMPLATE}, \
                      e.g. lathe://commands/1/output",
-                    lathe_tools::registry::shown_name(uri)
+                    lathe_runtime::registry::shown_name(uri)
                 ),
                 None,
             )

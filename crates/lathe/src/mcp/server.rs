@@ -4,8 +4,8 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use lathe_tools::dispatch::{CallStatus, Dispatcher, Outcome};
-use lathe_tools::{Registry, Session, ToolContext};
+use lathe_runtime::dispatch::{CallStatus, Dispatcher, Outcome};
+use lathe_runtime::{Registry, Session, ToolContext};
 #[allow(
     deprecated,
     reason = "MCP logging is deprecated by SEP-2577 but still part of the revisions clients speak"
@@ -45,7 +45,7 @@ pub struct Shared {
     workspace: std::path::PathBuf,
     new_session: Box<dyn Fn() -> anyhow::Result<Arc<Session>> + Send + Sync>,
     /// The `[hooks]` the dispatcher runs around every call (`PreToolUse`, `PostToolUse`).
-    hooks: std::sync::OnceLock<Arc<dyn lathe_tools::Hook>>,
+    hooks: std::sync::OnceLock<Arc<dyn lathe_runtime::Hook>>,
 }
 
 impl Shared {
@@ -83,12 +83,12 @@ impl Shared {
     }
 
     /// Runs `hooks` around every call of every session (set once, before serving).
-    pub fn set_hooks(&self, hooks: Arc<dyn lathe_tools::Hook>) {
+    pub fn set_hooks(&self, hooks: Arc<dyn lathe_runtime::Hook>) {
         let _ = self.hooks.set(hooks);
     }
 
     /// A dispatcher over the tools and `gate`, with the configured hooks.
-    fn dispatcher(&self, gate: Arc<lathe_tools::Gate>) -> Dispatcher {
+    fn dispatcher(&self, gate: Arc<lathe_runtime::Gate>) -> Dispatcher {
         let dispatcher = Dispatcher::new(Arc::clone(&self.registry), gate);
         match self.hooks.get() {
             Some(hooks) => dispatcher.with_hook(Arc::clone(hooks)),
@@ -123,10 +123,7 @@ impl Shared {
         let session = (self.new_session)()?;
         self.gates.install(&session)?;
         // MCP clients take image content: `read_file` on a PNG answers with the image.
-        lathe_tools::tools::read_file::set_vision(
-            &session,
-            lathe_tools::tools::read_file::Vision::Sees,
-        );
+        lathe_runtime::vision::set_vision(&session, lathe_runtime::vision::Vision::Sees);
         Ok(session)
     }
 }
@@ -135,10 +132,10 @@ impl Shared {
 /// directory the system's temporary one, which exists: nothing is created). All of them when
 /// even that cannot be made.
 fn idle_offered(registry: &Registry, workspace: &std::path::Path, tools: &[Tool]) -> Vec<Tool> {
-    let blank = lathe_tools::Workspace::new(workspace).and_then(|workspace| {
+    let blank = lathe_runtime::Workspace::new(workspace).and_then(|workspace| {
         Session::new(
             workspace,
-            lathe_tools::ToolConfig::default(),
+            lathe_runtime::ToolConfig::default(),
             std::env::temp_dir(),
         )
     });
@@ -440,7 +437,7 @@ impl LatheServer {
             Some(hook) => self
                 .shared
                 .dispatcher(gate)
-                .with_hook(Arc::clone(hook) as Arc<dyn lathe_tools::Hook>),
+                .with_hook(Arc::clone(hook) as Arc<dyn lathe_runtime::Hook>),
             None => dispatcher,
         };
         let outcome = checkpoints
@@ -670,8 +667,8 @@ impl ServerHandler for LatheServer {
 #[cfg(test)]
 mod tests {
     use lathe_policy::{ApprovalMode, PermissionsConfig};
-    use lathe_tools::tools::resolve::ResolveTool;
-    use lathe_tools::{PendingAction, Tool as _, ToolOutput};
+    use lathe_runtime::{PendingAction, Tool as _, ToolOutput};
+    use lathe_tools::resolve::ResolveTool;
 
     use super::*;
 
@@ -691,11 +688,11 @@ mod tests {
         let made = {
             let root = root.clone();
             move || {
-                let workspace = lathe_tools::Workspace::new(&root)?;
+                let workspace = lathe_runtime::Workspace::new(&root)?;
                 Ok(Session::new(workspace, Default::default(), state.clone())?)
             }
         };
-        let shared = Shared::new(Registry::builtin(), gates, &root, made);
+        let shared = Shared::new(lathe_tools::builtin(), gates, &root, made);
         let listed = |tools: Vec<Tool>| -> Vec<String> {
             tools.into_iter().map(|t| t.name.to_string()).collect()
         };

@@ -17,8 +17,8 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures::Stream;
-use lathe_tools::Session;
-use lathe_tools::tools::shell::Commands;
+use lathe_runtime::Session;
+use lathe_runtime::commands::Commands;
 use rmcp::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError, SessionConfig,

@@ -23,7 +23,7 @@ use lathe_agent::sink::EventSink;
 use lathe_agent::subagent::{
     Parent, SerializedApprover, SpawnAgentTool, SubAgentConfig, SubAgents,
 };
-use lathe_tools::{Registry, Session, Tool as _};
+use lathe_runtime::{Registry, Session, Tool as _};
 
 use super::approve::ElicitationApprover;
 use super::gate::{self, GateConfig};
@@ -62,7 +62,7 @@ impl SubAgentSetup {
             config,
             limits,
             gates: gates.clone(),
-            registry: Arc::new(Registry::builtin()),
+            registry: Arc::new(lathe_tools::builtin()),
         })))
     }
 

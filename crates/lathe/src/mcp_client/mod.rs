@@ -13,7 +13,7 @@ mod tool;
 
 use std::sync::Arc;
 
-use lathe_tools::Registry;
+use lathe_runtime::Registry;
 
 pub use config::ServerConfig;
 pub use server::{Elicit, RemoteTool, Server};
@@ -101,7 +101,7 @@ pub fn add_tools(
         };
         for remote in tools {
             let tool = McpTool::new(&one.server, remote);
-            let definition = lathe_tools::DynTool::definition(&tool).clone();
+            let definition = lathe_runtime::DynTool::definition(&tool).clone();
             match registry.add(Arc::new(tool)) {
                 Ok(()) => {
                     chars += definition.to_function().to_string().len();

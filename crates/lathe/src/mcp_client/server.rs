@@ -15,7 +15,7 @@ use rmcp::{ClientHandler, ServiceExt};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
-use lathe_tools::{ProgressSink, ToolContext, ToolImage, ToolOutput, ToolProgress};
+use lathe_runtime::{ProgressSink, ToolContext, ToolImage, ToolOutput, ToolProgress};
 
 use super::config::{ServerConfig, Transport};
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use lathe_tools::{
+use lathe_runtime::{
     BoundCall, DynTool, Effect, Session, ToolContext, ToolDefinition, ToolHints, ToolKind,
     ToolOutput,
 };
@@ -63,7 +63,7 @@ impl McpTool {
             definition: ToolDefinition {
                 name: tool_name(&server.name, &tool.name),
                 description,
-                parameters: lathe_tools::portable_schema(tool.schema.clone()),
+                parameters: lathe_runtime::portable_schema(tool.schema.clone()),
                 aliases: Vec::new(),
                 kind: if trusted_read {
                     ToolKind::Read

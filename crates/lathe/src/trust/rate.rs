@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use lathe_policy::ApprovalMode;
-use lathe_tools::tools::shell::UnavailableMode;
+use lathe_runtime::commands::UnavailableMode;
 
 use super::Weakening;
 use crate::config::Config;
