@@ -20,7 +20,8 @@
 //!
 //! ```no_run
 //! # fn demo(session: &lathe_runtime::Session) {
-//! let mut registry = lathe_tools::builtin();
+//! // The registry of a front end: usually the built-in tools (`lathe_tools::builtin()`).
+//! let mut registry = lathe_runtime::Registry::new();
 //! lathe_web::register(&mut registry);
 //! lathe_web::configure(session, lathe_web::WebConfig::default(), &Default::default());
 //! # }

@@ -15,7 +15,7 @@ use lathe_runtime::memory::{self, MAX_MEMORY_BYTES, MemoryText};
 
 use crate::EXIT_FAILURE;
 use crate::cli::CommonArgs;
-use crate::setup::Setup;
+use lathe_config::setup::Setup;
 
 /// `lathe memory`.
 #[derive(Debug, Args)]
@@ -263,7 +263,7 @@ fn clear(memory: &Memory, yes: bool) -> anyhow::Result<ExitCode> {
             text.len()
         );
         std::io::stdout().flush()?;
-        if !crate::trust::read_yes() {
+        if !lathe_config::trust::read_yes() {
             println!("Not cleared.");
             return Ok(ExitCode::from(EXIT_FAILURE));
         }

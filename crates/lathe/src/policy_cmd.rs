@@ -16,7 +16,7 @@ use lathe_policy::{
 
 use crate::EXIT_FAILURE;
 use crate::cli::CommonArgs;
-use crate::setup::Setup;
+use lathe_config::setup::Setup;
 
 /// `lathe policy`.
 #[derive(Debug, Args)]
@@ -122,7 +122,7 @@ fn check(common: &CommonArgs, args: CheckArgs) -> anyhow::Result<ExitCode> {
         ctx = ctx.with_cwd(cwd);
     }
     let policy = Policy::new(&setup.config.permissions, mode, ctx)
-        .map_err(crate::config::invalid_permissions)?
+        .map_err(lathe_config::config::invalid_permissions)?
         .dangerously_skip_approvals(args.dangerously_skip_approvals);
     let sandbox = if args.no_sandbox {
         Sandbox::Disabled

@@ -7,7 +7,6 @@
 //! written, so only the renderer's own styling reaches the terminal.
 
 pub mod batch;
-mod sanitize;
 mod spinner;
 mod style;
 
@@ -26,7 +25,7 @@ use lathe_agent::events::{
 use lathe_agent::sink::EventHandler;
 use lathe_runtime::CommandState;
 
-pub use sanitize::sanitize;
+pub use lathe_config::sanitize::sanitize;
 pub use spinner::Spinner;
 pub use style::Style;
 
@@ -551,7 +550,7 @@ fn flush_loop(flusher: &Flusher, renderer: &Weak<Renderer>) {
 fn streaming_label(name: &str, path: Option<&str>) -> String {
     static KINDS: OnceLock<HashMap<String, ToolKind>> = OnceLock::new();
     let kinds = KINDS.get_or_init(|| {
-        crate::setup::registry()
+        lathe_config::setup::registry()
             .definitions()
             .map(|d| (d.name.clone(), d.kind))
             .collect()

@@ -3,7 +3,6 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
@@ -48,12 +47,7 @@ pub enum SessionsAction {
     },
 }
 
-/// Opens the sessions database in Lathe's data directory.
-pub fn open_store() -> anyhow::Result<Store> {
-    let path = lathe_store::default_database_path(&crate::state::data_dir());
-    Store::open(&path)
-        .with_context(|| format!("cannot open the sessions database {}", path.display()))
-}
+pub use lathe_config::state::open_store;
 
 /// Runs `lathe sessions ...`.
 pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Result<ExitCode> {
@@ -64,7 +58,7 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
             let workspace = if here {
                 let root = match &common.workspace {
                     Some(dir) => dir.clone(),
-                    None => crate::setup::default_workspace()?,
+                    None => lathe_config::setup::default_workspace()?,
                 };
                 Some(root.canonicalize().unwrap_or(root))
             } else {
@@ -96,7 +90,7 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
         SessionsAction::Show { id, json } => {
             let mut session = store.session(&id)?;
             settle(&store, &mut session);
-            let data_dir = crate::state::data_dir();
+            let data_dir = lathe_config::state::data_dir();
             if json {
                 let messages = store.messages(&session.id)?;
                 let events = store.events(&session.id)?;
@@ -231,7 +225,7 @@ fn last_plan(events: &[lathe_store::Event]) -> Option<Vec<lathe_runtime::checkli
 /// interrupted: said so in the store, and in what is shown.
 pub fn settle(store: &Store, session: &mut Session) {
     if session.status == SessionStatus::Running
-        && !crate::agent_setup::session_is_owned(&session.id)
+        && !lathe_config::agent_setup::session_is_owned(&session.id)
         && store
             .update_session_status(&session.id, SessionStatus::Interrupted)
             .is_ok()
@@ -362,7 +356,7 @@ pub fn transcript(session: &Session, history: &[Message], calls: Calls, style: &
 /// A session's messages as text, each call with its line and the diffs of what it changed.
 fn conversation(history: &[Message], mut calls: Calls, style: &Style) -> String {
     // Calls stored without events (a session of an older Lathe) get their tool's title.
-    let registry = crate::setup::registry();
+    let registry = lathe_config::setup::registry();
     // Results answer the calls in order; the call ids of the events pair them up.
     let mut answering: std::collections::VecDeque<Option<String>> = Default::default();
     let mut out = String::new();

@@ -21,8 +21,8 @@ use lathe_runtime::dispatch::{
 use lathe_runtime::{Metadata, ToolContext, ToolOutput};
 
 use crate::cli::{CommonArgs, ToolArgs, ToolsArgs};
-use crate::setup::Setup;
 use crate::{EXIT_FAILURE, EXIT_USAGE};
+use lathe_config::setup::Setup;
 
 /// Where the agent tools (`spawn_agent`, `read_sub_agent`) are offered: they are not in the
 /// built-in registry (so not in `lathe tool`), the agent's runner adds them.
@@ -31,7 +31,7 @@ pub const AGENT_TOOLS_AVAILABLE: &str = "in lathe exec and lathe chat; in lathe 
 
 /// `lathe tools [--json]`: the built-in tools, then the agent tools, each marked as such.
 pub fn list(common: &CommonArgs, args: ToolsArgs) -> anyhow::Result<ExitCode> {
-    let registry = crate::setup::registry();
+    let registry = lathe_config::setup::registry();
     let agent_tools = lathe_agent::subagent::definitions();
     // `[agent] max_sub_agents = 0` turns them off; a configuration that cannot be read is
     // reported by the commands that use it, not by a list.
@@ -141,15 +141,15 @@ pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode
         &setup.root,
         false,
     )
-    .map_err(crate::config::invalid_permissions)?;
+    .map_err(lathe_config::config::invalid_permissions)?;
     // Earlier runs' saved results and artifacts stay readable: a result cut to the budget says
     // "read the rest with read_file", and with one-shot calls that read is a later process.
-    let runs = crate::state::runs_dir();
+    let runs = lathe_config::state::runs_dir();
     std::fs::create_dir_all(&runs)
         .with_context(|| format!("cannot create the directory of runs {}", runs.display()))?;
-    let run_dir = crate::state::new_run_dir();
+    let run_dir = lathe_config::state::new_run_dir();
     let session = setup.session_reading(run_dir.clone(), &[runs])?;
-    let dispatcher = Dispatcher::new(Arc::new(crate::setup::registry()), Arc::new(gate));
+    let dispatcher = Dispatcher::new(Arc::new(lathe_config::setup::registry()), Arc::new(gate));
     let approver = approver(args.approval);
     let calls = Calls {
         dispatcher: &dispatcher,
@@ -158,7 +158,7 @@ pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode
     };
     let terminating = {
         let session = Arc::clone(&session);
-        crate::signals::exit_on_termination(move || session.shutdown())
+        lathe_config::signals::exit_on_termination(move || session.shutdown())
     };
     let code = if args.batch {
         let code = batch(&calls).await?;
@@ -216,7 +216,7 @@ pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode
     };
     terminating.abort();
     session.shutdown();
-    crate::state::remove_if_empty(&run_dir);
+    lathe_config::state::remove_if_empty(&run_dir);
     Ok(ExitCode::from(code))
 }
 

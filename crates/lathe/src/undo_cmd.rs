@@ -153,7 +153,7 @@ fn open(
         None => newest_here(common, &store)?,
     };
     let checkpoints = Checkpoints::builder(
-        crate::state::data_dir(),
+        lathe_config::state::data_dir(),
         &session.workspace,
         session.id.as_str(),
     )
@@ -169,7 +169,7 @@ fn open(
 fn newest_here(common: &crate::cli::CommonArgs, store: &Store) -> anyhow::Result<Session> {
     let root = match &common.workspace {
         Some(dir) => dir.clone(),
-        None => crate::setup::default_workspace()?,
+        None => lathe_config::setup::default_workspace()?,
     };
     let root = root.canonicalize().unwrap_or(root);
     store

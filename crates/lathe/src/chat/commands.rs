@@ -19,10 +19,10 @@ use lathe_checkpoint::{Checkpoints, Force, UndoTarget};
 use lathe_runtime::{ApprovalDecision, CallStatus, FixedAnswer, Session, Tool, ToolContext};
 use lathe_tools::resolve::ResolveTool;
 
-use crate::agent_setup::Resolved;
 use crate::render::{Style, sanitize};
-use crate::setup::Setup;
 use crate::undo_cmd::Review;
+use lathe_config::agent_setup::Resolved;
+use lathe_config::setup::Setup;
 
 /// How many sessions `/sessions` lists.
 const SESSIONS_SHOWN: usize = 10;
@@ -339,7 +339,7 @@ pub async fn apply(command: Command, cx: Context<'_>) -> Outcome {
     match command {
         Command::Help => {
             let _ = writeln!(out, "{HELP}");
-            let project = crate::project_commands::Commands::load(&cx.setup.root);
+            let project = lathe_config::project_commands::Commands::load(&cx.setup.root);
             if !project.is_empty() {
                 let _ = write!(
                     out,

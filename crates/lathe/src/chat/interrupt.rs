@@ -145,7 +145,7 @@ pub fn end_on_termination(
     sink: EventSink,
     run: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
-    crate::signals::exit_on_termination(move || {
+    lathe_config::signals::exit_on_termination(move || {
         run.cancel();
         end_interrupted(&tools, &sink);
     })

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::server::{Elicit, Elicitation};
 use crate::chat::input::{Input, Purpose, Read};
 use crate::render::{Renderer, sanitize};
+use lathe_mcp::client::{Elicit, Elicitation};
 
 /// Asks on the chat's terminal; an empty answer to a required field, Ctrl-C or the end of
 /// input declines.

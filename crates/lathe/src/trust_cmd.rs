@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::{TrustState, WORKSPACE_FILE, canonical, read_yes, record, sha256_hex};
 use crate::EXIT_FAILURE;
+use lathe_config::trust::{TrustState, WORKSPACE_FILE, canonical, read_yes, record, sha256_hex};
 
 /// `lathe trust`.
 #[derive(Debug, Args)]
@@ -59,7 +59,7 @@ pub fn run(common: &crate::cli::CommonArgs, args: TrustArgs) -> anyhow::Result<E
     }
     let dir = match args.dir.as_ref().or(common.workspace.as_ref()) {
         Some(dir) => dir.clone(),
-        None => crate::setup::default_workspace()?,
+        None => lathe_config::setup::default_workspace()?,
     };
     if !dir.is_dir() {
         anyhow::bail!("workspace {} is not a directory", dir.display());
@@ -78,7 +78,7 @@ pub fn run(common: &crate::cli::CommonArgs, args: TrustArgs) -> anyhow::Result<E
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let Some(file) = crate::config::inspect_workspace(&workspace)? else {
+    let Some(file) = lathe_config::config::inspect_workspace(&workspace)? else {
         anyhow::bail!(
             "{} has no {WORKSPACE_FILE}: there is nothing to trust",
             workspace.display()

@@ -431,7 +431,7 @@ pub fn exec_task(
         anyhow::bail!(
             "no project command /{}: {known}; to send a task that starts with `/`, start it \
              with a space",
-            crate::render::sanitize(name)
+            crate::sanitize::sanitize(name)
         );
     };
     Ok((command.expand(args), Some(command.clone())))

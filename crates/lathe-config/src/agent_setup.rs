@@ -147,7 +147,7 @@ pub fn parse_context_window(text: &str) -> Result<u32, String> {
         format!(
             "'{}' is not a number of tokens: give the model's window as a whole number, such as \
              8192 (at least {MIN_CONTEXT_WINDOW})",
-            crate::render::sanitize(text)
+            crate::sanitize::sanitize(text)
         )
     })?;
     check_context_window(tokens)
@@ -246,7 +246,7 @@ pub fn resolve(
         (None, Some(text)) => Some(parse_provider(&text).map_err(|why| {
             anyhow::anyhow!(
                 "LATHE_PROVIDER={}: {why}; or unset it",
-                crate::render::sanitize(text.trim())
+                crate::sanitize::sanitize(text.trim())
             )
         })?),
         _ => None,
@@ -285,7 +285,7 @@ pub fn resolve(
         let tokens = parse_context_window(&text).map_err(|why| {
             anyhow::anyhow!(
                 "LATHE_CONTEXT_WINDOW={}: {why}; or unset it to use [model] context_window",
-                crate::render::sanitize(text.trim())
+                crate::sanitize::sanitize(text.trim())
             )
         })?;
         (tokens, "LATHE_CONTEXT_WINDOW")
@@ -479,7 +479,7 @@ pub fn checkpoints(
     if !resolved.checkpoints {
         return None;
     }
-    let opened = crate::sessions_cmd::open_store().and_then(|store| {
+    let opened = crate::state::open_store().and_then(|store| {
         lathe_checkpoint::Checkpoints::builder(
             crate::state::data_dir(),
             setup

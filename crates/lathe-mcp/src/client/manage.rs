@@ -10,9 +10,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use super::config::{self, ServerConfig};
-use crate::cli::CommonArgs;
-use crate::setup::Setup;
+use lathe_config::CommonArgs;
+use lathe_config::mcp::{self, ServerConfig};
+use lathe_config::setup::Setup;
 
 /// `lathe mcp list|add|remove`.
 #[derive(Debug, Subcommand)]
@@ -80,7 +80,7 @@ pub async fn run(common: &CommonArgs, action: McpAction) -> anyhow::Result<ExitC
 }
 
 fn user_file() -> anyhow::Result<PathBuf> {
-    crate::config::user_file().context(
+    lathe_config::config::user_file().context(
         "cannot tell where your configuration directory is: set LATHE_CONFIG_DIR (or HOME)",
     )
 }
@@ -129,7 +129,7 @@ async fn list(common: &CommonArgs) -> anyhow::Result<ExitCode> {
                         out,
                         "  {}{read}  {}",
                         super::tool_name(name, &tool.name),
-                        crate::render::sanitize(&about)
+                        lathe_config::sanitize::sanitize(&about)
                     )?;
                 }
             }
@@ -138,7 +138,7 @@ async fn list(common: &CommonArgs) -> anyhow::Result<ExitCode> {
                 writeln!(
                     out,
                     "{name}: failed: {} ({how})",
-                    crate::render::sanitize(reason)
+                    lathe_config::sanitize::sanitize(reason)
                 )?;
             }
         }
@@ -146,7 +146,7 @@ async fn list(common: &CommonArgs) -> anyhow::Result<ExitCode> {
     drop(out);
     super::stop(&started).await;
     Ok(if failed {
-        ExitCode::from(crate::EXIT_FAILURE)
+        ExitCode::from(lathe_config::EXIT_FAILURE)
     } else {
         ExitCode::SUCCESS
     })
@@ -190,7 +190,7 @@ fn entry(args: &AddArgs) -> anyhow::Result<ServerConfig> {
     };
     let mut one = BTreeMap::new();
     one.insert(args.name.clone(), config.clone());
-    config::check(&one).map_err(|e| anyhow::anyhow!("{e}"))?;
+    mcp::check(&one).map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(config)
 }
 

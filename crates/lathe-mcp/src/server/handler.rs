@@ -197,7 +197,7 @@ impl LazySession {
             .clone();
         if let Some(session) = session {
             session.shutdown();
-            crate::state::remove_if_empty(session.state_dir());
+            lathe_config::state::remove_if_empty(session.state_dir());
         }
     }
 }

@@ -10,7 +10,6 @@
 //!
 //! `lathe trust [DIR]` shows what the file would grant and records it.
 
-mod command;
 mod rate;
 
 use std::io::BufRead;
@@ -22,7 +21,6 @@ use sha2::{Digest, Sha256};
 
 use crate::config::Config;
 
-pub use command::{TrustArgs, run};
 pub use rate::split;
 
 /// The workspace's configuration file, relative to its root.
@@ -136,7 +134,7 @@ pub fn canonical(workspace: &Path) -> PathBuf {
 /// The trust state of `workspace`'s file with hash `sha256`. A store that cannot be opened
 /// counts as no record (untrusted), with a warning.
 pub fn state(workspace: &Path, sha256: &str) -> TrustState {
-    let store = match crate::sessions_cmd::open_store() {
+    let store = match crate::state::open_store() {
         Ok(store) => store,
         Err(err) => {
             tracing::warn!("cannot read trust records: {err:#}");
@@ -156,7 +154,7 @@ pub fn state(workspace: &Path, sha256: &str) -> TrustState {
 
 /// Records that the user trusts the file as it is now.
 pub fn record(file: &WorkspaceFile) -> anyhow::Result<()> {
-    let store = crate::sessions_cmd::open_store()?;
+    let store = crate::state::open_store()?;
     store
         .trust_config(&file.workspace, &file.sha256)
         .context("cannot record the trust")?;

@@ -1,4 +1,5 @@
-//! `[mcp_servers.NAME]`: how to reach one MCP server, and which of its tools to take.
+//! The MCP parts of the configuration: `[mcp]` (`lathe mcp`'s own settings) and
+//! `[mcp_servers.NAME]` (how to reach one MCP server, and which of its tools to take).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -119,6 +120,20 @@ pub fn check(servers: &BTreeMap<String, ServerConfig>) -> Result<(), String> {
     Ok(())
 }
 
+/// `lathe mcp`'s settings in the configuration (`[mcp]`).
+#[derive(Debug, Default, Clone, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpConfig {
+    /// Seconds without traffic before an idle HTTP session ends; 0: never.
+    pub session_timeout: Option<u64>,
+    /// More MCP client tools than this (default 20), and they are offered on demand through
+    /// `more_tools` instead of all at once.
+    pub defer_tools_over: Option<usize>,
+    /// More characters of MCP client tool definitions than this (default 16000), and they
+    /// are offered on demand.
+    pub defer_chars_over: Option<usize>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,5 +176,12 @@ mod tests {
         );
         let only = parse("[x]\ncommand = \"a\"\nenabled_tools = [\"one\"]\n").unwrap();
         assert!(only["x"].wants("one") && !only["x"].wants("two"));
+    }
+
+    #[test]
+    fn the_mcp_section_of_the_configuration() {
+        let config: McpConfig = toml::from_str("session_timeout = 42").unwrap();
+        assert_eq!(config.session_timeout, Some(42));
+        assert!(toml::from_str::<McpConfig>("timeout = 1").is_err());
     }
 }

@@ -54,7 +54,7 @@ pub struct Config {
     /// MCP servers whose tools the agent may call (`[mcp_servers.NAME]`, see
     /// `crate::mcp_client`). From a workspace's own file only once it is trusted, and never
     /// its `trusted` key.
-    pub mcp_servers: std::collections::BTreeMap<String, crate::mcp_client::ServerConfig>,
+    pub mcp_servers: std::collections::BTreeMap<String, crate::mcp::ServerConfig>,
     /// `web_fetch` and `web_search`: `timeout = 30` (seconds), `max_bytes = 5242880`,
     /// `max_redirects = 5`, `search_url` (a SearXNG endpoint; without it `web_search` is not
     /// offered).
@@ -82,7 +82,7 @@ impl Config {
         self.memory
             .check()
             .map_err(|err| anyhow::anyhow!("invalid configuration: {err}"))?;
-        crate::mcp_client::config::check(&self.mcp_servers)
+        crate::mcp::check(&self.mcp_servers)
             .map_err(|err| anyhow::anyhow!("invalid configuration: {err}"))?;
         Ok(self)
     }
@@ -143,7 +143,7 @@ impl<'de> Deserialize<'de> for Timeout {
 }
 
 /// The user's own configuration file.
-pub(crate) fn user_file() -> Option<PathBuf> {
+pub fn user_file() -> Option<PathBuf> {
     crate::state::config_dir().map(|dir| dir.join("config.toml"))
 }
 

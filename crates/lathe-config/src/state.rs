@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
+use anyhow::Context;
 use etcetera::BaseStrategy;
+use lathe_store::Store;
 
 /// Run directories of one-shot `lathe tool` calls older than this are removed.
 const RUN_DIR_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -87,6 +89,13 @@ fn prune(runs: &std::path::Path, now: SystemTime) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
+}
+
+/// Opens the sessions database in Lathe's data directory.
+pub fn open_store() -> anyhow::Result<Store> {
+    let path = lathe_store::default_database_path(&data_dir());
+    Store::open(&path)
+        .with_context(|| format!("cannot open the sessions database {}", path.display()))
 }
 
 #[cfg(test)]

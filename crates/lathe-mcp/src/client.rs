@@ -5,8 +5,6 @@
 //!
 //! Like `crate::mcp`, this is the only place that knows rmcp's client side.
 
-pub mod config;
-pub mod form;
 pub mod manage;
 mod server;
 mod tool;
@@ -15,11 +13,11 @@ use std::sync::Arc;
 
 use lathe_runtime::Registry;
 
-pub use config::ServerConfig;
-pub use server::{Elicit, RemoteTool, Server};
+pub use lathe_config::mcp::ServerConfig;
+pub use server::{Elicit, Elicitation, RemoteTool, Server};
 pub use tool::{McpTool, tool_name};
 
-use crate::setup::Setup;
+use lathe_config::setup::Setup;
 
 /// More MCP tools than this, and they are offered on demand (`[mcp] defer_tools_over`).
 pub const DEFAULT_DEFER_TOOLS_OVER: usize = 20;
@@ -94,7 +92,7 @@ pub fn add_tools(
             Err(reason) => {
                 notices.push(format!(
                     "MCP server `{name}` is left out: {}",
-                    crate::render::sanitize(reason)
+                    lathe_config::sanitize::sanitize(reason)
                 ));
                 continue;
             }

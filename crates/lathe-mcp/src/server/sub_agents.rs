@@ -27,8 +27,8 @@ use lathe_runtime::{Registry, Session, Tool as _};
 
 use super::approve::ElicitationApprover;
 use super::gate::{self, GateConfig};
-use crate::agent_setup::{self, ModelArgs};
-use crate::setup::Setup;
+use lathe_config::agent_setup::{self, ModelArgs};
+use lathe_config::setup::Setup;
 
 /// The model and limits every session's sub-agents use.
 pub struct SubAgentSetup {

@@ -8,11 +8,11 @@ mod checkpoint;
 mod classify;
 mod convert;
 mod gate;
+mod handler;
 mod http;
 mod progress;
 mod prompts;
 mod resources;
-mod server;
 mod sessions;
 mod stdio;
 mod sub_agents;
@@ -27,8 +27,8 @@ use std::time::Duration;
 use clap::Args;
 use lathe_policy::ApprovalMode;
 
-use crate::cli::CommonArgs;
-use crate::setup::Setup;
+use lathe_config::CommonArgs;
+use lathe_config::setup::Setup;
 
 /// `lathe mcp`.
 #[derive(Debug, Args)]
@@ -68,7 +68,7 @@ pub struct McpArgs {
     #[arg(long, short = 'm')]
     pub model: Option<String>,
     /// The model server's protocol: ollama or openai (any OpenAI-compatible server).
-    #[arg(long, value_parser = crate::agent_setup::parse_provider)]
+    #[arg(long, value_parser = lathe_config::agent_setup::parse_provider)]
     pub provider: Option<lathe_agent::provider::ProviderKind>,
     /// The model server (env OLLAMA_HOST / OPENAI_BASE_URL; default http://127.0.0.1:11434 for
     /// ollama, http://127.0.0.1:8080/v1 for openai).
@@ -80,13 +80,13 @@ pub struct McpArgs {
     pub log_file: Option<PathBuf>,
     /// Manage the MCP servers Lathe uses (`list`, `add`, `remove`); without one, serve.
     #[command(subcommand)]
-    pub action: Option<crate::mcp_client::manage::McpAction>,
+    pub action: Option<crate::client::manage::McpAction>,
 }
 
 /// Runs the server until the client disconnects (stdio) or a signal arrives (HTTP).
 pub async fn run(common: &CommonArgs, mut args: McpArgs) -> anyhow::Result<ExitCode> {
     if let Some(action) = args.action.take() {
-        return crate::mcp_client::manage::run(common, action).await;
+        return crate::client::manage::run(common, action).await;
     }
     if let Some(file) = &args.log_file {
         stdio::log_to(file)?;
@@ -98,7 +98,7 @@ pub async fn run(common: &CommonArgs, mut args: McpArgs) -> anyhow::Result<ExitC
         &setup.root,
         args.dangerously_skip_approvals,
     )?;
-    let model = crate::agent_setup::ModelArgs {
+    let model = lathe_config::agent_setup::ModelArgs {
         model: args.model.clone(),
         provider: args.provider,
         base_url: args.base_url.clone(),
@@ -125,15 +125,15 @@ pub async fn run(common: &CommonArgs, mut args: McpArgs) -> anyhow::Result<ExitC
         .or(setup.config.mcp.session_timeout.map(Duration::from_secs))
         .unwrap_or(sessions::DEFAULT_SESSION_TIMEOUT);
     let timeout = (!timeout.is_zero()).then_some(timeout);
-    let mut registry = crate::setup::registry();
+    let mut registry = lathe_config::setup::registry();
     checkpoint::register(&mut registry);
     if sub_agents.is_some() {
         lathe_agent::subagent::register_for_sessions(&mut registry);
     }
     // The configured MCP servers' tools, passed on to this server's own clients.
-    let (registry, _servers) = crate::mcp_client::with_servers(&setup, registry, None).await;
-    let shared = server::Shared::new(registry, gates, &root, new_session);
-    if let Some(hooks) = crate::hooks::load(&setup, "mcp")? {
+    let (registry, _servers) = crate::client::with_servers(&setup, registry, None).await;
+    let shared = handler::Shared::new(registry, gates, &root, new_session);
+    if let Some(hooks) = lathe_config::hooks::load(&setup, "mcp")? {
         shared.set_hooks(hooks);
     }
     let signal = match &args.listen {
@@ -145,20 +145,6 @@ pub async fn run(common: &CommonArgs, mut args: McpArgs) -> anyhow::Result<ExitC
         Some(number) => ExitCode::from(128u8.saturating_add(number as u8)),
         None => ExitCode::SUCCESS,
     })
-}
-
-/// `lathe mcp`'s settings in the configuration (`[mcp]`).
-#[derive(Debug, Default, Clone, serde::Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct McpConfig {
-    /// Seconds without traffic before an idle HTTP session ends; 0: never.
-    pub session_timeout: Option<u64>,
-    /// More MCP client tools than this (default 20), and they are offered on demand through
-    /// `more_tools` instead of all at once.
-    pub defer_tools_over: Option<usize>,
-    /// More characters of MCP client tool definitions than this (default 16000), and they
-    /// are offered on demand.
-    pub defer_chars_over: Option<usize>,
 }
 
 /// `--session-timeout`: `90`, `90s`, `500ms`, `10m`, `1h`.
@@ -190,7 +176,7 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
 /// A fresh state directory for one MCP session (several may live in one process over HTTP).
 fn session_dir() -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(1);
-    let base = crate::state::new_run_dir();
+    let base = lathe_config::state::new_run_dir();
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let mut name = base.file_name().unwrap_or_default().to_os_string();
     name.push(format!("-mcp{n}"));
@@ -211,12 +197,5 @@ mod tests {
         assert_eq!(parse_timeout("0").unwrap(), Duration::ZERO);
         assert!(parse_timeout("soon").unwrap_err().contains("500ms"));
         assert!(parse_timeout("5d").unwrap_err().contains("unknown unit"));
-    }
-
-    #[test]
-    fn the_mcp_section_of_the_configuration() {
-        let config: McpConfig = toml::from_str("session_timeout = 42").unwrap();
-        assert_eq!(config.session_timeout, Some(42));
-        assert!(toml::from_str::<McpConfig>("timeout = 1").is_err());
     }
 }

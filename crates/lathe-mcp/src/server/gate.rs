@@ -55,7 +55,7 @@ impl GateConfig {
             &self.root,
             self.skip_approvals,
         )
-        .map_err(crate::config::invalid_permissions)
+        .map_err(lathe_config::config::invalid_permissions)
     }
 
     /// Gives `session` its own gate.

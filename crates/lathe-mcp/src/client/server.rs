@@ -17,7 +17,7 @@ use tokio::io::AsyncReadExt;
 
 use lathe_runtime::{ProgressSink, ToolContext, ToolImage, ToolOutput, ToolProgress};
 
-use super::config::{ServerConfig, Transport};
+use lathe_config::mcp::{ServerConfig, Transport};
 
 /// The calls in flight that listen for progress, by progress token (as JSON text).
 type Listeners = Arc<Mutex<HashMap<String, ProgressSink>>>;

@@ -74,7 +74,7 @@ impl SessionCheckpoints {
         let client = self.client.as_str();
         let root = session.workspace().root().to_path_buf();
         let root = root.canonicalize().unwrap_or(root);
-        let store = crate::sessions_cmd::open_store()
+        let store = lathe_config::state::open_store()
             .inspect_err(|err| tracing::warn!("checkpoints without the sessions database: {err:#}"))
             .ok();
         let stored = store.as_ref().and_then(|store| {
@@ -100,14 +100,14 @@ impl SessionCheckpoints {
         };
         if let (Some(store), Some(stored)) = (&store, &stored) {
             // Held while this process serves the session: `lathe sessions` shows it running.
-            let owner = crate::agent_setup::own_session(stored).ok();
+            let owner = lathe_config::agent_setup::own_session(stored).ok();
             let (store, stored) = (store.clone(), stored.clone());
             session.on_shutdown(move || {
                 let _ = store.update_session_status(&stored, SessionStatus::Completed);
                 drop(owner);
             });
         }
-        let mut builder = Checkpoints::builder(crate::state::data_dir(), &root, id.as_str());
+        let mut builder = Checkpoints::builder(lathe_config::state::data_dir(), &root, id.as_str());
         if let Some(store) = store {
             builder = builder.store(store);
         }

@@ -7,7 +7,7 @@ use anyhow::Context;
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
-use super::server::{LatheServer, Scope, Shared};
+use super::handler::{LatheServer, Scope, Shared};
 use super::wire::LineTransport;
 
 /// Serves until the client closes stdin or a signal arrives, then ends the session (every
@@ -52,7 +52,7 @@ pub async fn serve(shared: Arc<Shared>) -> anyhow::Result<Option<i32>> {
     }
     closed.cancel();
     session.shutdown();
-    crate::state::remove_if_empty(session.state_dir());
+    lathe_config::state::remove_if_empty(session.state_dir());
     signal.abort();
     let number = signalled.load(std::sync::atomic::Ordering::SeqCst);
     Ok((number != 0).then_some(number))
@@ -62,7 +62,7 @@ pub async fn serve(shared: Arc<Shared>) -> anyhow::Result<Option<i32>> {
 /// killed before the process exits (they run in their own process groups, so a signal to ours
 /// would not reach them).
 async fn stop_on_signal(
-    signals: crate::signals::Listener,
+    signals: lathe_config::signals::Listener,
     closed: CancellationToken,
     service: CancellationToken,
     signalled: Arc<std::sync::atomic::AtomicI32>,
@@ -74,9 +74,9 @@ async fn stop_on_signal(
 }
 
 /// SIGTERM, SIGINT and SIGHUP, listened for from now on (before the first message is read).
-fn termination_signals() -> crate::signals::Listener {
+fn termination_signals() -> lathe_config::signals::Listener {
     use tokio::signal::unix::SignalKind;
-    crate::signals::listen(&[
+    lathe_config::signals::listen(&[
         SignalKind::terminate(),
         SignalKind::interrupt(),
         SignalKind::hangup(),

@@ -8,7 +8,7 @@ use anyhow::Context;
 use lathe_runtime::{Session, Workspace};
 use lathe_runtime::{commands, memory};
 
-use crate::cli::CommonArgs;
+use crate::args::CommonArgs;
 use crate::config::{self, Config};
 use crate::trust::WorkspaceFile;
 

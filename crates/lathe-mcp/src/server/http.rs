@@ -18,7 +18,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
 use super::classify::{Incoming as Classified, classify};
-use super::server::{LatheServer, LazySession, Scope, Shared};
+use super::handler::{LatheServer, LazySession, Scope, Shared};
 use super::sessions::{Links, Sessions};
 use super::wire::MAX_MESSAGE_BYTES;
 
@@ -295,16 +295,16 @@ fn plain(status: StatusCode, text: String) -> Response<Body> {
 }
 
 /// SIGTERM, SIGINT and SIGHUP, listened for from now on.
-fn termination_signals() -> crate::signals::Listener {
+fn termination_signals() -> lathe_config::signals::Listener {
     use tokio::signal::unix::SignalKind;
-    crate::signals::listen(&[
+    lathe_config::signals::listen(&[
         SignalKind::terminate(),
         SignalKind::interrupt(),
         SignalKind::hangup(),
     ])
 }
 
-async fn wait_for_signal(signals: crate::signals::Listener, stop: CancellationToken) -> i32 {
+async fn wait_for_signal(signals: lathe_config::signals::Listener, stop: CancellationToken) -> i32 {
     let number = signals.recv().await;
     stop.cancel();
     number

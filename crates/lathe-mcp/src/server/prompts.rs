@@ -9,7 +9,7 @@ use rmcp::model::{
     PromptArgument, PromptMessage, Role,
 };
 
-use crate::project_commands::Commands;
+use lathe_config::project_commands::Commands;
 
 /// The one argument every prompt takes: what follows `/NAME` in chat.
 const ARGUMENTS: &str = "arguments";
