@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use lathe_checkpoint::{CheckpointHook, Checkpoints};
 use lathe_policy::{PermissionsConfig, PolicyError};
-use lathe_runtime::{Dispatcher, Hook, Profile, Registry, Session};
+use lathe_runtime::{Hook, Host, Profile, Registry, Session, TurnRecorder};
 
 use crate::approval::{ApprovalMode, Approver, Gate, NonInteractive};
 use crate::events::Event;
@@ -380,8 +380,17 @@ impl AgentBuilder {
             in_profile.use_profile(profile);
             Arc::new(in_profile)
         };
-        let (registry, approver, sub_agents) = match self.sub_agents {
-            None => (registry, approver, None),
+        // The session's pipeline, built once: the checkpoints' recorder first, then the hooks.
+        let host = Host::builder(registry, gate)
+            .checkpoints(
+                self.checkpoints
+                    .clone()
+                    .map(|hook| hook as Arc<dyn TurnRecorder>),
+            )
+            .hooks(self.hooks)
+            .build();
+        let (host, approver, sub_agents) = match self.sub_agents {
+            None => (host, approver, None),
             Some(config) => {
                 // The parent and its children ask one approver, one request at a time.
                 let approver: Arc<dyn Approver> = Arc::new(SerializedApprover::new(approver));
@@ -390,36 +399,22 @@ impl AgentBuilder {
                     Parent {
                         provider: Arc::clone(&self.provider),
                         config: self.config.clone(),
-                        registry: Arc::clone(&registry),
-                        gate: Arc::clone(&gate),
+                        host: host.clone(),
                         approver: Arc::clone(&approver),
                         session: Arc::clone(&self.tools),
                         sink: sink.clone(),
-                        hooks: self
-                            .checkpoints
-                            .iter()
-                            .map(|hook| Arc::clone(hook) as Arc<dyn Hook>)
-                            .chain(self.hooks.iter().cloned())
-                            .collect(),
                     },
                 );
-                let mut with_tools = (*registry).clone();
+                let mut with_tools = (**host.registry()).clone();
                 agents.register(&mut with_tools);
-                (Arc::new(with_tools), approver, Some(agents))
+                (
+                    host.with_registry(Arc::new(with_tools)),
+                    approver,
+                    Some(agents),
+                )
             }
         };
-        let mut dispatcher = Dispatcher::new(registry, gate);
-        if let Some(hook) = &self.checkpoints {
-            dispatcher = dispatcher.with_hook(Arc::clone(hook) as Arc<dyn Hook>);
-        }
-        for hook in self.hooks {
-            dispatcher = dispatcher.with_hook(hook);
-        }
-        let runner = Arc::new(ToolRunner::with_dispatcher(
-            Arc::new(dispatcher),
-            self.tools,
-            approver,
-        ));
+        let runner = Arc::new(ToolRunner::with_host(host, self.tools, approver));
         let mut executor = Executor::new(self.provider, runner, sink, self.config);
         executor.set_sub_agents(sub_agents);
         executor.set_checkpoints(self.checkpoints);

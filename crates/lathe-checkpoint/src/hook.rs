@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use lathe_policy::AnalysisContext;
-use lathe_runtime::{CallInfo, Effect, FileChange, Hook, Outcome, Session};
+use lathe_runtime::{
+    CallInfo, Effect, FileChange, Hook, Outcome, Session, TurnChange, TurnRecorder,
+};
 
 use crate::{Checkpoints, DiffStat, Result};
 
@@ -122,5 +124,23 @@ impl Hook for CheckpointHook {
                 "\n[note: no checkpoint could be made before this call ({why}); undo will not cover its changes]"
             ));
         }
+    }
+}
+
+impl TurnRecorder for CheckpointHook {
+    fn begin_turn(&self, turn: u32) {
+        CheckpointHook::begin_turn(self, turn);
+    }
+
+    fn end_turn(&self) -> std::result::Result<Option<TurnChange>, String> {
+        CheckpointHook::end_turn(self)
+            .map(|stat| {
+                stat.map(|stat| TurnChange {
+                    files: stat.files,
+                    added: stat.added,
+                    removed: stat.removed,
+                })
+            })
+            .map_err(|err| err.to_string())
     }
 }

@@ -51,6 +51,7 @@ mod odb;
 mod pack;
 mod refs;
 mod restore;
+pub mod session;
 mod shadow;
 mod tree;
 mod walk;

@@ -10,6 +10,7 @@
 pub mod agent_setup;
 mod args;
 pub mod branch;
+pub mod checkpoints;
 pub mod config;
 pub mod hooks;
 pub mod mcp;

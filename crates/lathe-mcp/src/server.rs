@@ -4,7 +4,6 @@
 //! [`McpArgs`] and [`run`].
 
 mod approve;
-mod checkpoint;
 mod classify;
 mod convert;
 mod gate;
@@ -126,7 +125,7 @@ pub async fn run(common: &CommonArgs, mut args: McpArgs) -> anyhow::Result<ExitC
         .unwrap_or(sessions::DEFAULT_SESSION_TIMEOUT);
     let timeout = (!timeout.is_zero()).then_some(timeout);
     let mut registry = lathe_config::setup::registry();
-    checkpoint::register(&mut registry);
+    lathe_checkpoint::session::register(&mut registry);
     if sub_agents.is_some() {
         lathe_agent::subagent::register_for_sessions(&mut registry);
     }

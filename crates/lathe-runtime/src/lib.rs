@@ -96,6 +96,7 @@ pub mod commands;
 pub mod dispatch;
 pub mod documents;
 pub mod hooks;
+pub mod host;
 pub mod memory;
 pub mod meta;
 pub mod paging;
@@ -114,6 +115,7 @@ pub use dispatch::{
     ApprovalDecision, ApprovalRequest, Approver, Authorized, CallInfo, CallStatus, Dispatcher,
     FixedAnswer, Gate, Hook, NonInteractive, Outcome, PreToolAnswer, Refuse, Verdict,
 };
+pub use host::{Host, HostBuilder, TurnChange, TurnRecorder};
 pub use lathe_policy::{ApprovalMode, PermissionsConfig};
 pub use meta::{CommandMeta, CommandState, FileChange, LineRange, MAX_CHANGE_DIFF_LINES, Metadata};
 pub use pending::{NOTHING_PENDING, PENDING_UNAVAILABLE, PendingAction, PendingSummary};

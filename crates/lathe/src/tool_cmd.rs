@@ -1,8 +1,10 @@
 //! `lathe tools` and `lathe tool`: the tool runtime with no model.
 //!
-//! Calls go through the same dispatcher as the agent's and `lathe mcp`'s (name resolution,
-//! arguments, the gate, the plan, the budget), so a call gives the same answer here. What
-//! differs is who approves: see [`approver`].
+//! Calls go through a host built as the agent's and `lathe mcp`'s are (name resolution,
+//! arguments, the gate, the plan, the budget, the configured `[hooks]`), so a call gives the same
+//! answer here. A call that changes the workspace is a checkpointed turn of its own in a stored
+//! session of this run, which `lathe undo` takes back. What differs is who approves: see
+//! [`approver`].
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -14,11 +16,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use lathe_checkpoint::changes_workspace;
+use lathe_checkpoint::session::SessionCheckpoints;
+use lathe_config::checkpoints::Recorded;
 use lathe_policy::ApprovalMode;
 use lathe_runtime::dispatch::{
-    ApprovalDecision, ApprovalRequest, Approver, CallStatus, Dispatcher, FixedAnswer, Gate, Outcome,
+    ApprovalDecision, ApprovalRequest, Approver, CallStatus, FixedAnswer, Gate, Outcome,
 };
-use lathe_runtime::{Metadata, ToolContext, ToolOutput};
+use lathe_runtime::{Hook, Host, Metadata, ToolContext, ToolOutput, TurnRecorder};
 
 use crate::cli::{CommonArgs, ToolArgs, ToolsArgs};
 use crate::{EXIT_FAILURE, EXIT_USAGE};
@@ -135,13 +140,9 @@ pub const ONE_SHOT_PENDING: &str = "the previewed change was not kept: nothing w
 /// `lathe tool NAME [ARGS]` and `lathe tool --batch`.
 pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode> {
     let setup = Setup::load(common)?;
-    let gate = Gate::with_permissions(
-        &setup.config.permissions,
-        args.approval.unwrap_or(ApprovalMode::Full),
-        &setup.root,
-        false,
-    )
-    .map_err(lathe_config::config::invalid_permissions)?;
+    let mode = args.approval.unwrap_or(ApprovalMode::Full);
+    let gate = Gate::with_permissions(&setup.config.permissions, mode, &setup.root, false)
+        .map_err(lathe_config::config::invalid_permissions)?;
     // Earlier runs' saved results and artifacts stay readable: a result cut to the budget says
     // "read the rest with read_file", and with one-shot calls that read is a later process.
     let runs = lathe_config::state::runs_dir();
@@ -149,10 +150,35 @@ pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode
         .with_context(|| format!("cannot create the directory of runs {}", runs.display()))?;
     let run_dir = lathe_config::state::new_run_dir();
     let session = setup.session_reading(run_dir.clone(), &[runs])?;
-    let dispatcher = Dispatcher::new(Arc::new(lathe_config::setup::registry()), Arc::new(gate));
+    let title = match (&args.name, args.batch) {
+        (_, true) | (None, _) => "lathe tool --batch".to_owned(),
+        (Some(name), false) => format!("lathe tool {name}"),
+    };
+    // Opened (a stored session created) only when a call first changes something.
+    let checkpoints = setup.config.agent.checkpoints.unwrap_or(true).then(|| {
+        SessionCheckpoints::of(
+            &session,
+            lathe_config::checkpoints::opener(Recorded {
+                provider: "tool".to_owned(),
+                model: "lathe tool".to_owned(),
+                approval: mode,
+                title,
+            }),
+        )
+    });
+    let hooks = lathe_config::hooks::load(&setup, "tool")?;
+    let host = Host::builder(Arc::new(lathe_config::setup::registry()), Arc::new(gate))
+        .checkpoints(
+            checkpoints
+                .clone()
+                .map(|checkpoints| checkpoints as Arc<dyn TurnRecorder>),
+        )
+        .hooks(hooks.map(|hooks| hooks as Arc<dyn Hook>))
+        .build();
     let approver = approver(args.approval);
     let calls = Calls {
-        dispatcher: &dispatcher,
+        host: &host,
+        checkpoints: checkpoints.as_deref(),
         approver: approver.as_ref(),
         session: &session,
     };
@@ -286,7 +312,9 @@ impl Approver for Unattended {
 
 /// What the calls of one `lathe tool` run share.
 struct Calls<'a> {
-    dispatcher: &'a Dispatcher,
+    host: &'a Host,
+    /// The run's checkpoints, unless `[agent] checkpoints = false`.
+    checkpoints: Option<&'a SessionCheckpoints>,
     approver: &'a dyn Approver,
     session: &'a Arc<lathe_runtime::Session>,
 }
@@ -302,12 +330,35 @@ impl Calls<'_> {
                 cancel.cancel();
             }
         });
-        let outcome = self
-            .dispatcher
-            .call(name, arguments, self.approver, ctx)
-            .await;
+        let outcome = self.run(name, arguments, ctx).await;
         watcher.abort();
         outcome
+    }
+
+    /// Prepares, authorizes and runs one call; one that may change the workspace runs as a
+    /// checkpointed turn of its own.
+    async fn run(&self, name: &str, arguments: Value, ctx: ToolContext) -> Outcome {
+        let dispatcher = self.host.dispatcher();
+        let call_id = ctx.call_id.clone().unwrap_or_default();
+        let call = match dispatcher.prepare(name, arguments, self.session) {
+            Ok(call) => call,
+            Err(outcome) => return outcome,
+        };
+        let authorized = match dispatcher
+            .authorize(call, &call_id, self.approver, self.session, &ctx.cancel)
+            .await
+        {
+            Ok(authorized) => authorized,
+            Err(outcome) => return outcome,
+        };
+        let Some(checkpoints) = self.checkpoints else {
+            return dispatcher.run(authorized, ctx).await;
+        };
+        let changes = changes_workspace(&authorized.info().effects, self.session)
+            && checkpoints.keeps(self.session);
+        checkpoints
+            .around(self.host, changes, false, dispatcher.run(authorized, ctx))
+            .await
     }
 }
 

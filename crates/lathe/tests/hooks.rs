@@ -376,3 +376,40 @@ fn session_start_hooks_are_told_startup_clear_or_resume() {
     assert_eq!(term.wait_exit(), 0, "{}", term.screen());
     assert_eq!(sources(), ["startup", "clear", "resume"]);
 }
+
+#[test]
+fn lathe_tool_runs_the_configured_pre_and_post_tool_use_hooks() {
+    // No model: `lathe tool` goes through the same host as the agent, hooks included.
+    let h = Harness::new(Script::new());
+    h.user_config(
+        "[[hooks.PreToolUse]]\nmatcher = \"write_file\"\ncommand = \"cat > .pre.json\"\n\
+         [[hooks.PostToolUse]]\nmatcher = \"write_file\"\ncommand = \"cat > .post.json\"\n\
+         [[hooks.PreToolUse]]\nmatcher = \"shell\"\ncommand = \"echo 'not here' >&2; exit 2\"\n",
+    );
+    let output = h
+        .lathe()
+        .args([
+            "tool",
+            "write_file",
+            r#"{"path": "a.txt", "content": "hi\n"}"#,
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&output, 0);
+    assert_eq!(h.read("a.txt"), "hi\n");
+    let pre: Value = serde_json::from_str(&h.read(".pre.json")).unwrap();
+    assert_eq!(pre["hook_event_name"], "PreToolUse");
+    assert_eq!(pre["tool_name"], "write_file");
+    assert_eq!(pre["tool_input"]["path"], "a.txt");
+    let post: Value = serde_json::from_str(&h.read(".post.json")).unwrap();
+    assert_eq!(post["hook_event_name"], "PostToolUse");
+    // A hook that refuses stops the call, as in the agent.
+    let output = h
+        .lathe()
+        .args(["tool", "shell", r#"{"command": "touch made"}"#])
+        .output()
+        .unwrap();
+    assert_exit(&output, 1);
+    assert!(!h.ws.join("made").exists(), "the refused call ran");
+    assert!(stdout(&output).contains("not here"), "{}", stdout(&output));
+}

@@ -601,13 +601,16 @@ impl Executor {
             }
             let (planned, stop) = self.plan(&turn, &mut repeats);
             let started = Instant::now();
-            if let Some(hook) = &self.checkpoints {
-                hook.begin_turn(session_turn);
-            }
+            self.runner.host().begin_turn(session_turn);
             self.tell_tools_vision().await;
             let results = self.runner.run_batch(&planned, &self.sink, cancel).await;
-            if let Some(hook) = &self.checkpoints
-                && let Some(recorded) = checkpoint::end_turn(hook, session_turn, &self.sink)
+            if let Some(recorded) = checkpoint::end_turn(
+                self.runner.host(),
+                self.checkpoints.clone(),
+                session_turn,
+                &self.sink,
+            )
+            .await
             {
                 checkpoints.push(recorded.step.clone());
                 self.sink.emit(Event::CheckpointCreated(recorded));

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use lathe_runtime::dispatch::{CallStatus, Dispatcher, Outcome};
+use lathe_runtime::dispatch::{CallStatus, Outcome};
 use lathe_runtime::{Registry, Session, ToolContext};
 #[allow(
     deprecated,
@@ -24,13 +24,20 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use lathe_checkpoint::changes_workspace;
+use lathe_checkpoint::session::{SessionCheckpoints, is_checkpoint_tool};
+use lathe_config::checkpoints::Recorded;
+use lathe_runtime::{Host, TurnRecorder};
 
 use super::approve::ElicitationApprover;
-use super::checkpoint::{self, SessionCheckpoints};
 use super::convert;
 use super::gate::{self, GateConfig};
 use super::progress::Forwarder;
 use super::sessions::Links;
+
+/// A session's host, kept in its tool session.
+struct SessionHost {
+    host: Host,
+}
 
 /// What every connection of one server shares.
 pub struct Shared {
@@ -87,13 +94,31 @@ impl Shared {
         let _ = self.hooks.set(hooks);
     }
 
-    /// A dispatcher over the tools and `gate`, with the configured hooks.
-    fn dispatcher(&self, gate: Arc<lathe_runtime::Gate>) -> Dispatcher {
-        let dispatcher = Dispatcher::new(Arc::clone(&self.registry), gate);
-        match self.hooks.get() {
-            Some(hooks) => dispatcher.with_hook(Arc::clone(hooks)),
-            None => dispatcher,
-        }
+    /// The host of `session`'s calls, built on its first call: the tools, the session's own
+    /// gate, the configured hooks, and the session's checkpoints (opened when a call first
+    /// changes something), which record each changing call as a turn of its own.
+    fn host(
+        &self,
+        session: &Arc<Session>,
+        gate: Arc<lathe_runtime::Gate>,
+        client: &str,
+    ) -> (Host, Arc<SessionCheckpoints>) {
+        let checkpoints = SessionCheckpoints::of(
+            session,
+            lathe_config::checkpoints::opener(Recorded {
+                provider: "mcp".to_owned(),
+                model: client.to_owned(),
+                approval: self.gates.mode(),
+                title: format!("MCP session of {client}"),
+            }),
+        );
+        let host = session.extension(|| SessionHost {
+            host: Host::builder(Arc::clone(&self.registry), gate)
+                .checkpoints(Some(Arc::clone(&checkpoints) as Arc<dyn TurnRecorder>))
+                .hooks(self.hooks.get().cloned())
+                .build(),
+        });
+        (host.host.clone(), checkpoints)
     }
 
     /// The tools `session` offers now ([`Registry::is_offered`]: `resolve` only while an
@@ -374,9 +399,8 @@ impl LatheServer {
             .filter(|name| !name.is_empty())
             .unwrap_or_else(|| "an MCP client".to_owned());
         // Before the call is prepared: a restore's effects are the files its checkpoints hold.
-        let checkpoints = SessionCheckpoints::of(&session, self.shared.gates.mode(), &client);
-        // A dispatcher is two `Arc`s: one per call, over the session's own gate.
-        let dispatcher = self.shared.dispatcher(Arc::clone(&gate));
+        let (host, checkpoints) = self.shared.host(&session, gate, &client);
+        let dispatcher = host.dispatcher();
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         let call = match dispatcher.prepare(&request.name, arguments, &session) {
             Ok(call) => call,
@@ -429,19 +453,12 @@ impl LatheServer {
         .await;
         // A call that may change the workspace is a turn of its own, recorded around it; the
         // checkpoint tools record their own steps.
-        let own = checkpoint::is_checkpoint_tool(&name);
-        let hook = (!own && changes_workspace(&authorized.info().effects, &ctx.session))
-            .then(|| checkpoints.hook(&ctx.session))
-            .flatten();
-        let dispatcher = match &hook {
-            Some(hook) => self
-                .shared
-                .dispatcher(gate)
-                .with_hook(Arc::clone(hook) as Arc<dyn lathe_runtime::Hook>),
-            None => dispatcher,
-        };
+        let own = is_checkpoint_tool(&name);
+        let changes = !own
+            && changes_workspace(&authorized.info().effects, &ctx.session)
+            && checkpoints.keeps(&ctx.session);
         let outcome = checkpoints
-            .around(hook, own, dispatcher.run(authorized, ctx))
+            .around(&host, changes, own, dispatcher.run(authorized, ctx))
             .await;
         if let Some((forwarder, _)) = forwarder {
             forwarder.finish().await;

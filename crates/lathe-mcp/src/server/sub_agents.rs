@@ -117,14 +117,13 @@ pub fn enter(
         Parent {
             provider: Arc::clone(&setup.provider),
             config: setup.config.clone(),
-            registry: Arc::clone(&setup.registry),
-            gate,
+            // The children's own pipeline: the built-in tools and the session's gate.
+            host: lathe_runtime::Host::builder(Arc::clone(&setup.registry), gate).build(),
             approver,
             session: Arc::clone(session),
             // Not stored: an MCP session is not a stored session; the transcripts stay
             // readable with read_sub_agent while the session lasts.
             sink: EventSink::detached(Arc::new(|_: &lathe_agent::events::Event| {})),
-            hooks: Vec::new(),
         },
     );
     agents.attach(session);

@@ -217,9 +217,14 @@ impl Dispatcher {
 
     /// The same pipeline (its gate and hooks) over `registry`: the tools in another profile.
     pub fn with_registry(&self, registry: Arc<Registry>) -> Dispatcher {
+        self.with_parts(registry, Arc::clone(&self.gate))
+    }
+
+    /// The same hooks over another registry and gate (a sub-agent's).
+    pub fn with_parts(&self, registry: Arc<Registry>, gate: Arc<Gate>) -> Dispatcher {
         Dispatcher {
             registry,
-            gate: Arc::clone(&self.gate),
+            gate,
             hooks: self.hooks.clone(),
         }
     }

@@ -1,26 +1,29 @@
-//! Checkpoints of an MCP client's session: every `tools/call` that changes the workspace is a
-//! turn of its own, recorded before and after it runs, and the client sees and takes back its
-//! turns with `checkpoint_list` and `checkpoint_restore` (tools of `lathe mcp` only: the model
-//! of `exec` and `chat` has `lathe undo`'s person at the keyboard instead).
+//! Checkpoints of a session whose every changing call is a turn of its own: an MCP client's
+//! (`lathe mcp`) and a `lathe tool` run's. Each call that may change the workspace is recorded
+//! before and after it runs, one at a time within the session ([`SessionCheckpoints::around`]),
+//! and the client sees and takes back its turns with `checkpoint_list` and `checkpoint_restore`
+//! (tools of `lathe mcp` only: the model of `exec` and `chat` has `lathe undo`'s person at the
+//! keyboard instead).
 //!
-//! Each MCP session (each stdio connection, each `Mcp-Session-Id`) gets a stored session of its
-//! own the first time it calls a tool, so its history is separate from every other session's,
-//! and `lathe sessions show`, `lathe undo --session` and `lathe diff --session` find it.
+//! The checkpoints are opened (the session's stored record created, by the front end's
+//! [`Opener`]) only when a call first changes something or asks for its checkpoints, so a
+//! session that only reads leaves nothing behind.
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use lathe_checkpoint::{
-    CheckpointHook, Checkpoints, Coverage, Force, Step, StepKind, Uncovered, UndoTarget,
-};
-use lathe_policy::ApprovalMode;
 use lathe_runtime::{
-    Effect, Registry, Session, Tool, ToolContext, ToolHints, ToolKind, ToolOutput, hints_for,
+    CallInfo, Effect, FileChange, Hook, Host, Outcome, Registry, Session, Tool, ToolContext,
+    ToolHints, ToolKind, ToolOutput, TurnChange, TurnRecorder, hints_for,
 };
-use lathe_store::{NewSession, SessionStatus};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
+
+use crate::{
+    CheckpointHook, Checkpoints, Coverage, Force, Step, StepKind, Uncovered, UndoTarget,
+    changes_workspace,
+};
 
 /// At most this many uncovered paths are named; the rest are counted.
 const UNCOVERED_SHOWN: usize = 5;
@@ -37,11 +40,15 @@ pub fn is_checkpoint_tool(name: &str) -> bool {
     name == CheckpointListTool::NAME || name == CheckpointRestoreTool::NAME
 }
 
-/// One MCP session's checkpoints, kept in its tool session. Opened (its stored session
-/// created) only when a call first changes something or asks for its checkpoints.
+/// Opens a session's checkpoints the first time they are needed: creates the session's stored
+/// record (the front end knows the store and the data directory) and returns the checkpoints
+/// with the id they are kept under, or why the session keeps none.
+pub type Opener = Box<dyn Fn(&Session) -> Result<(Arc<Checkpoints>, String), String> + Send + Sync>;
+
+/// One session's checkpoints, kept in its tool session. Opened only when a call first changes
+/// something or asks for its checkpoints.
 pub struct SessionCheckpoints {
-    approval: ApprovalMode,
-    client: String,
+    opener: Opener,
     opened: OnceLock<Opened>,
     /// The next turn's number; held while a changing call (or a restore) runs, so that two
     /// calls of one session never share a turn.
@@ -56,75 +63,51 @@ struct Opened {
 }
 
 impl SessionCheckpoints {
-    /// The checkpoints of `session` (nothing is opened yet).
-    pub fn of(session: &Arc<Session>, approval: ApprovalMode, client: &str) -> Arc<Self> {
+    /// The checkpoints of `session`, opened by `opener` when first needed (nothing is opened
+    /// yet); the ones it already has when it has some.
+    pub fn of(session: &Arc<Session>, opener: Opener) -> Arc<Self> {
         session.extension(|| SessionCheckpoints {
-            approval,
-            client: client.to_owned(),
+            opener,
             opened: OnceLock::new(),
             next_turn: tokio::sync::Mutex::new(1),
         })
     }
 
     fn opened(&self, session: &Session) -> &Opened {
-        self.opened.get_or_init(|| self.open(session))
+        self.opened.get_or_init(|| match (self.opener)(session) {
+            Ok((checkpoints, id)) => Opened {
+                hook: Ok(Arc::new(CheckpointHook::new(checkpoints))),
+                id,
+            },
+            Err(why) => {
+                tracing::warn!("{why}");
+                Opened {
+                    hook: Err(why),
+                    id: String::new(),
+                }
+            }
+        })
     }
 
-    fn open(&self, session: &Session) -> Opened {
-        let client = self.client.as_str();
-        let root = session.workspace().root().to_path_buf();
-        let root = root.canonicalize().unwrap_or(root);
-        let store = lathe_config::state::open_store()
-            .inspect_err(|err| tracing::warn!("checkpoints without the sessions database: {err:#}"))
-            .ok();
-        let stored = store.as_ref().and_then(|store| {
-            store
-                .create_session(NewSession {
-                    workspace: root.clone(),
-                    provider: "mcp".to_owned(),
-                    model: client.to_owned(),
-                    approval: self.approval.as_str().to_owned(),
-                    title: Some(format!("MCP session of {client}")),
-                    ..NewSession::default()
-                })
-                .inspect_err(|err| tracing::warn!("cannot record the MCP session: {err}"))
-                .ok()
-        });
-        let id = match &stored {
-            Some(id) => id.as_str().to_owned(),
-            None => format!(
-                "mcp-{}-{}",
-                std::process::id(),
-                lathe_store::Timestamp::now().as_millis()
-            ),
-        };
-        if let (Some(store), Some(stored)) = (&store, &stored) {
-            // Held while this process serves the session: `lathe sessions` shows it running.
-            let owner = lathe_config::agent_setup::own_session(stored).ok();
-            let (store, stored) = (store.clone(), stored.clone());
-            session.on_shutdown(move || {
-                let _ = store.update_session_status(&stored, SessionStatus::Completed);
-                drop(owner);
-            });
-        }
-        let mut builder = Checkpoints::builder(lathe_config::state::data_dir(), &root, id.as_str());
-        if let Some(store) = store {
-            builder = builder.store(store);
-        }
-        let hook = builder
-            .build()
-            .map(|checkpoints| Arc::new(CheckpointHook::new(Arc::new(checkpoints))))
-            .map_err(|err| format!("this session keeps no checkpoints: {err}"));
-        if let Err(why) = &hook {
-            tracing::warn!("{why}");
-        }
-        Opened { hook, id }
+    /// The hook around the session's changing calls, when it has been opened and keeps
+    /// checkpoints.
+    fn open_hook(&self) -> Option<&Arc<CheckpointHook>> {
+        self.opened
+            .get()
+            .and_then(|opened| opened.hook.as_ref().ok())
     }
 
-    /// The hook to run around a call of `session` that changes the workspace, when the
-    /// session keeps checkpoints (opened now if they were not).
-    pub fn hook(&self, session: &Session) -> Option<Arc<CheckpointHook>> {
-        self.opened(session).hook.as_ref().ok().cloned()
+    /// Whether the session keeps checkpoints (they are opened now if they were not).
+    pub fn keeps(&self, session: &Session) -> bool {
+        self.opened(session).hook.is_ok()
+    }
+
+    /// The stored session the checkpoints are kept under, once opened.
+    pub fn id(&self) -> Option<&str> {
+        self.opened
+            .get()
+            .filter(|opened| opened.hook.is_ok())
+            .map(|opened| opened.id.as_str())
     }
 
     fn checkpoints(&self, session: &Session) -> Result<Arc<Checkpoints>, String> {
@@ -135,33 +118,74 @@ impl SessionCheckpoints {
             .map_err(Clone::clone)
     }
 
-    /// Runs `call` (a changing call with `hook`, or a checkpoint tool's, when `exclusive`):
-    /// one at a time within the session, and with `hook`, as a turn of its own, recorded
-    /// before its first change and after it ends.
+    /// Runs `call` on `host` (whose recorder is these checkpoints): a call that may change the
+    /// workspace (`changes`), or a checkpoint tool's (`exclusive`), one at a time within the
+    /// session, and a changing one as a turn of its own, recorded before its first change and
+    /// after it ends.
     pub async fn around<F: Future>(
         &self,
-        hook: Option<Arc<CheckpointHook>>,
+        host: &Host,
+        changes: bool,
         exclusive: bool,
         call: F,
     ) -> F::Output {
-        if hook.is_none() && !exclusive {
+        if !changes && !exclusive {
             return call.await;
         }
         let mut next = self.next_turn.lock().await;
-        if let Some(hook) = &hook {
-            hook.begin_turn(*next);
+        if changes {
+            host.begin_turn(*next);
         }
         let output = call.await;
-        if let Some(hook) = hook {
-            match tokio::task::spawn_blocking(move || hook.end_turn()).await {
+        if changes {
+            match host.finish_turn().await {
                 // The number is kept for the next call when this one changed nothing.
-                Ok(Ok(Some(_))) => *next += 1,
-                Ok(Ok(None)) => {}
-                Ok(Err(err)) => tracing::warn!("cannot record the end of turn {}: {err}", *next),
-                Err(err) => tracing::warn!("recording turn {} stopped: {err}", *next),
+                Ok(Some(_)) => *next += 1,
+                Ok(None) => {}
+                Err(err) => tracing::warn!("cannot record the end of turn {}: {err}", *next),
             }
         }
         output
+    }
+}
+
+/// The recorder of the session's turns: opens the checkpoints before the first call that may
+/// change the workspace, and passes the turn's bounds to them once they are open.
+impl Hook for SessionCheckpoints {
+    fn before_run(
+        &self,
+        call: &CallInfo,
+        changes: &[FileChange],
+        session: &Session,
+    ) -> Result<(), String> {
+        if is_checkpoint_tool(&call.name) || !changes_workspace(&call.effects, session) {
+            return Ok(());
+        }
+        match &self.opened(session).hook {
+            Ok(hook) => hook.before_run(call, changes, session),
+            Err(_) => Ok(()),
+        }
+    }
+
+    fn after(&self, call: &CallInfo, outcome: &mut Outcome, session: &Session) {
+        if let Some(hook) = self.open_hook() {
+            hook.after(call, outcome, session);
+        }
+    }
+}
+
+impl TurnRecorder for SessionCheckpoints {
+    fn begin_turn(&self, turn: u32) {
+        if let Some(hook) = self.open_hook() {
+            CheckpointHook::begin_turn(hook, turn);
+        }
+    }
+
+    fn end_turn(&self) -> Result<Option<TurnChange>, String> {
+        match self.open_hook() {
+            Some(hook) => TurnRecorder::end_turn(hook.as_ref()),
+            None => Ok(None),
+        }
     }
 }
 
@@ -333,7 +357,7 @@ fn what(step: &Step, steps: &[Step]) -> String {
     }
 }
 
-fn counts(file: &lathe_checkpoint::FileStat) -> String {
+fn counts(file: &crate::FileStat) -> String {
     match (file.added, file.removed) {
         (Some(added), Some(removed)) => format!("+{added} -{removed}"),
         _ => "(binary)".to_owned(),
@@ -552,7 +576,7 @@ mod tests {
     use super::*;
 
     use lathe_runtime::dispatch::{Gate, Verdict};
-    use lathe_runtime::{PermissionsConfig, ToolConfig, Workspace};
+    use lathe_runtime::{ApprovalMode, PermissionsConfig, ToolConfig, Workspace};
 
     /// A session whose checkpoints hold one turn that wrote `notes.txt`.
     fn session_with_a_turn(dirs: &tempfile::TempDir) -> Arc<Session> {
@@ -570,20 +594,16 @@ mod tests {
             dirs.path().join("state"),
         )
         .unwrap();
-        session.extension(|| SessionCheckpoints {
-            approval: ApprovalMode::Auto,
-            client: "test".into(),
-            opened: OnceLock::from(Opened {
-                hook: Ok(Arc::new(CheckpointHook::new(Arc::new(checkpoints)))),
-                id: "s1".into(),
-            }),
-            next_turn: tokio::sync::Mutex::new(2),
-        });
+        let checkpoints = Arc::new(checkpoints);
+        SessionCheckpoints::of(
+            &session,
+            Box::new(move |_| Ok((Arc::clone(&checkpoints), "s1".to_owned()))),
+        );
         session
     }
 
     fn verdict(mode: ApprovalMode, session: &Arc<Session>) -> Verdict {
-        let mut registry = lathe_tools::builtin();
+        let mut registry = Registry::new();
         register(&mut registry);
         let call = registry
             .prepare("checkpoint_restore", json!({}), session)
@@ -602,7 +622,7 @@ mod tests {
     fn a_restore_is_judged_as_writes_to_the_files_it_puts_back() {
         let dirs = tempfile::tempdir().unwrap();
         let session = session_with_a_turn(&dirs);
-        let mut registry = lathe_tools::builtin();
+        let mut registry = Registry::new();
         register(&mut registry);
         let call = registry
             .prepare("checkpoint_restore", json!({}), &session)
@@ -629,7 +649,7 @@ mod tests {
 
     #[test]
     fn the_checkpoint_tools_are_known_by_their_registered_names() {
-        let mut registry = lathe_tools::builtin();
+        let mut registry = Registry::new();
         register(&mut registry);
         assert!(registry.definition("checkpoint_list").is_some());
         assert!(registry.definition("checkpoint_restore").is_some());
