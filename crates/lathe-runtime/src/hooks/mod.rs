@@ -13,24 +13,33 @@
 //! a JSON object on stdout answers (`hookSpecificOutput.permissionDecision` of `allow`, `deny`
 //! or `ask` with `permissionDecisionReason`; `decision: "block"` with `reason`;
 //! `hookSpecificOutput.additionalContext`); any other exit, output that is not JSON, a hook that
-//! cannot start or runs past its timeout (then its whole process group is killed) is noted and
-//! the run goes on.
+//! cannot start or runs past its timeout (then it is killed with everything it started) is
+//! noted and the run goes on.
+//!
+//! A hook runs as any command does, under a `lathe-exec` supervisor of its own (see
+//! [`Supervisor::run_piped`]): in its own session and process group, marked, and covered by the
+//! guard. What it leaves running when it ends (`sleep 100 &`, a daemon that forks twice) is
+//! killed then, and a SIGKILLed Lathe leaves none of its processes behind. Its environment is
+//! Lathe's own, as it is (plus the supervisor's mark): unlike the model's commands, hooks are
+//! the user's.
 //!
 //! [`Hooks`] runs them; as a dispatcher [`Hook`] it runs the tool events for every
 //! front end (the agent, `lathe mcp`), and front ends call [`Hooks::run`] for the others.
 
 use std::path::PathBuf;
-use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use lathe_exec::{CommandStatus, ExecError, PipedSpec, Supervisor};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::dispatch::{CallInfo, CallStatus, Hook, Outcome, PreToolAnswer};
 use crate::session::Session;
+
+#[cfg(test)]
+mod tests;
 
 /// A hook's timeout when its entry gives none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -171,6 +180,37 @@ pub struct Hooks {
     session_id: String,
     cwd: PathBuf,
     notes: NoteSink,
+    /// The supervisor hooks run under, made for the first hook that runs (or why it could not
+    /// be).
+    processes: OnceLock<Result<Processes, String>>,
+}
+
+/// A supervisor for the hooks alone. Its state directory is a temporary one, since
+/// [`Supervisor::run_piped`] keeps no artifact there and the session's may not exist yet (a
+/// `SessionStart` hook) or be shared by several sessions (`lathe mcp`).
+struct Processes {
+    supervisor: Supervisor,
+    /// Removed after the supervisor (fields drop in declaration order), whose drop kills
+    /// whatever a hook still runs.
+    _state: tempfile::TempDir,
+}
+
+impl Processes {
+    fn new() -> Result<Processes, String> {
+        let state = tempfile::Builder::new()
+            .prefix("lathe-hooks-")
+            .tempdir()
+            .map_err(|err| format!("cannot create a temporary directory: {err}"))?;
+        // No grace: a hook past its timeout is killed with SIGKILL at once, as it always was.
+        let supervisor = Supervisor::builder(state.path())
+            .kill_grace(Duration::ZERO)
+            .build()
+            .map_err(|err| err.to_string())?;
+        Ok(Processes {
+            supervisor,
+            _state: state,
+        })
+    }
 }
 
 impl std::fmt::Debug for Hooks {
@@ -268,6 +308,7 @@ impl Hooks {
             session_id: session_id.into(),
             cwd,
             notes,
+            processes: OnceLock::new(),
         })
     }
 
@@ -321,7 +362,9 @@ impl Hooks {
     ) {
         let name = event.name();
         let shown = crate::text::one_line(&hook.command, 80);
-        let ran = match run_command(&hook.command, &self.cwd, stdin, hook.timeout).await {
+        let processes = self.processes.get_or_init(Processes::new);
+        let ran = match run_command(processes, &hook.command, &self.cwd, stdin, hook.timeout).await
+        {
             Ok(ran) => ran,
             Err(RunError::Start(err)) => {
                 self.note(&format!("{name} hook `{shown}` could not start: {err}"));
@@ -437,75 +480,51 @@ struct Ran {
 }
 
 enum RunError {
-    Start(std::io::Error),
+    Start(String),
     TimedOut,
 }
 
-/// Runs `command` with `sh -c` in `cwd` in its own process group, `stdin` on its stdin; past
-/// `timeout` the whole group is killed.
+/// Runs `command` with `sh -c` in `cwd`, `stdin` on its stdin, under the hooks' supervisor: in
+/// its own session and process group, killed with everything it started past `timeout`, and
+/// what it leaves running killed when it ends.
 async fn run_command(
+    processes: &Result<Processes, String>,
     command: &str,
     cwd: &std::path::Path,
     stdin: &str,
     timeout: Duration,
 ) -> Result<Ran, RunError> {
-    let mut child = tokio::process::Command::new("sh")
+    let processes = processes
+        .as_ref()
+        .map_err(|err| RunError::Start(err.clone()))?;
+    let spec = PipedSpec::new("sh", cwd)
         .arg("-c")
         .arg(command)
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(RunError::Start)?;
-    let pid = child.id();
-    let mut input = child.stdin.take();
-    let mut out = child.stdout.take();
-    let mut err = child.stderr.take();
-    let stdin = stdin.as_bytes().to_vec();
-    let work = async {
-        let write = async {
-            if let Some(mut input) = input.take() {
-                // A hook that does not read its stdin closes the pipe: not an error.
-                let _ = input.write_all(&stdin).await;
-            }
-        };
-        let read = |pipe: Option<tokio::process::ChildStdout>| async move {
-            let mut bytes = Vec::new();
-            if let Some(pipe) = pipe {
-                let _ = pipe.take(OUTPUT_CAP as u64).read_to_end(&mut bytes).await;
-            }
-            String::from_utf8_lossy(&bytes).into_owned()
-        };
-        let read_err = async {
-            let mut bytes = Vec::new();
-            if let Some(pipe) = err.take() {
-                let _ = pipe.take(OUTPUT_CAP as u64).read_to_end(&mut bytes).await;
-            }
-            String::from_utf8_lossy(&bytes).into_owned()
-        };
-        let ((), stdout, stderr) = tokio::join!(write, read(out.take()), read_err);
-        let status = child.wait().await;
-        (status, stdout, stderr)
+        .stdin(stdin.as_bytes())
+        .timeout(timeout)
+        .output_cap(OUTPUT_CAP);
+    let out = match processes.supervisor.run_piped(spec).await {
+        Ok(out) => out,
+        // The system's reason alone (`No such file or directory`), as it always read.
+        Err(ExecError::Spawn { source, .. }) => return Err(RunError::Start(source.to_string())),
+        Err(err) => return Err(RunError::Start(err.to_string())),
     };
-    match tokio::time::timeout(timeout, work).await {
-        Ok((status, stdout, stderr)) => Ok(Ran {
-            code: status.ok().and_then(|s| s.code()),
-            stdout,
-            stderr,
-        }),
-        Err(_) => {
-            if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
-                // SAFETY: a plain system call; the group is the hook's own (process_group(0)).
-                unsafe {
-                    libc::killpg(pid, libc::SIGKILL);
-                }
-            }
-            Err(RunError::TimedOut)
-        }
+    if out.killed > 0 {
+        tracing::debug!(
+            "hook `{command}`: {} processes killed at its end",
+            out.killed
+        );
     }
+    let code = match out.status {
+        CommandStatus::TimedOut { .. } => return Err(RunError::TimedOut),
+        CommandStatus::Exited { code } => Some(code),
+        _ => None,
+    };
+    Ok(Ran {
+        code,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    })
 }
 
 /// The result as a hook reads it in `tool_response`.
