@@ -68,6 +68,7 @@ mod prompt;
 pub mod provider;
 pub mod runner;
 pub mod sink;
+pub mod stored;
 pub mod stream;
 pub mod subagent;
 pub mod text;

@@ -50,6 +50,7 @@ mod objects;
 mod odb;
 mod pack;
 mod refs;
+pub mod report;
 mod restore;
 pub mod session;
 mod shadow;

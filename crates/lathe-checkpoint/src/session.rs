@@ -13,20 +13,17 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use lathe_runtime::{
-    CallInfo, Effect, FileChange, Hook, Host, Outcome, Registry, Session, Tool, ToolContext,
-    ToolHints, ToolKind, ToolOutput, TurnChange, TurnRecorder, hints_for,
+    Approver, CallInfo, Effect, FileChange, Hook, Host, Outcome, Registry, Session, Tool,
+    ToolContext, ToolHints, ToolKind, ToolOutput, TurnChange, TurnRecorder, hints_for,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::report::uncovered_line;
 use crate::{
-    CheckpointHook, Checkpoints, Coverage, Force, Step, StepKind, Uncovered, UndoTarget,
-    changes_workspace,
+    CheckpointHook, Checkpoints, Coverage, Force, Step, StepKind, UndoTarget, changes_workspace,
 };
-
-/// At most this many uncovered paths are named; the rest are counted.
-const UNCOVERED_SHOWN: usize = 5;
 
 /// Adds `checkpoint_list` and `checkpoint_restore` to `registry`.
 pub fn register(registry: &mut Registry) {
@@ -146,6 +143,39 @@ impl SessionCheckpoints {
             }
         }
         output
+    }
+}
+
+impl SessionCheckpoints {
+    /// One call on `host` (whose recorder is these checkpoints): prepared, authorized with
+    /// `approver`, and run, as a turn of its own when it may change the workspace.
+    pub async fn call(
+        &self,
+        host: &Host,
+        name: &str,
+        arguments: serde_json::Value,
+        approver: &dyn Approver,
+        ctx: ToolContext,
+    ) -> Outcome {
+        let dispatcher = host.dispatcher();
+        let call = match dispatcher.prepare(name, arguments, &ctx.session) {
+            Ok(call) => call,
+            Err(outcome) => return outcome,
+        };
+        let call_id = ctx.call_id.clone().unwrap_or_default();
+        let authorized = match dispatcher
+            .authorize(call, &call_id, approver, &ctx.session, &ctx.cancel)
+            .await
+        {
+            Ok(authorized) => authorized,
+            Err(outcome) => return outcome,
+        };
+        let own = is_checkpoint_tool(&authorized.info().name);
+        let changes = !own
+            && changes_workspace(&authorized.info().effects, &ctx.session)
+            && self.keeps(&ctx.session);
+        self.around(host, changes, own, dispatcher.run(authorized, ctx))
+            .await
     }
 }
 
@@ -296,7 +326,7 @@ fn list(checkpoints: &Checkpoints, id: &str) -> ToolOutput {
              checkpoint_restore {\"turn\": N}\n",
         );
     }
-    let uncovered = uncovered_line(checkpoints);
+    let uncovered = uncovered_line(checkpoints, "checkpoints", "files over the size limit");
     if !uncovered.is_empty() {
         text.push_str(&uncovered);
         text.push('\n');
@@ -510,7 +540,7 @@ fn restore(checkpoints: &Checkpoints, target: UndoTarget, force: Force) -> ToolO
         );
         text.push_str(&lines(&restored.conflicts));
     }
-    let uncovered = uncovered_line(checkpoints);
+    let uncovered = uncovered_line(checkpoints, "checkpoints", "files over the size limit");
     if !uncovered.is_empty() {
         text.push_str(&uncovered);
     }
@@ -529,46 +559,6 @@ fn restore(checkpoints: &Checkpoints, target: UndoTarget, force: Force) -> ToolO
         .with_meta("conflicts", paths(&restored.conflicts))
         .with_meta("failed", paths(&failed))
         .with_meta("step", restored.step.clone())
-}
-
-/// What the checkpoints do not cover, in one line (empty when everything is).
-fn uncovered_line(checkpoints: &Checkpoints) -> String {
-    let Ok(uncovered) = checkpoints.uncovered() else {
-        return String::new();
-    };
-    let (mut ignored, mut large, mut nested) = (Vec::new(), Vec::new(), Vec::new());
-    for item in uncovered {
-        match item {
-            Uncovered::Ignored(path) => ignored.push(path.display().to_string()),
-            Uncovered::TooLarge { path, size } => {
-                large.push(format!("{} ({} MiB)", path.display(), size / (1024 * 1024)))
-            }
-            Uncovered::NestedRepository(path) => nested.push(path.display().to_string()),
-        }
-    }
-    let names = |items: Vec<String>| {
-        let total = items.len();
-        let mut shown: Vec<String> = items.into_iter().take(UNCOVERED_SHOWN).collect();
-        if total > UNCOVERED_SHOWN {
-            shown.push(format!("and {} more", total - UNCOVERED_SHOWN));
-        }
-        shown.join(", ")
-    };
-    let mut parts = Vec::new();
-    if !large.is_empty() {
-        parts.push(format!("files over the size limit: {}", names(large)));
-    }
-    if !ignored.is_empty() {
-        parts.push(format!("ignored: {}", names(ignored)));
-    }
-    if !nested.is_empty() {
-        parts.push(format!("nested repositories: {}", names(nested)));
-    }
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!("not covered by checkpoints: {}", parts.join("; "))
-    }
 }
 
 #[cfg(test)]

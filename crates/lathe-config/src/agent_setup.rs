@@ -21,7 +21,7 @@ use lathe_agent::provider::{
 use lathe_agent::subagent::{self, SubAgentConfig};
 use lathe_agent::{Agent, AgentBuilder, BuildError};
 use lathe_runtime::Session;
-use lathe_store::{NewSession, SessionId, Store};
+use lathe_store::{NewSession, Session as StoredSession, SessionId, SessionStatus, Store};
 
 use crate::setup::Setup;
 
@@ -466,6 +466,19 @@ pub fn session_is_owned(id: &SessionId) -> bool {
     };
     // SAFETY: as above; a shared lock that is granted is dropped with the file.
     unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) != 0 }
+}
+
+/// A session stored as running whose process is gone (killed, or the machine went down) is
+/// interrupted: said so in the store, and in what is shown.
+pub fn settle(store: &Store, session: &mut StoredSession) {
+    if session.status == SessionStatus::Running
+        && !session_is_owned(&session.id)
+        && store
+            .update_session_status(&session.id, SessionStatus::Interrupted)
+            .is_ok()
+    {
+        session.status = SessionStatus::Interrupted;
+    }
 }
 
 /// The checkpoints of stored session `id` in the workspace, or `None` when they are turned off

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use lathe_checkpoint::Checkpoints;
-use lathe_checkpoint::session::Opener;
+use lathe_checkpoint::session::{Opener, SessionCheckpoints};
 use lathe_policy::ApprovalMode;
 use lathe_store::{NewSession, SessionStatus};
 
@@ -21,6 +21,36 @@ pub struct Recorded {
     pub approval: ApprovalMode,
     /// The session's title in `lathe sessions`.
     pub title: String,
+}
+
+/// The host of a session whose changing calls are each a turn: the tools, its gate, the
+/// configured `hooks`, and its checkpoints (opened when a call first changes something) as the
+/// recorder, unless `recorded` is `None` (checkpoints turned off). Built once: a session that
+/// has a host gets the same one again.
+pub fn per_call_host(
+    session: &Arc<lathe_runtime::Session>,
+    registry: Arc<lathe_runtime::Registry>,
+    gate: Arc<lathe_runtime::Gate>,
+    hooks: Option<Arc<dyn lathe_runtime::Hook>>,
+    recorded: Option<Recorded>,
+) -> (lathe_runtime::Host, Option<Arc<SessionCheckpoints>>) {
+    let checkpoints = recorded.map(|recorded| SessionCheckpoints::of(session, opener(recorded)));
+    let host = session.extension(|| SessionHost {
+        host: lathe_runtime::Host::builder(registry, gate)
+            .checkpoints(
+                checkpoints
+                    .clone()
+                    .map(|checkpoints| checkpoints as Arc<dyn lathe_runtime::TurnRecorder>),
+            )
+            .hooks(hooks)
+            .build(),
+    });
+    (host.host.clone(), checkpoints)
+}
+
+/// A session's host, kept in its tool session.
+struct SessionHost {
+    host: lathe_runtime::Host,
 }
 
 /// Opens the checkpoints of the session `recorded` describes, when first needed: its stored

@@ -13,6 +13,7 @@ pub mod branch;
 pub mod checkpoints;
 pub mod config;
 pub mod hooks;
+pub mod lines;
 pub mod mcp;
 pub mod project_commands;
 pub mod sanitize;

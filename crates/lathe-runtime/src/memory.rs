@@ -128,6 +128,52 @@ pub fn read(
     Ok(Some((bytes, meta.len())))
 }
 
+/// A workspace's memory file, for whoever edits it by hand (`lathe memory`).
+pub struct MemoryFile {
+    workspace: Workspace,
+    target: ResolvedPath,
+}
+
+impl MemoryFile {
+    /// The memory file `path` of `workspace` (see [`resolve`]).
+    pub fn open(workspace: Workspace, path: &str) -> Result<MemoryFile, String> {
+        let target = resolve(&workspace, path)?;
+        Ok(MemoryFile { workspace, target })
+    }
+
+    /// Where it is.
+    pub fn target(&self) -> &ResolvedPath {
+        &self.target
+    }
+
+    /// The path as shown: relative to the workspace.
+    pub fn shown(&self) -> &str {
+        self.target.shown()
+    }
+
+    /// The file's text; `None` when there is no file.
+    pub fn text(&self) -> Result<Option<String>, String> {
+        let read = read(&self.workspace, &self.target, usize::MAX)
+            .map_err(|err| format!("cannot read the memory file {}: {err}", self.shown()))?;
+        read.map(|(bytes, _)| {
+            String::from_utf8(bytes).map_err(|_| {
+                format!(
+                    "the memory file {} is not UTF-8 text; fix it with `lathe memory edit`",
+                    self.shown()
+                )
+            })
+        })
+        .transpose()
+    }
+
+    /// Replaces the file's text, atomically.
+    pub fn write(&self, text: &str) -> Result<(), String> {
+        self.workspace
+            .write_atomic(&self.target, text.as_bytes(), 0o644)
+            .map_err(|err| format!("cannot write the memory file {}: {err}", self.shown()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

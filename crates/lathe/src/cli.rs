@@ -44,7 +44,7 @@ pub enum Command {
     Policy(crate::policy_cmd::PolicyArgs),
     /// Trust the workspace's .lathe/config.toml: show what it grants, then record it (--list,
     /// --revoke).
-    Trust(crate::trust_cmd::TrustArgs),
+    Trust(lathe_config::trust::TrustArgs),
     /// The project's memory (.lathe/memory.md), read by every new session: show, edit or
     /// clear it.
     Memory(crate::memory_cmd::MemoryArgs),

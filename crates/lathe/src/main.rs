@@ -10,7 +10,6 @@ mod policy_cmd;
 mod render;
 mod sessions_cmd;
 mod tool_cmd;
-mod trust_cmd;
 mod undo_cmd;
 
 use std::process::ExitCode;
@@ -81,7 +80,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Diff(args) => undo_cmd::diff(&common, args),
         Command::Mcp(args) => lathe_mcp::server::run(&common, args).await,
         Command::Policy(args) => policy_cmd::run(&common, args),
-        Command::Trust(args) => trust_cmd::run(&common, args),
+        Command::Trust(args) => lathe_config::trust::run(&common, args),
         Command::Memory(args) => memory_cmd::run(&common, args),
     }
 }

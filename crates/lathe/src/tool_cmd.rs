@@ -6,24 +6,24 @@
 //! session of this run, which `lathe undo` takes back. What differs is who approves: see
 //! [`approver`].
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
 use futures::future::BoxFuture;
+use lathe_config::lines::{Line, read_bounded_line};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use lathe_checkpoint::changes_workspace;
 use lathe_checkpoint::session::SessionCheckpoints;
 use lathe_config::checkpoints::Recorded;
 use lathe_policy::ApprovalMode;
 use lathe_runtime::dispatch::{
     ApprovalDecision, ApprovalRequest, Approver, CallStatus, FixedAnswer, Gate, Outcome,
 };
-use lathe_runtime::{Hook, Host, Metadata, ToolContext, ToolOutput, TurnRecorder};
+use lathe_runtime::{Hook, Host, Metadata, ToolContext, ToolOutput};
 
 use crate::cli::{CommonArgs, ToolArgs, ToolsArgs};
 use crate::{EXIT_FAILURE, EXIT_USAGE};
@@ -154,27 +154,26 @@ pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode
         (_, true) | (None, _) => "lathe tool --batch".to_owned(),
         (Some(name), false) => format!("lathe tool {name}"),
     };
-    // Opened (a stored session created) only when a call first changes something.
-    let checkpoints = setup.config.agent.checkpoints.unwrap_or(true).then(|| {
-        SessionCheckpoints::of(
-            &session,
-            lathe_config::checkpoints::opener(Recorded {
-                provider: "tool".to_owned(),
-                model: "lathe tool".to_owned(),
-                approval: mode,
-                title,
-            }),
-        )
-    });
+    // Checkpoints are opened (a stored session created) only when a call first changes something.
+    let recorded = setup
+        .config
+        .agent
+        .checkpoints
+        .unwrap_or(true)
+        .then(|| Recorded {
+            provider: "tool".to_owned(),
+            model: "lathe tool".to_owned(),
+            approval: mode,
+            title,
+        });
     let hooks = lathe_config::hooks::load(&setup, "tool")?;
-    let host = Host::builder(Arc::new(lathe_config::setup::registry()), Arc::new(gate))
-        .checkpoints(
-            checkpoints
-                .clone()
-                .map(|checkpoints| checkpoints as Arc<dyn TurnRecorder>),
-        )
-        .hooks(hooks.map(|hooks| hooks as Arc<dyn Hook>))
-        .build();
+    let (host, checkpoints) = lathe_config::checkpoints::per_call_host(
+        &session,
+        Arc::new(lathe_config::setup::registry()),
+        Arc::new(gate),
+        hooks.map(|hooks| hooks as Arc<dyn Hook>),
+        recorded,
+    );
     let approver = approver(args.approval);
     let calls = Calls {
         host: &host,
@@ -330,35 +329,22 @@ impl Calls<'_> {
                 cancel.cancel();
             }
         });
-        let outcome = self.run(name, arguments, ctx).await;
+        // A call that may change the workspace is a checkpointed turn of its own.
+        let outcome = match self.checkpoints {
+            Some(checkpoints) => {
+                checkpoints
+                    .call(self.host, name, arguments, self.approver, ctx)
+                    .await
+            }
+            None => {
+                self.host
+                    .dispatcher()
+                    .call(name, arguments, self.approver, ctx)
+                    .await
+            }
+        };
         watcher.abort();
         outcome
-    }
-
-    /// Prepares, authorizes and runs one call; one that may change the workspace runs as a
-    /// checkpointed turn of its own.
-    async fn run(&self, name: &str, arguments: Value, ctx: ToolContext) -> Outcome {
-        let dispatcher = self.host.dispatcher();
-        let call_id = ctx.call_id.clone().unwrap_or_default();
-        let call = match dispatcher.prepare(name, arguments, self.session) {
-            Ok(call) => call,
-            Err(outcome) => return outcome,
-        };
-        let authorized = match dispatcher
-            .authorize(call, &call_id, self.approver, self.session, &ctx.cancel)
-            .await
-        {
-            Ok(authorized) => authorized,
-            Err(outcome) => return outcome,
-        };
-        let Some(checkpoints) = self.checkpoints else {
-            return dispatcher.run(authorized, ctx).await;
-        };
-        let changes = changes_workspace(&authorized.info().effects, self.session)
-            && checkpoints.keeps(self.session);
-        checkpoints
-            .around(self.host, changes, false, dispatcher.run(authorized, ctx))
-            .await
     }
 }
 
@@ -471,92 +457,6 @@ fn write_result(answer: &Answer<'_>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One line of input, or how long a line over the limit was.
-#[derive(Debug, PartialEq, Eq)]
-enum Line {
-    /// The line, without its newline.
-    Whole(Vec<u8>),
-    /// A line longer than the limit: its length in bytes; its content was discarded.
-    TooLong(usize),
-}
-
 fn too_long(what: &str, size: usize) -> String {
     format!("{what} is {size} bytes long, over the limit of {MAX_INPUT_BYTES} bytes (64 MiB)")
-}
-
-/// Reads up to the next newline (`by_line`) or to the end of input, keeping at most `limit`
-/// bytes: what goes past the limit is read and dropped, so memory stays bounded. `None` at the
-/// end of input.
-fn read_bounded_line(
-    input: &mut impl BufRead,
-    limit: usize,
-    by_line: bool,
-) -> std::io::Result<Option<Line>> {
-    let mut line = Vec::new();
-    let mut size = 0usize;
-    let mut any = false;
-    loop {
-        let available = match input.fill_buf() {
-            Ok(available) => available,
-            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(err) => return Err(err),
-        };
-        if available.is_empty() {
-            break;
-        }
-        any = true;
-        let (chunk, end) = match available.iter().position(|&b| by_line && b == b'\n') {
-            Some(at) => (&available[..at], Some(at + 1)),
-            None => (available, None),
-        };
-        size = size.saturating_add(chunk.len());
-        if size <= limit {
-            line.extend_from_slice(chunk);
-        } else if !line.is_empty() {
-            line = Vec::new();
-        }
-        let consumed = end.unwrap_or(available.len());
-        input.consume(consumed);
-        if end.is_some() {
-            break;
-        }
-    }
-    if !any {
-        return Ok(None);
-    }
-    Ok(Some(if size > limit {
-        Line::TooLong(size)
-    } else {
-        Line::Whole(line)
-    }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lines_over_the_limit_are_measured_and_dropped() {
-        let mut input = std::io::BufReader::with_capacity(4, &b"abc\n0123456789\n\nxy"[..]);
-        let mut next = || read_bounded_line(&mut input, 5, true).unwrap();
-        assert_eq!(next(), Some(Line::Whole(b"abc".to_vec())));
-        assert_eq!(next(), Some(Line::TooLong(10)));
-        assert_eq!(next(), Some(Line::Whole(Vec::new())));
-        assert_eq!(next(), Some(Line::Whole(b"xy".to_vec())));
-        assert_eq!(next(), None);
-    }
-
-    #[test]
-    fn whole_input_mode_reads_past_newlines_up_to_the_limit() {
-        let mut input = &b"{\"a\":\n1}"[..];
-        assert_eq!(
-            read_bounded_line(&mut input, 64, false).unwrap(),
-            Some(Line::Whole(b"{\"a\":\n1}".to_vec()))
-        );
-        let mut input = &b"0123456789"[..];
-        assert_eq!(
-            read_bounded_line(&mut input, 9, false).unwrap(),
-            Some(Line::TooLong(10))
-        );
-    }
 }

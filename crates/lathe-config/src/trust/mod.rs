@@ -10,6 +10,7 @@
 //!
 //! `lathe trust [DIR]` shows what the file would grant and records it.
 
+mod command;
 mod rate;
 
 use std::io::BufRead;
@@ -21,6 +22,7 @@ use sha2::{Digest, Sha256};
 
 use crate::config::Config;
 
+pub use command::{TrustArgs, run};
 pub use rate::split;
 
 /// The workspace's configuration file, relative to its root.

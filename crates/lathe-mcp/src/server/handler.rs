@@ -26,18 +26,13 @@ use tokio_util::sync::CancellationToken;
 use lathe_checkpoint::changes_workspace;
 use lathe_checkpoint::session::{SessionCheckpoints, is_checkpoint_tool};
 use lathe_config::checkpoints::Recorded;
-use lathe_runtime::{Host, TurnRecorder};
+use lathe_runtime::Host;
 
 use super::approve::ElicitationApprover;
 use super::convert;
 use super::gate::{self, GateConfig};
 use super::progress::Forwarder;
 use super::sessions::Links;
-
-/// A session's host, kept in its tool session.
-struct SessionHost {
-    host: Host,
-}
 
 /// What every connection of one server shares.
 pub struct Shared {
@@ -103,22 +98,21 @@ impl Shared {
         gate: Arc<lathe_runtime::Gate>,
         client: &str,
     ) -> (Host, Arc<SessionCheckpoints>) {
-        let checkpoints = SessionCheckpoints::of(
+        let (host, checkpoints) = lathe_config::checkpoints::per_call_host(
             session,
-            lathe_config::checkpoints::opener(Recorded {
+            Arc::clone(&self.registry),
+            gate,
+            self.hooks.get().cloned(),
+            Some(Recorded {
                 provider: "mcp".to_owned(),
                 model: client.to_owned(),
                 approval: self.gates.mode(),
                 title: format!("MCP session of {client}"),
             }),
         );
-        let host = session.extension(|| SessionHost {
-            host: Host::builder(Arc::clone(&self.registry), gate)
-                .checkpoints(Some(Arc::clone(&checkpoints) as Arc<dyn TurnRecorder>))
-                .hooks(self.hooks.get().cloned())
-                .build(),
-        });
-        (host.host.clone(), checkpoints)
+        // `Some` recorded: the session always has its checkpoints.
+        let checkpoints = checkpoints.expect("checkpoints were asked for");
+        (host, checkpoints)
     }
 
     /// The tools `session` offers now ([`Registry::is_offered`]: `resolve` only while an

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use super::{TrustState, WORKSPACE_FILE, canonical, read_yes, record, sha256_hex};
 use crate::EXIT_FAILURE;
-use lathe_config::trust::{TrustState, WORKSPACE_FILE, canonical, read_yes, record, sha256_hex};
 
 /// `lathe trust`.
 #[derive(Debug, Args)]
@@ -31,10 +31,10 @@ pub struct TrustArgs {
 
 /// Runs `lathe trust`: 0 recorded (or listed, revoked), 1 declined, 2 usage errors (no file, an
 /// unreadable or invalid one).
-pub fn run(common: &crate::cli::CommonArgs, args: TrustArgs) -> anyhow::Result<ExitCode> {
+pub fn run(common: &crate::CommonArgs, args: TrustArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     if args.list {
-        let store = crate::sessions_cmd::open_store()?;
+        let store = crate::state::open_store()?;
         let records = store.trust_records()?;
         if records.is_empty() {
             writeln!(out, "no trusted workspace configurations")?;
@@ -59,14 +59,14 @@ pub fn run(common: &crate::cli::CommonArgs, args: TrustArgs) -> anyhow::Result<E
     }
     let dir = match args.dir.as_ref().or(common.workspace.as_ref()) {
         Some(dir) => dir.clone(),
-        None => lathe_config::setup::default_workspace()?,
+        None => crate::setup::default_workspace()?,
     };
     if !dir.is_dir() {
         anyhow::bail!("workspace {} is not a directory", dir.display());
     }
     let workspace = canonical(&dir);
     if args.revoke {
-        let store = crate::sessions_cmd::open_store()?;
+        let store = crate::state::open_store()?;
         if store.revoke_trust(&workspace)? {
             writeln!(
                 out,
@@ -78,7 +78,7 @@ pub fn run(common: &crate::cli::CommonArgs, args: TrustArgs) -> anyhow::Result<E
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let Some(file) = lathe_config::config::inspect_workspace(&workspace)? else {
+    let Some(file) = crate::config::inspect_workspace(&workspace)? else {
         anyhow::bail!(
             "{} has no {WORKSPACE_FILE}: there is nothing to trust",
             workspace.display()
