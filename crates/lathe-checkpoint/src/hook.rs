@@ -52,6 +52,10 @@ impl CheckpointHook {
 
     /// Ends the current turn: records what it left, and returns the size of its change
     /// (`None` when it changed nothing).
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "synchronous: async callers go through Host::finish_turn"
+    )]
     pub fn end_turn(&self) -> Result<Option<DiffStat>> {
         self.checkpoints
             .after_turn(self.turn.load(Ordering::SeqCst))
@@ -87,6 +91,10 @@ fn may_change(effects: &[Effect], session: &Session, home: &std::path::Path) -> 
 }
 
 impl Hook for CheckpointHook {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the dispatcher runs before_run hooks on a blocking thread"
+    )]
     fn before_run(
         &self,
         call: &CallInfo,
@@ -132,6 +140,10 @@ impl TurnRecorder for CheckpointHook {
         CheckpointHook::begin_turn(self, turn);
     }
 
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "called on a blocking thread (Host::finish_turn) or by synchronous code"
+    )]
     fn end_turn(&self) -> std::result::Result<Option<TurnChange>, String> {
         CheckpointHook::end_turn(self)
             .map(|stat| {

@@ -494,6 +494,10 @@ impl Tool for CheckpointRestoreTool {
     }
 }
 
+#[expect(
+    clippy::disallowed_methods,
+    reason = "runs on a blocking thread (spawn_blocking in CheckpointRestoreTool::run)"
+)]
 fn restore(checkpoints: &Checkpoints, target: UndoTarget, force: Force) -> ToolOutput {
     let restored = match checkpoints.undo(target, force) {
         Ok(Ok(restored)) => restored,
@@ -569,6 +573,7 @@ mod tests {
     use lathe_runtime::{ApprovalMode, PermissionsConfig, ToolConfig, Workspace};
 
     /// A session whose checkpoints hold one turn that wrote `notes.txt`.
+    #[expect(clippy::disallowed_methods, reason = "a synchronous test fixture")]
     fn session_with_a_turn(dirs: &tempfile::TempDir) -> Arc<Session> {
         let ws = dirs.path().join("ws");
         std::fs::create_dir_all(&ws).unwrap();

@@ -495,6 +495,7 @@ mod tests {
     }
 
     #[test]
+    #[expect(clippy::disallowed_methods, reason = "a synchronous test")]
     fn show_lists_a_sessions_checkpoints_and_says_when_there_are_none() {
         let dirs = tempfile::tempdir().unwrap();
         let ws = dirs.path().join("ws");

@@ -53,6 +53,10 @@ pub struct DiffArgs {
 }
 
 /// Runs `lathe undo`.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "lathe undo, redo and diff are synchronous commands"
+)]
 pub fn undo(common: &crate::cli::CommonArgs, args: UndoArgs) -> anyhow::Result<ExitCode> {
     let (session, checkpoints) = open(common, args.session.as_deref())?;
     let target = args.turn.map_or(UndoTarget::Last, UndoTarget::Since);
@@ -61,6 +65,10 @@ pub fn undo(common: &crate::cli::CommonArgs, args: UndoArgs) -> anyhow::Result<E
 }
 
 /// Runs `lathe redo`.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "lathe undo, redo and diff are synchronous commands"
+)]
 pub fn redo(common: &crate::cli::CommonArgs, args: RedoArgs) -> anyhow::Result<ExitCode> {
     let (session, checkpoints) = open(common, args.session.as_deref())?;
     let result = checkpoints.redo(force(args.force))?;

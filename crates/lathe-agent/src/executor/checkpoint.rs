@@ -38,6 +38,10 @@ pub(super) async fn end_turn(
 }
 
 /// Ends the turn on `host`, and reads the step and files it recorded from `hook`'s checkpoints.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "runs on a blocking thread (spawn_blocking in end_turn)"
+)]
 fn record(
     host: &Host,
     hook: Option<&CheckpointHook>,

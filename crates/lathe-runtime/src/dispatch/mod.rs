@@ -398,8 +398,23 @@ impl Dispatcher {
             .as_ref()
             .map(|p| p.changes().cloned().collect())
             .unwrap_or_default();
-        for hook in &self.hooks {
-            if let Err(message) = hook.before_run(&info, &changes, &ctx.session) {
+        if !self.hooks.is_empty() {
+            // A hook may snapshot the workspace here (checkpoints): on a blocking thread, not an
+            // async worker.
+            let (hooks, call_info, session) =
+                (self.hooks.clone(), info.clone(), Arc::clone(&ctx.session));
+            let checked = tokio::task::spawn_blocking(move || {
+                hooks
+                    .iter()
+                    .try_for_each(|hook| hook.before_run(&call_info, &changes, &session))
+            })
+            .await
+            .unwrap_or_else(|err| {
+                Err(format!(
+                    "a hook stopped unexpectedly before the call: {err}"
+                ))
+            });
+            if let Err(message) = checked {
                 return Outcome::ended(CallStatus::Refused, message);
             }
         }

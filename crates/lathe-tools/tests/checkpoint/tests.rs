@@ -1,4 +1,8 @@
 //! The checkpoints' integration tests: one binary, a module per file.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benches drive the blocking entry points from synchronous code"
+)]
 
 mod coverage;
 mod fallback;

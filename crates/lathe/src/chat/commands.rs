@@ -331,6 +331,10 @@ fn status(cx: &Context<'_>) -> String {
 }
 
 /// Runs `command`.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "/undo and /redo restore files while the chat waits for their answer; no other task of the chat runs meanwhile"
+)]
 pub async fn apply(command: Command, cx: Context<'_>) -> Outcome {
     let style = cx.style;
     let apply = matches!(command, Command::Apply(_));
@@ -594,6 +598,10 @@ static RESOLVED_BY_USER: AtomicU64 = AtomicU64::new(1);
 /// dispatcher (the gate, the checkpoint hook, the plan's stamps). Typing `/apply` is the
 /// user's approval of that one call, as a command they run themselves is; a mode that refuses
 /// the change (`read-only`) refuses it here too. The model hears of it with the next message.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the /apply step is recorded while the chat waits for its answer"
+)]
 async fn resolve(
     agent: &Agent,
     apply: bool,
@@ -756,6 +764,10 @@ fn restore(
 
 /// `/rewind N`: the files back to before turn N (as `lathe undo --turn N` does, never
 /// overwriting files changed since), then the conversation cut there.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "/rewind restores files while the chat waits for its answer"
+)]
 fn rewind(agent: &mut Agent, session: &SessionId, turn: u32, style: &Style) -> String {
     if !agent.executor().can_rewind(turn) {
         let newest = agent.executor().session_turns();
