@@ -172,7 +172,7 @@ pub struct AgentBuilder {
 impl AgentBuilder {
     /// The tools the model may call.
     ///
-    /// By default, the built-in tools ([`Registry::builtin`]).
+    /// By default, the built-in tools ([`lathe_tools::builtin`]).
     pub fn registry(mut self, registry: Arc<Registry>) -> Self {
         self.registry = Some(registry);
         self

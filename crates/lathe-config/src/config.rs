@@ -52,7 +52,7 @@ pub struct Config {
     /// trusted; its entries are added to the user's.
     pub hooks: lathe_runtime::hooks::HooksConfig,
     /// MCP servers whose tools the agent may call (`[mcp_servers.NAME]`, see
-    /// `crate::mcp_client`). From a workspace's own file only once it is trusted, and never
+    /// `lathe_mcp::client`). From a workspace's own file only once it is trusted, and never
     /// its `trusted` key.
     pub mcp_servers: std::collections::BTreeMap<String, crate::mcp::ServerConfig>,
     /// `web_fetch` and `web_search`: `timeout = 30` (seconds), `max_bytes = 5242880`,

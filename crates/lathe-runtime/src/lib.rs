@@ -1,29 +1,49 @@
 //! Lathe's tool runtime: the typed tool contract, the registry that erases it once, the one call
 //! pipeline every front end uses, workspace containment, and the session services tools share
-//! (the checklist, memory, vision, the command supervisor, paging). No model, no HTTP, no
-//! terminal, and no tool of its own but `more_tools`, which is part of deferral: the built-in
-//! tools are `lathe-tools`, which depends on this crate, so this crate cannot import a tool.
+//! (the checklist, memory, vision, the command supervisor, paging, the document reader). No
+//! model, no HTTP, no terminal, and no tool of its own but `more_tools`, which is part of
+//! deferral: the built-in tools are `lathe-tools`, which depends on this crate, so this crate
+//! cannot import a tool.
 //!
 //! # The pieces
 //!
-//! - A [`Tool`] is a typed tool, one file under `src/tools/`. It answers for itself, from its
-//!   input deserialised once: what the policy judges ([`Tool::effects`]), the line people see
-//!   ([`Tool::title`]), what it would change ([`Tool::plan`]), and the call itself
-//!   ([`Tool::run`]).
-//! - The [`Registry`] holds every tool a session can call as a trait object ([`DynTool`]): the
-//!   built-ins, listed once (`builtin_tools!` in `src/tools/mod.rs`, which refuses to compile
-//!   when two share a name or an alias), and tools added at run time ([`Registry::add`]: another
-//!   MCP server's, an embedder's). It is the one name resolver: exact names, aliases, then
-//!   names folded over case, `_`, `-` and `.`; a run-time tool can never take a name that is
-//!   taken in any of those ways.
+//! - A [`Tool`] is a typed tool (the built-ins: one file each in `lathe-tools`,
+//!   `crates/lathe-tools/src/NAME.rs`). It answers for itself, from its input deserialised once:
+//!   what the policy judges ([`Tool::effects`]), the line people see ([`Tool::title`]), what it
+//!   would change ([`Tool::plan`]), and the call itself ([`Tool::run`]).
+//! - The [`Registry`] holds every tool a session can call as a trait object ([`DynTool`]):
+//!   typed tools ([`Registry::register`]; the built-ins are listed once, in the `builtin_tools!`
+//!   macro of `crates/lathe-tools/src/lib.rs`, which refuses to compile when two share a name or
+//!   an alias, and `lathe_tools::builtin()` is the registry with all of them), and tools added
+//!   at run time ([`Registry::add`]: another MCP server's, an embedder's). It is the one name
+//!   resolver: exact names, aliases, then names folded over case, `_`, `-` and `.`; a run-time
+//!   tool can never take a name that is taken in any of those ways. In small windows it defers
+//!   tools behind `more_tools` ([`profile`]).
 //! - The [`Gate`] judges each effect of a call with `lathe_policy` (the approval mode, the
 //!   `[permissions]` rules, sensitive paths, command analysis): allow, ask or deny; and it
 //!   remembers what the user allowed for the session.
 //! - An [`Approver`] answers when the gate asks: the terminal's prompt, an MCP client's
 //!   elicitation, [`NonInteractive`] or [`Refuse`] where nobody can be asked.
-//! - A [`Hook`] runs around every call (checkpoints, project hooks, audit logs).
+//! - A [`Hook`] runs around every call (checkpoints, the project's `[hooks]` commands of
+//!   [`hooks`], which run under a `lathe-exec` supervisor like any command, audit logs).
 //! - The [`Dispatcher`] puts registry, gate and hooks together. The agent's runner, `lathe mcp`
 //!   and `lathe tool` all call it, so the same call gets the same answer in each of them.
+//! - The [`Host`] is one session's pipeline, built once: the dispatcher with the session's hooks
+//!   and the recorder of its turns ([`TurnRecorder`], `lathe-checkpoint`'s checkpoints), from
+//!   `Host::builder(registry, gate).checkpoints(recorder).hooks(...).build()`. A front end takes
+//!   its dispatcher from it ([`Host::dispatcher`]) and brackets each turn's calls with
+//!   [`Host::begin_turn`] and [`Host::end_turn`] (or [`Host::finish_turn`] from async code);
+//!   [`Host::child`] gives a sub-agent the same hooks and recorder over its own registry and
+//!   gate. The agent, its sub-agents, `lathe mcp` (one host per client session) and `lathe tool`
+//!   (each changing call a turn) are all built through it.
+//! - The session ([`Session`]) holds what calls share, and its services are modules here, so a
+//!   crate of tools needs no other: [`checklist`] (`update_plan`'s plan), [`memory`] (the
+//!   project's memory file), [`vision`] (what images the model can see), [`commands`] (the
+//!   session's `lathe-exec` supervisor and sandbox), [`paging`] (`read_file`'s paging rules for
+//!   any text), [`documents`] (the reader `web_fetch` hands a fetched PDF to, provided by
+//!   `lathe-tools`) and [`text`] (line endings, sizes, diffs); [`budget`] fits every result to
+//!   the session's budget, [`workspace`] is containment, [`watch`] reports planted hooks and
+//!   configuration, [`pending`] holds previewed changes until `resolve`.
 //!
 //! # One call
 //!
@@ -38,6 +58,7 @@
 //!   │ Dispatcher::authorize
 //!   │     stopped already?            Cancelled
 //!   │     Hook::before, each          may refuse: Refused
+//!   │     Hook::pre_tool_use, each    project hooks: refuse, skip an ask, add context
 //!   │     Gate::check(effects)        deny: Denied ("denied by Lathe's policy: ...")
 //!   │     Tool::plan                  on a blocking thread: the new content and its diffs
 //!   │     the gate asked?             Approver::approve(request with the plan's diffs):
@@ -46,10 +67,10 @@
 //!   │
 //!   │ Dispatcher::run
 //!   │     stopped meanwhile?          Cancelled, nothing applied
-//!   │     Hook::before_run(changes)   may stop it: Refused
+//!   │     Hook::before_run(changes)   may stop it: Refused (checkpoints snapshot here)
 //!   │     Plan::apply or Tool::run ─► Registry::run_prepared: the result fitted to the budget,
 //!   │                                 changes to git hooks and `.lathe/` reported
-//!   │     Hook::after, each           may add to the outcome
+//!   │     Hook::after, Hook::post_tool_use, each   may add to the outcome
 //!   ▼
 //!  Outcome { status, output: ToolOutput { text for the model, typed Metadata for the rest } }
 //! ```

@@ -577,8 +577,10 @@ impl ToolContext {
 ///
 /// Everything a caller needs to know about a call is answered by the tool from its typed input,
 /// deserialised once: what the policy judges ([`Tool::effects`]), the line people see
-/// ([`Tool::title`]), what it would change ([`Tool::plan`]). Adding a tool is one file and one
-/// line in the built-in list (`tools/mod.rs`); see the crate docs.
+/// ([`Tool::title`]), what it would change ([`Tool::plan`]). Adding a built-in tool is one file
+/// in `lathe-tools` and one line in its `builtin_tools!` list (`crates/lathe-tools/src/lib.rs`);
+/// an embedder's tool is added with [`Registry::register`](crate::Registry::register). See
+/// `CONTRIBUTING.md`.
 pub trait Tool: Send + Sync + 'static {
     /// The model-facing name (snake_case, unique in a registry).
     const NAME: &'static str;

@@ -23,8 +23,9 @@
 //! Lathe's own, as it is (plus the supervisor's mark): unlike the model's commands, hooks are
 //! the user's.
 //!
-//! [`Hooks`] runs them; as a dispatcher [`Hook`] it runs the tool events for every
-//! front end (the agent, `lathe mcp`), and front ends call [`Hooks::run`] for the others.
+//! [`Hooks`] runs them; as a dispatcher [`Hook`] (one of a [`Host`](crate::Host)'s hooks) it
+//! runs the tool events for every front end (the agent, `lathe mcp`, `lathe tool`), and front
+//! ends call [`Hooks::run`] for the others.
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
