@@ -159,18 +159,24 @@ impl Host {
         self.recorder.as_ref()
     }
 
-    /// The same recorder and hooks over another registry and gate: a sub-agent's, whose calls
-    /// are recorded in its parent's turns and pass the parent's hooks.
+    /// A sub-agent's host over its own registry and gate: its calls pass the parent's hooks
+    /// (the recorder's included, so what it changes is part of the parent's turn), and the turn
+    /// scope stays the parent's: a child's [`begin_turn`](Self::begin_turn) and
+    /// [`end_turn`](Self::end_turn) record nothing.
     pub fn child(&self, registry: Arc<Registry>, gate: Arc<Gate>) -> Host {
         Host {
             dispatcher: Arc::new(self.dispatcher.with_parts(registry, gate)),
-            recorder: self.recorder.clone(),
+            recorder: None,
         }
     }
 
-    /// The same pipeline over `registry`: the session's tools in another profile.
+    /// The same pipeline, turn scope included, over `registry`: the session's tools in another
+    /// profile.
     pub fn with_registry(&self, registry: Arc<Registry>) -> Host {
-        self.child(registry, Arc::clone(self.gate()))
+        Host {
+            dispatcher: Arc::new(self.dispatcher.with_registry(registry)),
+            recorder: self.recorder.clone(),
+        }
     }
 
     /// The calls from now on belong to `turn` (numbered across the whole session).
@@ -199,5 +205,152 @@ impl Host {
         tokio::task::spawn_blocking(move || recorder.end_turn())
             .await
             .unwrap_or_else(|err| Err(format!("recording the turn stopped: {err}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    use super::*;
+    use crate::dispatch::{CallInfo, FixedAnswer, Outcome};
+    use crate::{
+        ApprovalDecision, ApprovalMode, Effect, FileChange, Session, Tool, ToolContext, ToolKind,
+        ToolOutput, Workspace,
+    };
+
+    /// Touches a file: a call that changes the workspace.
+    struct Touch;
+
+    #[derive(Deserialize, JsonSchema)]
+    struct TouchInput {
+        /// The file.
+        path: String,
+    }
+
+    impl Tool for Touch {
+        const NAME: &'static str = "touch";
+        type Input = TouchInput;
+
+        fn kind(&self) -> ToolKind {
+            ToolKind::Edit
+        }
+
+        fn effects(&self, input: &TouchInput, _session: &Session) -> Vec<Effect> {
+            vec![Effect::Write {
+                path: input.path.clone(),
+            }]
+        }
+
+        async fn run(&self, input: TouchInput, ctx: ToolContext) -> ToolOutput {
+            let root = ctx.session.workspace().root().to_path_buf();
+            match std::fs::write(root.join(&input.path), "") {
+                Ok(()) => ToolOutput::ok("touched"),
+                Err(err) => ToolOutput::error(err.to_string()),
+            }
+        }
+    }
+
+    /// Writes down what it is told, in order, under its name.
+    struct Log {
+        name: &'static str,
+        seen: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Log {
+        fn note(&self, what: &str) {
+            self.seen
+                .lock()
+                .unwrap()
+                .push(format!("{} {what}", self.name));
+        }
+    }
+
+    impl Hook for Log {
+        fn before_run(&self, call: &CallInfo, _: &[FileChange], _: &Session) -> Result<(), String> {
+            self.note(&format!("before {}", call.name));
+            Ok(())
+        }
+
+        fn after(&self, call: &CallInfo, _: &mut Outcome, _: &Session) {
+            self.note(&format!("after {}", call.name));
+        }
+    }
+
+    impl TurnRecorder for Log {
+        fn begin_turn(&self, turn: u32) {
+            self.note(&format!("begin {turn}"));
+        }
+
+        fn end_turn(&self) -> Result<Option<TurnChange>, String> {
+            self.note("end");
+            Ok(Some(TurnChange::default()))
+        }
+    }
+
+    #[tokio::test]
+    async fn the_recorder_runs_first_and_owns_the_turn_a_child_passes_the_hooks_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = Session::new(
+            Workspace::new(dir.path()).unwrap(),
+            Default::default(),
+            dir.path().join(".state"),
+        )
+        .unwrap();
+        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+        let log = |name| Log {
+            name,
+            seen: Arc::clone(&seen),
+        };
+        let mut registry = Registry::new();
+        registry.register(Touch);
+        let registry = Arc::new(registry);
+        let gate = Arc::new(Gate::new(ApprovalMode::Full, dir.path()));
+        let host = Host::builder(Arc::clone(&registry), Arc::clone(&gate))
+            .hook(Arc::new(log("hook")))
+            .checkpoints(Some(Arc::new(log("recorder"))))
+            .build();
+        let approver = FixedAnswer(ApprovalDecision::AllowOnce);
+        let call = |host: Host| {
+            let session = Arc::clone(&session);
+            let approver = &approver;
+            async move {
+                host.dispatcher()
+                    .call(
+                        "touch",
+                        json!({"path": "a"}),
+                        approver,
+                        ToolContext::new(session),
+                    )
+                    .await
+            }
+        };
+        host.begin_turn(1);
+        assert!(!call(host.clone()).await.output.is_error);
+        assert_eq!(host.finish_turn().await, Ok(Some(TurnChange::default())));
+        let child = host.child(registry, gate);
+        child.begin_turn(2);
+        assert!(!call(child.clone()).await.output.is_error);
+        assert_eq!(child.finish_turn().await, Ok(None));
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                "recorder begin 1",
+                "recorder before touch",
+                "hook before touch",
+                "recorder after touch",
+                "hook after touch",
+                "recorder end",
+                // The child's call passes both; its turn is its parent's.
+                "recorder before touch",
+                "hook before touch",
+                "recorder after touch",
+                "hook after touch",
+            ]
+        );
     }
 }
