@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `web_fetch` on a generated 2 MB article page (navigation, sidebars, scripts and ~6,900
 # paragraphs around the article), served from loopback: the whole `lathe tool web_fetch`
-# process (fetch, charset, readability extraction with dom_smoothie, htmd to Markdown, the
+# process (fetch, charset, readability extraction and Markdown with dom_smoothie, the
 # page kept for paging) against `curl` fetching the same bytes to a file, in the same run.
 # One command; not part of CI.
 #

@@ -14,8 +14,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lathe_tools::{
-    ApprovalMode, Dispatcher, Effect, Gate, NonInteractive, PendingAction, Registry, Session, Tool,
+use lathe_runtime::{
+    ApprovalMode, Dispatcher, Effect, Gate, NonInteractive, PendingAction, Session, Tool,
     ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace,
 };
 use schemars::JsonSchema;
@@ -78,7 +78,7 @@ impl Tool for BatchRename {
         let dir = match ctx
             .session
             .workspace()
-            .resolve(&input.dir, lathe_tools::Access::Write)
+            .resolve(&input.dir, lathe_runtime::Access::Write)
         {
             Ok(dir) => dir,
             Err(err) => return ToolOutput::error(err.to_string()),
@@ -202,7 +202,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ToolConfig::default(),
         state.path().into(),
     )?;
-    let mut registry = Registry::builtin();
+    let mut registry = lathe_tools::builtin();
     registry.register(BatchRename);
     let registry = Arc::new(registry);
     // `full`: nobody is asked here. In `ask`, resolve's apply would ask, judged as the writes

@@ -34,12 +34,12 @@ use lathe_agent::provider::{
 };
 use lathe_agent::runner::ToolRunner;
 use lathe_agent::sink::EventSink;
-use lathe_store::{NewSession, Store};
-use lathe_testkit::{Script, ScriptedServer, ollama};
-use lathe_tools::{
+use lathe_runtime::{
     CommandMeta, CommandState, Effect, Registry, Session, Tool, ToolConfig, ToolContext, ToolKind,
     ToolOutput, Workspace,
 };
+use lathe_store::{NewSession, Store};
+use lathe_testkit::{Script, ScriptedServer, ollama};
 
 const MODEL: &str = "bench-model";
 /// Turns per run; the history grows with them, as in a real session.

@@ -20,7 +20,7 @@
 //!
 //! Each run's agent is put together as `lathe exec` puts it: [`Agent::builder`] with the
 //! built-in and web tools and sub-agents, its prompt profile chosen by the builder from the
-//! window ([`lathe_tools::Profile::for_window`]: compact at 16k and less). One more run forces
+//! window ([`lathe_runtime::Profile::for_window`]: compact at 16k and less). One more run forces
 //! the full profile at 8k, to compare.
 //!
 //! With `LATHE_BENCH_TURNS=1`, each request's reuse is printed with what broke the prefix: new
@@ -38,9 +38,9 @@ use lathe_agent::events::{Event, RunStatus};
 use lathe_agent::provider::{ChatOptions, ProviderConfig, ProviderKind, connect};
 use lathe_agent::sink::EventSink;
 use lathe_agent::subagent::SubAgentConfig;
+use lathe_runtime::{Profile, Session, ToolConfig, Workspace};
 use lathe_store::{NewSession, Store};
 use lathe_testkit::{Script, ScriptedServer, ollama};
-use lathe_tools::{Profile, Registry, Session, ToolConfig, Workspace};
 
 const MODEL: &str = "bench-model";
 const TURNS: usize = 40;
@@ -153,7 +153,7 @@ async fn session(window: u64, forced: Option<Profile>, per_turn: bool) -> Measur
         .expect("session row");
     let sink = EventSink::new(store, id, Arc::new(|_: &Event| {}));
     // What `lathe exec` offers: the built-in tools, the web tools, sub-agents.
-    let mut registry = Registry::builtin();
+    let mut registry = lathe_tools::builtin();
     lathe_web::register(&mut registry);
     let mut builder = Agent::builder(provider, MODEL, tool_session)
         .registry(Arc::new(registry))
@@ -178,7 +178,7 @@ async fn session(window: u64, forced: Option<Profile>, per_turn: bool) -> Measur
     let registry = executor.runner().registry();
     let offered: Vec<Value> = registry
         .offered(executor.runner().session())
-        .map(lathe_tools::ToolDefinition::to_function)
+        .map(lathe_runtime::ToolDefinition::to_function)
         .collect();
     let fixed = request_tokens(&json!({
         "tools": offered,

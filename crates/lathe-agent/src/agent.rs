@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use lathe_checkpoint::{CheckpointHook, Checkpoints};
 use lathe_policy::{PermissionsConfig, PolicyError};
-use lathe_tools::{Dispatcher, Hook, Profile, Registry, Session};
+use lathe_runtime::{Hook, Host, Profile, Registry, Session, TurnRecorder};
 
 use crate::approval::{ApprovalMode, Approver, Gate, NonInteractive};
 use crate::events::Event;
@@ -172,7 +172,7 @@ pub struct AgentBuilder {
 impl AgentBuilder {
     /// The tools the model may call.
     ///
-    /// By default, the built-in tools ([`Registry::builtin`]).
+    /// By default, the built-in tools ([`lathe_tools::builtin`]).
     pub fn registry(mut self, registry: Arc<Registry>) -> Self {
         self.registry = Some(registry);
         self
@@ -361,7 +361,7 @@ impl AgentBuilder {
         };
         let registry = self
             .registry
-            .unwrap_or_else(|| Arc::new(Registry::builtin()));
+            .unwrap_or_else(|| Arc::new(lathe_tools::builtin()));
         let approver = self.approver.unwrap_or_else(|| Arc::new(NonInteractive));
         let sink = self
             .sink
@@ -380,8 +380,17 @@ impl AgentBuilder {
             in_profile.use_profile(profile);
             Arc::new(in_profile)
         };
-        let (registry, approver, sub_agents) = match self.sub_agents {
-            None => (registry, approver, None),
+        // The session's pipeline, built once: the checkpoints' recorder first, then the hooks.
+        let host = Host::builder(registry, gate)
+            .checkpoints(
+                self.checkpoints
+                    .clone()
+                    .map(|hook| hook as Arc<dyn TurnRecorder>),
+            )
+            .hooks(self.hooks)
+            .build();
+        let (host, approver, sub_agents) = match self.sub_agents {
+            None => (host, approver, None),
             Some(config) => {
                 // The parent and its children ask one approver, one request at a time.
                 let approver: Arc<dyn Approver> = Arc::new(SerializedApprover::new(approver));
@@ -390,36 +399,22 @@ impl AgentBuilder {
                     Parent {
                         provider: Arc::clone(&self.provider),
                         config: self.config.clone(),
-                        registry: Arc::clone(&registry),
-                        gate: Arc::clone(&gate),
+                        host: host.clone(),
                         approver: Arc::clone(&approver),
                         session: Arc::clone(&self.tools),
                         sink: sink.clone(),
-                        hooks: self
-                            .checkpoints
-                            .iter()
-                            .map(|hook| Arc::clone(hook) as Arc<dyn Hook>)
-                            .chain(self.hooks.iter().cloned())
-                            .collect(),
                     },
                 );
-                let mut with_tools = (*registry).clone();
+                let mut with_tools = (**host.registry()).clone();
                 agents.register(&mut with_tools);
-                (Arc::new(with_tools), approver, Some(agents))
+                (
+                    host.with_registry(Arc::new(with_tools)),
+                    approver,
+                    Some(agents),
+                )
             }
         };
-        let mut dispatcher = Dispatcher::new(registry, gate);
-        if let Some(hook) = &self.checkpoints {
-            dispatcher = dispatcher.with_hook(Arc::clone(hook) as Arc<dyn Hook>);
-        }
-        for hook in self.hooks {
-            dispatcher = dispatcher.with_hook(hook);
-        }
-        let runner = Arc::new(ToolRunner::with_dispatcher(
-            Arc::new(dispatcher),
-            self.tools,
-            approver,
-        ));
+        let runner = Arc::new(ToolRunner::with_host(host, self.tools, approver));
         let mut executor = Executor::new(self.provider, runner, sink, self.config);
         executor.set_sub_agents(sub_agents);
         executor.set_checkpoints(self.checkpoints);
@@ -441,9 +436,9 @@ impl std::fmt::Debug for AgentBuilder {
 mod tests {
     use serde_json::json;
 
+    use lathe_runtime::{ToolConfig, Workspace};
     use lathe_store::{NewSession, Store};
     use lathe_testkit::{Script, ScriptedServer, ollama};
-    use lathe_tools::{ToolConfig, Workspace};
 
     use super::*;
     use crate::approval::NonInteractive;
@@ -503,7 +498,7 @@ mod tests {
         );
         assert_eq!(config.stream_retries, 2);
         let runner = agent.executor().runner();
-        assert_eq!(runner.registry().names(), Registry::builtin().names());
+        assert_eq!(runner.registry().names(), lathe_tools::builtin().names());
         assert!(Arc::ptr_eq(runner.session(), &p.tools));
         assert_eq!(agent.sink().session(), None, "nothing is stored");
     }
@@ -514,7 +509,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path().join("sessions.sqlite3")).unwrap();
         let id = store.create_session(NewSession::default()).unwrap();
-        let mut registry = Registry::builtin();
+        let mut registry = lathe_tools::builtin();
         registry.retain(|d| d.name == "read_file");
         let options = ChatOptions {
             num_ctx: 8192,

@@ -21,8 +21,7 @@ const TRIGGER_PERCENT: u64 = 75;
 /// unchanged prefix (servers cache it) instead of shortening one result per turn.
 pub(crate) const TARGET_PERCENT: u64 = 50;
 /// The tool whose newest result is the model's plan.
-const PLAN_TOOL: &str =
-    <lathe_tools::tools::update_plan::UpdatePlanTool as lathe_tools::Tool>::NAME;
+const PLAN_TOOL: &str = <lathe_tools::update_plan::UpdatePlanTool as lathe_runtime::Tool>::NAME;
 /// Tokens counted for each message's framing (role, separators).
 const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
 /// Tokens of one image, estimated: a vision encoder makes about one token per 28x28 patch, and
@@ -48,7 +47,7 @@ pub struct ResultNote {
 impl ResultNote {
     /// A note from a call's summary and its result metadata: what it saved (a cut result's
     /// file, a command's output artifact) and the command whose output can be read again.
-    pub fn new(summary: impl Into<String>, metadata: &lathe_tools::Metadata) -> Self {
+    pub fn new(summary: impl Into<String>, metadata: &lathe_runtime::Metadata) -> Self {
         let mut artifacts = Vec::new();
         // The shell names the artifact that keeps a command's whole output.
         if let Some(Value::String(artifact)) = metadata.extra("artifact")
@@ -549,7 +548,7 @@ mod tests {
     fn artifact_ids_survive_shortening() {
         let metadata = json!({"artifact": "cmd-7", "command_id": 7,
             "status": {"state": "exited", "exit_code": 0}});
-        let metadata = lathe_tools::Metadata::from_json(metadata.as_object().unwrap().clone());
+        let metadata = lathe_runtime::Metadata::from_json(metadata.as_object().unwrap().clone());
         let note = ResultNote::new("shell cargo test -> exit 0, 3.2 s", &metadata);
         let text = shortened_result("shell", "lots of output", Some(&note));
         assert!(

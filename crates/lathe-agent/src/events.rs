@@ -7,7 +7,7 @@ use crate::provider::Usage;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use lathe_tools::watch::{Change as WorkspaceChange, ChangeKind, Watched};
+pub use lathe_runtime::watch::{Change as WorkspaceChange, ChangeKind, Watched};
 
 /// One event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -116,7 +116,7 @@ pub enum Event {
         /// is a call that succeeded (the model reads its output) but a command that failed,
         /// and the terminal shows it as failed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        command: Option<lathe_tools::CommandState>,
+        command: Option<lathe_runtime::CommandState>,
         /// Wall time, in milliseconds.
         duration_ms: u64,
     },
@@ -181,7 +181,7 @@ pub enum Event {
     /// The model's plan changed (an `update_plan` call succeeded): the whole plan, in order.
     PlanUpdated {
         /// Every step with its status; empty when the model cleared the plan.
-        steps: Vec<lathe_tools::tools::update_plan::PlanStep>,
+        steps: Vec<lathe_runtime::checklist::PlanStep>,
     },
     /// A sub-agent (`spawn_agent`) was queued, started, took a step, or ended: one line for
     /// humans that replaces the previous one for the same `id`.
@@ -462,7 +462,7 @@ pub struct TokenTotals {
 }
 
 /// The answer to an approval request (stored as given).
-pub use lathe_tools::ApprovalDecision;
+pub use lathe_runtime::ApprovalDecision;
 
 /// Which output stream a delta came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -475,10 +475,10 @@ pub enum OutputStream {
 }
 
 /// How a tool call ended: the pipeline's status, stored as given.
-pub use lathe_tools::CallStatus as ToolStatus;
+pub use lathe_runtime::CallStatus as ToolStatus;
 
 /// A file a call changed, with its diff: the same bytes the approval prompt showed.
-pub use lathe_tools::FileChange;
+pub use lathe_runtime::FileChange;
 
 /// Lines added and removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -551,7 +551,7 @@ mod tests {
                     removed: 1,
                     diff: "--- a/a.rs\n+++ b/a.rs\n@@ -1 +1,3 @@\n-a\n+b\n+c\n+d\n".into(),
                 }],
-                command: Some(lathe_tools::CommandState::Exited { exit_code: 2 }),
+                command: Some(lathe_runtime::CommandState::Exited { exit_code: 2 }),
                 duration_ms: 5,
             },
             Event::TurnFinished {

@@ -27,7 +27,7 @@
 //! use lathe_agent::provider::{ProviderConfig, ProviderKind, connect};
 //! use lathe_agent::sink::EventSink;
 //! use lathe_store::{NewSession, Store};
-//! use lathe_tools::{Session, ToolConfig, Workspace};
+//! use lathe_runtime::{Session, ToolConfig, Workspace};
 //! use tokio_util::sync::CancellationToken;
 //!
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
@@ -68,6 +68,7 @@ mod prompt;
 pub mod provider;
 pub mod runner;
 pub mod sink;
+pub mod stored;
 pub mod stream;
 pub mod subagent;
 pub mod text;

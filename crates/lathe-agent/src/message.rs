@@ -5,7 +5,7 @@
 //! assistant turn keeps its thinking, text and tool calls, and each tool result names the call
 //! it answers.
 
-pub use lathe_tools::ToolImage as Image;
+pub use lathe_runtime::ToolImage as Image;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

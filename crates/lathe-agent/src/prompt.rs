@@ -59,7 +59,7 @@ impl PromptInputs {
     /// [`PromptInputs::for_workspace`] for the session's workspace, with the session's project
     /// memory ([`load_memory`]), read now: a new session sees the memory as it is when it
     /// starts.
-    pub fn for_session(session: &lathe_tools::Session, tools: Vec<String>) -> Self {
+    pub fn for_session(session: &lathe_runtime::Session, tools: Vec<String>) -> Self {
         PromptInputs {
             memory: load_memory(session),
             ..PromptInputs::for_workspace(session.workspace().root(), tools)
@@ -72,19 +72,19 @@ impl PromptInputs {
 pub struct ProjectMemory {
     /// The memory file, relative to the workspace root.
     pub path: String,
-    /// Its text, cut to [`MAX_MEMORY_BYTES`](lathe_tools::tools::update_memory::MAX_MEMORY_BYTES)
+    /// Its text, cut to [`MAX_MEMORY_BYTES`](lathe_runtime::memory::MAX_MEMORY_BYTES)
     /// with a note saying how much was shown.
     pub text: String,
 }
 
 /// The session's memory file (`.lathe/memory.md`, or the configured `[memory] path`), cut to
-/// [`MAX_MEMORY_BYTES`](lathe_tools::tools::update_memory::MAX_MEMORY_BYTES) at a line's end
+/// [`MAX_MEMORY_BYTES`](lathe_runtime::memory::MAX_MEMORY_BYTES) at a line's end
 /// with a note saying so; `None` when there is none or it holds only blank lines. It is read
 /// inside the workspace only: a memory file that is a symbolic link leading out is not read
 /// (the prompt says why instead).
-pub fn load_memory(session: &lathe_tools::Session) -> Option<ProjectMemory> {
-    use lathe_tools::tools::update_memory::{self, MAX_MEMORY_BYTES};
-    let path = update_memory::memory_path(session);
+pub fn load_memory(session: &lathe_runtime::Session) -> Option<ProjectMemory> {
+    use lathe_runtime::memory::{self, MAX_MEMORY_BYTES};
+    let path = memory::memory_path(session);
     let workspace = session.workspace();
     let unreadable = |why: String| {
         tracing::warn!("the project memory {path} was not read: {why}");
@@ -93,11 +93,11 @@ pub fn load_memory(session: &lathe_tools::Session) -> Option<ProjectMemory> {
             text: format!("[the memory file {path} could not be read: {why}]"),
         })
     };
-    let target = match update_memory::resolve(workspace, &path) {
+    let target = match memory::resolve(workspace, &path) {
         Ok(target) => target,
         Err(why) => return unreadable(why),
     };
-    let (mut bytes, total) = match update_memory::read(workspace, &target, MAX_MEMORY_BYTES + 1) {
+    let (mut bytes, total) = match memory::read(workspace, &target, MAX_MEMORY_BYTES + 1) {
         Ok(Some(read)) => read,
         Ok(None) => return None,
         Err(err) => return unreadable(err.to_string()),
@@ -223,14 +223,14 @@ fn read_instructions(path: &Path) -> Option<String> {
 
 /// The system prompt in the full profile.
 pub fn system_prompt(inputs: &PromptInputs) -> String {
-    system_prompt_for(inputs, lathe_tools::Profile::Full)
+    system_prompt_for(inputs, lathe_runtime::Profile::Full)
 }
 
-/// The system prompt in `profile`: [`Profile::Compact`](lathe_tools::Profile::Compact) (small
+/// The system prompt in `profile`: [`Profile::Compact`](lathe_runtime::Profile::Compact) (small
 /// windows) keeps the same rules in fewer words and leaves out the tool list, which the
 /// definitions already give.
-pub fn system_prompt_for(inputs: &PromptInputs, profile: lathe_tools::Profile) -> String {
-    if profile == lathe_tools::Profile::Compact {
+pub fn system_prompt_for(inputs: &PromptInputs, profile: lathe_runtime::Profile) -> String {
+    if profile == lathe_runtime::Profile::Compact {
         return compact_system_prompt(inputs);
     }
     let mut prompt = String::with_capacity(4096);
@@ -327,7 +327,8 @@ const COMPACT_TOOL_RULES: &str = "
 ";
 
 /// The tool that lists and enables the tools offered on demand.
-const MORE_TOOLS: &str = <lathe_tools::tools::more_tools::MoreToolsTool as lathe_tools::Tool>::NAME;
+const MORE_TOOLS: &str =
+    <lathe_runtime::registry::more_tools::MoreToolsTool as lathe_runtime::Tool>::NAME;
 
 #[cfg(test)]
 mod tests {
@@ -345,10 +346,10 @@ mod tests {
             project_instructions: None,
             memory: None,
         };
-        let without = system_prompt_for(&inputs, lathe_tools::Profile::Compact);
+        let without = system_prompt_for(&inputs, lathe_runtime::Profile::Compact);
         assert!(!without.contains("more_tools"), "{without}");
         inputs.tools.push("more_tools".into());
-        let with = system_prompt_for(&inputs, lathe_tools::Profile::Compact);
+        let with = system_prompt_for(&inputs, lathe_runtime::Profile::Compact);
         assert!(with.contains("more_tools lists further tools"), "{with}");
     }
 
@@ -363,7 +364,7 @@ mod tests {
             memory: None,
         };
         let full = system_prompt(&inputs);
-        let compact = system_prompt_for(&inputs, lathe_tools::Profile::Compact);
+        let compact = system_prompt_for(&inputs, lathe_runtime::Profile::Compact);
         assert!(compact.len() * 2 < full.len(), "{}", compact.len());
         for needed in [
             "/home/me/proj",
@@ -478,11 +479,11 @@ mod tests {
         assert_eq!(text, "Repo rules.");
     }
 
-    fn memory_session(dir: &Path) -> std::sync::Arc<lathe_tools::Session> {
+    fn memory_session(dir: &Path) -> std::sync::Arc<lathe_runtime::Session> {
         let ws = dir.join("ws");
         std::fs::create_dir_all(ws.join(".lathe")).unwrap();
-        let workspace = lathe_tools::Workspace::new(&ws).unwrap();
-        lathe_tools::Session::new(workspace, Default::default(), dir.join("state")).unwrap()
+        let workspace = lathe_runtime::Workspace::new(&ws).unwrap();
+        lathe_runtime::Session::new(workspace, Default::default(), dir.join("state")).unwrap()
     }
 
     #[test]
@@ -507,7 +508,7 @@ mod tests {
 
     #[test]
     fn a_large_memory_is_cut_at_a_line_with_a_note() {
-        use lathe_tools::tools::update_memory::MAX_MEMORY_BYTES;
+        use lathe_runtime::memory::MAX_MEMORY_BYTES;
         let dir = tempfile::tempdir().unwrap();
         let session = memory_session(dir.path());
         let ws = session.workspace().root().to_path_buf();

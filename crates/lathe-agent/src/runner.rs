@@ -20,9 +20,9 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use tokio_util::sync::CancellationToken;
 
-use lathe_tools::dispatch::{Authorized, Outcome};
-use lathe_tools::{
-    Dispatcher, Effect, FileChange, PreparedCall, Registry, Session, ToolContext, ToolKind,
+use lathe_runtime::dispatch::{Authorized, Outcome};
+use lathe_runtime::{
+    Dispatcher, Effect, FileChange, Host, PreparedCall, Registry, Session, ToolContext, ToolKind,
     ToolOutput, ToolProgress,
 };
 
@@ -31,7 +31,7 @@ use crate::events::{Event, OutputStream, ToolStatus};
 use crate::parser::{ParsedCall, refuse_truncated_write};
 use crate::sink::EventSink;
 
-pub use lathe_tools::dispatch::STOPPED_BEFORE_RUNNING;
+pub use lathe_runtime::dispatch::STOPPED_BEFORE_RUNNING;
 
 /// Most bytes of a call's live output turned into events (each event is stored).
 pub const LIVE_OUTPUT_CAP: usize = 256 * 1024;
@@ -87,7 +87,7 @@ impl Stage {
 
 /// Runs batches of calls for one session.
 pub struct ToolRunner {
-    dispatcher: Arc<Dispatcher>,
+    host: Host,
     session: Arc<Session>,
     approver: Arc<dyn Approver>,
 }
@@ -95,7 +95,7 @@ pub struct ToolRunner {
 impl std::fmt::Debug for ToolRunner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolRunner")
-            .field("dispatcher", &self.dispatcher)
+            .field("host", &self.host)
             .finish_non_exhaustive()
     }
 }
@@ -117,17 +117,27 @@ impl ToolRunner {
         session: Arc<Session>,
         approver: Arc<dyn Approver>,
     ) -> Self {
+        ToolRunner::with_host(Host::from_dispatcher(dispatcher), session, approver)
+    }
+
+    /// A runner on the session's host (its dispatcher, hooks and turn recorder), for `session`.
+    pub fn with_host(host: Host, session: Arc<Session>, approver: Arc<dyn Approver>) -> Self {
         ToolRunner {
-            dispatcher,
+            host,
             session,
             approver,
         }
     }
 
+    /// The host: the dispatcher the calls go through, and the recorder of the turns.
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
     /// The same runner (gate, hooks, session, approver) over `registry`.
     pub fn with_registry(&self, registry: Arc<Registry>) -> ToolRunner {
         ToolRunner {
-            dispatcher: Arc::new(self.dispatcher.with_registry(registry)),
+            host: self.host.with_registry(registry),
             session: Arc::clone(&self.session),
             approver: Arc::clone(&self.approver),
         }
@@ -135,7 +145,7 @@ impl ToolRunner {
 
     /// The tools.
     pub fn registry(&self) -> &Registry {
-        self.dispatcher.registry()
+        self.host.registry()
     }
 
     /// The tool session.
@@ -145,12 +155,12 @@ impl ToolRunner {
 
     /// The gate (to switch modes).
     pub fn gate(&self) -> &Arc<Gate> {
-        self.dispatcher.gate()
+        self.host.gate()
     }
 
     /// The pipeline the calls go through.
     pub fn dispatcher(&self) -> &Arc<Dispatcher> {
-        &self.dispatcher
+        self.host.dispatcher()
     }
 
     /// Runs `calls` and returns one result per call, in the calls' order. When `cancel` fires,
@@ -189,7 +199,8 @@ impl ToolRunner {
                             inner: self.approver.as_ref(),
                             sink,
                         };
-                        self.dispatcher
+                        self.host
+                            .dispatcher()
                             .authorize(call, &calls[i].call_id, &approver, &self.session, cancel)
                             .await
                     }
@@ -235,7 +246,7 @@ impl ToolRunner {
         if let Some(refusal) = planned.refusal.clone() {
             return Stage::Done(Outcome::ended(ToolStatus::Refused, refusal));
         }
-        match self.dispatcher.prepare(
+        match self.host.dispatcher().prepare(
             &planned.call.name,
             planned.call.arguments.clone(),
             &self.session,
@@ -292,7 +303,7 @@ impl ToolRunner {
             // says what matters.
             ToolProgress::Status { message } => tracing::debug!(call = %id, "{message}"),
         }));
-        let dispatcher = Arc::clone(&self.dispatcher);
+        let dispatcher = Arc::clone(self.host.dispatcher());
         tokio::spawn(async move { dispatcher.run(call, ctx).await })
     }
 }
@@ -396,11 +407,11 @@ fn finish(sink: &EventSink, slot: &Slot, outcome: Outcome) -> CallResult {
             .flatten(),
         duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
     });
-    let watched = lathe_tools::watch::changes_in(&output.metadata);
+    let watched = lathe_runtime::watch::changes_in(&output.metadata);
     if !watched.is_empty() {
         sink.emit(Event::WorkspaceChanged {
             call_id: slot.call_id.clone(),
-            message: lathe_tools::watch::summary(&watched),
+            message: lathe_runtime::watch::summary(&watched),
             changes: watched,
         });
     }

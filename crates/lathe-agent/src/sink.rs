@@ -502,6 +502,7 @@ mod tests {
     }
 
     #[test]
+    #[expect(clippy::disallowed_methods, reason = "a synchronous test")]
     fn dropping_the_last_handle_stores_and_shows_what_is_queued() {
         let db = db();
         let (collect, shown) = collector();

@@ -15,8 +15,8 @@ use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
 use lathe_agent::sink::EventSink;
 use lathe_agent::{Agent, AgentBuilder};
 use lathe_checkpoint::{Checkpoints, Force, UndoTarget};
+use lathe_runtime::{Session, ToolConfig, Workspace};
 use lathe_testkit::{Response, Script, ScriptedServer, ollama};
-use lathe_tools::{Session, ToolConfig, Workspace};
 
 const MODEL: &str = "qwen3:8b";
 

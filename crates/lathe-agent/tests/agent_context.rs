@@ -16,11 +16,11 @@ use lathe_agent::message::Message;
 use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
 use lathe_agent::runner::ToolRunner;
 use lathe_agent::sink::{EventSink, stored_history, stored_history_seqs};
-use lathe_store::{NewSession, Store};
-use lathe_testkit::{Response, Script, ScriptedServer, ollama, openai};
-use lathe_tools::{
+use lathe_runtime::{
     Effect, Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace,
 };
+use lathe_store::{NewSession, Store};
+use lathe_testkit::{Response, Script, ScriptedServer, ollama, openai};
 
 const MODEL: &str = "qwen3:8b";
 
@@ -822,8 +822,8 @@ async fn a_resumed_long_session_at_a_small_window_is_compacted_and_goes_on() {
 }
 
 /// The definition of built-in tool `name` in `profile`, as a request carries it.
-fn definition_in(profile: lathe_tools::Profile, name: &str) -> Value {
-    let mut registry = Registry::builtin();
+fn definition_in(profile: lathe_runtime::Profile, name: &str) -> Value {
+    let mut registry = lathe_tools::builtin();
     registry.use_profile(profile);
     registry.definition(name).unwrap().to_function()
 }
@@ -833,7 +833,7 @@ async fn sub_agents_run_with_the_parents_profile_and_the_window_it_learned() {
     use lathe_agent::Agent;
     use lathe_agent::provider::{ChatOptions, ToolProtocol};
     use lathe_agent::subagent::SubAgentConfig;
-    use lathe_tools::Profile;
+    use lathe_runtime::Profile;
 
     let text = |t: &str| openai::turn(MODEL).text(t).finish("stop").done();
     let spawn = |id: &str, task: &str, profile: &str| {

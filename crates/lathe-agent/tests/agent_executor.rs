@@ -14,12 +14,12 @@ use lathe_agent::executor::{Executor, ExecutorConfig, NUDGE};
 use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, ToolProtocol, connect};
 use lathe_agent::runner::ToolRunner;
 use lathe_agent::sink::{EventSink, stored_history};
-use lathe_store::{NewSession, SessionStatus, Store};
-use lathe_testkit::{Script, ScriptedServer, ollama};
-use lathe_tools::{
+use lathe_runtime::{
     Effect, FileChange, Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput,
     Workspace,
 };
+use lathe_store::{NewSession, SessionStatus, Store};
+use lathe_testkit::{Script, ScriptedServer, ollama};
 
 const MODEL: &str = "qwen3:8b";
 

@@ -22,9 +22,9 @@ use lathe_agent::provider::{
 };
 use lathe_agent::runner::ToolRunner;
 use lathe_agent::sink::{EventSink, stored_history};
+use lathe_runtime::{Session, ToolConfig, Workspace};
 use lathe_store::{NewSession, Store};
 use lathe_testkit::{Script, ScriptedServer, ollama, openai};
-use lathe_tools::{Registry, Session, ToolConfig, Workspace};
 
 const MODEL: &str = "vision-model";
 
@@ -79,7 +79,7 @@ fn start(kind: ProviderKind, script: Script, vision: Option<bool>) -> Run {
     )
     .unwrap();
     let runner = Arc::new(ToolRunner::new(
-        Arc::new(Registry::builtin()),
+        Arc::new(lathe_tools::builtin()),
         tool_session,
         Arc::new(Gate::new(ApprovalMode::Auto, &root)),
         Arc::new(NonInteractive),

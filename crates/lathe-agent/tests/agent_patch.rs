@@ -12,9 +12,9 @@ use lathe_agent::executor::{Executor, ExecutorConfig};
 use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
 use lathe_agent::runner::ToolRunner;
 use lathe_agent::sink::EventSink;
+use lathe_runtime::{Session, ToolConfig, Workspace};
 use lathe_store::{NewSession, Store};
 use lathe_testkit::{Script, ScriptedServer, ollama};
-use lathe_tools::{Registry, Session, ToolConfig, Workspace};
 
 const MODEL: &str = "qwen3:8b";
 
@@ -41,7 +41,7 @@ async fn run(script: Script) -> (RunStatus, String, Vec<serde_json::Value>) {
     )
     .unwrap();
     let runner = Arc::new(ToolRunner::new(
-        Arc::new(Registry::builtin()),
+        Arc::new(lathe_tools::builtin()),
         session,
         Arc::new(Gate::new(ApprovalMode::Auto, &root)),
         Arc::new(NonInteractive),

@@ -7,8 +7,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent_executor::{reply, start_with};
 use lathe_agent::events::{Event, RunStatus};
+use lathe_runtime::checklist::{self, PlanStep, StepStatus};
 use lathe_testkit::Script;
-use lathe_tools::tools::update_plan::{self, PlanStep, StepStatus, UpdatePlanTool};
+use lathe_tools::update_plan::UpdatePlanTool;
 
 fn plan(rows: &[(&str, &str)]) -> Value {
     json!({
@@ -186,7 +187,7 @@ async fn a_resumed_session_goes_on_with_its_plan() {
     ]);
     let session = run.executor.runner().session();
     assert_eq!(
-        update_plan::current(session),
+        checklist::current(session),
         [
             step("Old step", StepStatus::Completed),
             step("Open step", StepStatus::InProgress)

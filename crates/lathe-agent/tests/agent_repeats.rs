@@ -14,9 +14,9 @@ use lathe_agent::executor::{Executor, ExecutorConfig, RunOutcome};
 use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
 use lathe_agent::runner::ToolRunner;
 use lathe_agent::sink::EventSink;
+use lathe_runtime::{Session, ToolConfig, Workspace};
 use lathe_store::{NewSession, Store};
 use lathe_testkit::{Part, Response, Script, ScriptedServer, ollama};
-use lathe_tools::{Registry, Session, ToolConfig, Workspace};
 
 const MODEL: &str = "qwen3:8b";
 
@@ -50,7 +50,7 @@ fn start(script: Script) -> Run {
     )
     .unwrap();
     let runner = Arc::new(ToolRunner::new(
-        Arc::new(Registry::builtin()),
+        Arc::new(lathe_tools::builtin()),
         tool_session,
         Arc::new(Gate::new(ApprovalMode::Auto, &root)),
         Arc::new(NonInteractive),

@@ -19,7 +19,7 @@ use lathe_agent::message::ToolCall;
 use lathe_agent::parser::{ToolNames, resolve_native};
 use lathe_agent::runner::{PlannedCall, ToolRunner};
 use lathe_agent::sink::EventSink;
-use lathe_tools::{
+use lathe_runtime::{
     Effect, FileChange, Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput,
     ToolProgress, Workspace,
 };

@@ -15,9 +15,9 @@ use lathe_agent::events::{Event, RunStatus, SubAgentState};
 use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, ToolProtocol, connect};
 use lathe_agent::sink::{EventSink, stored_history};
 use lathe_agent::subagent::{SubAgentConfig, transcript};
+use lathe_runtime::{Dispatcher, Gate, Session, ToolConfig, ToolContext, Workspace};
 use lathe_store::{NewSession, SessionId, Store};
 use lathe_testkit::{Part, Script, ScriptedServer, ollama, openai, processes_with};
-use lathe_tools::{Dispatcher, Gate, Registry, Session, ToolConfig, ToolContext, Workspace};
 
 const MODEL: &str = "qwen3:8b";
 
@@ -431,7 +431,7 @@ async fn a_foreground_child_answers_in_the_call_and_its_transcript_pages_like_re
     let text = transcript(&stored_history(&run.store, &children[0].id).unwrap());
     std::fs::write(run.root.join("transcript.txt"), &text).unwrap();
     let dispatcher = Dispatcher::new(
-        Arc::new(Registry::builtin()),
+        Arc::new(lathe_tools::builtin()),
         Arc::new(Gate::new(ApprovalMode::Auto, &run.root)),
     );
     let read = |args: Value| {
@@ -943,11 +943,11 @@ struct Audit {
     titles: Mutex<Vec<String>>,
 }
 
-impl lathe_tools::Hook for Audit {
+impl lathe_runtime::Hook for Audit {
     fn after(
         &self,
-        call: &lathe_tools::CallInfo,
-        _outcome: &mut lathe_tools::Outcome,
+        call: &lathe_runtime::CallInfo,
+        _outcome: &mut lathe_runtime::Outcome,
         _session: &Session,
     ) {
         self.titles.lock().unwrap().push(call.title.clone());
@@ -1000,7 +1000,7 @@ async fn a_general_childs_calls_pass_the_parents_hooks_and_its_changes_are_in_it
         .approval(ApprovalMode::Auto)
         .tool_protocol(ToolProtocol::Native)
         .checkpoints(checkpoints)
-        .hook(Arc::clone(&audit) as Arc<dyn lathe_tools::Hook>)
+        .hook(Arc::clone(&audit) as Arc<dyn lathe_runtime::Hook>)
         .sink(EventSink::detached(Arc::new(move |e: &Event| {
             seen.lock().unwrap().push(e.clone())
         })))

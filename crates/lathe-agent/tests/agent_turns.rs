@@ -18,11 +18,11 @@ use lathe_agent::message::{AssistantMessage, Message};
 use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
 use lathe_agent::runner::ToolRunner;
 use lathe_agent::sink::{EventSink, stored_history};
-use lathe_store::{NewSession, Store};
-use lathe_testkit::{Response, Script, ScriptedServer, ollama};
-use lathe_tools::{
+use lathe_runtime::{
     Effect, Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace,
 };
+use lathe_store::{NewSession, Store};
+use lathe_testkit::{Response, Script, ScriptedServer, ollama};
 
 const MODEL: &str = "qwen3:8b";
 

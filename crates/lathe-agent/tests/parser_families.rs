@@ -494,9 +494,7 @@ fn unknown_names_get_an_answer_with_the_closest_tools() {
         parse("<tool_call>{\"name\": \"raed_file\", \"arguments\": {\"path\": \"a\"}}</tool_call>");
     assert!(p.calls[0].is_unknown());
     // The registry answers for unknown names, in every front end alike.
-    let message = lathe_tools::Registry::builtin()
-        .unknown_tool(&p.calls[0].name)
-        .text;
+    let message = lathe_tools::builtin().unknown_tool(&p.calls[0].name).text;
     assert!(
         message.starts_with("unknown tool `raed_file`. Did you mean `read_file`"),
         "{message}"

@@ -20,12 +20,12 @@ use lathe_agent::provider::{
     ChatRequest, ProviderConfig, ProviderKind, RetryPolicy, ToolProtocol, connect,
 };
 use lathe_agent::sink::{EventSink, stored_history};
+use lathe_runtime::{
+    Access, Effect, FileChange, NOTHING_PENDING, PendingAction, Plan, PlannedWrite, Session, Tool,
+    ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace, current_stamp,
+};
 use lathe_store::{NewSession, SessionId, Store};
 use lathe_testkit::{Response, Script, ScriptedServer, ollama, openai};
-use lathe_tools::{
-    Access, Effect, FileChange, NOTHING_PENDING, PendingAction, Plan, PlannedWrite, Registry,
-    Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace, current_stamp,
-};
 
 const MODEL: &str = "qwen3:8b";
 const REMINDER: &str = "[Lathe] Pending and not applied yet";
@@ -270,7 +270,7 @@ fn start_with(
         dir.path().join("state"),
     )
     .unwrap();
-    let mut registry = Registry::builtin();
+    let mut registry = lathe_tools::builtin();
     registry.register(PreviewPut);
     let store = Store::open(dir.path().join("db/sessions.sqlite3")).unwrap();
     let session = store

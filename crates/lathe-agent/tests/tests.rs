@@ -5,6 +5,10 @@
 //! whole dependency graph. Each file in `tests/` is a module declared here (lathe-testkit's
 //! `layout` test checks that none is left out); run one with
 //! `cargo test -p lathe-agent --test integration agent_executor::`.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benches drive the blocking entry points from synchronous code"
+)]
 
 mod common;
 

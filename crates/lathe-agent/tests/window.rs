@@ -13,8 +13,8 @@ use lathe_agent::provider::{ChatOptions, ProviderKind};
 use lathe_agent::sink::EventSink;
 use lathe_agent::subagent::SubAgentConfig;
 use lathe_agent::{Agent, ContextWindow};
+use lathe_runtime::{Profile, Registry, Session, ToolConfig, Workspace};
 use lathe_testkit::{Script, ScriptedServer, ollama, openai};
-use lathe_tools::{Profile, Registry, Session, ToolConfig, Workspace};
 
 use crate::common::provider;
 
@@ -321,8 +321,8 @@ fn every_parameter_stays_accepted_in_the_compact_profile() {
         dir.path().join(".state"),
     )
     .unwrap();
-    let full = Registry::builtin();
-    let mut compact = Registry::builtin();
+    let full = lathe_tools::builtin();
+    let mut compact = lathe_tools::builtin();
     compact.use_profile(Profile::Compact);
     let mut unlisted = 0;
     for definition in full.definitions() {

@@ -3,6 +3,10 @@
 //!   checkpoint_bench session DATA WS            creates a session in DATA's database, prints its id
 //!   checkpoint_bench begin DATA WS SESSION TURN  the snapshot before a turn's first change
 //!   checkpoint_bench end DATA WS SESSION TURN    the snapshot after the turn
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benches drive the blocking entry points from synchronous code"
+)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;

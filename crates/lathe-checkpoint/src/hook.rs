@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use lathe_policy::AnalysisContext;
-use lathe_tools::{CallInfo, Effect, FileChange, Hook, Outcome, Session};
+use lathe_runtime::{
+    CallInfo, Effect, FileChange, Hook, Outcome, Session, TurnChange, TurnRecorder,
+};
 
 use crate::{Checkpoints, DiffStat, Result};
 
@@ -50,6 +52,10 @@ impl CheckpointHook {
 
     /// Ends the current turn: records what it left, and returns the size of its change
     /// (`None` when it changed nothing).
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "synchronous: async callers go through Host::finish_turn"
+    )]
     pub fn end_turn(&self) -> Result<Option<DiffStat>> {
         self.checkpoints
             .after_turn(self.turn.load(Ordering::SeqCst))
@@ -85,6 +91,10 @@ fn may_change(effects: &[Effect], session: &Session, home: &std::path::Path) -> 
 }
 
 impl Hook for CheckpointHook {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the dispatcher runs before_run hooks on a blocking thread"
+    )]
     fn before_run(
         &self,
         call: &CallInfo,
@@ -122,5 +132,27 @@ impl Hook for CheckpointHook {
                 "\n[note: no checkpoint could be made before this call ({why}); undo will not cover its changes]"
             ));
         }
+    }
+}
+
+impl TurnRecorder for CheckpointHook {
+    fn begin_turn(&self, turn: u32) {
+        CheckpointHook::begin_turn(self, turn);
+    }
+
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "called on a blocking thread (Host::finish_turn) or by synchronous code"
+    )]
+    fn end_turn(&self) -> std::result::Result<Option<TurnChange>, String> {
+        CheckpointHook::end_turn(self)
+            .map(|stat| {
+                stat.map(|stat| TurnChange {
+                    files: stat.files,
+                    added: stat.added,
+                    removed: stat.removed,
+                })
+            })
+            .map_err(|err| err.to_string())
     }
 }

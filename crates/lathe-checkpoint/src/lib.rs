@@ -14,7 +14,7 @@
 //! tools change, kept in the sessions database ([`Coverage::FileTools`]): changes made by shell
 //! commands are then not covered.
 //!
-//! [`CheckpointHook`] is the agent loop's seam: a [`lathe_tools::Hook`] that snapshots before
+//! [`CheckpointHook`] is the agent loop's seam: a [`lathe_runtime::Hook`] that snapshots before
 //! the first call of a turn whose effects are not read-only.
 //!
 //! ```
@@ -50,7 +50,9 @@ mod objects;
 mod odb;
 mod pack;
 mod refs;
+pub mod report;
 mod restore;
+pub mod session;
 mod shadow;
 mod tree;
 mod walk;

@@ -75,6 +75,10 @@ pub(crate) fn list(git_dir: &Path, prefix: &str) -> Result<Vec<String>> {
 
 /// Points `name` at `new`; when `old` is given, only if it points there now (as `git
 /// update-ref NAME NEW OLD`).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a short back-off while another process holds the ref lock, on the snapshot's blocking thread"
+)]
 pub(crate) fn update(git_dir: &Path, name: &str, new: &str, old: Option<&str>) -> Result<()> {
     let path = git_dir.join(name);
     let lock = lock_path(&path);

@@ -2,7 +2,7 @@
 //! rules the snapshot promises: `.gitignore` and `.ignore` at every level (`.ignore` winning,
 //! as in ripgrep), the user's `.git/info/exclude`, not the global gitignore and nothing above
 //! the workspace; hidden files included; `.git` never; Lathe's own data directory and a file
-//! tool's write under way (`lathe_tools::TEMP_FILE_PATTERN`) never; symbolic links recorded as
+//! tool's write under way (`lathe_runtime::TEMP_FILE_PATTERN`) never; symbolic links recorded as
 //! links, not followed; a directory holding `.git` (a nested repository) not entered.
 
 use std::ffi::OsStr;
@@ -221,7 +221,7 @@ impl Rules {
 /// The matcher of a file tool's temporary files.
 fn temp_files() -> Gitignore {
     let mut builder = GitignoreBuilder::new("/");
-    let _ = builder.add_line(None, lathe_tools::TEMP_FILE_PATTERN);
+    let _ = builder.add_line(None, lathe_runtime::TEMP_FILE_PATTERN);
     builder.build().unwrap_or_else(|_| Gitignore::empty())
 }
 
@@ -284,6 +284,6 @@ mod tests {
     fn the_quick_check_of_temporary_files_knows_the_pattern() {
         // The walk tests `.`, `.lathe-` and `.tmp` before the glob: a new pattern needs a new
         // quick check.
-        assert_eq!(lathe_tools::TEMP_FILE_PATTERN, ".*.lathe-*.tmp");
+        assert_eq!(lathe_runtime::TEMP_FILE_PATTERN, ".*.lathe-*.tmp");
     }
 }

@@ -144,6 +144,10 @@ mod test_hooks {
     /// Inputs starting with this run a hook instead of a parser.
     const PREFIX: &[u8] = b"LATHE-TEST-HOOK:";
 
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a test hook that hangs a worker process on purpose"
+    )]
     pub(super) fn run(bytes: &[u8]) {
         let Some(hook) = bytes.strip_prefix(PREFIX) else {
             return;

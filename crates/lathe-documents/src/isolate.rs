@@ -295,6 +295,10 @@ enum Waited {
     Failed(std::io::Error),
 }
 
+#[expect(
+    clippy::disallowed_methods,
+    reason = "polls a worker process from the conversion's blocking thread"
+)]
 fn wait(child: &mut Child, limit: Duration, cancelled: &dyn Fn() -> bool) -> Waited {
     let deadline = Instant::now() + limit;
     loop {

@@ -133,6 +133,7 @@ impl SupervisorBuilder {
             next_id: AtomicU64::new(last_id + 1),
             guard: Mutex::new(None),
             shut_down: AtomicBool::new(false),
+            piped_started: AtomicBool::new(false),
             config,
         })
     }

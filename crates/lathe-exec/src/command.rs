@@ -88,7 +88,8 @@ pub enum CommandStatus {
         reason: KillReason,
     },
     /// Killed because it ran past the configured hard limit
-    /// ([`SupervisorBuilder::command_timeout`](crate::SupervisorBuilder::command_timeout)).
+    /// ([`SupervisorBuilder::command_timeout`](crate::SupervisorBuilder::command_timeout)), or
+    /// past its own [`PipedSpec::timeout`](crate::PipedSpec::timeout).
     TimedOut {
         /// The limit.
         limit: Duration,
@@ -358,7 +359,7 @@ pub(crate) async fn monitor(
     entry.finish(status);
 }
 
-fn exit_status(status: std::process::ExitStatus) -> CommandStatus {
+pub(crate) fn exit_status(status: std::process::ExitStatus) -> CommandStatus {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => CommandStatus::Exited { code },

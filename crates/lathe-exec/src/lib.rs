@@ -16,6 +16,11 @@
 //! (see the `tree` module for how). Output is read back by byte range or regex, running or
 //! finished, with line numbers ([`Supervisor::read_output`], [`Supervisor::search_output`]).
 //!
+//! A caller's own helpers that read input on stdin and answer on stdout (Lathe's hooks) run with
+//! [`Supervisor::run_piped`] instead: the same session, process group, mark and guard, so
+//! nothing they start outlives them, but their stdin, stdout and stderr are the caller's to feed
+//! and read, apart, and they leave no artifact.
+//!
 //! The crate returns data and says nothing to a model: reports, pages, search results and
 //! errors carry fields (ids, offsets, omitted ranges, artifact sizes, limits), and the caller
 //! words them, naming its own tools. `Display` on statuses and errors says what happened in
@@ -52,6 +57,7 @@ mod guard;
 mod harden;
 mod lineage;
 mod output;
+mod piped;
 mod preview;
 mod procfs;
 mod reader;
@@ -73,6 +79,7 @@ pub use harden::{harden_process, is_dumpable};
 pub use output::{
     DEFAULT_READ_LIMIT, DEFAULT_SEARCH_LIMIT, MAX_READ_LIMIT, OutputPage, SearchMatch, SearchResult,
 };
+pub use piped::{DEFAULT_PIPED_CAP, PipedOutput, PipedSpec};
 pub use preview::{Omission, Preview, clean};
 pub use report::{
     ArtifactInfo, CommandReport, CommandSummary, Detached, KillOutcome, format_duration,

@@ -38,6 +38,10 @@ pub struct Supervisor {
     pub(crate) commands: Mutex<BTreeMap<CommandId, Arc<CommandEntry>>>,
     pub(crate) next_id: AtomicU64,
     pub(crate) shut_down: AtomicBool,
+    /// Whether [`run_piped`](Self::run_piped) started anything: those programs are not in
+    /// `commands`, so the end of the session must look for their processes even with no
+    /// command there.
+    pub(crate) piped_started: AtomicBool,
     /// The guard that kills the commands if this process dies (see the `guard` module):
     /// `None` until the first command, then the guard, or `Some(None)` if it could not start.
     pub(crate) guard: Mutex<Option<Option<Guard>>>,
@@ -355,7 +359,7 @@ impl Supervisor {
         for entry in &entries {
             entry.wait_done().await;
         }
-        if !entries.is_empty() {
+        if !entries.is_empty() || self.piped_started.load(Ordering::SeqCst) {
             let target = self.session_target();
             let grace = self.config.kill_grace;
             let _ = tokio::task::spawn_blocking(move || tree::kill_at_end(target, grace)).await;
@@ -370,7 +374,7 @@ impl Supervisor {
         for entry in &entries {
             entry.request_kill(KillReason::Shutdown);
         }
-        if entries.is_empty() {
+        if entries.is_empty() && !self.piped_started.load(Ordering::SeqCst) {
             self.release_guard();
             return;
         }
@@ -397,7 +401,7 @@ impl Supervisor {
 
     /// Starts the guard with the first command (once; a failure is logged and not retried:
     /// commands still run, only without protection against this process being killed).
-    fn ensure_guard(&self) {
+    pub(crate) fn ensure_guard(&self) {
         let mut guard = lock(&self.guard);
         if guard.is_none() {
             *guard = Some(

@@ -115,6 +115,10 @@ pub(crate) fn owned() -> MutexGuard<'static, BTreeSet<i32>> {
 /// Makes this process the child subreaper (once) and starts the background reaper. Returns
 /// whether the subreaper is in place; without it, escaped processes are still found by their
 /// environment tag, but only until they are re-parented to PID 1 and exit unreaped by us.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a short wait at process start, before any async work"
+)]
 pub(crate) fn ensure_subreaper() -> bool {
     *SUBREAPER.get_or_init(|| {
         let set = nix::sys::prctl::set_child_subreaper(true).is_ok();
@@ -337,6 +341,10 @@ fn signal_all(procs: &[ProcStat], signal: Signal) {
 /// SIGTERM and SIGCONT, up to `grace` for the processes to exit, and SIGKILL until a scan finds
 /// none. Processes found once stay tracked by pid and start time, so a member whose parent died
 /// mid-kill is not lost. Blocking.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the grace between signals of a whole-tree kill, on the supervisor's blocking path"
+)]
 pub(crate) fn kill_tree(target: &TreeTarget, grace: Duration) -> usize {
     if SUBREAPER.get() == Some(&true) && !has_command_children() {
         return 0;

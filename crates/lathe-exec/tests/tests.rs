@@ -14,6 +14,7 @@ mod kill_tree;
 mod memory;
 mod orphans;
 mod output;
+mod piped;
 mod run;
 mod sandbox;
 mod sandbox_hardening;

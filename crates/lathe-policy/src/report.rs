@@ -112,6 +112,47 @@ impl DecisionReport {
         serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
     }
 
+    /// The JSON form as `lathe policy check --json` prints it: one line, with the approval
+    /// `mode` and the `command` line checked.
+    pub fn to_json_line(&self, mode: &str, command: &str) -> String {
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        if let Some(object) = value.as_object_mut() {
+            object.insert("mode".into(), mode.into());
+            object.insert("command".into(), command.into());
+        }
+        format!("{value}\n")
+    }
+
+    /// The report for people, as `lathe policy check` prints it: decision, severity and the
+    /// approval `mode`, each command checked with its own decision and severity, then every
+    /// reason.
+    pub fn for_people(&self, mode: &str) -> String {
+        let mut out = format!(
+            "decision: {}\nseverity: {}\nmode:     {mode}\n",
+            self.decision, self.severity
+        );
+        if self.parts.is_empty() {
+            out.push_str("commands: none\n");
+        } else {
+            out.push_str("commands:\n");
+            for part in &self.parts {
+                out.push_str(&format!(
+                    "  {:<5}  {:<9}  {}\n",
+                    part.decision.as_str(),
+                    part.severity.as_str(),
+                    part.subject
+                ));
+            }
+        }
+        if !self.reasons.is_empty() {
+            out.push_str("reasons:\n");
+            for reason in &self.reasons {
+                out.push_str(&format!("  - {reason}\n"));
+            }
+        }
+        out
+    }
+
     /// Whether the action may go ahead without asking.
     pub fn is_allowed(&self) -> bool {
         self.decision == Decision::Allow

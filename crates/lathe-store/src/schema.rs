@@ -100,6 +100,10 @@ pub(crate) fn configure(conn: &Connection) -> rusqlite::Result<()> {
 ///
 /// The switch needs an exclusive lock, and when several processes open a new database at once it
 /// fails at once with SQLITE_BUSY (the busy handler does not cover it), so the losers retry here.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a short back-off while opening the database, on the store's own thread"
+)]
 fn enable_wal(conn: &Connection) -> rusqlite::Result<()> {
     let deadline = Instant::now() + BUSY_TIMEOUT;
     loop {

@@ -4,5 +4,9 @@
 //! whole dependency graph. Each file in `tests/` is a module declared here (lathe-testkit's
 //! `layout` test checks that none is left out); run one with
 //! `cargo test -p lathe-store --test integration concurrent::`.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests drive the blocking entry points from synchronous code"
+)]
 
 mod concurrent;

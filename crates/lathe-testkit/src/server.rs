@@ -369,6 +369,7 @@ mod tests {
     }
 
     #[test]
+    #[expect(clippy::disallowed_methods, reason = "a synchronous test")]
     fn an_endless_reply_stops_when_the_client_hangs_up_and_is_counted() {
         let server = ScriptedServer::start(
             Script::new().chat(

@@ -1,80 +1,7 @@
-//! Lathe's tool runtime: the typed tool contract, the registry that erases it once, the one call
-//! pipeline every front end uses, workspace containment, and the built-in tools. No model, no
-//! HTTP, no terminal.
-//!
-//! # The pieces
-//!
-//! - A [`Tool`] is a typed tool, one file under `src/tools/`. It answers for itself, from its
-//!   input deserialised once: what the policy judges ([`Tool::effects`]), the line people see
-//!   ([`Tool::title`]), what it would change ([`Tool::plan`]), and the call itself
-//!   ([`Tool::run`]).
-//! - The [`Registry`] holds every tool a session can call as a trait object ([`DynTool`]): the
-//!   built-ins, listed once (`builtin_tools!` in `src/tools/mod.rs`, which refuses to compile
-//!   when two share a name or an alias), and tools added at run time ([`Registry::add`]: another
-//!   MCP server's, an embedder's). It is the one name resolver: exact names, aliases, then
-//!   names folded over case, `_`, `-` and `.`; a run-time tool can never take a name that is
-//!   taken in any of those ways.
-//! - The [`Gate`] judges each effect of a call with `lathe_policy` (the approval mode, the
-//!   `[permissions]` rules, sensitive paths, command analysis): allow, ask or deny; and it
-//!   remembers what the user allowed for the session.
-//! - An [`Approver`] answers when the gate asks: the terminal's prompt, an MCP client's
-//!   elicitation, [`NonInteractive`] or [`Refuse`] where nobody can be asked.
-//! - A [`Hook`] runs around every call (checkpoints, project hooks, audit logs).
-//! - The [`Dispatcher`] puts registry, gate and hooks together. The agent's runner, `lathe mcp`
-//!   and `lathe tool` all call it, so the same call gets the same answer in each of them.
-//!
-//! # One call
-//!
-//! ```text
-//!  front end: a tool name and JSON arguments, as the model or client wrote them
-//!   │
-//!   │ Dispatcher::prepare ─► Registry::prepare
-//!   │     resolve the name · bring the arguments to the schema · bind them to the tool's typed
-//!   │     input · ask the tool for its effects and title              ─► PreparedCall
-//!   │     (unknown tool, bad argument: Refused, naming the parameter to fix)
-//!   │
-//!   │ Dispatcher::authorize
-//!   │     stopped already?            Cancelled
-//!   │     Hook::before, each          may refuse: Refused
-//!   │     Gate::check(effects)        deny: Denied ("denied by Lathe's policy: ...")
-//!   │     Tool::plan                  on a blocking thread: the new content and its diffs
-//!   │     the gate asked?             Approver::approve(request with the plan's diffs):
-//!   │                                 once · for the session (the gate remembers) · deny
-//!   │     the plan failed?            Error: the model reads why        ─► Authorized
-//!   │
-//!   │ Dispatcher::run
-//!   │     stopped meanwhile?          Cancelled, nothing applied
-//!   │     Hook::before_run(changes)   may stop it: Refused
-//!   │     Plan::apply or Tool::run ─► Registry::run_prepared: the result fitted to the budget,
-//!   │                                 changes to git hooks and `.lathe/` reported
-//!   │     Hook::after, each           may add to the outcome
-//!   ▼
-//!  Outcome { status, output: ToolOutput { text for the model, typed Metadata for the rest } }
-//! ```
-//!
-//! [`Dispatcher::call`] does the three steps in a row. The agent calls them one by one, to emit
-//! events in between and to run calls that only read concurrently
-//! ([`PreparedCall::only_reads`]). Every way a call ends is an [`Outcome`] the model can read; a
-//! tool that panics (in any of its methods) ends as one too, not as the end of the session.
-//!
-//! # What a plan guarantees
-//!
-//! A tool that changes files plans: [`Tool::plan`] works out the complete new content of each
-//! file and the diff, with the stamp of the content it started from, and writes nothing. The
-//! approver is shown that plan's diffs, and [`Plan::apply`] writes exactly that content after
-//! checking that each file still has its stamp. So the diff approved, the diff in the result's
-//! [`Metadata`] (and in the events stored from it) and the change made are the same bytes; a file
-//! that changed in between stops the whole plan before anything is written, and the model reads
-//! why. Plans are made only for calls the gate does not deny, since a plan reads files, and a
-//! failed plan is reported only once the call is allowed.
-//!
-//! # Safe defaults
-//!
-//! A tool is judged to only read when it says so for the input at hand. A tool that does not
-//! say what it does (the default of [`Tool::effects`] and [`BoundCall::effects`]) is
-//! [`Effect::Unknown`]: asked about in `ask` and `auto`, refused in `read-only`, allowed in
-//! `full`; so is the network ([`Effect::Network`]). "Always" is offered only when the rules it
-//! would remember cover no more than what was asked.
+//! Lathe's built-in tools, one module each, on the runtime of `lathe-runtime` (the contract, the
+//! registry, the dispatcher and the session services they use). Registering a tool is one line
+//! in the `builtin_tools!` list below (a unit struct implementing [`Tool`]), and that list feeds
+//! the agent, `lathe tool` and the MCP server alike through [`builtin`].
 //!
 //! # Example
 //!
@@ -84,9 +11,9 @@
 //! use std::sync::Arc;
 //!
 //! use futures::future::BoxFuture;
-//! use lathe_tools::{
+//! use lathe_runtime::{
 //!     ApprovalDecision, ApprovalMode, ApprovalRequest, Approver, CallStatus, Dispatcher, Gate,
-//!     Registry, Session, ToolConfig, ToolContext, Workspace,
+//!     Session, ToolConfig, ToolContext, Workspace,
 //! };
 //! use serde_json::json;
 //!
@@ -113,7 +40,7 @@
 //! let workspace = Workspace::new(&root).unwrap();
 //! let session = Session::new(workspace, ToolConfig::default(), dir.path().join("state")).unwrap();
 //! let dispatcher = Dispatcher::new(
-//!     Arc::new(Registry::builtin()),
+//!     Arc::new(lathe_tools::builtin()),
 //!     Arc::new(Gate::new(ApprovalMode::Ask, &root)),
 //! );
 //! let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -137,43 +64,182 @@
 //! assert!(unknown.output.text.contains("`read_file`"));
 //! ```
 //!
-//! Adding a tool, built-in or at run time: `CONTRIBUTING.md` at the repository root.
+//! Adding a tool: `CONTRIBUTING.md` at the repository root.
 #![deny(missing_docs)]
 
-// The public surface is this list and the modules that are an API of their own (the argument
-// layer, the pipeline, the registry, the built-in tools and their configuration, the watch on
-// the workspace's hooks); the rest is reached through the re-exports below.
-pub mod args;
-mod budget;
-pub mod dispatch;
-pub mod hooks;
-mod meta;
-mod pending;
-pub mod profile;
-pub mod registry;
-mod schema;
-mod session;
-mod tool;
-pub mod tools;
-pub mod watch;
-mod workspace;
+pub mod apply_patch;
+pub mod ast_edit;
+pub mod command_output;
+pub mod edit_file;
+pub mod glob;
+pub mod grep;
+pub mod kill_command;
+pub mod list_commands;
+pub mod list_files;
+#[cfg(feature = "documents")]
+pub mod read_document;
+pub mod read_file;
+pub mod resolve;
+mod search_walk;
+pub mod shell;
+pub mod suggest;
+pub mod update_memory;
+pub mod update_plan;
+pub mod write_file;
 
-pub use dispatch::{
-    ApprovalDecision, ApprovalRequest, Approver, Authorized, CallInfo, CallStatus, Dispatcher,
-    FixedAnswer, Gate, Hook, NonInteractive, Outcome, PreToolAnswer, Refuse, Verdict,
-};
-pub use lathe_policy::{ApprovalMode, PermissionsConfig};
-pub use meta::{CommandMeta, CommandState, FileChange, LineRange, MAX_CHANGE_DIFF_LINES, Metadata};
-pub use pending::{NOTHING_PENDING, PENDING_UNAVAILABLE, PendingAction, PendingSummary};
-pub use profile::Profile;
-pub use registry::{BoundCall, DynTool, PreparedCall, Registry, RegistryError, ToolDefinition};
-pub use schema::portable_schema;
-pub use session::{DEFAULT_RESULT_BUDGET, FileStamp, Session, StampBuilder, ToolConfig};
-pub use tool::{
-    Effect, Plan, PlannedWrite, ProgressSink, Tool, ToolContext, ToolHints, ToolImage, ToolKind,
-    ToolOutput, ToolProgress, current_stamp, hints_for, run_planned,
-};
-pub use workspace::{
-    Access, Beneath, PathError, ResolvedPath, TEMP_FILE_PATTERN, Workspace, changed_under_walk,
-    link_resolver,
-};
+use lathe_runtime::{Registry, Tool};
+
+/// The built-in tools, each once: `register_builtin` adds them in this order, and the list
+/// fails to compile when two tools share a name or an alias.
+macro_rules! builtin_tools {
+    ($($(#[$cfg:meta])* $tool:path),* $(,)?) => {
+        /// The names of the built-in tools, in registration order.
+        pub const BUILTIN_NAMES: &[&str] = &[$($(#[$cfg])* <$tool as Tool>::NAME),*];
+
+        const _: () = assert!(
+            lathe_runtime::registry::names_are_unique(&[
+                $($(#[$cfg])* &[<$tool as Tool>::NAME], $(#[$cfg])* <$tool as Tool>::ALIASES),*
+            ]),
+            "two built-in tools share a name or an alias"
+        );
+
+        /// Registers every built-in tool (and, with them, the document reader other tools
+        /// hand saved documents to).
+        pub fn register_builtin(registry: &mut Registry) {
+            #[cfg(feature = "documents")]
+            lathe_runtime::documents::provide_reader(read_document::read_path);
+            $($(#[$cfg])* registry.register($tool);)*
+        }
+    };
+}
+
+/// A registry with every built-in tool.
+pub fn builtin() -> Registry {
+    let mut registry = Registry::new();
+    register_builtin(&mut registry);
+    registry
+}
+
+builtin_tools! {
+    grep::GrepTool,
+    glob::GlobTool,
+    read_file::ReadFileTool,
+    // The document parsers are the heaviest dependency: embedders can leave them out.
+    #[cfg(feature = "documents")]
+    read_document::ReadDocumentTool,
+    write_file::WriteFileTool,
+    edit_file::EditFileTool,
+    apply_patch::ApplyPatchTool,
+    list_files::ListFilesTool,
+    shell::ShellTool,
+    command_output::CommandOutputTool,
+    list_commands::ListCommandsTool,
+    kill_command::KillCommandTool,
+    update_plan::UpdatePlanTool,
+    update_memory::UpdateMemoryTool,
+    resolve::ResolveTool,
+    ast_edit::AstEditTool,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use lathe_runtime::{Session, ToolConfig, Workspace};
+
+    /// One row per tool (and per case a tool words differently): the call, then its title.
+    #[test]
+    fn titles_name_the_tool_and_what_the_call_works_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = Workspace::new(dir.path()).unwrap();
+        let session =
+            Session::new(workspace, ToolConfig::default(), dir.path().join(".state")).unwrap();
+        let registry = super::builtin();
+        let long = "x".repeat(300);
+        let rows = [
+            (
+                "read_file",
+                json!({"path": "src/main.rs"}),
+                "read_file src/main.rs",
+            ),
+            (
+                "read_file",
+                json!({"path": "src/main.rs", "offset": 40}),
+                "read_file src/main.rs (from line 40)",
+            ),
+            (
+                "read_file",
+                json!({"path": "a.rs", "offset": 1}),
+                "read_file a.rs",
+            ),
+            ("cat", json!({"path": "a.rs"}), "read_file a.rs"),
+            (
+                "write_file",
+                json!({"path": "a.txt", "content": "x\ny\n"}),
+                "write_file a.txt",
+            ),
+            (
+                "edit_file",
+                json!({"path": "src/a.rs", "old_string": "x", "new_string": "y"}),
+                "edit_file src/a.rs",
+            ),
+            ("list_files", json!({}), "list_files"),
+            (
+                "list_files",
+                json!({"path": "src", "depth": 3}),
+                "list_files src",
+            ),
+            (
+                "shell",
+                json!({"command": "cargo test"}),
+                "shell cargo test",
+            ),
+            (
+                "shell",
+                json!({"command": "make\nmake install"}),
+                "shell make …",
+            ),
+            (
+                "grep",
+                json!({"pattern": "fn main", "path": "src"}),
+                "grep \"fn main\" in src",
+            ),
+            (
+                "grep",
+                json!({"pattern": "a\nb", "path": "."}),
+                "grep \"a\\nb\"",
+            ),
+            (
+                "glob",
+                json!({"pattern": "*.rs", "path": "src"}),
+                "glob *.rs in src",
+            ),
+            ("glob", json!({"pattern": "**/*.md"}), "glob **/*.md"),
+            ("command_output", json!({"id": "3"}), "command_output 3"),
+            ("command_output", json!({"id": 3}), "command_output 3"),
+            ("kill_command", json!({"id": "cmd-3"}), "kill_command cmd-3"),
+            ("list_commands", json!({}), "list_commands"),
+            (
+                "update_memory",
+                json!({"action": "add", "entry": "Use tabs.\nAlways."}),
+                "update_memory add Use tabs. Always.",
+            ),
+            (
+                "update_memory",
+                json!({"action": "remove", "entry": "3"}),
+                "update_memory remove 3",
+            ),
+        ];
+        for (name, arguments, title) in rows {
+            let call = registry
+                .prepare(name, arguments.clone(), &session)
+                .unwrap_or_else(|out| panic!("{name} {arguments}: {}", out.text));
+            assert_eq!(call.title, title, "{name} {arguments}");
+        }
+        let call = registry
+            .prepare("shell", json!({ "command": long }), &session)
+            .unwrap();
+        assert!(call.title.chars().count() < 120, "{}", call.title);
+        assert!(call.title.ends_with('…'), "{}", call.title);
+    }
+}

@@ -3,7 +3,7 @@
 //! approvals, and previews that wait for `resolve`.
 
 use lathe_policy::ApprovalMode::{Ask, ReadOnly};
-use lathe_tools::{ApprovalDecision, CallStatus, Effect, FixedAnswer};
+use lathe_runtime::{ApprovalDecision, CallStatus, Effect, FixedAnswer};
 use serde_json::{Value, json};
 
 use crate::dispatch_support::{Fixture, Recording, exists};
@@ -441,7 +441,7 @@ fn a_preview_without_a_pending_store_says_so_and_writes_nothing() {
     let mut arguments = patch("*** Update File: a.txt\n@@\n-a\n+b");
     arguments["preview"] = json!(true);
     let out = ws.err("apply_patch", arguments);
-    assert_eq!(out.text, lathe_tools::PENDING_UNAVAILABLE);
+    assert_eq!(out.text, lathe_runtime::PENDING_UNAVAILABLE);
     assert_eq!(ws.text("a.txt"), "a\n");
 }
 

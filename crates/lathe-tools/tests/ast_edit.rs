@@ -5,7 +5,7 @@
 use crate::file_support::Ws;
 use serde_json::{Value, json};
 
-fn meta(out: &lathe_tools::ToolOutput, key: &str) -> Value {
+fn meta(out: &lathe_runtime::ToolOutput, key: &str) -> Value {
     out.metadata.extra.get(key).cloned().unwrap_or(Value::Null)
 }
 
@@ -356,7 +356,7 @@ mod pending {
     use std::time::Duration;
 
     use lathe_policy::ApprovalMode::{self, Ask, Full, ReadOnly};
-    use lathe_tools::{
+    use lathe_runtime::{
         ApprovalDecision, Approver, CallStatus, FixedAnswer, NonInteractive, Outcome,
         PENDING_UNAVAILABLE,
     };

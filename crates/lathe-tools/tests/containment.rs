@@ -3,7 +3,7 @@
 use std::os::unix::fs::symlink;
 use std::path::PathBuf;
 
-use lathe_tools::{Access, PathError, Workspace};
+use lathe_runtime::{Access, PathError, Workspace};
 
 struct Fixture {
     _outer: tempfile::TempDir,

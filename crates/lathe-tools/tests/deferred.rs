@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use lathe_policy::ApprovalMode::{Ask, ReadOnly};
-use lathe_tools::{CallStatus, NonInteractive, Outcome, Registry, Session};
+use lathe_runtime::{CallStatus, NonInteractive, Outcome, Registry, Session};
 use serde_json::{Value, json};
 
 use crate::dispatch_support::Fixture;
@@ -15,7 +15,7 @@ fn offered(registry: &Registry, session: &Session) -> Vec<String> {
 }
 
 fn deferring(names: &[&str]) -> Registry {
-    let mut registry = Registry::builtin();
+    let mut registry = lathe_tools::builtin();
     for name in names {
         assert!(registry.defer(name), "{name} is a built-in");
     }
@@ -156,7 +156,7 @@ async fn enabling_is_never_asked_about_and_listing_changes_nothing() {
 
 #[test]
 fn defer_refuses_unknown_names_and_more_tools_itself() {
-    let mut registry = Registry::builtin();
+    let mut registry = lathe_tools::builtin();
     assert!(!registry.defer("no_such_tool"));
     assert!(
         registry.definition("more_tools").is_none(),
@@ -206,7 +206,7 @@ async fn clones_keep_their_own_catalog_and_retain_drops_more_tools_with_the_last
 #[tokio::test]
 async fn allow_only_narrows_what_is_offered_and_refuses_the_rest_until_lifted() {
     let f = Fixture::new();
-    let registry = Registry::builtin();
+    let registry = lathe_tools::builtin();
     f.session.allow_only(Some((
         vec!["read_file".to_owned(), "grep".to_owned()],
         "the command /review allows only these".to_owned(),

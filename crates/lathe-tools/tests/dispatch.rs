@@ -8,8 +8,8 @@ use lathe_policy::ApprovalMode::{self, Ask, Auto, Full, ReadOnly};
 use serde_json::{Value, json};
 
 use crate::dispatch_support::{Fixture, Fragile, Probe, Recording, Remote, Silent, exists};
-use lathe_tools::dispatch::{STOPPED_BEFORE_RUNNING, denial_text};
-use lathe_tools::{
+use lathe_runtime::dispatch::{STOPPED_BEFORE_RUNNING, denial_text};
+use lathe_runtime::{
     ApprovalDecision, CallStatus, Effect, FixedAnswer, NonInteractive, Registry, RegistryError,
     Verdict,
 };
@@ -528,7 +528,7 @@ async fn a_run_time_tool_that_panics_ends_as_an_outcome() {
 
 #[test]
 fn a_run_time_tool_cannot_take_a_name_or_alias_already_taken() {
-    let mut registry = Registry::builtin();
+    let mut registry = lathe_tools::builtin();
     registry.add(Arc::new(Remote::weather())).unwrap();
     let before = registry.names().len();
     let taken = |name: &str, by: &str| RegistryError::NameTaken {
@@ -653,7 +653,7 @@ fn verdict(f: &Fixture, registry: &Registry, mode: ApprovalMode, name: &str, arg
     let call = registry
         .prepare(name, args.clone(), &f.session)
         .unwrap_or_else(|out| panic!("{name}: {}", out.text));
-    match lathe_tools::Gate::new(mode, &f.root).check(&call, &f.session) {
+    match lathe_runtime::Gate::new(mode, &f.root).check(&call, &f.session) {
         Verdict::Allow => 'a',
         Verdict::Ask { .. } => 'q',
         Verdict::Deny { .. } => 'd',
@@ -800,7 +800,7 @@ fn several_effects_are_judged_together() {
         let call = registry
             .prepare("effects", args.clone(), &f.session)
             .unwrap();
-        let got = lathe_tools::Gate::new(mode, &f.root).check(&call, &f.session);
+        let got = lathe_runtime::Gate::new(mode, &f.root).check(&call, &f.session);
         let (letter, rules) = match &got {
             Verdict::Allow => ('a', vec![]),
             Verdict::Ask { rules, .. } => ('q', rules.clone()),
@@ -824,7 +824,7 @@ fn the_network_says_which_host_it_reaches() {
         .prepare("fetch", json!({"host": "example.com"}), &f.session)
         .unwrap();
     let Verdict::Ask { reasons, .. } =
-        lathe_tools::Gate::new(Auto, &f.root).check(&call, &f.session)
+        lathe_runtime::Gate::new(Auto, &f.root).check(&call, &f.session)
     else {
         panic!("the network must ask in auto");
     };

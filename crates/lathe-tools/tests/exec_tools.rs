@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lathe_tools::tools::shell::{ShellConfig, configure};
-use lathe_tools::{
+use lathe_runtime::commands::{ShellConfig, configure};
+use lathe_runtime::{
     CommandState, Metadata, Registry, Session, ToolConfig, ToolContext, ToolOutput, ToolProgress,
     Workspace,
 };
@@ -33,7 +33,7 @@ impl Fixture {
         Fixture {
             _dirs: (workspace, state),
             session,
-            registry: Registry::builtin(),
+            registry: lathe_tools::builtin(),
         }
     }
 
@@ -85,7 +85,7 @@ async fn wait_until(mut condition: impl FnMut() -> bool) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_four_tools_are_registered_with_their_parameters() {
-    let registry = Registry::builtin();
+    let registry = lathe_tools::builtin();
     for (name, params) in [
         (
             "shell",

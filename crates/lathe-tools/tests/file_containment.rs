@@ -24,7 +24,7 @@ fn setup() -> Ws {
     ws
 }
 
-fn assert_refused(out: &lathe_tools::ToolOutput, what: &str) {
+fn assert_refused(out: &lathe_runtime::ToolOutput, what: &str) {
     assert!(out.is_error, "{what} was allowed: {}", out.text);
     assert!(
         out.text.contains("outside the workspace") || out.text.contains("/proc"),

@@ -3,7 +3,7 @@
 //! break escaped, which is repaired with a note; through the argument-level function and through
 //! `write_file` and `edit_file` on real files.
 
-use lathe_tools::args::{FileKind, REPAIR_NOTE, undo_double_escape};
+use lathe_runtime::args::{FileKind, REPAIR_NOTE, undo_double_escape};
 use serde_json::json;
 
 use crate::file_support::Ws;

@@ -3,9 +3,9 @@
 //! file changed in between), and the diff a plan shows is the diff of what is written.
 
 use crate::file_support::Ws;
-use lathe_tools::FileStamp;
-use lathe_tools::MAX_CHANGE_DIFF_LINES;
-use lathe_tools::{FileChange, LineRange, Metadata};
+use lathe_runtime::FileStamp;
+use lathe_runtime::MAX_CHANGE_DIFF_LINES;
+use lathe_runtime::{FileChange, LineRange, Metadata};
 use serde_json::json;
 
 /// The unified diff of the contents `before` -> `after` of `path`, worked out here, from the

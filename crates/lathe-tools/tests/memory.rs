@@ -8,10 +8,10 @@ use futures::future::BoxFuture;
 use lathe_policy::{ApprovalMode, PermissionsConfig};
 use serde_json::{Value, json};
 
-use lathe_tools::tools::update_memory::{self, MAX_MEMORY_BYTES, MemoryConfig, NOBODY_TO_ASK};
-use lathe_tools::{
+use lathe_runtime::memory::{self, MAX_MEMORY_BYTES, MemoryConfig, NOBODY_TO_ASK};
+use lathe_runtime::{
     ApprovalDecision, ApprovalRequest, Approver, CallStatus, Dispatcher, FixedAnswer, Gate,
-    Outcome, Refuse, Registry,
+    Outcome, Refuse,
 };
 
 use crate::dispatch_support::{Fixture, Recording};
@@ -29,7 +29,7 @@ fn gate(
     skip: bool,
 ) -> Dispatcher {
     Dispatcher::new(
-        Arc::new(Registry::builtin()),
+        Arc::new(lathe_tools::builtin()),
         Arc::new(Gate::with_permissions(permissions, mode, &f.root, skip).unwrap()),
     )
 }
@@ -152,7 +152,7 @@ async fn no_rule_and_no_skipping_lets_a_change_run_unasked_but_read_only_and_den
 async fn a_write_of_the_memory_file_by_another_tool_asks_as_update_memory_does() {
     let f = Fixture::new();
     // Configured outside `.lathe/`, where no sensitive path would make writing it ask.
-    assert!(update_memory::configure(
+    assert!(memory::configure(
         &f.session,
         MemoryConfig {
             path: Some("notes/memory.md".into())

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::dispatch_support::{Fixture, Probe, Recording};
-use lathe_tools::{
+use lathe_runtime::{
     Access, ApprovalDecision, CallStatus, Effect, FileChange, FixedAnswer, NOTHING_PENDING,
     NonInteractive, PENDING_UNAVAILABLE, PendingAction, Plan, PlannedWrite, Registry, Session,
     Tool, ToolContext, ToolKind, ToolOutput, current_stamp,
@@ -175,7 +175,7 @@ impl Setup {
     }
 
     fn registry(&self) -> Registry {
-        let mut registry = Registry::builtin();
+        let mut registry = lathe_tools::builtin();
         registry.register(PreviewWrites);
         registry.register(PreviewCustom {
             applied: Arc::clone(&self.applied),
@@ -187,19 +187,19 @@ impl Setup {
     async fn call(
         &self,
         mode: lathe_policy::ApprovalMode,
-        approver: &dyn lathe_tools::Approver,
+        approver: &dyn lathe_runtime::Approver,
         name: &str,
         args: serde_json::Value,
-    ) -> lathe_tools::Outcome {
+    ) -> lathe_runtime::Outcome {
         let dispatcher = self.f.dispatcher_with(mode, self.registry());
         soon(dispatcher.call(name, args, approver, self.f.ctx())).await
     }
 
-    async fn full(&self, name: &str, args: serde_json::Value) -> lathe_tools::Outcome {
+    async fn full(&self, name: &str, args: serde_json::Value) -> lathe_runtime::Outcome {
         self.call(Full, &NonInteractive, name, args).await
     }
 
-    async fn preview(&self, paths: &[&str], content: &str, label: &str) -> lathe_tools::Outcome {
+    async fn preview(&self, paths: &[&str], content: &str, label: &str) -> lathe_runtime::Outcome {
         self.full(
             "preview_writes",
             json!({"paths": paths, "content": content, "label": label}),
@@ -554,7 +554,7 @@ async fn hooks_see_the_actions_changes_before_it_is_applied() {
     let probe = Arc::new(Probe::default());
     let dispatcher =
         s.f.dispatcher_with(Full, s.registry())
-            .with_hook(Arc::clone(&probe) as Arc<dyn lathe_tools::Hook>);
+            .with_hook(Arc::clone(&probe) as Arc<dyn lathe_runtime::Hook>);
     let outcome = soon(dispatcher.call(
         "resolve",
         json!({"action": "apply"}),

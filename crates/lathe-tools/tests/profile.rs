@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lathe_policy::ApprovalMode::ReadOnly;
-use lathe_tools::{CallStatus, NonInteractive, Profile, Registry, Session};
+use lathe_runtime::{CallStatus, NonInteractive, Profile, Registry, Session};
 use serde_json::json;
 
 use crate::dispatch_support::{Fixture, Remote};
@@ -18,8 +18,8 @@ fn offered(registry: &Registry, session: &Session) -> Vec<String> {
 #[test]
 fn the_compact_profile_defers_the_optional_tools_and_shortens_the_rest() {
     let f = Fixture::new();
-    let full = Registry::builtin();
-    let mut compact = Registry::builtin();
+    let full = lathe_tools::builtin();
+    let mut compact = lathe_tools::builtin();
     compact.use_profile(Profile::Compact);
     assert_eq!(compact.profile(), Profile::Compact);
     let listed = offered(&compact, &f.session);
@@ -63,7 +63,7 @@ fn the_compact_profile_defers_the_optional_tools_and_shortens_the_rest() {
 #[test]
 fn a_tool_added_at_run_time_waits_behind_more_tools_in_the_compact_profile() {
     let f = Fixture::new();
-    let mut registry = Registry::builtin();
+    let mut registry = lathe_tools::builtin();
     registry.use_profile(Profile::Compact);
     registry.add(Arc::new(Remote::weather())).unwrap();
     let name = "weather".to_owned();
@@ -77,14 +77,14 @@ fn a_tool_added_at_run_time_waits_behind_more_tools_in_the_compact_profile() {
     assert!(!listed.contains(&"more_tools".to_owned()), "{listed:?}");
     assert_eq!(
         registry.definition("grep"),
-        Registry::builtin().definition("grep")
+        lathe_tools::builtin().definition("grep")
     );
 }
 
 #[tokio::test]
 async fn a_tool_on_demand_enabled_through_more_tools_is_offered_from_then_on() {
     let f = Fixture::new();
-    let mut registry = Registry::builtin();
+    let mut registry = lathe_tools::builtin();
     registry.use_profile(Profile::Compact);
     let dispatcher = f.dispatcher_with(ReadOnly, registry.clone());
     let enabled = tokio::time::timeout(

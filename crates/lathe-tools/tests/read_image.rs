@@ -8,8 +8,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use image::codecs::gif::{GifEncoder, Repeat};
 use image::{DynamicImage, Frame, ImageFormat, Rgb, RgbImage, Rgba, RgbaImage};
-use lathe_tools::ToolConfig;
-use lathe_tools::tools::read_file::{Vision, set_vision};
+use lathe_runtime::ToolConfig;
+use lathe_runtime::vision::{Vision, set_vision};
 use serde_json::json;
 
 use crate::file_support::Ws;
@@ -43,7 +43,7 @@ fn seeing(max_px: u32) -> Ws {
 }
 
 /// The one image sent, decoded, with its media type.
-fn sent(out: &lathe_tools::ToolOutput) -> (String, DynamicImage) {
+fn sent(out: &lathe_runtime::ToolOutput) -> (String, DynamicImage) {
     assert_eq!(out.images.len(), 1, "{}", out.text);
     let image = &out.images[0];
     let bytes = STANDARD.decode(&image.data).unwrap();

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use lathe_tools::{
+use lathe_runtime::{
     Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace,
 };
 
@@ -192,13 +192,13 @@ async fn results_over_budget_keep_head_tail_and_are_saved() {
     assert!(
         session
             .workspace()
-            .resolve(saved, lathe_tools::Access::Read)
+            .resolve(saved, lathe_runtime::Access::Read)
             .is_ok()
     );
     assert!(
         session
             .workspace()
-            .resolve(saved, lathe_tools::Access::Write)
+            .resolve(saved, lathe_runtime::Access::Write)
             .is_err()
     );
 }
@@ -227,7 +227,7 @@ fn duplicate_names_are_rejected() {
 
 #[test]
 fn builtin_names_are_unique_and_documented() {
-    let registry = Registry::builtin();
+    let registry = lathe_tools::builtin();
     for def in registry.definitions() {
         assert!(
             !def.description.is_empty(),
@@ -295,7 +295,7 @@ async fn builtin_ids_and_offsets_refuse_negatives_by_name_and_take_whole_floats(
     std::fs::create_dir(dir.path().join("ws")).unwrap();
     let ws = Workspace::new(dir.path().join("ws")).unwrap();
     let session = Session::new(ws, ToolConfig::default(), dir.path().join("state")).unwrap();
-    let registry = Registry::builtin();
+    let registry = lathe_tools::builtin();
     let out = call(&registry, &session, "command_output", json!({"id": -1})).await;
     assert!(out.is_error);
     assert!(
@@ -364,7 +364,7 @@ async fn names_other_agents_use_for_a_job_resolve_to_the_tool_for_it() {
     std::fs::create_dir(dir.path().join("ws")).unwrap();
     let ws = Workspace::new(dir.path().join("ws")).unwrap();
     let session = Session::new(ws, ToolConfig::default(), dir.path().join("state")).unwrap();
-    let registry = Registry::builtin();
+    let registry = lathe_tools::builtin();
     for (written, real) in [
         ("bash", "shell"),
         ("cat", "read_file"),
@@ -391,7 +391,7 @@ async fn names_other_agents_use_for_a_job_resolve_to_the_tool_for_it() {
 /// A misspelt alias suggests the tool it names, and a tool's title comes without a session.
 #[test]
 fn misspelt_aliases_suggest_their_tool_and_titles_need_no_session() {
-    let registry = Registry::builtin();
+    let registry = lathe_tools::builtin();
     assert_eq!(registry.resolve_name("bsh"), Err(vec!["shell"]));
     let text = registry.unknown_tool("bsh").text;
     assert!(
@@ -419,7 +419,7 @@ fn misspelt_aliases_suggest_their_tool_and_titles_need_no_session() {
 #[tokio::test]
 async fn echoed_arguments_are_bounded() {
     let (_d, _, session) = setup(10_000);
-    let registry = Registry::builtin();
+    let registry = lathe_tools::builtin();
     let name = "x".repeat(4 << 20);
     let out = call(&registry, &session, &name, json!({})).await;
     assert!(out.is_error);
@@ -477,7 +477,7 @@ fn builtin_schemas_use_one_type_per_value() {
             }
         }
     }
-    let registry = Registry::builtin();
+    let registry = lathe_tools::builtin();
     let mut found = Vec::new();
     for definition in registry.definitions() {
         check(&definition.parameters, &definition.name, &mut found);
@@ -489,7 +489,7 @@ fn builtin_schemas_use_one_type_per_value() {
 #[tokio::test]
 async fn command_ids_are_accepted_as_strings_too() {
     let (_d, _, session) = setup(10_000);
-    let registry = Registry::builtin();
+    let registry = lathe_tools::builtin();
     for id in [json!("cmd-41"), json!("41"), json!(41)] {
         let out = call(&registry, &session, "kill_command", json!({"id": id})).await;
         assert!(out.text.contains("41"), "{id}: {}", out.text);
@@ -498,5 +498,18 @@ async fn command_ids_are_accepted_as_strings_too() {
             "{id}: {}",
             out.text
         );
+    }
+}
+
+#[test]
+fn the_builtin_names_are_unique_also_after_folding() {
+    let registry = lathe_tools::builtin();
+    let mut all: Vec<String> = Vec::new();
+    for definition in registry.definitions() {
+        for name in std::iter::once(&definition.name).chain(&definition.aliases) {
+            let folded = lathe_runtime::args::fold_name(name);
+            assert!(!all.contains(&folded), "`{name}` is listed twice");
+            all.push(folded);
+        }
     }
 }

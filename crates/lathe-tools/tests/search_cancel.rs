@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use lathe_tools::ToolProgress;
+use lathe_runtime::ToolProgress;
 use serde_json::json;
 
 use crate::search_support::Tree;

@@ -128,34 +128,38 @@ pub struct Converted {
 
 /// HTML to Markdown: the article readability finds (navigation, headers, footers and sidebars
 /// dropped), else the whole body without scripts, styles and navigation.
+///
+/// The page is parsed once, into the DOM dom_smoothie works on, and both ways make Markdown from
+/// that DOM (dom_query's serializer): the article's, which dom_smoothie writes in its Markdown
+/// text mode, and the whole page's, from a copy of the tree kept aside before readability changes
+/// it (copying a tree costs a small part of parsing the page again).
 pub fn html(html: &str, url: &str) -> Converted {
     let config = dom_smoothie::Config {
         max_elements_to_parse: 100_000,
+        text_mode: dom_smoothie::TextMode::Markdown,
         ..Default::default()
     };
-    let article = dom_smoothie::Readability::new(html, Some(url), Some(config))
+    let page = dom_query::Document::from(html);
+    let whole = page.clone();
+    let article = dom_smoothie::Readability::with_document(page, Some(url), Some(config))
         .ok()
         .and_then(|mut r| r.parse().ok())
         .filter(|a| !a.text_content.trim().is_empty());
-    if let Some(article) = article
-        && let Ok(markdown) = htmd::convert(&article.content)
-    {
+    if let Some(article) = article {
         let title = Some(article.title.trim().to_owned()).filter(|t| !t.is_empty());
         return Converted {
             title,
-            text: tidy(&markdown),
+            text: tidy(&article.text_content),
             how: "the article, as Markdown",
         };
     }
-    let converter = htmd::HtmlToMarkdown::builder()
-        .skip_tags(vec![
-            "script", "style", "noscript", "nav", "header", "footer", "aside", "head", "svg",
-            "iframe", "form",
-        ])
-        .build();
+    let skip = [
+        "script", "style", "noscript", "nav", "header", "footer", "aside", "head", "svg", "iframe",
+        "form",
+    ];
     Converted {
         title: None,
-        text: tidy(&converter.convert(html).unwrap_or_default()),
+        text: tidy(&whole.md(Some(&skip))),
         how: "the whole page, as Markdown (no article found)",
     }
 }
@@ -222,5 +226,63 @@ mod tests {
         assert_eq!(kind(None, b"  <!DOCTYPE html><p>"), Kind::Html);
         assert_eq!(kind(None, b"{\"a\": 1}"), Kind::Json);
         assert_eq!(kind(None, b"plain"), Kind::Text);
+    }
+
+    /// A page with its chrome around an article of each kind of block the model reads.
+    fn page(filler: &str) -> String {
+        let para = "A bounded channel applies back pressure when it is full, so a fast producer \
+                    waits for a slow consumer instead of filling memory with values no one reads.";
+        format!(
+            "<html><head><title>Tokio channels</title><script>var hidden = 1;</script></head><body>\
+             <nav><ul><li><a href=\"/\">Home</a></li><li><a href=\"/docs\">Docs index</a></li></ul></nav>\
+             <article><h2>Kinds of channels</h2><p>{para} {para}</p>\
+             <ul><li><code>mpsc</code>: many producers</li><li><code>oneshot</code>: one value</li></ul>\
+             <ol><li>Create the channel.</li><li>Clone the sender.</li></ol>\
+             <p>{para}</p><pre><code>let (tx, rx) = mpsc::channel(32);\nrx.recv().await;</code></pre>\
+             <table><thead><tr><th>Channel</th><th>Producers</th></tr></thead>\
+             <tbody><tr><td>mpsc</td><td>many</td></tr></tbody></table>\
+             <p>See <a href=\"/tutorial/select\">select</a> for more.</p></article>\
+             <footer>Copyright 2026</footer>{filler}</body></html>"
+        )
+    }
+
+    /// The blocks of [`page`]'s article, with the link as it is written: readability makes the
+    /// article's links absolute, the whole page keeps them as the page has them.
+    fn markdown_blocks(text: &str, link: &str) {
+        for block in [
+            "## Kinds of channels",
+            "- `mpsc`: many producers\n- `oneshot`: one value\n",
+            "1. Create the channel.\n2. Clone the sender.\n",
+            "```\nlet (tx, rx) = mpsc::channel(32);\nrx.recv().await;\n```",
+            "| Channel | Producers |\n| ------- | --------- |\n| mpsc | many |",
+            link,
+        ] {
+            assert!(text.contains(block), "{block:?} missing: {text}");
+        }
+        assert!(!text.contains("hidden"), "{text}");
+        assert!(!text.contains('<'), "{text}");
+    }
+
+    #[test]
+    fn the_article_and_the_whole_page_are_markdown() {
+        let url = "https://example.org/post";
+        let article = html(&page(""), url);
+        assert_eq!(article.how, "the article, as Markdown");
+        assert_eq!(article.title.as_deref(), Some("Tokio channels"));
+        markdown_blocks(
+            &article.text,
+            "[select](https://example.org/tutorial/select)",
+        );
+        for chrome in ["Docs index", "Copyright"] {
+            assert!(!article.text.contains(chrome), "{chrome}: {}", article.text);
+        }
+        // Over readability's element limit: the whole page, without its navigation and footer.
+        let whole = html(&page(&"<span></span>".repeat(100_001)), url);
+        assert_eq!(whole.how, "the whole page, as Markdown (no article found)");
+        assert_eq!(whole.title, None);
+        markdown_blocks(&whole.text, "[select](/tutorial/select)");
+        for chrome in ["Docs index", "Copyright"] {
+            assert!(!whole.text.contains(chrome), "{chrome}: {}", whole.text);
+        }
     }
 }

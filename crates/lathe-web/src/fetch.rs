@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use lathe_tools::tools::read_file::{Pager, page_text};
-use lathe_tools::{Effect, Session, Tool, ToolContext, ToolHints, ToolKind, ToolOutput};
+use lathe_runtime::paging::{Pager, page_text};
+use lathe_runtime::{Effect, Session, Tool, ToolContext, ToolHints, ToolKind, ToolOutput};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -301,15 +301,20 @@ async fn pdf(ctx: &ToolContext, url: &Url, body: &[u8], cut: bool) -> ToolOutput
         "{url} is a PDF ({}), saved as {shown}; read_document reads it again (pages, offset):",
         human(body.len() as u64)
     );
+    let Some(reader) = lathe_runtime::documents::reader() else {
+        // This runtime has no document converter: the model reads the saved file itself.
+        return ToolOutput::ok(format!(
+            "{head} no document reader is built into this runtime"
+        ))
+        .with_path(shown)
+        .with_meta("url", url.as_str());
+    };
     let (session, cancel, saved) = (
         std::sync::Arc::clone(&ctx.session),
         ctx.cancel.clone(),
         shown.clone(),
     );
-    let read = tokio::task::spawn_blocking(move || {
-        lathe_tools::tools::read_document::read_path(&session, &saved, &cancel)
-    })
-    .await;
+    let read = tokio::task::spawn_blocking(move || reader(&session, &saved, &cancel)).await;
     let mut output = match read {
         Ok(output) => output,
         Err(err) => ToolOutput::error(format!("reading the PDF stopped unexpectedly: {err}")),

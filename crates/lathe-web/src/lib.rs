@@ -9,7 +9,7 @@
 //! * [`WebSearchTool`] (`web_search`: `query`, `limit`) asks a SearXNG-compatible JSON backend
 //!   (`[web] search_url`); it is offered only when one is configured.
 //!
-//! Fetching is a permission: each call's effect is [`Effect::Fetch`](lathe_tools::Effect) with
+//! Fetching is a permission: each call's effect is [`Effect::Fetch`](lathe_runtime::Effect) with
 //! the host, which the gate judges with `fetch(HOST)` rules. Loopback, private, link-local,
 //! shared (CGNAT), metadata, unspecified and multicast addresses are refused unless an allow
 //! rule names the host or the address ([`address::restricted`]): checked on the addresses DNS
@@ -19,8 +19,9 @@
 //! of its own, which the gate judges for that host.
 //!
 //! ```no_run
-//! # fn demo(session: &lathe_tools::Session) {
-//! let mut registry = lathe_tools::Registry::builtin();
+//! # fn demo(session: &lathe_runtime::Session) {
+//! // The registry of a front end: usually the built-in tools (`lathe_tools::builtin()`).
+//! let mut registry = lathe_runtime::Registry::new();
 //! lathe_web::register(&mut registry);
 //! lathe_web::configure(session, lathe_web::WebConfig::default(), &Default::default());
 //! # }
@@ -31,7 +32,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use lathe_policy::{AnalysisContext, PermissionsConfig, Rule};
-use lathe_tools::{Registry, Session};
+use lathe_runtime::{Registry, Session};
 use serde::{Deserialize, Serialize};
 
 pub mod address;

@@ -1,7 +1,7 @@
 //! `web_search`: a query to the configured SearXNG-compatible backend, answered with titles,
 //! URLs and snippets.
 
-use lathe_tools::{Effect, Session, Tool, ToolContext, ToolHints, ToolKind, ToolOutput};
+use lathe_runtime::{Effect, Session, Tool, ToolContext, ToolHints, ToolKind, ToolOutput};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;

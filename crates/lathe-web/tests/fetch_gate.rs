@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use lathe_policy::ApprovalMode;
+use lathe_runtime::ToolContext;
+use lathe_runtime::dispatch::{ApprovalDecision, CallStatus};
 use lathe_testkit::{Framing, Response, Script, ScriptedServer};
-use lathe_tools::ToolContext;
-use lathe_tools::dispatch::{ApprovalDecision, CallStatus};
 use lathe_web::WebConfig;
 use serde_json::json;
 
@@ -60,9 +60,9 @@ async fn ask_mode_asks_and_always_is_for_this_host() {
     // The test server is on loopback, so the web tools are told the rule that names it; the
     // gate has no rule, and judges the host as it would any public one.
     let f = Fixture::new(&["fetch(127.0.0.1)"], WebConfig::default());
-    let gate = lathe_tools::dispatch::Gate::new(ApprovalMode::Ask, f.session.workspace().root());
+    let gate = lathe_runtime::dispatch::Gate::new(ApprovalMode::Ask, f.session.workspace().root());
     let dispatcher =
-        lathe_tools::dispatch::Dispatcher::new(Arc::new(Fixture::registry()), Arc::new(gate));
+        lathe_runtime::dispatch::Dispatcher::new(Arc::new(Fixture::registry()), Arc::new(gate));
     let ctx = || ToolContext::new(Arc::clone(&f.session));
     // A "no" fetches nothing.
     let no = Answers::new(ApprovalDecision::Deny { message: None });
@@ -117,9 +117,9 @@ async fn auto_mode_asks_before_fetching_and_a_deny_rule_refuses() {
     let server = server();
     let url = format!("{}/page", server.url());
     let f = Fixture::new(&["fetch(127.0.0.1)"], WebConfig::default());
-    let gate = lathe_tools::dispatch::Gate::new(ApprovalMode::Auto, f.session.workspace().root());
+    let gate = lathe_runtime::dispatch::Gate::new(ApprovalMode::Auto, f.session.workspace().root());
     let dispatcher =
-        lathe_tools::dispatch::Dispatcher::new(Arc::new(Fixture::registry()), Arc::new(gate));
+        lathe_runtime::dispatch::Dispatcher::new(Arc::new(Fixture::registry()), Arc::new(gate));
     let once = Answers::new(ApprovalDecision::AllowOnce);
     let out = dispatcher
         .call(
@@ -135,7 +135,7 @@ async fn auto_mode_asks_before_fetching_and_a_deny_rule_refuses() {
         deny: vec!["fetch(127.0.0.*)".into()],
         ..f.permissions.clone()
     };
-    let gate = lathe_tools::dispatch::Gate::with_permissions(
+    let gate = lathe_runtime::dispatch::Gate::with_permissions(
         &denying,
         ApprovalMode::Full,
         f.session.workspace().root(),
@@ -143,7 +143,7 @@ async fn auto_mode_asks_before_fetching_and_a_deny_rule_refuses() {
     )
     .unwrap();
     let dispatcher =
-        lathe_tools::dispatch::Dispatcher::new(Arc::new(Fixture::registry()), Arc::new(gate));
+        lathe_runtime::dispatch::Dispatcher::new(Arc::new(Fixture::registry()), Arc::new(gate));
     let out = dispatcher
         .call(
             "web_fetch",

@@ -1,8 +1,8 @@
 //! `web_search` against a scripted SearXNG server: offered only with a backend, results as
 //! title, URL and snippet, the query sent as SearXNG takes it.
 
+use lathe_runtime::dispatch::CallStatus;
 use lathe_testkit::{Response, Script, ScriptedServer};
-use lathe_tools::dispatch::CallStatus;
 use lathe_web::WebConfig;
 use serde_json::json;
 
@@ -119,7 +119,7 @@ fn fetches_and_searches_only_read() {
         assert!(call.only_reads(), "{name}");
         assert_eq!(
             call.effects,
-            [lathe_tools::Effect::Fetch {
+            [lathe_runtime::Effect::Fetch {
                 host: if name == "web_fetch" {
                     "docs.rs"
                 } else {

@@ -5,10 +5,10 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use lathe_policy::{ApprovalMode, PermissionsConfig};
-use lathe_tools::dispatch::{
+use lathe_runtime::dispatch::{
     ApprovalDecision, ApprovalRequest, Approver, Dispatcher, Gate, Outcome,
 };
-use lathe_tools::{Registry, Session, ToolConfig, ToolContext, Workspace};
+use lathe_runtime::{Registry, Session, ToolConfig, ToolContext, Workspace};
 use lathe_web::WebConfig;
 use serde_json::Value;
 
@@ -51,7 +51,7 @@ impl Fixture {
     }
 
     pub fn registry() -> Registry {
-        let mut registry = Registry::builtin();
+        let mut registry = Registry::new();
         lathe_web::register(&mut registry);
         registry
     }

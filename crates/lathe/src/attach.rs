@@ -3,8 +3,8 @@
 
 use lathe_agent::message::Image;
 use lathe_agent::provider::{Provider, no_vision_hint};
-use lathe_tools::Session;
-use lathe_tools::tools::read_file::image_for_model;
+use lathe_runtime::Session;
+use lathe_tools::read_file::image_for_model;
 
 /// The extensions an `@` word must end with to name an image.
 const IMAGE_EXTENSIONS: [&str; 5] = ["png", "jpg", "jpeg", "gif", "webp"];

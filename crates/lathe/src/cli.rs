@@ -1,8 +1,7 @@
 //! Command-line flags.
 
-use std::path::PathBuf;
-
 use clap::{Args, Parser, Subcommand};
+pub use lathe_config::CommonArgs;
 
 /// Lathe: a coding agent and tool runtime for local models.
 #[derive(Debug, Parser)]
@@ -17,17 +16,6 @@ pub struct Cli {
     /// The command.
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// Flags every command takes.
-#[derive(Debug, Args, Clone)]
-pub struct CommonArgs {
-    /// The workspace root (default: the current directory).
-    #[arg(long, global = true, value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
-    /// A configuration file, read over the user's and the workspace's.
-    #[arg(long, global = true, value_name = "FILE")]
-    pub config: Option<PathBuf>,
 }
 
 /// The commands.
@@ -51,12 +39,12 @@ pub enum Command {
     /// What a session (or one turn, --turn N) changed, as a unified diff (--stat: a summary).
     Diff(crate::undo_cmd::DiffArgs),
     /// Serve Lathe's tools to an MCP client (stdio, or streamable HTTP with --listen).
-    Mcp(crate::mcp::McpArgs),
+    Mcp(lathe_mcp::server::McpArgs),
     /// The safety policy: `lathe policy check -- COMMAND` decides a command as the agent would.
     Policy(crate::policy_cmd::PolicyArgs),
     /// Trust the workspace's .lathe/config.toml: show what it grants, then record it (--list,
     /// --revoke).
-    Trust(crate::trust::TrustArgs),
+    Trust(lathe_config::trust::TrustArgs),
     /// The project's memory (.lathe/memory.md), read by every new session: show, edit or
     /// clear it.
     Memory(crate::memory_cmd::MemoryArgs),

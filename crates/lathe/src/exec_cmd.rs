@@ -32,13 +32,13 @@ use crate::EXIT_FAILURE;
 /// The exit status of a run that finished with nothing written because every change it tried
 /// was denied.
 pub const EXIT_CHANGES_DENIED: u8 = 3;
-use crate::agent_setup::{self, ModelArgs};
 use crate::chat::approver::TerminalApprover;
 use crate::chat::input::Input;
 use crate::chat::interrupt::{EXIT_INTERRUPTED, Interrupts, end_on_termination, exit_now};
 use crate::cli::CommonArgs;
 use crate::render::{OutputMode, Renderer, UndoHints};
-use crate::setup::Setup;
+use lathe_config::agent_setup::{self, ModelArgs};
+use lathe_config::setup::Setup;
 
 /// `lathe exec`.
 #[derive(Debug, Args)]
@@ -75,8 +75,8 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
         anyhow::bail!("the task is empty: give it as an argument, or pipe it in with `-`");
     }
     let setup = Setup::load(common)?;
-    let commands = crate::project_commands::Commands::load(&setup.root);
-    let (task, project_run) = crate::project_commands::exec_task(&commands, task)?;
+    let commands = lathe_config::project_commands::Commands::load(&setup.root);
+    let (task, project_run) = lathe_config::project_commands::exec_task(&commands, task)?;
     let mut resolved = agent_setup::resolve(&setup, &args.model, agent_setup::process_env)?;
     if let Some(model) = project_run.as_ref().and_then(|c| c.model.clone()) {
         resolved.model = Some(model);
@@ -158,9 +158,9 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     } else {
         Arc::new(Refuse(NON_INTERACTIVE_DENIAL.to_owned()))
     };
-    let hooks = crate::hooks::load(&setup, id.as_str())?;
+    let hooks = lathe_config::hooks::load(&setup, id.as_str())?;
     let (registry, servers) =
-        crate::mcp_client::with_servers(&setup, crate::setup::registry(), None).await;
+        lathe_mcp::client::with_servers(&setup, lathe_config::setup::registry(), None).await;
     let mut builder = resolved.with_checkpoints(
         resolved
             .configure(Agent::builder(provider, model, Arc::clone(&tools)))
@@ -171,7 +171,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
         &sink,
     );
     if let Some(hooks) = &hooks {
-        builder = builder.hook(Arc::clone(hooks) as Arc<dyn lathe_tools::Hook>);
+        builder = builder.hook(Arc::clone(hooks) as Arc<dyn lathe_runtime::Hook>);
     }
     let mut agent = agent_setup::build(
         builder
@@ -180,7 +180,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
             .sink(sink.clone()),
     )?;
     if let Some(command) = &project_run {
-        crate::project_commands::narrow(command, &agent);
+        lathe_config::project_commands::narrow(command, &agent);
     }
     let mut interrupts = Interrupts::listen();
     let terminating = end_on_termination(Arc::clone(&tools), sink.clone(), cancel.clone());
@@ -194,7 +194,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
             exit_now(&tools, &sink);
         })
     };
-    let mut prompt_hooks = crate::hooks::PromptHooks::new(hooks, "startup");
+    let mut prompt_hooks = lathe_config::hooks::PromptHooks::new(hooks, "startup");
     let outcome = prompt_hooks
         .run(&mut agent, &attached.task, attached.images, &cancel)
         .await;
@@ -202,7 +202,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     terminating.abort();
     tools.shutdown();
     drop(agent);
-    crate::mcp_client::stop(&servers).await;
+    lathe_mcp::client::stop(&servers).await;
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(reason) => {

@@ -1,25 +1,15 @@
 //! `lathe`: the binary. Thin: parses flags, loads configuration, and hands off to the crates.
 
-mod agent_setup;
 mod attach;
-mod branch;
 mod chat;
 mod cli;
-mod config;
 mod exec_cmd;
-mod hooks;
-mod mcp;
-mod mcp_client;
+mod mcp_form;
 mod memory_cmd;
 mod policy_cmd;
-mod project_commands;
 mod render;
 mod sessions_cmd;
-mod setup;
-mod signals;
-mod state;
 mod tool_cmd;
-mod trust;
 mod undo_cmd;
 
 use std::process::ExitCode;
@@ -28,10 +18,7 @@ use clap::Parser;
 
 use crate::cli::{Cli, Command};
 
-/// Exit code when the task or tool failed.
-pub const EXIT_FAILURE: u8 = 1;
-/// Exit code for usage or configuration errors.
-pub const EXIT_USAGE: u8 = 2;
+pub use lathe_config::{EXIT_FAILURE, EXIT_USAGE};
 
 /// The hidden subcommand that converts one document in a child process with limits (see
 /// `lathe_documents::worker`): document parsers can crash or hang on hostile files.
@@ -67,7 +54,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(run(cli));
     // Background work (killed commands' reapers) must not keep the process alive.
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
-    if let Some(code) = signals::exit_code() {
+    if let Some(code) = lathe_config::signals::exit_code() {
         return ExitCode::from(code);
     }
     match result {
@@ -91,9 +78,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Undo(args) => undo_cmd::undo(&common, args),
         Command::Redo(args) => undo_cmd::redo(&common, args),
         Command::Diff(args) => undo_cmd::diff(&common, args),
-        Command::Mcp(args) => mcp::run(&common, args).await,
+        Command::Mcp(args) => lathe_mcp::server::run(&common, args).await,
         Command::Policy(args) => policy_cmd::run(&common, args),
-        Command::Trust(args) => trust::run(&common, args),
+        Command::Trust(args) => lathe_config::trust::run(&common, args),
         Command::Memory(args) => memory_cmd::run(&common, args),
     }
 }

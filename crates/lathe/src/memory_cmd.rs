@@ -9,13 +9,12 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use lathe_tools::ResolvedPath;
-use lathe_tools::Workspace;
-use lathe_tools::tools::update_memory::{self, MAX_MEMORY_BYTES, MemoryText};
+use lathe_runtime::Workspace;
+use lathe_runtime::memory::{MAX_MEMORY_BYTES, MemoryFile, MemoryText};
 
 use crate::EXIT_FAILURE;
 use crate::cli::CommonArgs;
-use crate::setup::Setup;
+use lathe_config::setup::Setup;
 
 /// `lathe memory`.
 #[derive(Debug, Args)]
@@ -40,51 +39,13 @@ pub enum MemoryCommand {
     },
 }
 
-/// The workspace and its memory file.
-struct Memory {
-    workspace: Workspace,
-    target: ResolvedPath,
-}
-
-impl Memory {
-    fn open(common: &CommonArgs) -> anyhow::Result<Memory> {
-        let setup = Setup::load(common)?;
-        let workspace = Workspace::new(&setup.root)
-            .with_context(|| format!("cannot open workspace {}", setup.root.display()))?;
-        let target = update_memory::resolve(&workspace, setup.config.memory.path())
-            .map_err(anyhow::Error::msg)?;
-        Ok(Memory { workspace, target })
-    }
-
-    fn shown(&self) -> &str {
-        self.target.shown()
-    }
-
-    /// The file's text; `None` when there is no file.
-    fn text(&self) -> anyhow::Result<Option<String>> {
-        let read = update_memory::read(&self.workspace, &self.target, usize::MAX)
-            .with_context(|| format!("cannot read the memory file {}", self.shown()))?;
-        read.map(|(bytes, _)| {
-            String::from_utf8(bytes).map_err(|_| {
-                anyhow::anyhow!(
-                    "the memory file {} is not UTF-8 text; fix it with `lathe memory edit`",
-                    self.shown()
-                )
-            })
-        })
-        .transpose()
-    }
-
-    fn write(&self, text: &str) -> anyhow::Result<()> {
-        self.workspace
-            .write_atomic(&self.target, text.as_bytes(), 0o644)
-            .with_context(|| format!("cannot write the memory file {}", self.shown()))
-    }
-}
-
 /// Runs `lathe memory ...`.
 pub fn run(common: &CommonArgs, args: MemoryArgs) -> anyhow::Result<ExitCode> {
-    let memory = Memory::open(common)?;
+    let setup = Setup::load(common)?;
+    let workspace = Workspace::new(&setup.root)
+        .with_context(|| format!("cannot open workspace {}", setup.root.display()))?;
+    let memory =
+        MemoryFile::open(workspace, setup.config.memory.path()).map_err(anyhow::Error::msg)?;
     match args.command {
         MemoryCommand::Show => show(&memory),
         MemoryCommand::Edit => edit(&memory),
@@ -92,14 +53,14 @@ pub fn run(common: &CommonArgs, args: MemoryArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn show(memory: &Memory) -> anyhow::Result<ExitCode> {
+fn show(memory: &MemoryFile) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
-    let Some(text) = memory.text()? else {
+    let Some(text) = memory.text().map_err(anyhow::Error::msg)? else {
         writeln!(
             out,
             "No project memory yet. It would be kept in {} (the agent adds to it with \
              update_memory, each change asked about; or write it with `lathe memory edit`).",
-            memory.target.abs().display()
+            memory.target().abs().display()
         )?;
         return Ok(ExitCode::SUCCESS);
     };
@@ -127,35 +88,42 @@ fn editor() -> Option<String> {
         .find(|value| !value.trim().is_empty())
 }
 
-fn edit(memory: &Memory) -> anyhow::Result<ExitCode> {
+fn edit(memory: &MemoryFile) -> anyhow::Result<ExitCode> {
     let Some(editor) = editor() else {
         anyhow::bail!(
             "no editor is set: set $VISUAL or $EDITOR (for example `EDITOR=nano lathe memory \
              edit`), or edit {} yourself",
-            memory.target.abs().display()
+            memory.target().abs().display()
         );
     };
-    let before = memory.text()?;
-    let copy = EditCopy::new(before.as_deref().unwrap_or_default())?;
+    let before = memory.text().map_err(anyhow::Error::msg)?;
+    // The copy the editor works on, outside the workspace, private (0600); removed unless kept.
+    let mut copy = tempfile::Builder::new()
+        .prefix(&format!("lathe-memory-{}-", std::process::id()))
+        .suffix(".md")
+        .tempfile()
+        .context("cannot create a file to edit")?;
+    copy.write_all(before.as_deref().unwrap_or_default().as_bytes())
+        .with_context(|| format!("cannot write {}", copy.path().display()))?;
     // As git runs it: the editor may carry arguments (`code --wait`).
     let status = std::process::Command::new("sh")
         .arg("-c")
         .arg(format!("{editor} \"$1\""))
         .arg("sh")
-        .arg(&copy.path)
+        .arg(copy.path())
         .status()
         .with_context(|| format!("cannot start the editor `{editor}`"))?;
     if !status.success() {
         eprintln!("lathe: the editor `{editor}` exited with {status}; the memory was not changed");
         return Ok(ExitCode::from(EXIT_FAILURE));
     }
-    let edited = std::fs::read(&copy.path)
-        .with_context(|| format!("cannot read back {}", copy.path.display()))?;
+    let edited = std::fs::read(copy.path())
+        .with_context(|| format!("cannot read back {}", copy.path().display()))?;
     let Ok(edited) = String::from_utf8(edited) else {
-        copy.keep();
+        let (_, kept) = copy.keep()?;
         anyhow::bail!(
             "the edited memory is not UTF-8 text, so it was not saved; your version is in {}",
-            copy.path.display()
+            kept.display()
         );
     };
     if Some(edited.as_str()) == before.as_deref() || (before.is_none() && edited.is_empty()) {
@@ -163,16 +131,16 @@ fn edit(memory: &Memory) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     // A session may have changed it meanwhile (an approved update_memory): never lose either.
-    if memory.text()? != before {
-        copy.keep();
+    if memory.text().map_err(anyhow::Error::msg)? != before {
+        let (_, kept) = copy.keep()?;
         anyhow::bail!(
             "the memory file {} changed while you edited it, so it was not overwritten; your \
              version is in {}: merge it and run `lathe memory edit` again",
             memory.shown(),
-            copy.path.display()
+            kept.display()
         );
     }
-    memory.write(&edited)?;
+    memory.write(&edited).map_err(anyhow::Error::msg)?;
     let entries = MemoryText::parse(&edited).entries().len();
     println!(
         "Saved the memory {} ({entries} entr{}); new sessions read it.",
@@ -188,60 +156,11 @@ fn edit(memory: &Memory) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The copy the editor works on, outside the workspace; removed unless kept.
-struct EditCopy {
-    path: std::path::PathBuf,
-    keep: std::cell::Cell<bool>,
-}
-
-impl EditCopy {
-    fn new(text: &str) -> anyhow::Result<EditCopy> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let dir = std::env::temp_dir();
-        for _ in 0..16 {
-            let path = dir.join(format!(
-                "lathe-memory-{}-{:08x}.md",
-                std::process::id(),
-                fastrand::u32(..)
-            ));
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path);
-            match file {
-                Ok(mut file) => {
-                    file.write_all(text.as_bytes())
-                        .with_context(|| format!("cannot write {}", path.display()))?;
-                    return Ok(EditCopy {
-                        path,
-                        keep: std::cell::Cell::new(false),
-                    });
-                }
-                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(err) => {
-                    return Err(err).with_context(|| format!("cannot create {}", path.display()));
-                }
-            }
-        }
-        anyhow::bail!("cannot create a file to edit in {}", dir.display())
-    }
-
-    fn keep(&self) {
-        self.keep.set(true);
-    }
-}
-
-impl Drop for EditCopy {
-    fn drop(&mut self) {
-        if !self.keep.get() {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
-}
-
-fn clear(memory: &Memory, yes: bool) -> anyhow::Result<ExitCode> {
-    let text = memory.text()?.unwrap_or_default();
+fn clear(memory: &MemoryFile, yes: bool) -> anyhow::Result<ExitCode> {
+    let text = memory
+        .text()
+        .map_err(anyhow::Error::msg)?
+        .unwrap_or_default();
     if text.trim().is_empty() {
         println!("The memory {} is already empty.", memory.shown());
         return Ok(ExitCode::SUCCESS);
@@ -263,12 +182,12 @@ fn clear(memory: &Memory, yes: bool) -> anyhow::Result<ExitCode> {
             text.len()
         );
         std::io::stdout().flush()?;
-        if !crate::trust::read_yes() {
+        if !lathe_config::trust::read_yes() {
             println!("Not cleared.");
             return Ok(ExitCode::from(EXIT_FAILURE));
         }
     }
-    memory.write("")?;
+    memory.write("").map_err(anyhow::Error::msg)?;
     println!(
         "Cleared the memory {} ({entries} entr{} removed).",
         memory.shown(),

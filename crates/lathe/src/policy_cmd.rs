@@ -10,13 +10,11 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use lathe_agent::approval::analysis_home;
-use lathe_policy::{
-    Action, AnalysisContext, ApprovalMode, Decision, DecisionReport, Policy, PolicyError, Sandbox,
-};
+use lathe_policy::{Action, AnalysisContext, ApprovalMode, Decision, Policy, PolicyError, Sandbox};
 
 use crate::EXIT_FAILURE;
 use crate::cli::CommonArgs;
-use crate::setup::Setup;
+use lathe_config::setup::Setup;
 
 /// `lathe policy`.
 #[derive(Debug, Args)]
@@ -117,12 +115,12 @@ fn check(common: &CommonArgs, args: CheckArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot open workspace {}", setup.root.display()))?;
     // As the gate does: paths are judged where they lead through symlinks too.
     let mut ctx =
-        AnalysisContext::new(&root, analysis_home()).with_resolver(lathe_tools::link_resolver());
+        AnalysisContext::new(&root, analysis_home()).with_resolver(lathe_runtime::link_resolver());
     if let Some(cwd) = &args.cwd {
         ctx = ctx.with_cwd(cwd);
     }
     let policy = Policy::new(&setup.config.permissions, mode, ctx)
-        .map_err(crate::config::invalid_permissions)?
+        .map_err(lathe_config::config::invalid_permissions)?
         .dangerously_skip_approvals(args.dangerously_skip_approvals);
     let sandbox = if args.no_sandbox {
         Sandbox::Disabled
@@ -134,9 +132,9 @@ fn check(common: &CommonArgs, args: CheckArgs) -> anyhow::Result<ExitCode> {
         sandbox,
     });
     let text = if args.json {
-        json(&report, mode, &command)?
+        report.to_json_line(mode.as_str(), &command)
     } else {
-        human(&report, mode)
+        report.for_people(mode.as_str())
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
@@ -146,43 +144,4 @@ fn check(common: &CommonArgs, args: CheckArgs) -> anyhow::Result<ExitCode> {
         Decision::Allow => ExitCode::SUCCESS,
         Decision::Ask | Decision::Deny => ExitCode::from(EXIT_FAILURE),
     })
-}
-
-/// The report as one line of JSON, with the mode and the command line checked.
-fn json(report: &DecisionReport, mode: ApprovalMode, command: &str) -> anyhow::Result<String> {
-    let mut value = serde_json::to_value(report).context("cannot encode the decision")?;
-    if let Some(object) = value.as_object_mut() {
-        object.insert("mode".into(), mode.as_str().into());
-        object.insert("command".into(), command.into());
-    }
-    Ok(format!("{value}\n"))
-}
-
-/// The report for people: decision, severity and mode, each part checked with its own
-/// decision and severity, then every reason.
-fn human(report: &DecisionReport, mode: ApprovalMode) -> String {
-    let mut out = format!(
-        "decision: {}\nseverity: {}\nmode:     {mode}\n",
-        report.decision, report.severity
-    );
-    if report.parts.is_empty() {
-        out.push_str("commands: none\n");
-    } else {
-        out.push_str("commands:\n");
-        for part in &report.parts {
-            out.push_str(&format!(
-                "  {:<5}  {:<9}  {}\n",
-                part.decision.as_str(),
-                part.severity.as_str(),
-                part.subject
-            ));
-        }
-    }
-    if !report.reasons.is_empty() {
-        out.push_str("reasons:\n");
-        for reason in &report.reasons {
-            out.push_str(&format!("  - {reason}\n"));
-        }
-    }
-    out
 }

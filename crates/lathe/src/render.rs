@@ -7,7 +7,6 @@
 //! written, so only the renderer's own styling reaches the terminal.
 
 pub mod batch;
-mod sanitize;
 mod spinner;
 mod style;
 
@@ -18,15 +17,15 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Instant;
 
 use batch::TextBatch;
-use lathe_tools::ToolKind;
+use lathe_runtime::ToolKind;
 
 use lathe_agent::events::{
     ApprovalDecision, Event, RunReport, RunStatus, SubAgentState, ToolStatus,
 };
 use lathe_agent::sink::EventHandler;
-use lathe_tools::CommandState;
+use lathe_runtime::CommandState;
 
-pub use sanitize::sanitize;
+pub use lathe_config::sanitize::sanitize;
 pub use spinner::Spinner;
 pub use style::Style;
 
@@ -551,7 +550,7 @@ fn flush_loop(flusher: &Flusher, renderer: &Weak<Renderer>) {
 fn streaming_label(name: &str, path: Option<&str>) -> String {
     static KINDS: OnceLock<HashMap<String, ToolKind>> = OnceLock::new();
     let kinds = KINDS.get_or_init(|| {
-        crate::setup::registry()
+        lathe_config::setup::registry()
             .definitions()
             .map(|d| (d.name.clone(), d.kind))
             .collect()
@@ -794,8 +793,8 @@ pub fn diff_lines(style: &Style, diff: &str) -> Vec<String> {
 
 /// The model's plan as the terminal shows it when it changes: a count, then a line per step
 /// (`[x]` done, `[>]` in progress, `[ ]` pending), indented under the call that made it.
-pub(crate) fn plan_lines(steps: &[lathe_tools::tools::update_plan::PlanStep]) -> Vec<String> {
-    use lathe_tools::tools::update_plan::StepStatus;
+pub(crate) fn plan_lines(steps: &[lathe_runtime::checklist::PlanStep]) -> Vec<String> {
+    use lathe_runtime::checklist::StepStatus;
     if steps.is_empty() {
         return vec!["  plan cleared".to_owned()];
     }

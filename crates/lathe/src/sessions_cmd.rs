@@ -3,15 +3,13 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use lathe_agent::events::{Event, FileChange};
 use lathe_agent::message::Message;
 use lathe_agent::sink::stored_history;
 use lathe_agent::text::{cut, first_line};
-use lathe_store::{Session, SessionFilter, SessionStatus, Store};
+use lathe_store::{Session, SessionFilter, Store};
 
 use crate::render::Style;
 
@@ -48,12 +46,7 @@ pub enum SessionsAction {
     },
 }
 
-/// Opens the sessions database in Lathe's data directory.
-pub fn open_store() -> anyhow::Result<Store> {
-    let path = lathe_store::default_database_path(&crate::state::data_dir());
-    Store::open(&path)
-        .with_context(|| format!("cannot open the sessions database {}", path.display()))
-}
+pub use lathe_config::state::open_store;
 
 /// Runs `lathe sessions ...`.
 pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Result<ExitCode> {
@@ -64,7 +57,7 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
             let workspace = if here {
                 let root = match &common.workspace {
                     Some(dir) => dir.clone(),
-                    None => crate::setup::default_workspace()?,
+                    None => lathe_config::setup::default_workspace()?,
                 };
                 Some(root.canonicalize().unwrap_or(root))
             } else {
@@ -96,13 +89,13 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
         SessionsAction::Show { id, json } => {
             let mut session = store.session(&id)?;
             settle(&store, &mut session);
-            let data_dir = crate::state::data_dir();
+            let data_dir = lathe_config::state::data_dir();
             if json {
                 let messages = store.messages(&session.id)?;
                 let events = store.events(&session.id)?;
                 let checkpoints = checkpoints_json(&store, &session, &data_dir);
-                let plan = last_plan(&events);
-                let tokens: Vec<Value> = turn_tokens(&events)
+                let plan = lathe_agent::stored::last_plan(&events);
+                let tokens: Vec<Value> = lathe_agent::stored::turn_tokens(&events)
                     .into_iter()
                     .map(|(turn, usage)| {
                         let mut row = json!({"turn": turn});
@@ -146,7 +139,9 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
                         writeln!(out, "  └ {}", list_line(child, &style))?;
                     }
                 }
-                if let Some(plan) = last_plan(&events).filter(|p| !p.is_empty()) {
+                if let Some(plan) =
+                    lathe_agent::stored::last_plan(&events).filter(|p| !p.is_empty())
+                {
                     write!(out, "\n{}\n", style.bold("plan"))?;
                     for row in crate::render::plan_lines(&plan).iter().skip(1) {
                         writeln!(out, "{}", crate::render::sanitize(row))?;
@@ -165,32 +160,11 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
     Ok(ExitCode::SUCCESS)
 }
 
-/// Each model turn's token counts, as the server gave them, from the stored `turn_finished`
-/// events: numbered across the session (as `/diff N` numbers turns), turns without counts
-/// left out.
-fn turn_tokens(events: &[lathe_store::Event]) -> Vec<(u32, lathe_agent::provider::Usage)> {
-    let mut turns = Vec::new();
-    let mut turn = 0;
-    for stored in events {
-        if stored.kind != "turn_finished" {
-            continue;
-        }
-        turn += 1;
-        if let Ok(Event::TurnFinished {
-            usage: Some(usage), ..
-        }) = serde_json::from_value::<Event>(stored.payload.clone())
-        {
-            turns.push((turn, usage));
-        }
-    }
-    turns
-}
-
 /// The `tokens` section of `sessions show`: one line a turn, `turn 2 · 1,234 in · 56 out ·
 /// 41.2 tokens/s`, and the totals; nothing when the server gave no counts.
 fn tokens_section(events: &[lathe_store::Event], style: &Style) -> String {
     use lathe_agent::provider::window::thousands;
-    let turns = turn_tokens(events);
+    let turns = lathe_agent::stored::turn_tokens(events);
     if turns.is_empty() {
         return String::new();
     }
@@ -217,30 +191,7 @@ fn tokens_section(events: &[lathe_store::Event], style: &Style) -> String {
     out
 }
 
-/// The session's newest plan, from its stored `plan_updated` events (`None`: it never had one).
-fn last_plan(
-    events: &[lathe_store::Event],
-) -> Option<Vec<lathe_tools::tools::update_plan::PlanStep>> {
-    events.iter().rev().find_map(|stored| {
-        match serde_json::from_value::<Event>(stored.payload.clone()) {
-            Ok(Event::PlanUpdated { steps }) => Some(steps),
-            _ => None,
-        }
-    })
-}
-
-/// A session stored as running whose process is gone (killed, or the machine went down) is
-/// interrupted: said so in the store, and in what is shown.
-pub fn settle(store: &Store, session: &mut Session) {
-    if session.status == SessionStatus::Running
-        && !crate::agent_setup::session_is_owned(&session.id)
-        && store
-            .update_session_status(&session.id, SessionStatus::Interrupted)
-            .is_ok()
-    {
-        session.status = SessionStatus::Interrupted;
-    }
-}
+pub use lathe_config::agent_setup::settle;
 
 fn list_line(session: &Session, style: &Style) -> String {
     let when = session.updated_at.to_string();
@@ -280,43 +231,7 @@ fn short_id(session: &Session) -> String {
     session.id.as_str().to_owned()
 }
 
-/// The tool calls of a session as its events recorded them, in order: the line shown for each
-/// and the files it changed, with their diffs (the bytes the terminal showed).
-#[derive(Debug, Default)]
-pub struct Calls {
-    /// Call ids, in the order the calls started.
-    order: std::collections::VecDeque<String>,
-    titles: std::collections::HashMap<String, String>,
-    finished: std::collections::HashMap<String, (String, Vec<FileChange>)>,
-}
-
-impl Calls {
-    /// Reads the calls from stored events (events that do not read back are skipped: a newer
-    /// Lathe may have written them).
-    pub fn from_events(events: &[lathe_store::Event]) -> Self {
-        let mut calls = Calls::default();
-        for stored in events {
-            match serde_json::from_value::<Event>(stored.payload.clone()) {
-                Ok(Event::ToolCallStarted {
-                    call_id, summary, ..
-                }) => {
-                    calls.order.push_back(call_id.clone());
-                    calls.titles.insert(call_id, summary);
-                }
-                Ok(Event::ToolCallFinished {
-                    call_id,
-                    summary,
-                    changes,
-                    ..
-                }) => {
-                    calls.finished.insert(call_id, (summary, changes));
-                }
-                _ => {}
-            }
-        }
-        calls
-    }
-}
+pub use lathe_agent::stored::Calls;
 
 /// The last `lines` lines of a session's conversation (its transcript without the header), after a `…` line
 /// when earlier ones were left out: what `lathe chat --resume` shows.
@@ -364,7 +279,7 @@ pub fn transcript(session: &Session, history: &[Message], calls: Calls, style: &
 /// A session's messages as text, each call with its line and the diffs of what it changed.
 fn conversation(history: &[Message], mut calls: Calls, style: &Style) -> String {
     // Calls stored without events (a session of an older Lathe) get their tool's title.
-    let registry = crate::setup::registry();
+    let registry = lathe_config::setup::registry();
     // Results answer the calls in order; the call ids of the events pair them up.
     let mut answering: std::collections::VecDeque<Option<String>> = Default::default();
     let mut out = String::new();
@@ -388,11 +303,9 @@ fn conversation(history: &[Message], mut calls: Calls, style: &Style) -> String 
                     out.push('\n');
                 }
                 for call in &turn.tool_calls {
-                    let id = calls.order.pop_front();
-                    let title = id
-                        .as_ref()
-                        .and_then(|id| calls.titles.get(id).cloned())
-                        .unwrap_or_else(|| registry.title(&call.name, &call.arguments));
+                    let (id, title) = calls.next_started();
+                    let title =
+                        title.unwrap_or_else(|| registry.title(&call.name, &call.arguments));
                     out.push_str(&format!("{} {title}\n", style.cyan("→")));
                     answering.push_back(id);
                 }
@@ -414,7 +327,7 @@ fn conversation(history: &[Message], mut calls: Calls, style: &Style) -> String 
                 let finished = answering
                     .pop_front()
                     .flatten()
-                    .and_then(|id| calls.finished.remove(&id));
+                    .and_then(|id| calls.take_finished(&id));
                 if let Some((summary, changes)) = finished {
                     out.push_str(&style.dim(&format!("  {summary}")));
                     out.push('\n');
@@ -516,35 +429,9 @@ pub fn checkpoints_section(
 }
 
 fn checkpoints_json(store: &Store, session: &Session, data_dir: &std::path::Path) -> Value {
-    let Ok(checkpoints) = open_checkpoints(store, session, data_dir) else {
-        return Value::Null;
-    };
-    let Ok(steps) = checkpoints.steps() else {
-        return Value::Null;
-    };
-    steps
-        .iter()
-        .enumerate()
-        .map(|(n, step)| {
-            let files = checkpoints.files(step).unwrap_or_default();
-            json!({
-                "step": n + 1,
-                "id": step.id,
-                "turn": step.turn,
-                "kind": match step.kind {
-                    lathe_checkpoint::StepKind::Turn => "turn",
-                    lathe_checkpoint::StepKind::Undo { .. } => "undo",
-                    lathe_checkpoint::StepKind::Redo { .. } => "redo",
-                },
-                "at": step.at.map(|t| t.to_string()),
-                "files": files.iter().map(|f| json!({
-                    "path": f.path.display().to_string(),
-                    "added": f.added,
-                    "removed": f.removed,
-                })).collect::<Vec<_>>(),
-            })
-        })
-        .collect()
+    open_checkpoints(store, session, data_dir).map_or(Value::Null, |checkpoints| {
+        lathe_checkpoint::report::steps_json(&checkpoints)
+    })
 }
 
 fn one_line(text: &str) -> String {
@@ -554,6 +441,7 @@ fn one_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lathe_agent::events::{Event, FileChange};
     use lathe_agent::message::{AssistantMessage, ToolCall};
     use lathe_store::{NewSession, SessionId};
 
@@ -607,6 +495,7 @@ mod tests {
     }
 
     #[test]
+    #[expect(clippy::disallowed_methods, reason = "a synchronous test")]
     fn show_lists_a_sessions_checkpoints_and_says_when_there_are_none() {
         let dirs = tempfile::tempdir().unwrap();
         let ws = dirs.path().join("ws");

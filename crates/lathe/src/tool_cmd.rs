@@ -1,28 +1,33 @@
 //! `lathe tools` and `lathe tool`: the tool runtime with no model.
 //!
-//! Calls go through the same dispatcher as the agent's and `lathe mcp`'s (name resolution,
-//! arguments, the gate, the plan, the budget), so a call gives the same answer here. What
-//! differs is who approves: see [`approver`].
+//! Calls go through a host built as the agent's and `lathe mcp`'s are (name resolution,
+//! arguments, the gate, the plan, the budget, the configured `[hooks]`), so a call gives the same
+//! answer here. A call that changes the workspace is a checkpointed turn of its own in a stored
+//! session of this run, which `lathe undo` takes back. What differs is who approves: see
+//! [`approver`].
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
 use futures::future::BoxFuture;
+use lathe_config::lines::{Line, read_bounded_line};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use lathe_checkpoint::session::SessionCheckpoints;
+use lathe_config::checkpoints::Recorded;
 use lathe_policy::ApprovalMode;
-use lathe_tools::dispatch::{
-    ApprovalDecision, ApprovalRequest, Approver, CallStatus, Dispatcher, FixedAnswer, Gate, Outcome,
+use lathe_runtime::dispatch::{
+    ApprovalDecision, ApprovalRequest, Approver, CallStatus, FixedAnswer, Gate, Outcome,
 };
-use lathe_tools::{Metadata, ToolContext, ToolOutput};
+use lathe_runtime::{Hook, Host, Metadata, ToolContext, ToolOutput};
 
 use crate::cli::{CommonArgs, ToolArgs, ToolsArgs};
-use crate::setup::Setup;
 use crate::{EXIT_FAILURE, EXIT_USAGE};
+use lathe_config::setup::Setup;
 
 /// Where the agent tools (`spawn_agent`, `read_sub_agent`) are offered: they are not in the
 /// built-in registry (so not in `lathe tool`), the agent's runner adds them.
@@ -31,7 +36,7 @@ pub const AGENT_TOOLS_AVAILABLE: &str = "in lathe exec and lathe chat; in lathe 
 
 /// `lathe tools [--json]`: the built-in tools, then the agent tools, each marked as such.
 pub fn list(common: &CommonArgs, args: ToolsArgs) -> anyhow::Result<ExitCode> {
-    let registry = crate::setup::registry();
+    let registry = lathe_config::setup::registry();
     let agent_tools = lathe_agent::subagent::definitions();
     // `[agent] max_sub_agents = 0` turns them off; a configuration that cannot be read is
     // reported by the commands that use it, not by a list.
@@ -47,7 +52,7 @@ pub fn list(common: &CommonArgs, args: ToolsArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         let mut definitions: Vec<Value> = registry
             .definitions()
-            .map(lathe_tools::ToolDefinition::to_function)
+            .map(lathe_runtime::ToolDefinition::to_function)
             .collect();
         definitions.extend(agent_tools.iter().map(|definition| {
             let mut function = definition.to_function();
@@ -74,7 +79,7 @@ pub fn list(common: &CommonArgs, args: ToolsArgs) -> anyhow::Result<ExitCode> {
 /// brackets).
 fn write_tool(
     out: &mut impl Write,
-    definition: &lathe_tools::ToolDefinition,
+    definition: &lathe_runtime::ToolDefinition,
 ) -> anyhow::Result<()> {
     let summary = summary(&definition.description);
     writeln!(out, "{:<16} {summary}", definition.name)?;
@@ -135,30 +140,50 @@ pub const ONE_SHOT_PENDING: &str = "the previewed change was not kept: nothing w
 /// `lathe tool NAME [ARGS]` and `lathe tool --batch`.
 pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode> {
     let setup = Setup::load(common)?;
-    let gate = Gate::with_permissions(
-        &setup.config.permissions,
-        args.approval.unwrap_or(ApprovalMode::Full),
-        &setup.root,
-        false,
-    )
-    .map_err(crate::config::invalid_permissions)?;
+    let mode = args.approval.unwrap_or(ApprovalMode::Full);
+    let gate = Gate::with_permissions(&setup.config.permissions, mode, &setup.root, false)
+        .map_err(lathe_config::config::invalid_permissions)?;
     // Earlier runs' saved results and artifacts stay readable: a result cut to the budget says
     // "read the rest with read_file", and with one-shot calls that read is a later process.
-    let runs = crate::state::runs_dir();
+    let runs = lathe_config::state::runs_dir();
     std::fs::create_dir_all(&runs)
         .with_context(|| format!("cannot create the directory of runs {}", runs.display()))?;
-    let run_dir = crate::state::new_run_dir();
+    let run_dir = lathe_config::state::new_run_dir();
     let session = setup.session_reading(run_dir.clone(), &[runs])?;
-    let dispatcher = Dispatcher::new(Arc::new(crate::setup::registry()), Arc::new(gate));
+    let title = match (&args.name, args.batch) {
+        (_, true) | (None, _) => "lathe tool --batch".to_owned(),
+        (Some(name), false) => format!("lathe tool {name}"),
+    };
+    // Checkpoints are opened (a stored session created) only when a call first changes something.
+    let recorded = setup
+        .config
+        .agent
+        .checkpoints
+        .unwrap_or(true)
+        .then(|| Recorded {
+            provider: "tool".to_owned(),
+            model: "lathe tool".to_owned(),
+            approval: mode,
+            title,
+        });
+    let hooks = lathe_config::hooks::load(&setup, "tool")?;
+    let (host, checkpoints) = lathe_config::checkpoints::per_call_host(
+        &session,
+        Arc::new(lathe_config::setup::registry()),
+        Arc::new(gate),
+        hooks.map(|hooks| hooks as Arc<dyn Hook>),
+        recorded,
+    );
     let approver = approver(args.approval);
     let calls = Calls {
-        dispatcher: &dispatcher,
+        host: &host,
+        checkpoints: checkpoints.as_deref(),
         approver: approver.as_ref(),
         session: &session,
     };
     let terminating = {
         let session = Arc::clone(&session);
-        crate::signals::exit_on_termination(move || session.shutdown())
+        lathe_config::signals::exit_on_termination(move || session.shutdown())
     };
     let code = if args.batch {
         let code = batch(&calls).await?;
@@ -216,7 +241,7 @@ pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode
     };
     terminating.abort();
     session.shutdown();
-    crate::state::remove_if_empty(&run_dir);
+    lathe_config::state::remove_if_empty(&run_dir);
     Ok(ExitCode::from(code))
 }
 
@@ -286,9 +311,11 @@ impl Approver for Unattended {
 
 /// What the calls of one `lathe tool` run share.
 struct Calls<'a> {
-    dispatcher: &'a Dispatcher,
+    host: &'a Host,
+    /// The run's checkpoints, unless `[agent] checkpoints = false`.
+    checkpoints: Option<&'a SessionCheckpoints>,
     approver: &'a dyn Approver,
-    session: &'a Arc<lathe_tools::Session>,
+    session: &'a Arc<lathe_runtime::Session>,
 }
 
 impl Calls<'_> {
@@ -302,10 +329,20 @@ impl Calls<'_> {
                 cancel.cancel();
             }
         });
-        let outcome = self
-            .dispatcher
-            .call(name, arguments, self.approver, ctx)
-            .await;
+        // A call that may change the workspace is a checkpointed turn of its own.
+        let outcome = match self.checkpoints {
+            Some(checkpoints) => {
+                checkpoints
+                    .call(self.host, name, arguments, self.approver, ctx)
+                    .await
+            }
+            None => {
+                self.host
+                    .dispatcher()
+                    .call(name, arguments, self.approver, ctx)
+                    .await
+            }
+        };
         watcher.abort();
         outcome
     }
@@ -420,92 +457,6 @@ fn write_result(answer: &Answer<'_>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One line of input, or how long a line over the limit was.
-#[derive(Debug, PartialEq, Eq)]
-enum Line {
-    /// The line, without its newline.
-    Whole(Vec<u8>),
-    /// A line longer than the limit: its length in bytes; its content was discarded.
-    TooLong(usize),
-}
-
 fn too_long(what: &str, size: usize) -> String {
     format!("{what} is {size} bytes long, over the limit of {MAX_INPUT_BYTES} bytes (64 MiB)")
-}
-
-/// Reads up to the next newline (`by_line`) or to the end of input, keeping at most `limit`
-/// bytes: what goes past the limit is read and dropped, so memory stays bounded. `None` at the
-/// end of input.
-fn read_bounded_line(
-    input: &mut impl BufRead,
-    limit: usize,
-    by_line: bool,
-) -> std::io::Result<Option<Line>> {
-    let mut line = Vec::new();
-    let mut size = 0usize;
-    let mut any = false;
-    loop {
-        let available = match input.fill_buf() {
-            Ok(available) => available,
-            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(err) => return Err(err),
-        };
-        if available.is_empty() {
-            break;
-        }
-        any = true;
-        let (chunk, end) = match available.iter().position(|&b| by_line && b == b'\n') {
-            Some(at) => (&available[..at], Some(at + 1)),
-            None => (available, None),
-        };
-        size = size.saturating_add(chunk.len());
-        if size <= limit {
-            line.extend_from_slice(chunk);
-        } else if !line.is_empty() {
-            line = Vec::new();
-        }
-        let consumed = end.unwrap_or(available.len());
-        input.consume(consumed);
-        if end.is_some() {
-            break;
-        }
-    }
-    if !any {
-        return Ok(None);
-    }
-    Ok(Some(if size > limit {
-        Line::TooLong(size)
-    } else {
-        Line::Whole(line)
-    }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lines_over_the_limit_are_measured_and_dropped() {
-        let mut input = std::io::BufReader::with_capacity(4, &b"abc\n0123456789\n\nxy"[..]);
-        let mut next = || read_bounded_line(&mut input, 5, true).unwrap();
-        assert_eq!(next(), Some(Line::Whole(b"abc".to_vec())));
-        assert_eq!(next(), Some(Line::TooLong(10)));
-        assert_eq!(next(), Some(Line::Whole(Vec::new())));
-        assert_eq!(next(), Some(Line::Whole(b"xy".to_vec())));
-        assert_eq!(next(), None);
-    }
-
-    #[test]
-    fn whole_input_mode_reads_past_newlines_up_to_the_limit() {
-        let mut input = &b"{\"a\":\n1}"[..];
-        assert_eq!(
-            read_bounded_line(&mut input, 64, false).unwrap(),
-            Some(Line::Whole(b"{\"a\":\n1}".to_vec()))
-        );
-        let mut input = &b"0123456789"[..];
-        assert_eq!(
-            read_bounded_line(&mut input, 9, false).unwrap(),
-            Some(Line::TooLong(10))
-        );
-    }
 }

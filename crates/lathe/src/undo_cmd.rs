@@ -3,17 +3,15 @@
 
 use crate::render::sanitize;
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
 
-use lathe_checkpoint::{Checkpoints, Coverage, Force, Nothing, Restored, Uncovered, UndoTarget};
+use lathe_checkpoint::report::short_id;
+pub use lathe_checkpoint::report::{Review, review};
+use lathe_checkpoint::{Checkpoints, Coverage, Force, Nothing, Restored, UndoTarget};
 use lathe_store::{Session, SessionFilter, Store};
-
-/// At most this many uncovered paths are named; the rest are counted.
-const UNCOVERED_SHOWN: usize = 5;
 
 /// `lathe undo`.
 #[derive(Debug, Args)]
@@ -55,6 +53,10 @@ pub struct DiffArgs {
 }
 
 /// Runs `lathe undo`.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "lathe undo, redo and diff are synchronous commands"
+)]
 pub fn undo(common: &crate::cli::CommonArgs, args: UndoArgs) -> anyhow::Result<ExitCode> {
     let (session, checkpoints) = open(common, args.session.as_deref())?;
     let target = args.turn.map_or(UndoTarget::Last, UndoTarget::Since);
@@ -63,6 +65,10 @@ pub fn undo(common: &crate::cli::CommonArgs, args: UndoArgs) -> anyhow::Result<E
 }
 
 /// Runs `lathe redo`.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "lathe undo, redo and diff are synchronous commands"
+)]
 pub fn redo(common: &crate::cli::CommonArgs, args: RedoArgs) -> anyhow::Result<ExitCode> {
     let (session, checkpoints) = open(common, args.session.as_deref())?;
     let result = checkpoints.redo(force(args.force))?;
@@ -98,43 +104,6 @@ pub fn diff(common: &crate::cli::CommonArgs, args: DiffArgs) -> anyhow::Result<E
     }
 }
 
-/// What `lathe diff` and chat's `/diff` show.
-pub enum Review {
-    /// Nothing was recorded: why, in one line.
-    Nothing(String),
-    /// Changes were recorded and add up to nothing now: one line saying so.
-    Net(String),
-    /// The diff (or its stat).
-    Diff(String),
-}
-
-/// The diff of turn `turn` (or the whole session) of session `id`.
-pub fn review(
-    id: &str,
-    checkpoints: &Checkpoints,
-    turn: Option<u32>,
-    stat: bool,
-) -> anyhow::Result<Review> {
-    let text = if stat {
-        checkpoints.diff_stat(turn)?
-    } else {
-        checkpoints.diff(turn)?
-    };
-    let what = turn.map_or_else(|| "this session".to_owned(), |n| format!("turn {n}"));
-    let short = short_id(id);
-    Ok(match text {
-        None => Review::Nothing(format!(
-            "no changes recorded for {what} of session {short}{}",
-            coverage_hint(checkpoints)
-        )),
-        // Steps were recorded, and their net change is nothing: undone, or changed back.
-        Some(text) if text.is_empty() => Review::Net(format!(
-            "the changes of {what} (session {short}) add up to nothing now: they were undone or changed back"
-        )),
-        Some(text) => Review::Diff(text),
-    })
-}
-
 /// How `lathe undo` and `lathe redo` say the way past files changed since.
 const FORCE_FLAG: &str = "run again with --force to overwrite them";
 
@@ -153,7 +122,7 @@ fn open(
         None => newest_here(common, &store)?,
     };
     let checkpoints = Checkpoints::builder(
-        crate::state::data_dir(),
+        lathe_config::state::data_dir(),
         &session.workspace,
         session.id.as_str(),
     )
@@ -169,7 +138,7 @@ fn open(
 fn newest_here(common: &crate::cli::CommonArgs, store: &Store) -> anyhow::Result<Session> {
     let root = match &common.workspace {
         Some(dir) => dir.clone(),
-        None => crate::setup::default_workspace()?,
+        None => lathe_config::setup::default_workspace()?,
     };
     let root = root.canonicalize().unwrap_or(root);
     store
@@ -189,10 +158,6 @@ fn newest_here(common: &crate::cli::CommonArgs, store: &Store) -> anyhow::Result
 
 fn short(session: &Session) -> String {
     short_id(session.id.as_str())
-}
-
-fn short_id(id: &str) -> String {
-    id.chars().take(8).collect()
 }
 
 fn report(
@@ -218,9 +183,8 @@ fn report(
     })
 }
 
-/// Writes what an undo or redo did (`verb`: "undid", "redid") as `lathe undo` says it; true
-/// when it put back everything it meant to (no conflicts, no failures, something to do).
-/// `force_hint` says how to overwrite files changed since.
+/// Writes what an undo or redo did as `lathe undo` says it (lathe-checkpoint's report, its file
+/// names made safe for a terminal); true when it put back everything it meant to.
 pub fn write_restored(
     out: &mut dyn Write,
     id: &str,
@@ -229,148 +193,55 @@ pub fn write_restored(
     result: Result<Restored, Nothing>,
     force_hint: &str,
 ) -> std::io::Result<bool> {
-    let restored = match result {
-        Ok(restored) => restored,
-        Err(nothing) => {
-            writeln!(
-                out,
-                "{nothing} (session {}){}",
-                short_id(id),
-                coverage_hint(checkpoints)
-            )?;
-            return Ok(false);
-        }
-    };
-    let turns = match restored.turns.as_slice() {
-        [one] => format!("turn {one}"),
-        many => format!(
-            "turns {}",
-            many.iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
-    writeln!(
-        out,
-        "{verb} {turns} of session {}: {} file{} put back",
-        short_id(id),
-        restored.restored.len(),
-        if restored.restored.len() == 1 {
-            ""
-        } else {
-            "s"
-        }
+    let mut text = Vec::new();
+    let clean = lathe_checkpoint::report::write_restored(
+        &mut text,
+        id,
+        checkpoints,
+        verb,
+        result,
+        force_hint,
     )?;
-    for path in &restored.restored {
-        writeln!(out, "  {}", shown(path))?;
-    }
-    if !restored.others.is_empty() {
-        writeln!(out, "left alone, changed by another session:")?;
-        for path in &restored.others {
-            writeln!(out, "  {}", shown(path))?;
-        }
-    }
-    if !restored.failed.is_empty() {
-        writeln!(out, "could not put back:")?;
-        for (path, why) in &restored.failed {
-            writeln!(out, "  {}: {}", shown(path), sanitize(why))?;
-        }
-    }
-    if !restored.conflicts.is_empty() {
-        writeln!(
-            out,
-            "left alone, changed since by someone else ({force_hint}):"
-        )?;
-        for path in &restored.conflicts {
-            writeln!(out, "  {}", shown(path))?;
-        }
-    }
-    let uncovered = uncovered_line(checkpoints);
-    if !uncovered.is_empty() {
-        writeln!(out, "{uncovered}")?;
-    }
+    out.write_all(sanitize(&String::from_utf8_lossy(&text)).as_bytes())?;
     out.flush()?;
-    Ok(restored.conflicts.is_empty() && restored.failed.is_empty())
-}
-
-/// What undo does not cover, in one line (empty when everything is covered).
-fn uncovered_line(checkpoints: &Checkpoints) -> String {
-    let Ok(uncovered) = checkpoints.uncovered() else {
-        return String::new();
-    };
-    let mut ignored: Vec<PathBuf> = Vec::new();
-    let mut large: Vec<(PathBuf, u64)> = Vec::new();
-    let mut nested: Vec<PathBuf> = Vec::new();
-    for item in uncovered {
-        match item {
-            Uncovered::Ignored(path) => ignored.push(path),
-            Uncovered::TooLarge { path, size } => large.push((path, size)),
-            Uncovered::NestedRepository(path) => nested.push(path),
-        }
-    }
-    let mut parts = Vec::new();
-    if !large.is_empty() {
-        parts.push(format!(
-            "files over {} MiB: {}",
-            lathe_checkpoint::DEFAULT_MAX_FILE_SIZE / (1024 * 1024),
-            names(large.iter().map(|(p, size)| format!(
-                "{} ({} MiB)",
-                p.display(),
-                size / (1024 * 1024)
-            )))
-        ));
-    }
-    if !ignored.is_empty() {
-        parts.push(format!(
-            "ignored: {}",
-            names(ignored.iter().map(|p| p.display().to_string()))
-        ));
-    }
-    if !nested.is_empty() {
-        parts.push(format!(
-            "nested repositories: {}",
-            names(nested.iter().map(|p| p.display().to_string()))
-        ));
-    }
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!("not covered by undo: {}", parts.join("; "))
-    }
-}
-
-fn names(items: impl ExactSizeIterator<Item = String>) -> String {
-    let total = items.len();
-    let mut shown: Vec<String> = items.take(UNCOVERED_SHOWN).collect();
-    if total > UNCOVERED_SHOWN {
-        shown.push(format!("and {} more", total - UNCOVERED_SHOWN));
-    }
-    shown.join(", ")
-}
-
-fn coverage_hint(checkpoints: &Checkpoints) -> &'static str {
-    match checkpoints.coverage() {
-        Coverage::Workspace => "",
-        Coverage::FileTools => " (without git only the file tools' changes are recorded)",
-    }
-}
-
-/// A path as the terminal may show it: a file name the model chose cannot carry escapes there.
-fn shown(path: &std::path::Path) -> String {
-    sanitize(&path.display().to_string()).into_owned()
+    Ok(clean)
 }
 
 #[cfg(test)]
 mod shown_tests {
-    use super::shown;
+    use super::*;
 
     /// A file the model named with an OSC title sequence is listed with the escape made
     /// visible, never sent to the terminal.
     #[test]
     fn paths_are_shown_without_escapes() {
-        let named = std::path::Path::new("a\u{1b}]0;owned\u{7}.txt");
-        let line = shown(named);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("ws")).unwrap();
+        let checkpoints =
+            Checkpoints::builder(dir.path().join("data"), dir.path().join("ws"), "s1")
+                .build()
+                .unwrap();
+        let named = std::path::PathBuf::from("a\u{1b}]0;owned\u{7}.txt");
+        let restored = Restored {
+            turns: vec![1],
+            step: None,
+            restored: vec![named],
+            conflicts: Vec::new(),
+            others: Vec::new(),
+            failed: Vec::new(),
+        };
+        let mut out = Vec::new();
+        write_restored(
+            &mut out,
+            "s1",
+            &checkpoints,
+            "undid",
+            Ok(restored),
+            FORCE_FLAG,
+        )
+        .unwrap();
+        let out = String::from_utf8(out).unwrap();
+        let line = out.lines().nth(1).unwrap().trim();
         assert!(
             !line.contains('\u{1b}') && !line.contains('\u{7}'),
             "{line:?}"

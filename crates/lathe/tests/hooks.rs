@@ -138,6 +138,62 @@ fn a_hook_past_its_timeout_is_killed_with_its_group_and_a_failing_hook_is_noted(
     );
 }
 
+/// Live processes that are exactly `sleep {marker}1`, `2` or `3`, by pid.
+fn sleeps_with(marker: &str) -> Vec<i32> {
+    let wanted: Vec<String> = (1..=3).map(|n| format!("sleep {marker}{n}")).collect();
+    lathe_testkit::processes_with(marker)
+        .into_iter()
+        .filter(|(_, cmdline)| wanted.iter().any(|w| w == cmdline.trim_end()))
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// Polls `done` every 20 ms for up to 30 s.
+fn wait_until(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !done() {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    true
+}
+
+#[test]
+fn a_sigkilled_lathe_leaves_no_process_of_a_running_hook_behind() {
+    let h = Harness::new(shell_then_done("touch made"));
+    let m = format!("1000.{}7", std::process::id());
+    // A background job, a daemon in a session of its own (double fork), and the hook itself,
+    // which waits for ever: all three are killed by the guard, as a command's would be.
+    h.user_config(&format!(
+        "[[hooks.PreToolUse]]\ncommand = \"sleep {m}1 >/dev/null 2>&1 & \
+         (setsid sleep {m}2 >/dev/null 2>&1 &); exec sleep {m}3\"\ntimeout = 300\n"
+    ));
+    let mut lathe = h.lathe();
+    lathe
+        .arg("exec")
+        .arg("what does the shell say")
+        .args(["--model", MODEL, "--base-url", &h.server.url()])
+        .args(["--approval", "full"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = lathe.spawn().unwrap();
+    let started = wait_until(|| sleeps_with(&m).len() == 3);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(started, "the hook never started its processes");
+    let gone = wait_until(|| sleeps_with(&m).is_empty());
+    let left = sleeps_with(&m);
+    for &pid in &left {
+        // SAFETY: kill(2) on a process this test's hook started (its marker says so).
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(gone, "the hook's processes outlived lathe: {left:?}");
+    assert!(!h.ws.join("made").exists(), "the call ran");
+}
+
 #[test]
 fn a_user_prompt_submit_hook_refuses_a_prompt_before_the_model_sees_it() {
     let h = Harness::new(Script::new().chat(reply().text("Hi. [TASK_COMPLETE]").done()));
@@ -375,4 +431,41 @@ fn session_start_hooks_are_told_startup_clear_or_resume() {
     term.type_line("/exit");
     assert_eq!(term.wait_exit(), 0, "{}", term.screen());
     assert_eq!(sources(), ["startup", "clear", "resume"]);
+}
+
+#[test]
+fn lathe_tool_runs_the_configured_pre_and_post_tool_use_hooks() {
+    // No model: `lathe tool` goes through the same host as the agent, hooks included.
+    let h = Harness::new(Script::new());
+    h.user_config(
+        "[[hooks.PreToolUse]]\nmatcher = \"write_file\"\ncommand = \"cat > .pre.json\"\n\
+         [[hooks.PostToolUse]]\nmatcher = \"write_file\"\ncommand = \"cat > .post.json\"\n\
+         [[hooks.PreToolUse]]\nmatcher = \"shell\"\ncommand = \"echo 'not here' >&2; exit 2\"\n",
+    );
+    let output = h
+        .lathe()
+        .args([
+            "tool",
+            "write_file",
+            r#"{"path": "a.txt", "content": "hi\n"}"#,
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&output, 0);
+    assert_eq!(h.read("a.txt"), "hi\n");
+    let pre: Value = serde_json::from_str(&h.read(".pre.json")).unwrap();
+    assert_eq!(pre["hook_event_name"], "PreToolUse");
+    assert_eq!(pre["tool_name"], "write_file");
+    assert_eq!(pre["tool_input"]["path"], "a.txt");
+    let post: Value = serde_json::from_str(&h.read(".post.json")).unwrap();
+    assert_eq!(post["hook_event_name"], "PostToolUse");
+    // A hook that refuses stops the call, as in the agent.
+    let output = h
+        .lathe()
+        .args(["tool", "shell", r#"{"command": "touch made"}"#])
+        .output()
+        .unwrap();
+    assert_exit(&output, 1);
+    assert!(!h.ws.join("made").exists(), "the refused call ran");
+    assert!(stdout(&output).contains("not here"), "{}", stdout(&output));
 }

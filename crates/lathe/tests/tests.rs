@@ -6,6 +6,10 @@
 //! whole dependency graph. Each file in `tests/` is a module declared here (lathe-testkit's
 //! `layout` test checks that none is left out); run one with
 //! `cargo test -p lathe --test integration chat_pty::`.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benches drive the blocking entry points from synchronous code"
+)]
 
 mod agent_harness;
 mod mcp_support;

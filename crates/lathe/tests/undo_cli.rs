@@ -200,3 +200,78 @@ fn undo_in_a_workspace_without_sessions_says_how_to_name_one() {
         "{err}"
     );
 }
+
+#[test]
+fn a_lathe_tool_change_is_taken_back_by_lathe_undo() {
+    let f = fixture(&[("notes.txt", "before\n")]);
+    let (code, _, err) = f.lathe(&[
+        "tool",
+        "write_file",
+        r#"{"path": "notes.txt", "content": "after\n"}"#,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("notes.txt")).unwrap(),
+        "after\n"
+    );
+    // A run that only reads records nothing: the newest session is still the write's.
+    let (code, _, err) = f.lathe(&["tool", "read_file", r#"{"path": "notes.txt"}"#]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = f.lathe(&["undo"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("notes.txt")).unwrap(),
+        "before\n"
+    );
+}
+
+#[test]
+fn each_changing_call_of_a_lathe_tool_batch_is_a_turn_undo_takes_back_one_at_a_time() {
+    let f = fixture(&[("notes.txt", "before\n")]);
+    let lines = concat!(
+        r#"{"name": "write_file", "arguments": {"path": "notes.txt", "content": "after\n"}}"#,
+        "\n",
+        r#"{"name": "grep", "arguments": {"pattern": "after"}}"#,
+        "\n",
+        r#"{"name": "shell", "arguments": {"command": "echo made > made.txt"}}"#,
+        "\n",
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lathe"))
+        .arg("--workspace")
+        .arg(&f.ws)
+        .args(["tool", "--batch"])
+        .env("LATHE_DATA_DIR", &f.data)
+        .env("LATHE_CONFIG_DIR", f.data.join("config"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(lines.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(f.ws.join("made.txt").exists());
+    // The shell command's file first, then the write.
+    let (code, out, err) = f.lathe(&["undo"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!f.ws.join("made.txt").exists(), "{out}{err}");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("notes.txt")).unwrap(),
+        "after\n"
+    );
+    let (code, out, err) = f.lathe(&["undo"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("notes.txt")).unwrap(),
+        "before\n"
+    );
+}

@@ -1,40 +1,29 @@
 //! The executor's side of checkpoints: each model turn's calls run between
-//! [`CheckpointHook::begin_turn`] and [`CheckpointHook::end_turn`], numbered across the whole
-//! session, and a turn that changed files is announced as [`Event::CheckpointCreated`].
+//! [`Host::begin_turn`] and [`Host::end_turn`], numbered across the whole session, and a turn
+//! that changed files is announced as [`Event::CheckpointCreated`].
+
+use std::sync::Arc;
 
 use lathe_checkpoint::{CheckpointHook, StepKind};
+use lathe_runtime::Host;
 
 use crate::events::{ChangedFile, Checkpoint, Event};
 use crate::sink::EventSink;
 
-/// Ends `turn` on `hook` and says what it recorded: the checkpoint, or `None` when the turn
-/// changed nothing. A failure to record is a notice, never a failed run: the calls ran, only
-/// undo will not cover them.
-pub(super) fn end_turn(hook: &CheckpointHook, turn: u32, sink: &EventSink) -> Option<Checkpoint> {
-    let ended = hook.end_turn().and_then(|stat| {
-        let Some(stat) = stat else {
-            return Ok(None);
-        };
-        let checkpoints = hook.checkpoints();
-        let step = checkpoints
-            .steps()?
-            .into_iter()
-            .rev()
-            .find(|s| s.turn == turn && s.kind == StepKind::Turn)
-            .map(|s| s.id)
-            .unwrap_or_default();
-        let files = checkpoints
-            .diff(Some(turn))?
-            .map(|diff| files_of(&diff))
-            .unwrap_or_default();
-        Ok(Some(Checkpoint {
-            step,
-            turn,
-            files,
-            added: stat.added,
-            removed: stat.removed,
-        }))
-    });
+/// Ends `turn` on the session's `host` and says what it recorded: the checkpoint (its step and
+/// files read from `hook`'s checkpoints), or `None` when the turn changed nothing. A failure to
+/// record is a notice, never a failed run: the calls ran, only undo will not cover them.
+pub(super) async fn end_turn(
+    host: &Host,
+    hook: Option<Arc<CheckpointHook>>,
+    turn: u32,
+    sink: &EventSink,
+) -> Option<Checkpoint> {
+    let host = host.clone();
+    // The end snapshot and the reads of what it recorded touch the disk: not on an async worker.
+    let ended = tokio::task::spawn_blocking(move || record(&host, hook.as_deref(), turn))
+        .await
+        .unwrap_or_else(|err| Err(format!("recording the turn stopped: {err}")));
     match ended {
         Ok(checkpoint) => checkpoint,
         Err(err) => {
@@ -46,6 +35,44 @@ pub(super) fn end_turn(hook: &CheckpointHook, turn: u32, sink: &EventSink) -> Op
             None
         }
     }
+}
+
+/// Ends the turn on `host`, and reads the step and files it recorded from `hook`'s checkpoints.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "runs on a blocking thread (spawn_blocking in end_turn)"
+)]
+fn record(
+    host: &Host,
+    hook: Option<&CheckpointHook>,
+    turn: u32,
+) -> Result<Option<Checkpoint>, String> {
+    let (Some(stat), Some(hook)) = (host.end_turn()?, hook) else {
+        return Ok(None);
+    };
+    let checkpoints = hook.checkpoints();
+    let read = || -> lathe_checkpoint::Result<(String, Vec<ChangedFile>)> {
+        let step = checkpoints
+            .steps()?
+            .into_iter()
+            .rev()
+            .find(|s| s.turn == turn && s.kind == StepKind::Turn)
+            .map(|s| s.id)
+            .unwrap_or_default();
+        let files = checkpoints
+            .diff(Some(turn))?
+            .map(|diff| files_of(&diff))
+            .unwrap_or_default();
+        Ok((step, files))
+    };
+    let (step, files) = read().map_err(|err| err.to_string())?;
+    Ok(Some(Checkpoint {
+        step,
+        turn,
+        files,
+        added: stat.added,
+        removed: stat.removed,
+    }))
 }
 
 /// The files of a unified git diff, with their lines added and removed, in the diff's order.

@@ -15,7 +15,7 @@
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use lathe_tools::tools::update_plan;
+use lathe_runtime::checklist;
 
 use super::{Executor, fit::margin};
 use crate::events::Event;
@@ -236,7 +236,7 @@ impl Executor {
             end - 1,
             summary.trim()
         );
-        let plan = update_plan::current(self.runner.session());
+        let plan = checklist::current(self.runner.session());
         if !plan.is_empty() {
             let steps: Vec<String> = plan
                 .iter()

@@ -18,7 +18,7 @@
 //! request that still cannot fit is not sent: the run fails saying what takes the room.
 //!
 //! Each tool result is cut to a quarter of the window when it is made (the registry's result
-//! budget, lowered through [`lathe_tools::Session::limit_result_budget`]), with the whole
+//! budget, lowered through [`lathe_runtime::Session::limit_result_budget`]), with the whole
 //! output saved where the model can read it.
 //!
 //! A server that answers that the request is longer than its window

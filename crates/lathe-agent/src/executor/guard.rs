@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::LazyLock;
 
-use lathe_tools::ToolOutput;
+use lathe_runtime::ToolOutput;
 use regex::Regex;
 use serde_json::Value;
 

@@ -31,11 +31,11 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use lathe_checkpoint::CheckpointHook;
+use lathe_runtime::checklist;
+use lathe_runtime::vision::{Vision, set_vision};
+use lathe_runtime::{Tool, ToolKind};
 use lathe_store::SessionStatus;
-use lathe_tools::tools::read_file::{Vision, set_vision};
-use lathe_tools::tools::resolve::ResolveTool;
-use lathe_tools::tools::update_plan;
-use lathe_tools::{Tool, ToolKind};
+use lathe_tools::resolve::ResolveTool;
 
 use crate::context::{ContextWindow, ResultNote, shorten_turn, turn_budget};
 use crate::events::{AnswerSource, Event, RunReport, RunStatus, ToolStatus};
@@ -316,12 +316,12 @@ impl Executor {
         // The plan the model kept goes on with it: its newest plan, read back from the result.
         let plan = self.history.iter().rev().find_map(|m| match m {
             Message::Tool(t) if t.tool_name == UPDATE_PLAN => {
-                update_plan::parse_checklist(&t.content)
+                checklist::parse_checklist(&t.content)
             }
             _ => None,
         });
         if let Some(steps) = plan {
-            update_plan::restore(self.runner.session(), steps);
+            checklist::restore(self.runner.session(), steps);
         }
     }
 
@@ -408,7 +408,7 @@ impl Executor {
 
     /// Offers the tools and the system prompt in `profile` from the next request on (chat's
     /// `/model NAME`, to a model with a window of another size).
-    pub fn set_profile(&mut self, profile: lathe_tools::Profile) {
+    pub fn set_profile(&mut self, profile: lathe_runtime::Profile) {
         if self.runner.registry().profile() == profile {
             return;
         }
@@ -601,13 +601,16 @@ impl Executor {
             }
             let (planned, stop) = self.plan(&turn, &mut repeats);
             let started = Instant::now();
-            if let Some(hook) = &self.checkpoints {
-                hook.begin_turn(session_turn);
-            }
+            self.runner.host().begin_turn(session_turn);
             self.tell_tools_vision().await;
             let results = self.runner.run_batch(&planned, &self.sink, cancel).await;
-            if let Some(hook) = &self.checkpoints
-                && let Some(recorded) = checkpoint::end_turn(hook, session_turn, &self.sink)
+            if let Some(recorded) = checkpoint::end_turn(
+                self.runner.host(),
+                self.checkpoints.clone(),
+                session_turn,
+                &self.sink,
+            )
+            .await
             {
                 checkpoints.push(recorded.step.clone());
                 self.sink.emit(Event::CheckpointCreated(recorded));
@@ -629,7 +632,7 @@ impl Executor {
                 .any(|r| r.name == UPDATE_PLAN && r.status == ToolStatus::Ok)
             {
                 self.sink.emit(Event::PlanUpdated {
-                    steps: update_plan::current(self.runner.session()),
+                    steps: checklist::current(self.runner.session()),
                 });
             }
             if !malformed.is_empty() {
@@ -963,7 +966,7 @@ impl Executor {
         }
     }
 
-    /// The definitions of the tools offered now ([`lathe_tools::Registry::offered`]), rebuilt
+    /// The definitions of the tools offered now ([`lathe_runtime::Registry::offered`]), rebuilt
     /// only when the set changed since the last request.
     fn offered_tools(&mut self) -> &[Value] {
         let registry = self.runner.registry();
@@ -972,7 +975,7 @@ impl Executor {
         if self.offered.as_deref().is_none_or(|known| known != names) {
             self.tools = registry
                 .offered(session)
-                .map(lathe_tools::ToolDefinition::to_function)
+                .map(lathe_runtime::ToolDefinition::to_function)
                 .collect();
             self.offered = Some(names.into_iter().map(str::to_owned).collect());
         }
@@ -1108,12 +1111,12 @@ impl Executor {
 
 /// What the user is told about a cut answer, before what happens next.
 /// The plan tool's name.
-const UPDATE_PLAN: &str = <update_plan::UpdatePlanTool as lathe_tools::Tool>::NAME;
+const UPDATE_PLAN: &str = <lathe_tools::update_plan::UpdatePlanTool as lathe_runtime::Tool>::NAME;
 
 /// What the model reads when it answers while steps of its plan are open (once a run): the open
 /// steps, and what to do about them. `None` when the plan has none open.
-fn open_steps_reminder(session: &lathe_tools::Session) -> Option<String> {
-    let open = update_plan::open_steps(session);
+fn open_steps_reminder(session: &lathe_runtime::Session) -> Option<String> {
+    let open = checklist::open_steps(session);
     if open.is_empty() {
         return None;
     }
@@ -1144,7 +1147,7 @@ fn cut_reason(error: &ProviderError) -> String {
 /// hidden, `resolve` with nothing pending, still parses, and its result says why it did
 /// nothing), with its parameter names, so positional Python-style calls can be mapped, and the
 /// tools' aliases (`bash` for `shell`), resolved as the registry does.
-fn tool_names(registry: &lathe_tools::Registry) -> ToolNames {
+fn tool_names(registry: &lathe_runtime::Registry) -> ToolNames {
     let all = match registry.function_definitions() {
         Value::Array(tools) => tools,
         _ => Vec::new(),

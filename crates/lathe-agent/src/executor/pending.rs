@@ -1,5 +1,5 @@
 //! How the loop steers a model towards a pending action (a change a tool previewed, waiting for
-//! `resolve`; see [`lathe_tools::PendingAction`]).
+//! `resolve`; see [`lathe_runtime::PendingAction`]).
 //!
 //! While something is pending, `resolve` is among the offered tools (it is hidden otherwise),
 //! and each request says that the action must be resolved first:
@@ -26,7 +26,7 @@
 //!
 //! [`ChatRequest::tool_choice`]: crate::provider::ChatRequest::tool_choice
 
-use lathe_tools::PendingSummary;
+use lathe_runtime::PendingSummary;
 
 use crate::events::PendingLeft;
 use crate::message::Message;
@@ -99,7 +99,7 @@ pub(crate) fn left_notice(left: &[PendingLeft]) -> Option<String> {
 mod tests {
     use super::*;
     use crate::message::ToolCall;
-    use lathe_tools::FileChange;
+    use lathe_runtime::FileChange;
 
     fn summary(id: u64, label: &str) -> PendingSummary {
         PendingSummary {

@@ -4,7 +4,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 
 // The registry folds names the same way (`Read-File`, `readFile`, `read.file` -> `readfile`).
-use lathe_tools::args::fold_name;
+use lathe_runtime::args::fold_name;
 
 /// Prefixes models put before tool names (`functions.read_file` from OpenAI-style prompts,
 /// `default_api.read_file` from Gemini-style ones).

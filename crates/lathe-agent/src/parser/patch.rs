@@ -12,8 +12,8 @@
 //! token limit: it is marked truncated, so it does not run. Closed by a fence or by its
 //! heredoc delimiter instead, it is complete and runs (the tool notes the missing line).
 
-use lathe_tools::Tool;
-use lathe_tools::tools::apply_patch::{self, ApplyPatchTool, BEGIN, END, heredoc_start};
+use lathe_runtime::Tool;
+use lathe_tools::apply_patch::{self, ApplyPatchTool, BEGIN, END, heredoc_start};
 
 use super::families::{Ctx, Resolved};
 use super::names::ToolNames;

@@ -1,7 +1,7 @@
 //! One line per tool call, for humans: `read_file src/main.rs (lines 1-120)`,
 //! `shell cargo test -> exit 0, 3.2 s`.
 //!
-//! The line is the call's title (the tool's own, [`lathe_tools::Tool::title`]) and what its
+//! The line is the call's title (the tool's own, [`lathe_runtime::Tool::title`]) and what its
 //! typed result metadata says happened; nothing here knows a tool by name.
 //!
 //! After the run, the same results make its closing report (files changed, calls denied) and,
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use lathe_tools::{CommandState, Metadata, ToolOutput};
+use lathe_runtime::{CommandState, Metadata, ToolOutput};
 
 use crate::events::{
     ChangedFile, DenialKind, DeniedCall, DiffStats, RunReport, TokenTotals, ToolStatus, TurnUsage,
@@ -26,7 +26,7 @@ const ARG_CHARS: usize = 100;
 /// The line for a call that could not be prepared (an unknown tool, arguments that do not
 /// fit): the name as written and its arguments.
 pub fn unprepared(name: &str, arguments: &Value) -> String {
-    lathe_tools::registry::generic_title(name, arguments)
+    lathe_runtime::registry::generic_title(name, arguments)
 }
 
 /// The line shown when a call ends. `runs_command` is true for calls that run a command (their
@@ -332,7 +332,7 @@ fn millis(duration: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lathe_tools::{CommandMeta, FileChange, LineRange};
+    use lathe_runtime::{CommandMeta, FileChange, LineRange};
     use serde_json::json;
 
     #[test]

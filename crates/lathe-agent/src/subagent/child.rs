@@ -6,8 +6,8 @@ use futures::future::BoxFuture;
 use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 
+use lathe_runtime::{Session, ToolConfig, Workspace};
 use lathe_store::NewSession;
-use lathe_tools::{Dispatcher, Registry, Session, ToolConfig, Workspace};
 
 use super::tools::Profile;
 use super::{Inner, Record, SubAgentResult, child_title, lock, short_task};
@@ -105,19 +105,22 @@ impl Inner {
         };
         let (registry, gate) = match profile {
             Profile::Explore => {
-                let mut registry = Registry::builtin();
+                let mut registry = lathe_tools::builtin();
                 // The parent's definitions' profile (compact in a small window).
-                registry.use_profile(parent.registry.profile());
+                registry.use_profile(parent.host.registry().profile());
                 registry.retain(|d| EXPLORE_TOOLS.contains(&d.name.as_str()));
                 // Never more than the parent may: read-only, or the parent's own mode if lower.
                 (
                     registry,
-                    Arc::new(parent.gate.with_mode(ApprovalMode::ReadOnly)),
+                    Arc::new(parent.host.gate().with_mode(ApprovalMode::ReadOnly)),
                 )
             }
             // The parent's gate itself: its mode (switched live with `/approval`), its rules and
             // what the user allowed for the session.
-            Profile::General => ((*parent.registry).clone(), Arc::clone(&parent.gate)),
+            Profile::General => (
+                (**parent.host.registry()).clone(),
+                Arc::clone(parent.host.gate()),
+            ),
         };
         let approver = Arc::new(Labelled {
             inner: Arc::clone(&parent.approver),
@@ -128,12 +131,8 @@ impl Inner {
             r.tools = Some(Arc::clone(&tools));
             r.session_id = sink.session().map(|s| s.as_str().to_owned());
         });
-        let mut dispatcher = Dispatcher::new(Arc::new(registry), gate);
-        for hook in &parent.hooks {
-            dispatcher = dispatcher.with_hook(Arc::clone(hook));
-        }
-        let runner = Arc::new(ToolRunner::with_dispatcher(
-            Arc::new(dispatcher),
+        let runner = Arc::new(ToolRunner::with_host(
+            parent.host.child(Arc::new(registry), gate),
             Arc::clone(&tools),
             approver,
         ));

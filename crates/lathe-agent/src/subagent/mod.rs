@@ -31,13 +31,14 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use lathe_tools::{ProgressSink, Registry, Session, ToolDefinition, ToolProgress};
+use lathe_runtime::{ProgressSink, Registry, Session, ToolDefinition, ToolProgress};
 
-use crate::approval::{Approver, Gate};
+use crate::approval::Approver;
 use crate::events::{ChangedFile, Event, SubAgentState, SubAgentUpdate};
 use crate::executor::ExecutorConfig;
 use crate::provider::Provider;
 use crate::sink::EventSink;
+use lathe_runtime::Host;
 
 pub use child::{SerializedApprover, transcript};
 pub use tools::{
@@ -86,20 +87,17 @@ pub struct Parent {
     pub provider: Arc<dyn Provider>,
     /// The children's model and request options (`max_turns` is the sub-agents' own).
     pub config: ExecutorConfig,
-    /// The parent's tools without the sub-agent tools (a `general` child's).
-    pub registry: Arc<Registry>,
-    /// The parent's gate: a `general` child's, and what an `explore` child's read-only gate
-    /// is made from.
-    pub gate: Arc<Gate>,
+    /// The parent's host: its tools without the sub-agent tools (a `general` child's), its gate
+    /// (a `general` child's, and what an `explore` child's read-only gate is made from), and its
+    /// hooks and checkpoints, which a child's calls go through too, so that a child's changes
+    /// are part of the parent's turn (`lathe undo` takes them back).
+    pub host: Host,
     /// Who answers the children's approval requests (labelled with the child's id and task).
     pub approver: Arc<dyn Approver>,
     /// The parent's tool session: the workspace, and the end that stops the children.
     pub session: Arc<Session>,
     /// Where the children's updates go ([`Event::SubAgent`]), and the store of their sessions.
     pub sink: EventSink,
-    /// The parent's hooks (its checkpoints first): a child's calls go through them too, so
-    /// that a child's changes are part of the parent's turn (`lathe undo` takes them back).
-    pub hooks: Vec<Arc<dyn lathe_tools::Hook>>,
 }
 
 /// One child, as the parent knows it.
@@ -413,10 +411,11 @@ fn short_task(task: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::approval::Gate;
 
     #[test]
     fn sub_agents_attached_to_a_session_let_it_go_when_it_ends() {
-        use lathe_tools::{ToolConfig, Workspace};
+        use lathe_runtime::{ToolConfig, Workspace};
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("ws");
         std::fs::create_dir(&root).unwrap();
@@ -443,12 +442,10 @@ mod tests {
             Parent {
                 provider,
                 config: ExecutorConfig::new("m"),
-                registry: Arc::new(Registry::builtin()),
-                gate: Arc::new(gate),
+                host: Host::builder(Arc::new(lathe_tools::builtin()), Arc::new(gate)).build(),
                 approver: Arc::new(crate::approval::NonInteractive),
                 session: Arc::clone(&session),
                 sink: EventSink::detached(Arc::new(|_: &Event| {})),
-                hooks: Vec::new(),
             },
         );
         agents.attach(&session);

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use lathe_tools::tools::read_file::{Pager, page_text};
-use lathe_tools::{Effect, Session, Tool, ToolContext, ToolKind, ToolOutput};
+use lathe_runtime::paging::{Pager, page_text};
+use lathe_runtime::{Effect, Session, Tool, ToolContext, ToolKind, ToolOutput};
 
 use super::{Inner, SubAgents, lock, short_task, stored_transcript};
 use crate::events::SubAgentState;

@@ -135,11 +135,11 @@ pub fn dead_url() -> String {
 /// same of the registry before refusing a cut-off call).
 pub fn changes(call: &lathe_agent::parser::ParsedCall) -> bool {
     let dir = tempfile::tempdir().unwrap();
-    let workspace = lathe_tools::Workspace::new(dir.path()).unwrap();
+    let workspace = lathe_runtime::Workspace::new(dir.path()).unwrap();
     let session =
-        lathe_tools::Session::new(workspace, Default::default(), dir.path().join(".state"))
+        lathe_runtime::Session::new(workspace, Default::default(), dir.path().join(".state"))
             .unwrap();
-    lathe_tools::Registry::builtin()
+    lathe_tools::builtin()
         .prepare(&call.name, call.arguments.clone(), &session)
         .map(|prepared| !prepared.only_reads())
         .unwrap_or(true)

@@ -13,14 +13,14 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use lathe_tools::Access;
-use lathe_tools::dispatch::CallInfo;
-use lathe_tools::{
+use lathe_runtime::Access;
+use lathe_runtime::dispatch::CallInfo;
+use lathe_runtime::{
     ApprovalDecision, ApprovalRequest, Approver, BoundCall, Dispatcher, DynTool, Effect,
     FileChange, Gate, Hook, Outcome, Plan, PlannedWrite, Registry, Session, Tool, ToolConfig,
     ToolContext, ToolDefinition, ToolKind, ToolOutput, Workspace, hints_for,
 };
-use lathe_tools::{current_stamp, run_planned};
+use lathe_runtime::{current_stamp, run_planned};
 
 /// A workspace with a few files, and a session over it.
 pub struct Fixture {
@@ -50,7 +50,7 @@ impl Fixture {
 
     /// The built-in tools and the tests' own typed ones.
     pub fn registry(&self) -> Registry {
-        let mut registry = Registry::builtin();
+        let mut registry = lathe_tools::builtin();
         registry.register(AppendLine);
         registry.register(Bare);
         registry.register(Peek);

@@ -4,7 +4,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lathe_tools::{Plan, Registry, Session, ToolConfig, ToolContext, ToolOutput, Workspace};
+use lathe_runtime::{Plan, Registry, Session, ToolConfig, ToolContext, ToolOutput, Workspace};
 use serde_json::Value;
 
 /// A workspace in a temporary directory; the session's state and an "outside" directory live
@@ -52,7 +52,7 @@ impl Ws {
             outside,
             _state: state,
             session,
-            registry: Registry::builtin(),
+            registry: lathe_tools::builtin(),
             runtime,
         }
     }

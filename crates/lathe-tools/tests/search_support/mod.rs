@@ -5,7 +5,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lathe_tools::{Registry, Session, ToolConfig, ToolContext, ToolOutput, Workspace};
+use lathe_runtime::{Registry, Session, ToolConfig, ToolContext, ToolOutput, Workspace};
 use serde_json::Value;
 
 /// A workspace in a temporary directory, with its session state kept outside it.
@@ -35,7 +35,7 @@ impl Tree {
             dir,
             _state: state,
             session,
-            registry: Registry::builtin(),
+            registry: lathe_tools::builtin(),
         }
     }
 

@@ -16,13 +16,13 @@ use lathe_agent::{Agent, ContextWindow};
 use lathe_store::{SessionFilter, SessionId, Store};
 
 use lathe_checkpoint::{Checkpoints, Force, UndoTarget};
-use lathe_tools::tools::resolve::ResolveTool;
-use lathe_tools::{ApprovalDecision, CallStatus, FixedAnswer, Session, Tool, ToolContext};
+use lathe_runtime::{ApprovalDecision, CallStatus, FixedAnswer, Session, Tool, ToolContext};
+use lathe_tools::resolve::ResolveTool;
 
-use crate::agent_setup::Resolved;
 use crate::render::{Style, sanitize};
-use crate::setup::Setup;
 use crate::undo_cmd::Review;
+use lathe_config::agent_setup::Resolved;
+use lathe_config::setup::Setup;
 
 /// How many sessions `/sessions` lists.
 const SESSIONS_SHOWN: usize = 10;
@@ -331,6 +331,10 @@ fn status(cx: &Context<'_>) -> String {
 }
 
 /// Runs `command`.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "/undo and /redo restore files while the chat waits for their answer; no other task of the chat runs meanwhile"
+)]
 pub async fn apply(command: Command, cx: Context<'_>) -> Outcome {
     let style = cx.style;
     let apply = matches!(command, Command::Apply(_));
@@ -339,7 +343,7 @@ pub async fn apply(command: Command, cx: Context<'_>) -> Outcome {
     match command {
         Command::Help => {
             let _ = writeln!(out, "{HELP}");
-            let project = crate::project_commands::Commands::load(&cx.setup.root);
+            let project = lathe_config::project_commands::Commands::load(&cx.setup.root);
             if !project.is_empty() {
                 let _ = write!(
                     out,
@@ -594,6 +598,10 @@ static RESOLVED_BY_USER: AtomicU64 = AtomicU64::new(1);
 /// dispatcher (the gate, the checkpoint hook, the plan's stamps). Typing `/apply` is the
 /// user's approval of that one call, as a command they run themselves is; a mode that refuses
 /// the change (`read-only`) refuses it here too. The model hears of it with the next message.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the /apply step is recorded while the chat waits for its answer"
+)]
 async fn resolve(
     agent: &Agent,
     apply: bool,
@@ -756,6 +764,10 @@ fn restore(
 
 /// `/rewind N`: the files back to before turn N (as `lathe undo --turn N` does, never
 /// overwriting files changed since), then the conversation cut there.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "/rewind restores files while the chat waits for its answer"
+)]
 fn rewind(agent: &mut Agent, session: &SessionId, turn: u32, style: &Style) -> String {
     if !agent.executor().can_rewind(turn) {
         let newest = agent.executor().session_turns();
@@ -887,8 +899,8 @@ mod tests {
     /// pending action: write_file's own plan for `a.txt`, kept as a preview.
     fn agent_with_pending(mode: ApprovalMode) -> (tempfile::TempDir, Agent) {
         use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
-        use lathe_tools::tools::write_file::WriteFileTool;
-        use lathe_tools::{PendingAction, ToolConfig, Workspace};
+        use lathe_runtime::{PendingAction, ToolConfig, Workspace};
+        use lathe_tools::write_file::WriteFileTool;
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("ws");
         std::fs::create_dir(&root).unwrap();

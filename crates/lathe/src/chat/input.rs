@@ -442,7 +442,7 @@ pub fn clean(text: &str) -> String {
 
 /// Where the chat history is kept: beside the sessions database.
 pub fn history_path() -> PathBuf {
-    crate::state::data_dir().join(HISTORY_FILE)
+    lathe_config::state::data_dir().join(HISTORY_FILE)
 }
 
 #[cfg(test)]

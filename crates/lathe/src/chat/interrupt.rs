@@ -11,8 +11,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 
 use lathe_agent::sink::EventSink;
+use lathe_runtime::Session;
 use lathe_store::SessionStatus;
-use lathe_tools::Session;
 
 /// Exit code after an interrupt, as shells report SIGINT.
 pub const EXIT_INTERRUPTED: i32 = 130;
@@ -145,7 +145,7 @@ pub fn end_on_termination(
     sink: EventSink,
     run: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
-    crate::signals::exit_on_termination(move || {
+    lathe_config::signals::exit_on_termination(move || {
         run.cancel();
         end_interrupted(&tools, &sink);
     })

@@ -19,18 +19,18 @@ use tokio_util::sync::CancellationToken;
 use lathe_agent::Agent;
 use lathe_agent::approval::ApprovalMode;
 use lathe_agent::sink::{EventSink, stored_history_seqs};
+use lathe_runtime::Session;
 use lathe_store::{SessionId, SessionStatus};
-use lathe_tools::Session;
 
-use crate::agent_setup::{self, ModelArgs};
 use crate::cli::CommonArgs;
-use crate::project_commands::{Commands, ProjectCommand};
 use crate::render::{OutputMode, Renderer};
-use crate::setup::Setup;
 use approver::TerminalApprover;
 use commands::{Command, Outcome};
 use input::{Input, Purpose, Read};
 use interrupt::{Interrupts, Rearm, end_on_termination, exit_now};
+use lathe_config::agent_setup::{self, ModelArgs};
+use lathe_config::project_commands::{Commands, ProjectCommand};
+use lathe_config::setup::Setup;
 
 /// `lathe chat`.
 #[derive(Debug, Args)]
@@ -74,7 +74,7 @@ struct Live {
     /// Ends the session on SIGTERM or SIGHUP.
     terminating: tokio::task::JoinHandle<()>,
     /// `[hooks]` around each prompt (SessionStart, UserPromptSubmit, Stop).
-    prompt_hooks: crate::hooks::PromptHooks,
+    prompt_hooks: lathe_config::hooks::PromptHooks,
     /// Whether the session has its title (from the first message).
     titled: bool,
     // Held until the session ends, however it ends: `lathe sessions` sees whether it runs.
@@ -92,7 +92,7 @@ struct Parts<'a> {
     /// The running turn, for a Ctrl-C at an approval question.
     turn: &'a approver::CurrentTurn,
     /// The tools, the configured MCP servers' among them (started once per chat).
-    registry: &'a Arc<lathe_tools::Registry>,
+    registry: &'a Arc<lathe_runtime::Registry>,
 }
 
 impl Parts<'_> {
@@ -107,7 +107,7 @@ impl Parts<'_> {
         mode: ApprovalMode,
         source: &str,
     ) -> anyhow::Result<Live> {
-        let hooks = crate::hooks::load(self.setup, id.as_str())?;
+        let hooks = lathe_config::hooks::load(self.setup, id.as_str())?;
         let tools = agent_setup::tool_session(self.setup, &id)?;
         let owner = agent_setup::own_session(&id)?;
         let sink = EventSink::new(self.store.clone(), id.clone(), self.renderer.handler());
@@ -133,7 +133,7 @@ impl Parts<'_> {
             &sink,
         );
         let builder = match &hooks {
-            Some(hooks) => builder.hook(Arc::clone(hooks) as Arc<dyn lathe_tools::Hook>),
+            Some(hooks) => builder.hook(Arc::clone(hooks) as Arc<dyn lathe_runtime::Hook>),
             None => builder,
         };
         let agent = agent_setup::build(
@@ -151,7 +151,7 @@ impl Parts<'_> {
             sink,
             agent,
             terminating,
-            prompt_hooks: crate::hooks::PromptHooks::new(hooks, source),
+            prompt_hooks: lathe_config::hooks::PromptHooks::new(hooks, source),
             titled: false,
             _owner: owner,
         })
@@ -251,10 +251,10 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     // Each turn's cancellation is a child of this one, which a termination signal cancels.
     let terminate = CancellationToken::new();
     let turn = approver::CurrentTurn::default();
-    let (registry, servers) = crate::mcp_client::with_servers(
+    let (registry, servers) = lathe_mcp::client::with_servers(
         &setup,
-        crate::setup::registry(),
-        Some(crate::mcp_client::form::terminal(
+        lathe_config::setup::registry(),
+        Some(crate::mcp_form::terminal(
             Arc::clone(&input),
             Arc::clone(&renderer),
         )),
@@ -476,7 +476,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         }
     }
     live.close(&store);
-    crate::mcp_client::stop(&servers).await;
+    lathe_mcp::client::stop(&servers).await;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -490,7 +490,7 @@ async fn start_project_run(
     provider: &dyn lathe_agent::provider::Provider,
     style: &crate::render::Style,
 ) -> Option<String> {
-    crate::project_commands::narrow(command, agent);
+    lathe_config::project_commands::narrow(command, agent);
     let model = command.model.clone()?;
     let before = agent.model().to_owned();
     say(&format!(
@@ -528,7 +528,7 @@ fn trust_or_not(common: &CommonArgs) -> anyhow::Result<Setup> {
         eprintln!("lathe: {notice}");
         return Ok(setup);
     }
-    let changed = if file.state == crate::trust::TrustState::Changed {
+    let changed = if file.state == lathe_config::trust::TrustState::Changed {
         " (it has changed since you trusted it)"
     } else {
         ""
@@ -547,14 +547,14 @@ fn trust_or_not(common: &CommonArgs) -> anyhow::Result<Setup> {
     let _ = write!(out, "{text}");
     let _ = out.flush();
     drop(out);
-    if !crate::trust::read_yes() {
+    if !lathe_config::trust::read_yes() {
         say(&format!(
             "not trusted: going on without them (trust it later with `{}`)",
-            crate::trust::trust_command(&file.workspace)
+            lathe_config::trust::trust_command(&file.workspace)
         ));
         return Ok(setup);
     }
-    crate::trust::record(file)?;
+    lathe_config::trust::record(file)?;
     say("trusted: its settings apply");
     Setup::load_quiet(common)
 }

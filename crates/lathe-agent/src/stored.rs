@@ -1,0 +1,90 @@
+//! What a stored session's events say, read back: each turn's token counts and the newest
+//! checklist, for `lathe sessions show` and a resumed session.
+
+use lathe_runtime::FileChange;
+use lathe_runtime::checklist::PlanStep;
+
+use crate::events::Event;
+use crate::provider::Usage;
+
+/// Each model turn's token counts, as the server gave them, from the stored `turn_finished`
+/// events: numbered across the session (as `/diff N` numbers turns), turns without counts
+/// left out.
+pub fn turn_tokens(events: &[lathe_store::Event]) -> Vec<(u32, Usage)> {
+    let mut turns = Vec::new();
+    let mut turn = 0;
+    for stored in events {
+        if stored.kind != "turn_finished" {
+            continue;
+        }
+        turn += 1;
+        if let Ok(Event::TurnFinished {
+            usage: Some(usage), ..
+        }) = serde_json::from_value::<Event>(stored.payload.clone())
+        {
+            turns.push((turn, usage));
+        }
+    }
+    turns
+}
+
+/// The session's newest plan, from its stored `plan_updated` events (`None`: it never had one).
+pub fn last_plan(events: &[lathe_store::Event]) -> Option<Vec<PlanStep>> {
+    events.iter().rev().find_map(|stored| {
+        match serde_json::from_value::<Event>(stored.payload.clone()) {
+            Ok(Event::PlanUpdated { steps }) => Some(steps),
+            _ => None,
+        }
+    })
+}
+
+/// The tool calls of a session as its events recorded them, in order: the line shown for each
+/// and the files it changed, with their diffs (the bytes the terminal showed).
+#[derive(Debug, Default)]
+pub struct Calls {
+    /// Call ids, in the order the calls started.
+    order: std::collections::VecDeque<String>,
+    titles: std::collections::HashMap<String, String>,
+    finished: std::collections::HashMap<String, (String, Vec<FileChange>)>,
+}
+
+impl Calls {
+    /// Reads the calls from stored events (events that do not read back are skipped: a newer
+    /// Lathe may have written them).
+    pub fn from_events(events: &[lathe_store::Event]) -> Self {
+        let mut calls = Calls::default();
+        for stored in events {
+            match serde_json::from_value::<Event>(stored.payload.clone()) {
+                Ok(Event::ToolCallStarted {
+                    call_id, summary, ..
+                }) => {
+                    calls.order.push_back(call_id.clone());
+                    calls.titles.insert(call_id, summary);
+                }
+                Ok(Event::ToolCallFinished {
+                    call_id,
+                    summary,
+                    changes,
+                    ..
+                }) => {
+                    calls.finished.insert(call_id, (summary, changes));
+                }
+                _ => {}
+            }
+        }
+        calls
+    }
+
+    /// The next call that started, in order: its id and the line shown for it (`None` when
+    /// the events hold no more calls).
+    pub fn next_started(&mut self) -> (Option<String>, Option<String>) {
+        let id = self.order.pop_front();
+        let title = id.as_ref().and_then(|id| self.titles.get(id).cloned());
+        (id, title)
+    }
+
+    /// How call `id` finished: the line shown for it and the files it changed.
+    pub fn take_finished(&mut self, id: &str) -> Option<(String, Vec<FileChange>)> {
+        self.finished.remove(id)
+    }
+}
