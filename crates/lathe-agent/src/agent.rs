@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use lathe_checkpoint::{CheckpointHook, Checkpoints};
+use lathe_checkpoint::{CheckpointRecorder, Checkpoints};
 use lathe_policy::{PermissionsConfig, PolicyError};
 use lathe_runtime::{Hook, Host, Profile, Registry, Session, TurnRecorder};
 
@@ -163,7 +163,7 @@ pub struct AgentBuilder {
     approver: Option<Arc<dyn Approver>>,
     sink: Option<EventSink>,
     hooks: Vec<Arc<dyn Hook>>,
-    checkpoints: Option<Arc<CheckpointHook>>,
+    checkpoints: Option<Arc<CheckpointRecorder>>,
     turns_before: u32,
     sub_agents: Option<SubAgentConfig>,
     profile: Option<Profile>,
@@ -260,7 +260,7 @@ impl AgentBuilder {
     ///
     /// By default, none: nothing is recorded.
     pub fn checkpoints(mut self, checkpoints: Arc<Checkpoints>) -> Self {
-        self.checkpoints = Some(Arc::new(CheckpointHook::new(checkpoints)));
+        self.checkpoints = Some(Arc::new(CheckpointRecorder::new(checkpoints)));
         self
     }
 

@@ -181,7 +181,7 @@ pub enum Event {
     /// The model's plan changed (an `update_plan` call succeeded): the whole plan, in order.
     PlanUpdated {
         /// Every step with its status; empty when the model cleared the plan.
-        steps: Vec<lathe_runtime::checklist::PlanStep>,
+        steps: Vec<lathe_runtime::checklist::ChecklistStep>,
     },
     /// A sub-agent (`spawn_agent`) was queued, started, took a step, or ended: one line for
     /// humans that replaces the previous one for the same `id`.

@@ -40,7 +40,7 @@ const LIVE_OUTPUT_STOPPED: &str =
 
 /// One call as the executor hands it over.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PlannedCall {
+pub struct BatchCall {
     /// The call as the model made it (native, or recovered from its text).
     pub call: ParsedCall,
     /// Its id in events: the model's, or one the executor gave it.
@@ -171,7 +171,7 @@ impl ToolRunner {
     /// finished as it completes.
     pub async fn run_batch(
         &self,
-        calls: &[PlannedCall],
+        calls: &[BatchCall],
         sink: &EventSink,
         cancel: &CancellationToken,
     ) -> Vec<CallResult> {
@@ -242,7 +242,7 @@ impl ToolRunner {
         results
     }
 
-    fn stage(&self, planned: &PlannedCall) -> Stage {
+    fn stage(&self, planned: &BatchCall) -> Stage {
         if let Some(refusal) = planned.refusal.clone() {
             return Stage::Done(Outcome::ended(ToolStatus::Refused, refusal));
         }
@@ -345,7 +345,7 @@ struct Slot {
 }
 
 /// Emits a call's started event.
-fn announce(planned: &PlannedCall, stage: Option<&Stage>, sink: &EventSink) -> Slot {
+fn announce(planned: &BatchCall, stage: Option<&Stage>, sink: &EventSink) -> Slot {
     let (name, arguments, title, kind, runs_command, changes_memory) = match stage {
         Some(Stage::Ready(call)) => (
             call.name.clone(),

@@ -2,7 +2,7 @@
 //! checklist, for `lathe sessions show` and a resumed session.
 
 use lathe_runtime::FileChange;
-use lathe_runtime::checklist::PlanStep;
+use lathe_runtime::checklist::ChecklistStep;
 
 use crate::events::Event;
 use crate::provider::Usage;
@@ -29,7 +29,7 @@ pub fn turn_tokens(events: &[lathe_store::Event]) -> Vec<(u32, Usage)> {
 }
 
 /// The session's newest plan, from its stored `plan_updated` events (`None`: it never had one).
-pub fn last_plan(events: &[lathe_store::Event]) -> Option<Vec<PlanStep>> {
+pub fn last_plan(events: &[lathe_store::Event]) -> Option<Vec<ChecklistStep>> {
     events.iter().rev().find_map(|stored| {
         match serde_json::from_value::<Event>(stored.payload.clone()) {
             Ok(Event::PlanUpdated { steps }) => Some(steps),

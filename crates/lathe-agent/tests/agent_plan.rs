@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent_executor::{reply, start_with};
 use lathe_agent::events::{Event, RunStatus};
-use lathe_runtime::checklist::{self, PlanStep, StepStatus};
+use lathe_runtime::checklist::{self, ChecklistStep, StepStatus};
 use lathe_testkit::Script;
 use lathe_tools::update_plan::UpdatePlanTool;
 
@@ -20,8 +20,8 @@ fn plan(rows: &[(&str, &str)]) -> Value {
     })
 }
 
-fn step(text: &str, status: StepStatus) -> PlanStep {
-    PlanStep {
+fn step(text: &str, status: StepStatus) -> ChecklistStep {
+    ChecklistStep {
         step: text.into(),
         status,
     }
@@ -69,7 +69,7 @@ async fn done_with_open_steps_is_questioned_once_and_the_plan_is_an_event() {
     assert!(!text.contains("Read notes"), "{text}");
 
     let events = run.events.lock().unwrap();
-    let plans: Vec<&Vec<PlanStep>> = events
+    let plans: Vec<&Vec<ChecklistStep>> = events
         .iter()
         .filter_map(|e| match e {
             Event::PlanUpdated { steps } => Some(steps),

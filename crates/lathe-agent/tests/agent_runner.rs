@@ -17,7 +17,7 @@ use lathe_agent::approval::{
 use lathe_agent::events::{Event, ToolStatus};
 use lathe_agent::message::ToolCall;
 use lathe_agent::parser::{ToolNames, resolve_native};
-use lathe_agent::runner::{PlannedCall, ToolRunner};
+use lathe_agent::runner::{BatchCall, ToolRunner};
 use lathe_agent::sink::EventSink;
 use lathe_runtime::{
     Effect, FileChange, Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput,
@@ -186,9 +186,9 @@ fn fixture(mode: ApprovalMode, approver: Arc<dyn Approver>, meet: usize) -> Fixt
     }
 }
 
-fn planned(i: usize, name: &str, arguments: serde_json::Value) -> PlannedCall {
+fn planned(i: usize, name: &str, arguments: serde_json::Value) -> BatchCall {
     let names = ToolNames::new(["meet", "append", "forever", "chatty"]);
-    PlannedCall {
+    BatchCall {
         call: resolve_native(ToolCall::new(name, arguments), &names),
         call_id: format!("c{i}"),
         refusal: None,

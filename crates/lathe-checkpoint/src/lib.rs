@@ -14,7 +14,7 @@
 //! tools change, kept in the sessions database ([`Coverage::FileTools`]): changes made by shell
 //! commands are then not covered.
 //!
-//! [`CheckpointHook`] is the agent loop's seam: a [`lathe_runtime::Hook`] that snapshots before
+//! [`CheckpointRecorder`] is the agent loop's seam: a [`lathe_runtime::Hook`] that snapshots before
 //! the first call of a turn whose effects are not read-only.
 //!
 //! ```
@@ -44,11 +44,11 @@
 mod engine;
 mod fallback;
 mod git;
-mod hook;
 mod index;
 mod objects;
 mod odb;
 mod pack;
+mod recorder;
 mod refs;
 pub mod report;
 mod restore;
@@ -60,7 +60,7 @@ mod walk;
 use std::path::PathBuf;
 
 pub use engine::{Builder, Checkpoints, Coverage, DEFAULT_MAX_FILE_SIZE};
-pub use hook::{CheckpointHook, changes_workspace};
+pub use recorder::{CheckpointRecorder, changes_workspace};
 
 /// A fault of the checkpoint machinery (not of the user's request).
 #[derive(Debug, thiserror::Error)]

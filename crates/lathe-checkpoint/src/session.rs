@@ -22,7 +22,7 @@ use serde_json::json;
 
 use crate::report::uncovered_line;
 use crate::{
-    CheckpointHook, Checkpoints, Coverage, Force, Step, StepKind, UndoTarget, changes_workspace,
+    CheckpointRecorder, Checkpoints, Coverage, Force, Step, StepKind, UndoTarget, changes_workspace,
 };
 
 /// Adds `checkpoint_list` and `checkpoint_restore` to `registry`.
@@ -54,7 +54,7 @@ pub struct SessionCheckpoints {
 
 struct Opened {
     /// The hook around changing calls, or why there are no checkpoints.
-    hook: Result<Arc<CheckpointHook>, String>,
+    hook: Result<Arc<CheckpointRecorder>, String>,
     /// The checkpoints' session: the stored session's id.
     id: String,
 }
@@ -73,7 +73,7 @@ impl SessionCheckpoints {
     fn opened(&self, session: &Session) -> &Opened {
         self.opened.get_or_init(|| match (self.opener)(session) {
             Ok((checkpoints, id)) => Opened {
-                hook: Ok(Arc::new(CheckpointHook::new(checkpoints))),
+                hook: Ok(Arc::new(CheckpointRecorder::new(checkpoints))),
                 id,
             },
             Err(why) => {
@@ -88,7 +88,7 @@ impl SessionCheckpoints {
 
     /// The hook around the session's changing calls, when it has been opened and keeps
     /// checkpoints.
-    fn open_hook(&self) -> Option<&Arc<CheckpointHook>> {
+    fn open_hook(&self) -> Option<&Arc<CheckpointRecorder>> {
         self.opened
             .get()
             .and_then(|opened| opened.hook.as_ref().ok())
@@ -207,7 +207,7 @@ impl Hook for SessionCheckpoints {
 impl TurnRecorder for SessionCheckpoints {
     fn begin_turn(&self, turn: u32) {
         if let Some(hook) = self.open_hook() {
-            CheckpointHook::begin_turn(hook, turn);
+            CheckpointRecorder::begin_turn(hook, turn);
         }
     }
 

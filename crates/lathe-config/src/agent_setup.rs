@@ -628,7 +628,7 @@ impl Resolved {
     ) -> AgentBuilder {
         let mut builder = builder.turns_before(turns_before);
         if self.git_branch {
-            builder = builder.hook(Arc::new(crate::branch::BranchHook::new(
+            builder = builder.hook(Arc::new(crate::branch::BranchGuard::new(
                 &setup.root,
                 id.as_str(),
                 sink.clone(),

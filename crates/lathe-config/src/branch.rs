@@ -13,17 +13,17 @@ use lathe_agent::sink::EventSink;
 use lathe_runtime::{CallInfo, Effect, FileChange, Hook, Session};
 
 /// The hook that makes the branch before the first call that may change the workspace.
-pub struct BranchHook {
+pub struct BranchGuard {
     root: PathBuf,
     branch: String,
     sink: EventSink,
     done: AtomicBool,
 }
 
-impl BranchHook {
+impl BranchGuard {
     /// A hook for session `id` in the workspace at `root`, saying what it did through `sink`.
     pub fn new(root: &Path, id: &str, sink: EventSink) -> Self {
-        BranchHook {
+        BranchGuard {
             root: root.to_owned(),
             branch: format!("lathe/{id}"),
             sink,
@@ -47,7 +47,7 @@ impl BranchHook {
     }
 }
 
-impl Hook for BranchHook {
+impl Hook for BranchGuard {
     fn before_run(
         &self,
         call: &CallInfo,

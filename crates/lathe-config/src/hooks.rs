@@ -8,7 +8,7 @@ use std::sync::Arc;
 use lathe_agent::Agent;
 use lathe_agent::events::RunStatus;
 use lathe_agent::executor::RunOutcome;
-use lathe_runtime::hooks::{HookEvent, Hooks};
+use lathe_runtime::hooks::{HookEvent, ProjectHooks};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -19,7 +19,7 @@ pub const MAX_STOP_CONTINUATIONS: u32 = 3;
 
 /// The configured hooks for a session with id `session_id`, their notes on stderr; `None` when
 /// none are configured. A bad entry is an error that names it.
-pub fn load(setup: &Setup, session_id: &str) -> anyhow::Result<Option<Arc<Hooks>>> {
+pub fn load(setup: &Setup, session_id: &str) -> anyhow::Result<Option<Arc<ProjectHooks>>> {
     if setup.config.hooks.is_empty() {
         return Ok(None);
     }
@@ -28,7 +28,7 @@ pub fn load(setup: &Setup, session_id: &str) -> anyhow::Result<Option<Arc<Hooks>
         .canonicalize()
         .unwrap_or_else(|_| setup.root.clone());
     let notes = Arc::new(|note: &str| eprintln!("lathe: hook: {note}"));
-    Hooks::new(&setup.config.hooks, root, session_id, notes)
+    ProjectHooks::new(&setup.config.hooks, root, session_id, notes)
         .map(|hooks| Some(Arc::new(hooks)))
         .map_err(|err| anyhow::anyhow!("invalid configuration: {err}"))
 }
@@ -36,7 +36,7 @@ pub fn load(setup: &Setup, session_id: &str) -> anyhow::Result<Option<Arc<Hooks>
 /// The hooks of one front-end session around its prompts.
 #[derive(Debug)]
 pub struct PromptHooks {
-    hooks: Option<Arc<Hooks>>,
+    hooks: Option<Arc<ProjectHooks>>,
     /// The `SessionStart` source, until those hooks ran.
     start: Option<String>,
     /// The `SessionStart` context, until a prompt is accepted.
@@ -46,7 +46,7 @@ pub struct PromptHooks {
 impl PromptHooks {
     /// The hooks of a session opened as `source` (`startup`, `resume` or `clear`): its
     /// `SessionStart` hooks run before its first prompt.
-    pub fn new(hooks: Option<Arc<Hooks>>, source: &str) -> PromptHooks {
+    pub fn new(hooks: Option<Arc<ProjectHooks>>, source: &str) -> PromptHooks {
         PromptHooks {
             hooks,
             start: Some(source.to_owned()),

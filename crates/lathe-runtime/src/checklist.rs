@@ -17,7 +17,7 @@ pub const MAX_STEP_CHARS: usize = 200;
 
 /// One step of the plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct PlanStep {
+pub struct ChecklistStep {
     /// What the step does, in a few words.
     pub step: String,
     /// Where the step stands.
@@ -48,7 +48,7 @@ impl StepStatus {
 }
 
 /// The plan the model last sent in `session` (empty when it sent none, or cleared it).
-pub fn current(session: &Session) -> Vec<PlanStep> {
+pub fn current(session: &Session) -> Vec<ChecklistStep> {
     session
         .existing_extension::<PlanState>()
         .map(|state| lock(&state.steps).clone())
@@ -56,7 +56,7 @@ pub fn current(session: &Session) -> Vec<PlanStep> {
 }
 
 /// The steps of the session's plan that are not completed, in order.
-pub fn open_steps(session: &Session) -> Vec<PlanStep> {
+pub fn open_steps(session: &Session) -> Vec<ChecklistStep> {
     current(session)
         .into_iter()
         .filter(|s| s.status != StepStatus::Completed)
@@ -65,7 +65,7 @@ pub fn open_steps(session: &Session) -> Vec<PlanStep> {
 
 /// Sets the session's plan to `steps` as given (a resumed session's last plan), checked as a
 /// call's would be; a plan that would not pass the checks is left out (`false`).
-pub fn restore(session: &Session, steps: Vec<PlanStep>) -> bool {
+pub fn restore(session: &Session, steps: Vec<ChecklistStep>) -> bool {
     match checked(steps) {
         Ok(plan) => {
             *lock(&session.extension(PlanState::default).steps) = plan;
@@ -77,7 +77,7 @@ pub fn restore(session: &Session, steps: Vec<PlanStep>) -> bool {
 
 /// The plan a result of this tool holds (the checklist it answered with), for a resumed
 /// session: `None` when `text` is not such a result (an error, or shortened).
-pub fn parse_checklist(text: &str) -> Option<Vec<PlanStep>> {
+pub fn parse_checklist(text: &str) -> Option<Vec<ChecklistStep>> {
     if text == "The plan is cleared." {
         return Some(Vec::new());
     }
@@ -95,7 +95,7 @@ pub fn parse_checklist(text: &str) -> Option<Vec<PlanStep>> {
             ]
             .into_iter()
             .find(|s| mark.strip_suffix(' ') == Some(s.mark()))?;
-            Some(PlanStep {
+            Some(ChecklistStep {
                 step: step.to_owned(),
                 status,
             })
@@ -106,18 +106,18 @@ pub fn parse_checklist(text: &str) -> Option<Vec<PlanStep>> {
 /// The session's plan.
 #[derive(Default)]
 struct PlanState {
-    steps: Mutex<Vec<PlanStep>>,
+    steps: Mutex<Vec<ChecklistStep>>,
 }
 
 /// How many steps of `plan` are completed.
-pub fn completed(plan: &[PlanStep]) -> usize {
+pub fn completed(plan: &[ChecklistStep]) -> usize {
     plan.iter()
         .filter(|s| s.status == StepStatus::Completed)
         .count()
 }
 
 /// The plan with each step's text on one line, or what the model should fix.
-pub fn checked(plan: Vec<PlanStep>) -> Result<Vec<PlanStep>, String> {
+pub fn checked(plan: Vec<ChecklistStep>) -> Result<Vec<ChecklistStep>, String> {
     if plan.len() > MAX_STEPS {
         return Err(format!(
             "the plan has {} steps; keep it to at most {MAX_STEPS}: merge small steps, or plan \
@@ -142,7 +142,7 @@ pub fn checked(plan: Vec<PlanStep>) -> Result<Vec<PlanStep>, String> {
                  at most {MAX_STEP_CHARS} (a few words), and split a long step into several"
             ));
         }
-        steps.push(PlanStep {
+        steps.push(ChecklistStep {
             step: text,
             status: step.status,
         });
@@ -176,7 +176,7 @@ pub fn checked(plan: Vec<PlanStep>) -> Result<Vec<PlanStep>, String> {
 }
 
 /// The plan as a checklist: `[x]` completed, `[>]` in progress, `[ ]` pending.
-pub fn render(plan: &[PlanStep]) -> String {
+pub fn render(plan: &[ChecklistStep]) -> String {
     if plan.is_empty() {
         return "The plan is cleared.".to_owned();
     }
@@ -192,7 +192,7 @@ pub fn render(plan: &[PlanStep]) -> String {
 
 /// Checks `steps` as a call's would be and makes them the session's checklist: the checklist as
 /// the model reads it, or what the model should fix (the old checklist is kept).
-pub fn set(session: &Session, steps: Vec<PlanStep>) -> Result<Vec<PlanStep>, String> {
+pub fn set(session: &Session, steps: Vec<ChecklistStep>) -> Result<Vec<ChecklistStep>, String> {
     let plan = checked(steps)?;
     *lock(&session.extension(PlanState::default).steps) = plan.clone();
     Ok(plan)

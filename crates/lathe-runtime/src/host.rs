@@ -39,7 +39,7 @@ pub struct TurnChange {
 
 /// Records what each turn changes, so it can be taken back: a [`Hook`] that snapshots before a
 /// call changes the workspace, told when a turn begins and ends (`lathe-checkpoint`'s
-/// `CheckpointHook`).
+/// `CheckpointRecorder`).
 pub trait TurnRecorder: Hook {
     /// Calls from now on belong to `turn`.
     fn begin_turn(&self, turn: u32);

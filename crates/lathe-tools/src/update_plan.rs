@@ -2,7 +2,7 @@
 //! steps, their checks, where the session keeps it) is the runtime's
 //! [`checklist`](lathe_runtime::checklist) service.
 
-use lathe_runtime::checklist::{self, PlanStep, completed, render};
+use lathe_runtime::checklist::{self, ChecklistStep, completed, render};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -20,7 +20,7 @@ pub struct UpdatePlanInput {
     /// Why the plan changed, in one sentence (optional).
     pub explanation: Option<String>,
     /// The whole plan, in order (at most 50 steps; an empty list clears it).
-    pub plan: Vec<PlanStep>,
+    pub plan: Vec<ChecklistStep>,
 }
 
 /// The `update_plan` tool.
@@ -117,15 +117,15 @@ mod tests {
     #[test]
     fn a_checklist_reads_back_as_the_plan_it_shows() {
         let plan = vec![
-            PlanStep {
+            ChecklistStep {
                 step: "Read [x] the parser".into(),
                 status: StepStatus::Completed,
             },
-            PlanStep {
+            ChecklistStep {
                 step: "Fix it".into(),
                 status: StepStatus::InProgress,
             },
-            PlanStep {
+            ChecklistStep {
                 step: "Test".into(),
                 status: StepStatus::Pending,
             },
@@ -161,7 +161,7 @@ mod tests {
         assert_eq!(stored.len(), 5);
         assert_eq!(
             stored[2],
-            PlanStep {
+            ChecklistStep {
                 step: "Fix the bug".into(),
                 status: StepStatus::InProgress
             }

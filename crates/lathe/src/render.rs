@@ -793,7 +793,7 @@ pub fn diff_lines(style: &Style, diff: &str) -> Vec<String> {
 
 /// The model's plan as the terminal shows it when it changes: a count, then a line per step
 /// (`[x]` done, `[>]` in progress, `[ ]` pending), indented under the call that made it.
-pub(crate) fn plan_lines(steps: &[lathe_runtime::checklist::PlanStep]) -> Vec<String> {
+pub(crate) fn plan_lines(steps: &[lathe_runtime::checklist::ChecklistStep]) -> Vec<String> {
     use lathe_runtime::checklist::StepStatus;
     if steps.is_empty() {
         return vec!["  plan cleared".to_owned()];

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use lathe_checkpoint::{CheckpointHook, StepKind};
+use lathe_checkpoint::{CheckpointRecorder, StepKind};
 use lathe_runtime::Host;
 
 use crate::events::{ChangedFile, Checkpoint, Event};
@@ -15,7 +15,7 @@ use crate::sink::EventSink;
 /// record is a notice, never a failed run: the calls ran, only undo will not cover them.
 pub(super) async fn end_turn(
     host: &Host,
-    hook: Option<Arc<CheckpointHook>>,
+    hook: Option<Arc<CheckpointRecorder>>,
     turn: u32,
     sink: &EventSink,
 ) -> Option<Checkpoint> {
@@ -44,7 +44,7 @@ pub(super) async fn end_turn(
 )]
 fn record(
     host: &Host,
-    hook: Option<&CheckpointHook>,
+    hook: Option<&CheckpointRecorder>,
     turn: u32,
 ) -> Result<Option<Checkpoint>, String> {
     let (Some(stat), Some(hook)) = (host.end_turn()?, hook) else {

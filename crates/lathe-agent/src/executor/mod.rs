@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use lathe_checkpoint::CheckpointHook;
+use lathe_checkpoint::CheckpointRecorder;
 use lathe_runtime::checklist;
 use lathe_runtime::vision::{Vision, set_vision};
 use lathe_runtime::{Tool, ToolKind};
@@ -46,7 +46,7 @@ use crate::provider::{
     ChatOptions, ChatRequest, ChunkStream, Provider, ProviderError, ToolProtocol, Truncation,
 };
 use crate::runner::summary::RunTally;
-use crate::runner::{CallResult, PlannedCall, STOPPED_BEFORE_RUNNING, ToolRunner};
+use crate::runner::{BatchCall, CallResult, STOPPED_BEFORE_RUNNING, ToolRunner};
 use crate::sink::EventSink;
 use crate::stream::{
     AssistantTurn, Quiet, Silence, StreamError, StreamLimits, WAITING_EVERY, collect_turn_with,
@@ -179,7 +179,7 @@ pub struct Executor {
     context: ContextWindow,
     calls_made: u64,
     /// Snapshots around each turn's calls, when the workspace has checkpoints.
-    checkpoints: Option<Arc<CheckpointHook>>,
+    checkpoints: Option<Arc<CheckpointRecorder>>,
     /// Model turns of the session so far, over all its tasks (a resumed session's included).
     session_turns: u32,
     /// Where each model turn of this process began in the history, for [`Executor::rewind`].
@@ -327,12 +327,12 @@ impl Executor {
 
     /// Snapshots the workspace around each turn's calls through `hook` (see
     /// [`AgentBuilder::checkpoints`](crate::AgentBuilder::checkpoints)).
-    pub fn set_checkpoints(&mut self, hook: Option<Arc<CheckpointHook>>) {
+    pub fn set_checkpoints(&mut self, hook: Option<Arc<CheckpointRecorder>>) {
         self.checkpoints = hook;
     }
 
     /// The checkpoints, when there are any.
-    pub fn checkpoints(&self) -> Option<&Arc<CheckpointHook>> {
+    pub fn checkpoints(&self) -> Option<&Arc<CheckpointRecorder>> {
         self.checkpoints.as_ref()
     }
 
@@ -599,7 +599,7 @@ impl Executor {
                 }
                 break (RunStatus::Finished, None);
             }
-            let (planned, stop) = self.plan(&turn, &mut repeats);
+            let (planned, stop) = self.schedule(&turn, &mut repeats);
             let started = Instant::now();
             self.runner.host().begin_turn(session_turn);
             self.tell_tools_vision().await;
@@ -1012,11 +1012,11 @@ impl Executor {
 
     /// The calls of a turn with their event ids and the repeat guard's refusals; the second
     /// value ends the run after this batch.
-    fn plan(
+    fn schedule(
         &mut self,
         turn: &AssistantTurn,
         repeats: &mut RepeatGuard,
-    ) -> (Vec<PlannedCall>, Option<String>) {
+    ) -> (Vec<BatchCall>, Option<String>) {
         let mut stop = None;
         let planned = turn
             .calls
@@ -1031,7 +1031,7 @@ impl Executor {
                         Some(text)
                     }
                 };
-                PlannedCall {
+                BatchCall {
                     call_id: call
                         .id
                         .clone()

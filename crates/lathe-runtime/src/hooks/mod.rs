@@ -23,9 +23,9 @@
 //! Lathe's own, as it is (plus the supervisor's mark): unlike the model's commands, hooks are
 //! the user's.
 //!
-//! [`Hooks`] runs them; as a dispatcher [`Hook`] (one of a [`Host`](crate::Host)'s hooks) it
+//! [`ProjectHooks`] runs them; as a dispatcher [`Hook`] (one of a [`Host`](crate::Host)'s hooks) it
 //! runs the tool events for every front end (the agent, `lathe mcp`, `lathe tool`), and front
-//! ends call [`Hooks::run`] for the others.
+//! ends call [`ProjectHooks::run`] for the others.
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -176,7 +176,7 @@ pub struct HookAnswer {
 pub type NoteSink = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// The configured hooks of a session, ready to run.
-pub struct Hooks {
+pub struct ProjectHooks {
     events: Vec<(HookEvent, Vec<Compiled>)>,
     session_id: String,
     cwd: PathBuf,
@@ -214,9 +214,9 @@ impl Processes {
     }
 }
 
-impl std::fmt::Debug for Hooks {
+impl std::fmt::Debug for ProjectHooks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Hooks")
+        f.debug_struct("ProjectHooks")
             .field("events", &self.events)
             .field("session_id", &self.session_id)
             .field("cwd", &self.cwd)
@@ -242,15 +242,15 @@ fn compile_matcher(
     }
 }
 
-impl Hooks {
+impl ProjectHooks {
     /// Checks and compiles `config`; `Err` names the bad entry and what to write instead.
-    /// Hooks run in `cwd`, and `session_id` is what they read as `session_id`.
+    /// The hooks run in `cwd`, and `session_id` is what they read as `session_id`.
     pub fn new(
         config: &HooksConfig,
         cwd: PathBuf,
         session_id: impl Into<String>,
         notes: NoteSink,
-    ) -> Result<Hooks, String> {
+    ) -> Result<ProjectHooks, String> {
         let mut events = Vec::new();
         for event in [
             HookEvent::SessionStart,
@@ -304,7 +304,7 @@ impl Hooks {
                 events.push((event, compiled));
             }
         }
-        Ok(Hooks {
+        Ok(ProjectHooks {
             events,
             session_id: session_id.into(),
             cwd,
@@ -537,7 +537,7 @@ fn tool_response(outcome: &Outcome) -> Value {
     })
 }
 
-impl Hook for Hooks {
+impl Hook for ProjectHooks {
     fn pre_tool_use<'a>(
         &'a self,
         call: &'a CallInfo,

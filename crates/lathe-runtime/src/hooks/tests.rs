@@ -1,4 +1,4 @@
-//! Hooks with real `sh` processes: what a hook starts does not outlive it, whether it ends by
+//! Project hooks with real `sh` processes: what a hook starts does not outlive it, whether it ends by
 //! itself or is killed past its timeout, and it reads the same stdin and environment as ever.
 
 use std::path::Path;
@@ -22,7 +22,7 @@ fn marker() -> String {
 
 /// `PreToolUse` hooks running `command` with `timeout` seconds in `dir`, and the notes they
 /// leave.
-fn hooks(dir: &Path, command: &str, timeout: u64) -> (Hooks, Arc<Mutex<Vec<String>>>) {
+fn hooks(dir: &Path, command: &str, timeout: u64) -> (ProjectHooks, Arc<Mutex<Vec<String>>>) {
     let config = HooksConfig {
         pre_tool_use: vec![HookGroup {
             command: Some(command.to_owned()),
@@ -33,7 +33,7 @@ fn hooks(dir: &Path, command: &str, timeout: u64) -> (Hooks, Arc<Mutex<Vec<Strin
     };
     let notes = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&notes);
-    let hooks = Hooks::new(
+    let hooks = ProjectHooks::new(
         &config,
         dir.to_path_buf(),
         "session-1",
@@ -43,7 +43,7 @@ fn hooks(dir: &Path, command: &str, timeout: u64) -> (Hooks, Arc<Mutex<Vec<Strin
     (hooks, notes)
 }
 
-async fn run_pre_tool_use(hooks: &Hooks) -> HookAnswer {
+async fn run_pre_tool_use(hooks: &ProjectHooks) -> HookAnswer {
     hooks
         .run(
             HookEvent::PreToolUse,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use lathe_checkpoint::{CheckpointHook, Checkpoints};
+use lathe_checkpoint::{CheckpointRecorder, Checkpoints};
 use lathe_runtime::{
     ApprovalMode, CallStatus, Dispatcher, Gate, NonInteractive, Session, ToolConfig, ToolContext,
     Workspace,
@@ -70,7 +70,7 @@ impl Fixture {
     }
 
     pub fn agent(&self, checkpoints: Arc<Checkpoints>) -> Agent {
-        let hook = Arc::new(CheckpointHook::new(checkpoints));
+        let hook = Arc::new(CheckpointRecorder::new(checkpoints));
         let workspace = Workspace::new(&self.root).unwrap();
         let state = self.dir.path().join(format!("state-{}", fastrand_name()));
         let session = Session::new(workspace, ToolConfig::default(), state).unwrap();
@@ -138,7 +138,7 @@ fn walk(dir: &Path, root: &Path, tree: &mut Tree, skip_git: bool) {
 }
 
 pub struct Agent {
-    pub hook: Arc<CheckpointHook>,
+    pub hook: Arc<CheckpointRecorder>,
     pub dispatcher: Dispatcher,
     pub session: Arc<Session>,
 }

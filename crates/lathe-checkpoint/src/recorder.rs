@@ -19,7 +19,7 @@ use crate::{Checkpoints, DiffStat, Result};
 /// A snapshot that fails does not stop the call: the call's result says that it is not
 /// covered by undo.
 #[derive(Debug)]
-pub struct CheckpointHook {
+pub struct CheckpointRecorder {
     checkpoints: Arc<Checkpoints>,
     turn: AtomicU32,
     home: PathBuf,
@@ -27,10 +27,10 @@ pub struct CheckpointHook {
     failures: Mutex<Vec<(String, String)>>,
 }
 
-impl CheckpointHook {
+impl CheckpointRecorder {
     /// A hook recording into `checkpoints`, starting at turn 1.
     pub fn new(checkpoints: Arc<Checkpoints>) -> Self {
-        CheckpointHook {
+        CheckpointRecorder {
             checkpoints,
             turn: AtomicU32::new(1),
             home: std::env::var_os("HOME")
@@ -90,7 +90,7 @@ fn may_change(effects: &[Effect], session: &Session, home: &std::path::Path) -> 
     })
 }
 
-impl Hook for CheckpointHook {
+impl Hook for CheckpointRecorder {
     #[expect(
         clippy::disallowed_methods,
         reason = "the dispatcher runs before_run hooks on a blocking thread"
@@ -135,9 +135,9 @@ impl Hook for CheckpointHook {
     }
 }
 
-impl TurnRecorder for CheckpointHook {
+impl TurnRecorder for CheckpointRecorder {
     fn begin_turn(&self, turn: u32) {
-        CheckpointHook::begin_turn(self, turn);
+        CheckpointRecorder::begin_turn(self, turn);
     }
 
     #[expect(
@@ -145,7 +145,7 @@ impl TurnRecorder for CheckpointHook {
         reason = "called on a blocking thread (Host::finish_turn) or by synchronous code"
     )]
     fn end_turn(&self) -> std::result::Result<Option<TurnChange>, String> {
-        CheckpointHook::end_turn(self)
+        CheckpointRecorder::end_turn(self)
             .map(|stat| {
                 stat.map(|stat| TurnChange {
                     files: stat.files,
