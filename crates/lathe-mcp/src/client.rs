@@ -15,7 +15,7 @@ use lathe_runtime::Registry;
 
 pub use lathe_config::mcp::ServerConfig;
 pub use server::{Elicit, Elicitation, RemoteTool, Server};
-pub use tool::{McpTool, tool_name};
+pub use tool::{MAX_NAME, McpTool, tool_name};
 
 use lathe_config::setup::Setup;
 

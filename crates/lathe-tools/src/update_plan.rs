@@ -1,6 +1,6 @@
 //! `update_plan`: the short plan of steps the model keeps for a task. The checklist itself (its
 //! steps, their checks, where the session keeps it) is the runtime's
-//! [`checklist`](lathe_runtime::checklist) service.
+//! `checklist` service ([`lathe_runtime::checklist`]).
 
 use lathe_runtime::checklist::{self, ChecklistStep, completed, render};
 use schemars::JsonSchema;
