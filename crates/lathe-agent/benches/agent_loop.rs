@@ -25,21 +25,19 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use lathe_agent::approval::{ApprovalMode, Gate, NonInteractive};
 use lathe_agent::events::{Event, RunStatus};
-use lathe_agent::executor::{Executor, ExecutorConfig};
 use lathe_agent::provider::{
-    Capabilities, ChatRequest, ChunkStream, Provider, ProviderConfig, ProviderError, ProviderKind,
-    connect,
+    Capabilities, ChatRequest, ChunkStream, Provider, ProviderError, ProviderKind, RetryPolicy,
 };
-use lathe_agent::runner::ToolRunner;
-use lathe_agent::sink::EventSink;
 use lathe_runtime::{
-    CommandMeta, CommandState, Effect, Registry, Session, Tool, ToolConfig, ToolContext, ToolKind,
-    ToolOutput, Workspace,
+    CommandMeta, CommandState, Effect, Registry, Session, Tool, ToolContext, ToolKind, ToolOutput,
 };
-use lathe_store::{NewSession, Store};
-use lathe_testkit::{Script, ScriptedServer, ollama};
+use lathe_testkit::{Script, ollama};
+
+/// The agent test harness (the benches use a part of it).
+#[allow(dead_code)]
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 const MODEL: &str = "bench-model";
 /// Turns per run; the history grows with them, as in a real session.
@@ -189,9 +187,6 @@ struct Measured {
 
 /// Measures one run of `turns` turns.
 async fn run(turns: usize) -> Measured {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().join("ws");
-    std::fs::create_dir_all(&root).expect("workspace");
     let mut script = Script::new();
     for i in 0..turns {
         let reply = if i % 2 == 0 {
@@ -206,53 +201,34 @@ async fn run(turns: usize) -> Measured {
         script = script.chat(reply.done());
     }
     script = script.chat(ollama::turn(MODEL).text("Done.").done());
-    let server = ScriptedServer::start(script.ollama_models(&[MODEL], &["completion", "tools"]))
-        .expect("server");
     let waited = Arc::new(AtomicU64::new(0));
     let marks: Arc<Mutex<Vec<(Instant, u64)>>> = Arc::new(Mutex::new(Vec::new()));
-    let inner = connect(ProviderKind::Ollama, ProviderConfig::new(server.url())).expect("provider");
-    let provider = Arc::new(Timed {
-        inner,
-        waited_ns: Arc::clone(&waited),
-        marks: Arc::clone(&marks),
-    });
-
-    let session = Session::new(
-        Workspace::new(&root).expect("ws"),
-        ToolConfig::default(),
-        dir.path().join("state"),
-    )
-    .expect("session");
+    let timed = (Arc::clone(&waited), Arc::clone(&marks));
     let mut registry = Registry::new();
     registry.register(Peek);
     registry.register(Run);
-    let runner = Arc::new(ToolRunner::new(
-        Arc::new(registry),
-        session,
-        Arc::new(Gate::new(ApprovalMode::Auto, &root)),
-        Arc::new(NonInteractive),
-    ));
-    let store = Store::open(dir.path().join("data/sessions.sqlite3")).expect("store");
-    let id = store
-        .create_session(NewSession {
-            workspace: root.clone(),
-            provider: "ollama".into(),
-            model: MODEL.into(),
-            approval: "auto".into(),
-            ..NewSession::default()
+    let mut session = common::Harness::new()
+        .model(MODEL)
+        .script(script)
+        .retry(RetryPolicy::default())
+        .wrap_provider(move |inner| {
+            Arc::new(Timed {
+                inner,
+                waited_ns: timed.0,
+                marks: timed.1,
+            })
         })
-        .expect("session row");
-    let ui = Arc::new(move |event: &Event| {
-        // What `--json` does with each event.
-        let line = serde_json::to_string(event).unwrap_or_default();
-        std::hint::black_box(line);
-    });
-    let sink = EventSink::new(store, id, ui);
-    let mut config = ExecutorConfig::new(MODEL);
-    config.max_turns = turns as u32 + 1;
-    let mut executor = Executor::new(provider, runner, sink, config);
+        .tools(registry)
+        .config(|c| c.max_turns = turns as u32 + 1)
+        .ui(Arc::new(move |event: &Event| {
+            // What `--json` does with each event.
+            let line = serde_json::to_string(event).unwrap_or_default();
+            std::hint::black_box(line);
+        }))
+        .start();
     let started = Instant::now();
-    let outcome = executor
+    let outcome = session
+        .agent
         .run("do the long task", &CancellationToken::new())
         .await;
     // `run` returns once every event has been stored and shown.

@@ -32,15 +32,16 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use lathe_agent::Agent;
-use lathe_agent::approval::ApprovalMode;
 use lathe_agent::events::{Event, RunStatus};
-use lathe_agent::provider::{ChatOptions, ProviderConfig, ProviderKind, connect};
-use lathe_agent::sink::EventSink;
+use lathe_agent::provider::{ChatOptions, RetryPolicy};
 use lathe_agent::subagent::SubAgentConfig;
-use lathe_runtime::{Profile, Session, ToolConfig, Workspace};
-use lathe_store::{NewSession, Store};
-use lathe_testkit::{Script, ScriptedServer, ollama};
+use lathe_runtime::Profile;
+use lathe_testkit::{Script, ollama};
+
+/// The agent test harness (the benches use a part of it).
+#[allow(dead_code)]
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 const MODEL: &str = "bench-model";
 const TURNS: usize = 40;
@@ -55,26 +56,12 @@ const SIZES: [usize; 4] = [1_500, 4_000, 9_000, 600];
 const SUMMARY_MARK: &str = "You summarise a coding agent";
 const SHORTENED: &str = "[shortened to save context:";
 
-fn tokens(text: &str) -> u64 {
-    (text.len() as u64 * 2).div_ceil(7)
-}
-
-/// The estimated prompt tokens of a recorded request (4 a message for its framing) and its
-/// reply cap.
+/// The estimated prompt tokens of a recorded request and its reply cap (0 for none).
 fn request_tokens(body: &Value) -> (u64, u64) {
-    let text = |v: &Value| v.as_str().map_or(0, tokens);
-    let mut total: u64 = body["tools"]
-        .as_array()
-        .map_or(0, |t| t.iter().map(|t| tokens(&t.to_string())).sum());
-    for message in body["messages"].as_array().into_iter().flatten() {
-        total += 4 + text(&message["content"]) + text(&message["thinking"]);
-        for call in message["tool_calls"].as_array().into_iter().flatten() {
-            total += 3
-                + text(&call["function"]["name"])
-                + tokens(&call["function"]["arguments"].to_string());
-        }
-    }
-    (total, body["options"]["num_predict"].as_u64().unwrap_or(0))
+    (
+        common::prompt_tokens(body),
+        common::reply_cap(body).unwrap_or(0),
+    )
 }
 
 /// The bytes of a request a server's prompt cache sees: tools, then messages.
@@ -97,9 +84,25 @@ struct Measured {
 }
 
 async fn session(window: u64, forced: Option<Profile>, per_turn: bool) -> Measured {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().join("ws");
-    std::fs::create_dir_all(root.join("src")).expect("ws");
+    // What `lathe exec` offers: the built-in tools, the web tools, sub-agents.
+    let mut registry = lathe_tools::builtin();
+    lathe_web::register(&mut registry);
+    let mut harness = common::Harness::new()
+        .model(MODEL)
+        .retry(RetryPolicy::default())
+        .tools(registry)
+        .sub_agents(SubAgentConfig::default())
+        .config(|c| {
+            c.max_turns = TURNS as u32 + 5;
+            c.options = ChatOptions {
+                num_ctx: window as u32,
+                ..ChatOptions::default()
+            };
+        })
+        .ui(Arc::new(|_: &Event| {}));
+    if let Some(profile) = forced {
+        harness = harness.profile(profile);
+    }
     let mut script = Script::new();
     for _ in 0..TURNS {
         script = script.chat_when(
@@ -118,7 +121,7 @@ async fn session(window: u64, forced: Option<Profile>, per_turn: bool) -> Measur
         let size = SIZES[i % SIZES.len()];
         let line = format!("fn item_{i}() {{ /* part of module {i} */ }}\n");
         let text = line.repeat(size / line.len() + 1);
-        std::fs::write(root.join(format!("src/f{i}.rs")), &text[..size]).expect("file");
+        harness = harness.file(&format!("src/f{i}.rs"), &text[..size]);
         script = script.chat(
             ollama::turn(MODEL)
                 .text(&format!("Next, src/f{i}.rs: it should hold module {i}."))
@@ -131,44 +134,8 @@ async fn session(window: u64, forced: Option<Profile>, per_turn: bool) -> Measur
             .text("Every file defines one module.")
             .done(),
     );
-    let server = ScriptedServer::start(script.ollama_models(&[MODEL], &["completion", "tools"]))
-        .expect("server");
-    let provider =
-        connect(ProviderKind::Ollama, ProviderConfig::new(server.url())).expect("provider");
-    let tool_session = Session::new(
-        Workspace::new(&root).expect("ws"),
-        ToolConfig::default(),
-        dir.path().join("state"),
-    )
-    .expect("session");
-    let store = Store::open(dir.path().join("data/sessions.sqlite3")).expect("store");
-    let id = store
-        .create_session(NewSession {
-            workspace: root.clone(),
-            provider: "ollama".into(),
-            model: MODEL.into(),
-            approval: "auto".into(),
-            ..NewSession::default()
-        })
-        .expect("session row");
-    let sink = EventSink::new(store, id, Arc::new(|_: &Event| {}));
-    // What `lathe exec` offers: the built-in tools, the web tools, sub-agents.
-    let mut registry = lathe_tools::builtin();
-    lathe_web::register(&mut registry);
-    let mut builder = Agent::builder(provider, MODEL, tool_session)
-        .registry(Arc::new(registry))
-        .sub_agents(SubAgentConfig::default())
-        .approval(ApprovalMode::Auto)
-        .max_turns(TURNS as u32 + 5)
-        .options(ChatOptions {
-            num_ctx: window as u32,
-            ..ChatOptions::default()
-        })
-        .sink(sink);
-    if let Some(profile) = forced {
-        builder = builder.profile(profile);
-    }
-    let mut agent = builder.build().expect("agent");
+    let mut run = harness.script(script).start();
+    let agent = &mut run.agent;
     let executor = agent.executor();
     let profile = executor.runner().registry().profile().as_str();
     if per_turn {
@@ -199,7 +166,7 @@ async fn session(window: u64, forced: Option<Profile>, per_turn: bool) -> Measur
             outcome.message.unwrap_or_default()
         ),
     };
-    let bodies = server.chat_bodies();
+    let bodies = run.server.chat_bodies();
     let largest = bodies
         .iter()
         .map(request_tokens)

@@ -320,6 +320,14 @@ impl AgentBuilder {
         self
     }
 
+    /// How often silence is reported as [`Event::Waiting`] while the model says nothing.
+    ///
+    /// By default, every 5 s.
+    pub fn waiting_every(mut self, every: std::time::Duration) -> Self {
+        self.config.waiting_every = every;
+        self
+    }
+
     /// How many times a turn whose answer was cut before any complete tool call (connection
     /// lost, idle timeout) is asked for again, and the pause before the first retry (it
     /// doubles for each next one).

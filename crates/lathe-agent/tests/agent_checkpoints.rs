@@ -3,85 +3,34 @@
 //! that changed files is announced with its checkpoint, and rewind cuts the conversation back
 //! to before a turn. Real files, the real shadow git repository, the scripted model server.
 
-use std::sync::{Arc, Mutex};
-
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use lathe_agent::approval::ApprovalMode;
 use lathe_agent::events::{Checkpoint, Event};
 use lathe_agent::message::Message;
-use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
-use lathe_agent::sink::EventSink;
-use lathe_agent::{Agent, AgentBuilder};
-use lathe_checkpoint::{Checkpoints, Force, UndoTarget};
-use lathe_runtime::{Session, ToolConfig, Workspace};
-use lathe_testkit::{Response, Script, ScriptedServer, ollama};
+use lathe_checkpoint::{Force, UndoTarget};
+use lathe_testkit::{Response, Script, ollama};
 
-const MODEL: &str = "qwen3:8b";
+use crate::common::{Harness, MODEL, Run};
 
-struct Setup {
-    dir: tempfile::TempDir,
-    server: ScriptedServer,
-    events: Arc<Mutex<Vec<Event>>>,
-    checkpoints: Arc<Checkpoints>,
+/// The harness of these tests: the built-in tools in `full` mode, a sink that stores nothing.
+fn harness(script: Script) -> Harness {
+    Harness::new()
+        .script(script)
+        .approval(ApprovalMode::Full)
+        .detached()
 }
 
-impl Setup {
-    fn new(script: Script) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("ws")).unwrap();
-        let server =
-            ScriptedServer::start(script.ollama_models(&[MODEL], &["completion", "tools"]))
-                .unwrap();
-        let checkpoints = Arc::new(
-            Checkpoints::builder(dir.path().join("data"), dir.path().join("ws"), "s1")
-                .build()
-                .unwrap(),
-        );
-        Setup {
-            dir,
-            server,
-            events: Arc::default(),
-            checkpoints,
-        }
-    }
-
-    fn builder(&self) -> AgentBuilder {
-        let tools = Session::new(
-            Workspace::new(self.dir.path().join("ws")).unwrap(),
-            ToolConfig::default(),
-            self.dir.path().join("state"),
-        )
-        .unwrap();
-        let provider = connect(
-            ProviderKind::Ollama,
-            ProviderConfig::new(self.server.url()).retry(RetryPolicy::none()),
-        )
-        .unwrap();
-        let events = Arc::clone(&self.events);
-        Agent::builder(provider, MODEL, tools)
-            .approval(ApprovalMode::Full)
-            .sink(EventSink::detached(Arc::new(move |e: &Event| {
-                events.lock().unwrap().push(e.clone());
-            })))
-    }
-
-    fn created(&self) -> Vec<Checkpoint> {
-        self.events
-            .lock()
-            .unwrap()
-            .iter()
-            .filter_map(|e| match e {
-                Event::CheckpointCreated(c) => Some(c.clone()),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn read(&self, path: &str) -> Option<String> {
-        std::fs::read_to_string(self.dir.path().join("ws").join(path)).ok()
-    }
+/// The checkpoints the run announced.
+fn created(run: &Run) -> Vec<Checkpoint> {
+    run.events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::CheckpointCreated(c) => Some(c),
+            _ => None,
+        })
+        .collect()
 }
 
 fn write(path: &str, content: &str) -> ollama::OllamaTurn {
@@ -99,15 +48,10 @@ fn two_tasks() -> Script {
 
 #[tokio::test]
 async fn turns_are_numbered_across_the_tasks_of_a_session() {
-    let s = Setup::new(two_tasks());
-    let mut agent = s
-        .builder()
-        .checkpoints(Arc::clone(&s.checkpoints))
-        .build()
-        .unwrap();
-    let first = agent.run("write a", &CancellationToken::new()).await;
-    let second = agent.run("write b", &CancellationToken::new()).await;
-    let created = s.created();
+    let mut s = harness(two_tasks()).checkpoints().start();
+    let first = s.agent.run("write a", &CancellationToken::new()).await;
+    let second = s.agent.run("write b", &CancellationToken::new()).await;
+    let created = created(&s);
     let turns: Vec<u32> = created.iter().map(|c| c.turn).collect();
     assert_eq!(
         turns,
@@ -119,10 +63,10 @@ async fn turns_are_numbered_across_the_tasks_of_a_session() {
     assert_eq!((created[1].added, created[1].removed), (2, 0));
     assert_eq!(first.report.checkpoints, [created[0].step.clone()]);
     assert_eq!(second.report.checkpoints, [created[1].step.clone()]);
-    assert_eq!(agent.executor().session_turns(), 4);
+    assert_eq!(s.agent.executor().session_turns(), 4);
     // The steps the checkpoints recorded are the ones announced.
     let steps: Vec<(String, u32)> = s
-        .checkpoints
+        .checkpoints()
         .steps()
         .unwrap()
         .into_iter()
@@ -133,7 +77,7 @@ async fn turns_are_numbered_across_the_tasks_of_a_session() {
         [(created[0].step.clone(), 1), (created[1].step.clone(), 3)]
     );
     // Undoing the newest turn takes back the second task's file only.
-    s.checkpoints
+    s.checkpoints()
         .undo(UndoTarget::Last, Force::No)
         .unwrap()
         .unwrap();
@@ -143,58 +87,54 @@ async fn turns_are_numbered_across_the_tasks_of_a_session() {
 
 #[tokio::test]
 async fn a_resumed_session_numbers_on() {
-    let s = Setup::new(
+    let mut s = harness(
         Script::new()
             .chat(write("a.txt", "x\n").done())
             .chat(ollama::turn(MODEL).text("Done.").done()),
-    );
-    let mut agent = s
-        .builder()
-        .checkpoints(Arc::clone(&s.checkpoints))
-        .turns_before(5)
-        .build()
-        .unwrap();
-    agent.run("write a", &CancellationToken::new()).await;
-    assert_eq!(s.created()[0].turn, 6);
+    )
+    .checkpoints()
+    .turns_before(5)
+    .start();
+    s.agent.run("write a", &CancellationToken::new()).await;
+    assert_eq!(created(&s)[0].turn, 6);
 }
 
 #[tokio::test]
 async fn without_checkpoints_nothing_is_recorded() {
-    let s = Setup::new(
+    let mut s = harness(
         Script::new()
             .chat(write("a.txt", "x\n").done())
             .chat(ollama::turn(MODEL).text("Done.").done()),
-    );
-    let mut agent = s.builder().build().unwrap();
-    let outcome = agent.run("write a", &CancellationToken::new()).await;
+    )
+    .start();
+    let outcome = s.agent.run("write a", &CancellationToken::new()).await;
     assert_eq!(s.read("a.txt").as_deref(), Some("x\n"));
-    assert!(s.created().is_empty());
+    assert!(created(&s).is_empty());
     assert!(outcome.report.checkpoints.is_empty());
-    assert!(s.checkpoints.steps().unwrap().is_empty());
+    assert!(s.checkpoints().steps().unwrap().is_empty());
 }
 
 #[tokio::test]
 async fn rewind_cuts_the_conversation_back_to_before_a_task() {
-    let s = Setup::new(two_tasks().chat(ollama::turn(MODEL).text("Fresh.").done()));
-    let mut agent = s
-        .builder()
-        .checkpoints(Arc::clone(&s.checkpoints))
-        .build()
-        .unwrap();
-    agent.run("write a", &CancellationToken::new()).await;
-    let after_first = agent.executor().history().to_vec();
-    agent.run("write b", &CancellationToken::new()).await;
-    let cut = agent.rewind(3).expect("turn 3 ran here");
+    let mut s = harness(two_tasks().chat(ollama::turn(MODEL).text("Fresh.").done()))
+        .checkpoints()
+        .start();
+    s.agent.run("write a", &CancellationToken::new()).await;
+    let after_first = s.agent.executor().history().to_vec();
+    s.agent.run("write b", &CancellationToken::new()).await;
+    let cut = s.agent.rewind(3).expect("turn 3 ran here");
     assert!(
         matches!(&cut[0], Message::User { content, .. } if content == "write b"),
         "{cut:?}"
     );
-    assert_eq!(agent.executor().history(), after_first.as_slice());
+    assert_eq!(s.agent.executor().history(), after_first.as_slice());
     assert!(
-        agent.rewind(3).is_none(),
+        s.agent.rewind(3).is_none(),
         "turn 3 is gone from the conversation"
     );
-    agent.run("something else", &CancellationToken::new()).await;
+    s.agent
+        .run("something else", &CancellationToken::new())
+        .await;
     let bodies = s.server.chat_bodies();
     let last = bodies.last().unwrap().to_string();
     assert!(!last.contains("write b"), "{last}");
@@ -203,7 +143,7 @@ async fn rewind_cuts_the_conversation_back_to_before_a_task() {
         "{last}"
     );
     // Numbers are not reused: the new task's turn is the fifth.
-    assert_eq!(agent.executor().session_turns(), 5);
+    assert_eq!(s.agent.executor().session_turns(), 5);
 }
 
 #[tokio::test]
@@ -214,20 +154,17 @@ async fn rewinding_a_task_merged_into_a_failed_one_gives_that_message_back() {
         .chat(Response::json(400, &json!({"error": "bad request"})))
         .chat(write("a.txt", "x\n").done())
         .chat(ollama::turn(MODEL).text("Done.").done());
-    let s = Setup::new(script);
-    let mut agent = s
-        .builder()
-        .checkpoints(Arc::clone(&s.checkpoints))
-        .build()
-        .unwrap();
-    agent.run("first", &CancellationToken::new()).await;
-    let after_failure = agent.executor().history().to_vec();
+    let mut s = harness(script).checkpoints().start();
+    s.agent.run("first", &CancellationToken::new()).await;
+    let after_failure = s.agent.executor().history().to_vec();
     assert!(
         matches!(after_failure.last(), Some(Message::User { content, .. }) if content == "first"),
         "{after_failure:?}"
     );
-    agent.run("second", &CancellationToken::new()).await;
-    let turn = s.created()[0].turn;
-    agent.rewind(turn).expect("the second task's turn ran here");
-    assert_eq!(agent.executor().history(), after_failure.as_slice());
+    s.agent.run("second", &CancellationToken::new()).await;
+    let turn = created(&s)[0].turn;
+    s.agent
+        .rewind(turn)
+        .expect("the second task's turn ran here");
+    assert_eq!(s.agent.executor().history(), after_failure.as_slice());
 }

@@ -2,180 +2,46 @@
 //! OpenAI-compatible wire formats) with small windows, big results, a model that answers the
 //! summary request, and each server family's context-overflow answer.
 
-use std::sync::{Arc, Mutex};
-
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use lathe_agent::approval::{ApprovalMode, Gate, NonInteractive};
+use lathe_agent::Agent;
 use lathe_agent::events::{Event, RunStatus};
-use lathe_agent::executor::{COMPACT_SYSTEM, Executor, ExecutorConfig, SUMMARY_HEAD};
+use lathe_agent::executor::{COMPACT_SYSTEM, SUMMARY_HEAD};
 use lathe_agent::message::Message;
-use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
-use lathe_agent::runner::ToolRunner;
-use lathe_agent::sink::{EventSink, stored_history, stored_history_seqs};
-use lathe_runtime::{
-    Effect, Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace,
-};
-use lathe_store::{NewSession, Store};
+use lathe_agent::provider::ProviderKind;
+use lathe_agent::sink::{stored_history, stored_history_seqs};
+use lathe_runtime::Profile;
 use lathe_testkit::{Response, Script, ScriptedServer, ollama, openai};
 
-const MODEL: &str = "qwen3:8b";
+use crate::common::tools::cat as cat_tool;
+use crate::common::{Events, Harness, MODEL, Run, call, prompt_tokens, reply, reply_cap, text};
 
-/// Reads a file of the workspace.
-#[derive(Deserialize, JsonSchema)]
-struct CatInput {
-    /// The file.
-    path: String,
-}
-
-struct Cat;
-
-impl Tool for Cat {
-    const NAME: &'static str = "cat";
-    type Input = CatInput;
-    fn kind(&self) -> ToolKind {
-        ToolKind::Read
-    }
-    fn effects(&self, input: &Self::Input, _session: &Session) -> Vec<Effect> {
-        vec![Effect::Read {
-            path: input.path.clone(),
-        }]
-    }
-    async fn run(&self, input: CatInput, ctx: ToolContext) -> ToolOutput {
-        match std::fs::read_to_string(ctx.session.workspace().root().join(&input.path)) {
-            Ok(text) => ToolOutput::ok(text),
-            Err(err) => ToolOutput::error(format!("cannot read {}: {err}", input.path)),
-        }
-    }
-}
-
-struct Run {
-    _dir: tempfile::TempDir,
-    root: std::path::PathBuf,
-    server: ScriptedServer,
-    store: Store,
-    session: lathe_store::SessionId,
-    events: Arc<Mutex<Vec<Event>>>,
-    executor: Executor,
-}
-
-impl Run {
-    fn events(&self) -> Vec<Event> {
-        self.events.lock().unwrap().clone()
-    }
-
-    fn notices(&self) -> Vec<String> {
-        self.events()
-            .into_iter()
-            .filter_map(|e| match e {
-                Event::Notice { message } => Some(message),
-                _ => None,
-            })
-            .collect()
-    }
-}
-
-/// An executor for a `window`-token window against a server speaking `kind`'s protocol.
+/// An agent with `cat` for a `window`-token window against a server speaking `kind`'s
+/// protocol; on the full profile whatever the window, as these tests were written.
 fn start(kind: ProviderKind, script: Script, window: u64) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("ws");
-    std::fs::create_dir(&root).unwrap();
-    let script = match kind {
-        ProviderKind::Ollama => script.ollama_models(&[MODEL], &["completion", "tools"]),
-        ProviderKind::OpenAi => script.openai_models(&[MODEL]),
-    };
-    let server = ScriptedServer::start(script).unwrap();
-    let provider = connect(
-        kind,
-        ProviderConfig::new(server.url()).retry(RetryPolicy::none()),
-    )
-    .unwrap();
-    let tool_session = Session::new(
-        Workspace::new(&root).unwrap(),
-        ToolConfig::default(),
-        dir.path().join("state"),
-    )
-    .unwrap();
-    let mut registry = Registry::new();
-    registry.register(Cat);
-    let runner = Arc::new(ToolRunner::new(
-        Arc::new(registry),
-        tool_session,
-        Arc::new(Gate::new(ApprovalMode::Auto, &root)),
-        Arc::new(NonInteractive),
-    ));
-    let store = Store::open(dir.path().join("db/sessions.sqlite3")).unwrap();
-    let session = store
-        .create_session(NewSession {
-            workspace: root.clone(),
-            provider: "ollama".into(),
-            model: MODEL.into(),
-            approval: "auto".into(),
-            ..NewSession::default()
-        })
-        .unwrap();
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&events);
-    let sink = EventSink::new(
-        store.clone(),
-        session.clone(),
-        Arc::new(move |e: &Event| seen.lock().unwrap().push(e.clone())),
-    );
-    let mut config = ExecutorConfig::new(MODEL);
-    config.context_window = Some(window);
-    config.options.num_ctx = u32::try_from(window).unwrap();
-    let executor = Executor::new(provider, runner, sink, config);
-    Run {
-        root,
-        _dir: dir,
-        server,
-        store,
-        session,
-        events,
-        executor,
-    }
+    Harness::new()
+        .kind(kind)
+        .script(script)
+        .tools(cat_tool())
+        .window(window)
+        .profile(Profile::Full)
+        .start()
 }
 
-/// Tokens of `text` as Lathe estimates them: 3.5 bytes a token.
-fn tokens(text: &str) -> u64 {
-    (text.len() as u64 * 2).div_ceil(7)
-}
-
-/// A recorded request's prompt tokens by the same estimate (4 a message for its framing), and
-/// the reply cap it was sent with.
+/// A recorded request's prompt tokens as Lathe estimates them, and the reply cap it was sent
+/// with.
 fn request_tokens(body: &Value) -> (u64, u64) {
-    let text = |v: &Value| v.as_str().map_or(0, tokens);
-    let mut total: u64 = body["tools"]
-        .as_array()
-        .map_or(0, |t| t.iter().map(|t| tokens(&t.to_string())).sum());
-    for message in body["messages"].as_array().unwrap() {
-        total += 4 + text(&message["content"]) + text(&message["thinking"]);
-        if let Some(calls) = message["tool_calls"].as_array() {
-            for call in calls {
-                total += 3
-                    + text(&call["function"]["name"])
-                    + tokens(&call["function"]["arguments"].to_string());
-            }
-        }
-    }
-    let cap = body["options"]["num_predict"]
-        .as_u64()
-        .or_else(|| body["max_tokens"].as_u64())
-        .expect("every request carries a reply cap");
-    (total, cap)
+    let cap = reply_cap(body).expect("every request carries a reply cap");
+    (prompt_tokens(body), cap)
 }
 
 fn cat(path: &str) -> Response {
-    ollama::turn(MODEL)
-        .tool_call("cat", json!({"path": path}))
-        .done()
+    reply().tool_call("cat", json!({"path": path})).done()
 }
 
 fn says(text: &str) -> Response {
-    ollama::turn(MODEL).text(text).done()
+    reply().text(text).done()
 }
 
 #[tokio::test]
@@ -197,7 +63,7 @@ async fn a_2k_window_never_receives_more_than_fits() {
         .unwrap();
     }
     let outcome = run
-        .executor
+        .agent
         .run("read big0.txt to big3.txt", &CancellationToken::new())
         .await;
     assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
@@ -262,7 +128,7 @@ async fn compaction_replaces_old_turns_with_a_summary_and_the_task_continues() {
         .unwrap();
     }
     let outcome = run
-        .executor
+        .agent
         .run("read the notes n0.txt to n7.txt", &CancellationToken::new())
         .await;
     assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
@@ -370,15 +236,15 @@ async fn a_manual_compact_summarises_and_the_next_task_goes_on_from_it() {
         std::fs::write(run.root.join(format!("n{i}.txt")), format!("note {i}\n")).unwrap();
     }
     let cancel = CancellationToken::new();
-    let outcome = run.executor.run("read n0.txt to n2.txt", &cancel).await;
+    let outcome = run.agent.run("read n0.txt to n2.txt", &cancel).await;
     assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
-    let done = run.executor.compact(&cancel).await.expect("compacted");
+    let done = run.agent.compact(&cancel).await.expect("compacted");
     assert!(done.messages >= 3 && done.after < done.before, "{done:?}");
     assert!(matches!(
-        run.executor.history()[1],
+        run.history()[1],
         Message::User { ref content, .. } if content.starts_with(SUMMARY_HEAD)
     ));
-    let outcome = run.executor.run("and now?", &cancel).await;
+    let outcome = run.agent.run("and now?", &cancel).await;
     assert_eq!(outcome.answer, "Noted.");
     let bodies = run.server.chat_bodies();
     let last = bodies.last().unwrap()["messages"].as_array().unwrap();
@@ -426,20 +292,11 @@ fn families() -> Vec<(&'static str, ProviderKind, Response, Option<u64>)> {
 }
 
 fn reading(kind: ProviderKind, path: &str) -> Response {
-    match kind {
-        ProviderKind::Ollama => cat(path),
-        ProviderKind::OpenAi => openai::turn(MODEL)
-            .tool_call(0, "call_1", "cat", &[&json!({"path": path}).to_string()])
-            .finish("tool_calls")
-            .done(),
-    }
+    call(kind, "call_1", "cat", json!({"path": path}))
 }
 
-fn saying(kind: ProviderKind, text: &str) -> Response {
-    match kind {
-        ProviderKind::Ollama => says(text),
-        ProviderKind::OpenAi => openai::turn(MODEL).text(text).finish("stop").done(),
-    }
+fn saying(kind: ProviderKind, says: &str) -> Response {
+    text(kind, says)
 }
 
 #[tokio::test]
@@ -456,7 +313,7 @@ async fn each_servers_overflow_answer_shrinks_the_request_and_retries_once() {
         )
         .unwrap();
         let outcome = run
-            .executor
+            .agent
             .run("read big.txt", &CancellationToken::new())
             .await;
         assert_eq!(
@@ -485,7 +342,7 @@ async fn each_servers_overflow_answer_shrinks_the_request_and_retries_once() {
         // A server that names its window teaches it: the next requests fit it.
         match served {
             Some(window) => {
-                assert_eq!(run.executor.context_window(), window, "{family}");
+                assert_eq!(run.agent.executor().context_window(), window, "{family}");
                 let (prompt, cap) = request_tokens(&bodies[2]);
                 assert!(prompt + cap <= window, "{family}: {prompt} + {cap}");
                 assert!(
@@ -495,7 +352,7 @@ async fn each_servers_overflow_answer_shrinks_the_request_and_retries_once() {
                     "{family}: {notices:?}"
                 );
             }
-            None => assert_eq!(run.executor.context_window(), 16_384, "{family}"),
+            None => assert_eq!(run.agent.executor().context_window(), 16_384, "{family}"),
         }
     }
 }
@@ -514,7 +371,7 @@ async fn a_second_overflow_fails_naming_the_window_and_the_setting() {
         )
         .unwrap();
         let outcome = run
-            .executor
+            .agent
             .run("read big.txt", &CancellationToken::new())
             .await;
         assert_eq!(outcome.status, RunStatus::Failed, "{family}");
@@ -524,7 +381,7 @@ async fn a_second_overflow_fails_naming_the_window_and_the_setting() {
             "{family}: retried once only"
         );
         let message = outcome.message.unwrap();
-        let window = run.executor.context_window();
+        let window = run.agent.executor().context_window();
         assert!(
             message.contains("longer than the model's context window")
                 && message.contains("refused again")
@@ -570,7 +427,7 @@ async fn without_a_summary_the_conversation_is_shortened_instead_and_still_fits(
         std::fs::write(run.root.join(format!("n{i}.txt")), format!("note {i}\n")).unwrap();
     }
     let outcome = run
-        .executor
+        .agent
         .run("read the notes n0.txt to n7.txt", &CancellationToken::new())
         .await;
     assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
@@ -633,7 +490,7 @@ async fn a_shortening_pass_shortens_every_seen_result_so_the_next_requests_keep_
         .unwrap();
     }
     let outcome = run
-        .executor
+        .agent
         .run("read f0.txt to f11.txt", &CancellationToken::new())
         .await;
     assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
@@ -673,48 +530,24 @@ async fn a_shortening_pass_shortens_every_seen_result_so_the_next_requests_keep_
     assert!(passes <= 2, "{passes} requests rewrote the history");
 }
 
-/// An executor for a `window`-token window going on with `run`'s stored session (as `lathe exec
-/// --session` and `lathe chat --resume` do: the stored history read back and resumed), against
-/// a new server playing `script`. Its events go to the returned list.
+/// An agent for a `window`-token window going on with `run`'s stored session (as `lathe exec
+/// --session` and `lathe chat --resume` do: another process reads the stored history back and
+/// resumes it), against a new server playing `script`. Its events go to the returned list.
 fn resume_in(
     run: &Run,
     script: Script,
     window: u64,
-) -> (ScriptedServer, Executor, Arc<Mutex<Vec<Event>>>) {
-    let server =
-        ScriptedServer::start(script.ollama_models(&[MODEL], &["completion", "tools"])).unwrap();
-    let provider = connect(
-        ProviderKind::Ollama,
-        ProviderConfig::new(server.url()).retry(RetryPolicy::none()),
-    )
-    .unwrap();
-    let tool_session = Session::new(
-        Workspace::new(&run.root).unwrap(),
-        ToolConfig::default(),
-        run._dir.path().join("state-resumed"),
-    )
-    .unwrap();
-    let mut registry = Registry::new();
-    registry.register(Cat);
-    let runner = Arc::new(ToolRunner::new(
-        Arc::new(registry),
-        tool_session,
-        Arc::new(Gate::new(ApprovalMode::Auto, &run.root)),
-        Arc::new(NonInteractive),
-    ));
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&events);
-    let sink = EventSink::new(
-        run.store.clone(),
-        run.session.clone(),
-        Arc::new(move |e: &Event| seen.lock().unwrap().push(e.clone())),
-    );
-    let mut config = ExecutorConfig::new(MODEL);
-    config.context_window = Some(window);
-    config.options.num_ctx = u32::try_from(window).unwrap();
-    let mut executor = Executor::new(provider, runner, sink, config);
-    executor.resume_stored(stored_history_seqs(&run.store, &run.session).unwrap());
-    (server, executor, events)
+) -> (std::sync::Arc<ScriptedServer>, Agent, Events) {
+    let mut resumed = run
+        .again()
+        .script(script)
+        .window(window)
+        .new_tool_session("state-resumed")
+        .start();
+    resumed
+        .agent
+        .resume_stored(stored_history_seqs(&run.store, &run.session).unwrap());
+    (resumed.server, resumed.agent, resumed.events)
 }
 
 #[tokio::test]
@@ -731,7 +564,7 @@ async fn a_resumed_long_session_at_a_small_window_is_compacted_and_goes_on() {
     }
     let cancel = CancellationToken::new();
     let outcome = run
-        .executor
+        .agent
         .run("read the notes n0.txt to n7.txt", &cancel)
         .await;
     assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
@@ -830,10 +663,8 @@ fn definition_in(profile: lathe_runtime::Profile, name: &str) -> Value {
 
 #[tokio::test]
 async fn sub_agents_run_with_the_parents_profile_and_the_window_it_learned() {
-    use lathe_agent::Agent;
     use lathe_agent::provider::{ChatOptions, ToolProtocol};
     use lathe_agent::subagent::SubAgentConfig;
-    use lathe_runtime::Profile;
 
     let text = |t: &str| openai::turn(MODEL).text(t).finish("stop").done();
     let spawn = |id: &str, task: &str, profile: &str| {
@@ -861,41 +692,31 @@ async fn sub_agents_run_with_the_parents_profile_and_the_window_it_learned() {
         .chat(spawn("call_2", "count the notes", "general"))
         .chat(text("One note."))
         .openai_models(&[MODEL]);
-    let server = ScriptedServer::start(script).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("ws");
-    std::fs::create_dir(&root).unwrap();
-    std::fs::write(root.join("notes.txt"), "hello\n").unwrap();
-    std::fs::write(root.join("big.txt"), "a line of the big file\n".repeat(400)).unwrap();
-    let tools = Session::new(
-        Workspace::new(&root).unwrap(),
-        ToolConfig::default(),
-        dir.path().join("state"),
-    )
-    .unwrap();
-    let provider = connect(
-        ProviderKind::OpenAi,
-        ProviderConfig::new(server.url()).retry(RetryPolicy::none()),
-    )
-    .unwrap();
-    let mut agent = Agent::builder(provider, MODEL, tools)
-        .approval(ApprovalMode::Auto)
-        .tool_protocol(ToolProtocol::Native)
-        .options(ChatOptions {
-            num_ctx: 8_192,
-            ..ChatOptions::default()
+    let mut run = Harness::new()
+        .kind(ProviderKind::OpenAi)
+        .bare_script(script)
+        .file("notes.txt", "hello\n")
+        .file("big.txt", "a line of the big file\n".repeat(400))
+        .config(|c| {
+            c.tool_protocol = ToolProtocol::Native;
+            c.options = ChatOptions {
+                num_ctx: 8_192,
+                ..ChatOptions::default()
+            };
         })
         .sub_agents(SubAgentConfig::default())
-        .build()
-        .unwrap();
-    let outcome = agent
+        .detached()
+        .start();
+    let outcome = run
+        .agent
         .run("how many notes are there?", &CancellationToken::new())
         .await;
     assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
     assert_eq!(outcome.answer, "One note.");
-    assert_eq!(agent.executor().context_window(), 4_096);
+    assert_eq!(run.agent.executor().context_window(), 4_096);
 
-    let children: Vec<Value> = server
+    let children: Vec<Value> = run
+        .server
         .chat_bodies()
         .into_iter()
         .filter(|b| b.to_string().contains("You are sub-agent sub-"))

@@ -1,171 +1,40 @@
 //! The executor against the scripted model server over real HTTP, with small tools of the
 //! test's own and a real SQLite store.
 
-use std::sync::{Arc, Mutex};
-
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use lathe_agent::approval::{ApprovalMode, Gate, NonInteractive};
 use lathe_agent::events::{Event, RunStatus};
-use lathe_agent::executor::{Executor, ExecutorConfig, NUDGE};
-use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, ToolProtocol, connect};
-use lathe_agent::runner::ToolRunner;
-use lathe_agent::sink::{EventSink, stored_history};
-use lathe_runtime::{
-    Effect, FileChange, Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput,
-    Workspace,
-};
-use lathe_store::{NewSession, SessionStatus, Store};
-use lathe_testkit::{Script, ScriptedServer, ollama};
+use lathe_agent::executor::{ExecutorConfig, NUDGE};
+use lathe_agent::provider::ToolProtocol;
+use lathe_agent::sink::stored_history;
+use lathe_runtime::{Profile, Registry};
+use lathe_store::SessionStatus;
+use lathe_testkit::Script;
 
-const MODEL: &str = "qwen3:8b";
-
-/// Reads a file of the workspace.
-#[derive(Deserialize, JsonSchema)]
-struct CatInput {
-    /// The file.
-    path: String,
-}
-
-struct Cat;
-
-impl Tool for Cat {
-    const NAME: &'static str = "cat";
-    type Input = CatInput;
-    fn kind(&self) -> ToolKind {
-        ToolKind::Read
-    }
-    fn effects(&self, input: &Self::Input, _session: &Session) -> Vec<Effect> {
-        let _ = input;
-        vec![Effect::Read {
-            path: input.path.clone(),
-        }]
-    }
-    async fn run(&self, input: CatInput, ctx: ToolContext) -> ToolOutput {
-        match std::fs::read_to_string(ctx.session.workspace().root().join(&input.path)) {
-            Ok(text) => ToolOutput::ok(text),
-            Err(err) => ToolOutput::error(format!("cannot read {}: {err}", input.path)),
-        }
-    }
-}
-
-/// Writes a file of the workspace.
-#[derive(Deserialize, JsonSchema)]
-struct PutInput {
-    /// The file.
-    path: String,
-    /// Its new content.
-    content: String,
-}
-
-struct Put;
-
-impl Tool for Put {
-    const NAME: &'static str = "put";
-    type Input = PutInput;
-    fn kind(&self) -> ToolKind {
-        ToolKind::Edit
-    }
-    fn effects(&self, input: &Self::Input, _session: &Session) -> Vec<Effect> {
-        let _ = input;
-        vec![Effect::Write {
-            path: input.path.clone(),
-        }]
-    }
-    async fn run(&self, input: PutInput, ctx: ToolContext) -> ToolOutput {
-        std::fs::write(
-            ctx.session.workspace().root().join(&input.path),
-            &input.content,
-        )
-        .unwrap();
-        ToolOutput::ok(format!("wrote {}", input.path))
-            .with_change(FileChange::counted(input.path, 1, 0))
-    }
-}
-
-pub(crate) struct Run {
-    _dir: tempfile::TempDir,
-    pub(crate) root: std::path::PathBuf,
-    pub(crate) server: ScriptedServer,
-    pub(crate) store: Store,
-    pub(crate) session: lathe_store::SessionId,
-    pub(crate) events: Arc<Mutex<Vec<Event>>>,
-    pub(crate) executor: Executor,
-}
+use crate::common::tools::cat_and_put;
+use crate::common::{Harness, Run, reply};
 
 fn start(script: Script, configure: impl FnOnce(&mut ExecutorConfig)) -> Run {
     start_with(script, |_| {}, configure)
 }
 
-/// [`start`] with more tools than `cat` and `put`.
+/// An agent with `cat`, `put` and the tools `tools` adds, in `auto` mode, over a workspace
+/// holding `notes.txt`; on the full profile whatever the window, as these tests were written.
 pub(crate) fn start_with(
     script: Script,
     tools: impl FnOnce(&mut Registry),
     configure: impl FnOnce(&mut ExecutorConfig),
 ) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("ws");
-    std::fs::create_dir(&root).unwrap();
-    std::fs::write(root.join("notes.txt"), "hello\n").unwrap();
-    let server =
-        ScriptedServer::start(script.ollama_models(&[MODEL], &["completion", "tools"])).unwrap();
-    let provider = connect(
-        ProviderKind::Ollama,
-        ProviderConfig::new(server.url()).retry(RetryPolicy::none()),
-    )
-    .unwrap();
-    let tool_session = Session::new(
-        Workspace::new(&root).unwrap(),
-        ToolConfig::default(),
-        dir.path().join("state"),
-    )
-    .unwrap();
-    let mut registry = Registry::new();
-    registry.register(Cat);
-    registry.register(Put);
+    let mut registry = cat_and_put();
     tools(&mut registry);
-    let runner = Arc::new(ToolRunner::new(
-        Arc::new(registry),
-        tool_session,
-        Arc::new(Gate::new(ApprovalMode::Auto, &root)),
-        Arc::new(NonInteractive),
-    ));
-    let store = Store::open(dir.path().join("db/sessions.sqlite3")).unwrap();
-    let session = store
-        .create_session(NewSession {
-            workspace: root.clone(),
-            provider: "ollama".into(),
-            model: MODEL.into(),
-            approval: "auto".into(),
-            ..NewSession::default()
-        })
-        .unwrap();
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&events);
-    let sink = EventSink::new(
-        store.clone(),
-        session.clone(),
-        Arc::new(move |e: &Event| seen.lock().unwrap().push(e.clone())),
-    );
-    let mut config = ExecutorConfig::new(MODEL);
-    configure(&mut config);
-    let executor = Executor::new(provider, runner, sink, config);
-    Run {
-        root,
-        _dir: dir,
-        server,
-        store,
-        session,
-        events,
-        executor,
-    }
-}
-
-pub(crate) fn reply() -> ollama::OllamaTurn {
-    ollama::turn(MODEL)
+    Harness::new()
+        .script(script)
+        .tools(registry)
+        .file("notes.txt", "hello\n")
+        .profile(Profile::Full)
+        .config(configure)
+        .start()
 }
 
 #[tokio::test]
@@ -189,7 +58,7 @@ async fn reads_writes_and_finishes_with_a_faithful_history() {
         .chat(reply().text("Done: wrote out.txt. [TASK_COMPLETE]").done());
     let mut run = start(script, |_| {});
     let outcome = run
-        .executor
+        .agent
         .run(
             "create out.txt with notes.txt in capitals",
             &CancellationToken::new(),
@@ -233,7 +102,7 @@ async fn reads_writes_and_finishes_with_a_faithful_history() {
 
     // The store holds the same history and every event shown, in order.
     let stored = stored_history(&run.store, &run.session).unwrap();
-    assert_eq!(stored, run.executor.history());
+    assert_eq!(stored, run.history());
     let stored_events: Vec<Value> = run
         .store
         .events(&run.session)
@@ -292,7 +161,7 @@ async fn a_marker_next_to_a_call_waits_for_the_result() {
         );
     let mut run = start(script, |_| {});
     let outcome = run
-        .executor
+        .agent
         .run("what do the notes say?", &CancellationToken::new())
         .await;
     assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
@@ -312,16 +181,7 @@ async fn a_marker_next_to_a_call_waits_for_the_result() {
     assert!(result.contains("cannot read missing.txt"), "{result}");
     // The marker never reaches the user nor the history.
     assert_eq!(third[2]["content"], "Tests pass.");
-    let shown: String = run
-        .events
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|e| match e {
-            Event::TextDelta { text } => Some(text.clone()),
-            _ => None,
-        })
-        .collect();
+    let shown = run.shown();
     assert!(!shown.contains("TASK_COMPLETE"), "{shown}");
     let stored = stored_history(&run.store, &run.session).unwrap();
     // (The system prompt names the marker; what the model wrote holds it nowhere.)
@@ -349,7 +209,7 @@ async fn an_invented_result_never_reaches_the_user_nor_the_history() {
         .chat(reply().text("The notes say hello.").done());
     let mut run = start(script, |c| c.tool_protocol = ToolProtocol::Text);
     let outcome = run
-        .executor
+        .agent
         .run("what do the notes say?", &CancellationToken::new())
         .await;
     assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
@@ -369,19 +229,10 @@ async fn an_invented_result_never_reaches_the_user_nor_the_history() {
         second[3]["content"],
         "<tool_result name=\"cat\">\nhello\n\n</tool_result>"
     );
-    let shown: String = run
-        .events
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|e| match e {
-            Event::TextDelta { text } => Some(text.clone()),
-            _ => None,
-        })
-        .collect();
+    let shown = run.shown();
     assert_eq!(shown, "Reading.\nThe notes say hello.");
     let stored = stored_history(&run.store, &run.session).unwrap();
-    assert_eq!(stored, run.executor.history());
+    assert_eq!(stored, run.history());
     for message in &stored[1..] {
         assert!(!message.content().contains("GOODBYE"), "{message:?}");
         assert!(!message.content().contains("<tool_result"), "{message:?}");
@@ -400,7 +251,7 @@ async fn the_turn_limit_ends_the_run_and_says_so() {
     }
     let mut run = start(script, |c| c.max_turns = 2);
     let outcome = run
-        .executor
+        .agent
         .run("look around", &CancellationToken::new())
         .await;
     assert_eq!(outcome.status, RunStatus::MaxTurns);
@@ -425,7 +276,7 @@ async fn a_repeated_call_is_refused_in_band_then_the_run_stops() {
     }
     let mut run = start(script, |_| {});
     let outcome = run
-        .executor
+        .agent
         .run("write n.txt", &CancellationToken::new())
         .await;
     assert_eq!(outcome.status, RunStatus::Failed, "{outcome:?}");
@@ -444,7 +295,7 @@ async fn a_change_task_that_wrote_nothing_is_nudged_once() {
         .chat(reply().text("Really, nothing to change.").done());
     let mut run = start(script, |_| {});
     let outcome = run
-        .executor
+        .agent
         .run("fix the typo in notes.txt", &CancellationToken::new())
         .await;
     assert_eq!(outcome.status, RunStatus::Finished);
@@ -462,7 +313,7 @@ async fn a_question_is_not_nudged() {
     let script = Script::new().chat(reply().text("It says hello.").done());
     let mut run = start(script, |_| {});
     let outcome = run
-        .executor
+        .agent
         .run("what does notes.txt say?", &CancellationToken::new())
         .await;
     assert_eq!((outcome.status, outcome.turns), (RunStatus::Finished, 1));
@@ -485,7 +336,7 @@ async fn old_results_are_shortened_near_the_window() {
         std::fs::write(run.root.join(format!("big{i}.txt")), &big).unwrap();
     }
     let outcome = run
-        .executor
+        .agent
         .run("read the big files", &CancellationToken::new())
         .await;
     assert_eq!(outcome.status, RunStatus::Finished);
@@ -517,7 +368,7 @@ async fn old_results_are_shortened_near_the_window() {
 async fn a_server_error_fails_the_run_with_its_message() {
     // Nothing is scripted for the chat: the server answers 500 naming the missing route.
     let mut run = start(Script::new(), |_| {});
-    let outcome = run.executor.run("hi", &CancellationToken::new()).await;
+    let outcome = run.agent.run("hi", &CancellationToken::new()).await;
     assert_eq!(outcome.status, RunStatus::Failed);
     let message = outcome.message.unwrap();
     assert!(message.contains("500"), "{message}");
@@ -544,7 +395,7 @@ async fn resuming_answers_calls_left_without_a_result() {
         name: "cat".into(),
         arguments: json!({"path": "x"}),
     };
-    run.executor.resume(vec![
+    run.agent.resume(vec![
         Message::system("old prompt"),
         Message::user("first task"),
         Message::Assistant(AssistantMessage {
@@ -552,7 +403,7 @@ async fn resuming_answers_calls_left_without_a_result() {
             ..AssistantMessage::default()
         }),
     ]);
-    let outcome = run.executor.run("go on", &CancellationToken::new()).await;
+    let outcome = run.agent.run("go on", &CancellationToken::new()).await;
     assert_eq!(outcome.status, RunStatus::Finished);
     let body = &run.server.chat_bodies()[0];
     let messages = body["messages"].as_array().unwrap();

@@ -5,7 +5,6 @@
 //! image again from the store.
 
 use std::io::Cursor;
-use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -13,29 +12,16 @@ use image::{DynamicImage, ImageFormat, Rgb, RgbImage};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use lathe_agent::approval::{ApprovalMode, Gate, NonInteractive};
-use lathe_agent::events::{Event, RunStatus};
-use lathe_agent::executor::{Executor, ExecutorConfig};
+use lathe_agent::events::RunStatus;
 use lathe_agent::message::Message;
-use lathe_agent::provider::{
-    ProviderConfig, ProviderKind, RESULT_IMAGES_NOTE, RetryPolicy, connect,
-};
-use lathe_agent::runner::ToolRunner;
-use lathe_agent::sink::{EventSink, stored_history};
-use lathe_runtime::{Session, ToolConfig, Workspace};
-use lathe_store::{NewSession, Store};
-use lathe_testkit::{Script, ScriptedServer, ollama, openai};
+use lathe_agent::provider::{ProviderKind, RESULT_IMAGES_NOTE};
+use lathe_agent::sink::stored_history;
+use lathe_runtime::ToolConfig;
+use lathe_testkit::{Script, ollama, openai};
+
+use crate::common::{Harness, Run};
 
 const MODEL: &str = "vision-model";
-
-struct Run {
-    _dir: tempfile::TempDir,
-    server: ScriptedServer,
-    store: Store,
-    session: lathe_store::SessionId,
-    runner: Arc<ToolRunner>,
-    executor: Executor,
-}
 
 /// A 400x200 PNG: red on the left, blue on the right.
 fn shot() -> Vec<u8> {
@@ -53,76 +39,27 @@ fn shot() -> Vec<u8> {
     bytes
 }
 
-/// An executor with the built-in tools over a workspace holding `shot.png` and `notes.txt`,
+/// An agent with the built-in tools over a workspace holding `shot.png` and `notes.txt`,
 /// images capped at 100 pixels, against `script` spoken as `kind`.
 fn start(kind: ProviderKind, script: Script, vision: Option<bool>) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("ws");
-    std::fs::create_dir(&root).unwrap();
-    std::fs::write(root.join("shot.png"), shot()).unwrap();
-    std::fs::write(root.join("notes.txt"), "hello\n").unwrap();
-    let server = ScriptedServer::start(script).unwrap();
-    let provider = connect(
-        kind,
-        ProviderConfig::new(server.url())
-            .retry(RetryPolicy::none())
-            .vision(vision),
-    )
-    .unwrap();
-    let tool_session = Session::new(
-        Workspace::new(&root).unwrap(),
-        ToolConfig {
+    Harness::new()
+        .kind(kind)
+        .model(MODEL)
+        .vision(vision)
+        .bare_script(script)
+        .file("shot.png", shot())
+        .file("notes.txt", "hello\n")
+        .tool_config(ToolConfig {
             image_max_px: 100,
             ..ToolConfig::default()
-        },
-        dir.path().join("state"),
-    )
-    .unwrap();
-    let runner = Arc::new(ToolRunner::new(
-        Arc::new(lathe_tools::builtin()),
-        tool_session,
-        Arc::new(Gate::new(ApprovalMode::Auto, &root)),
-        Arc::new(NonInteractive),
-    ));
-    let store = Store::open(dir.path().join("db/sessions.sqlite3")).unwrap();
-    let session = store
-        .create_session(NewSession {
-            workspace: root.clone(),
-            provider: "test".into(),
-            model: MODEL.into(),
-            approval: "auto".into(),
-            ..NewSession::default()
         })
-        .unwrap();
-    let sink = EventSink::new(store.clone(), session.clone(), Arc::new(|_: &Event| {}));
-    let executor = Executor::new(
-        provider,
-        Arc::clone(&runner),
-        sink,
-        ExecutorConfig::new(MODEL),
-    );
-    Run {
-        _dir: dir,
-        server,
-        store,
-        session,
-        runner,
-        executor,
-    }
+        .start()
 }
 
-impl Run {
-    async fn run(&mut self, task: &str) {
-        let outcome = self.executor.run(task, &CancellationToken::new()).await;
-        assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
-    }
-
-    fn messages(&self, request: usize) -> Vec<Value> {
-        self.server.chat_bodies()[request]["messages"]
-            .as_array()
-            .unwrap()
-            .clone()
-    }
+/// Runs `task` to its end.
+async fn run_task(run: &mut Run, task: &str) {
+    let outcome = run.agent.run(task, &CancellationToken::new()).await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{:?}", outcome.message);
 }
 
 /// The decoded size of a base64 PNG.
@@ -153,7 +90,7 @@ async fn ollama_gets_the_image_in_a_user_message_after_the_result() {
         ollama_script(&["completion", "tools", "vision"]),
         None,
     );
-    run.run("What is in shot.png?").await;
+    run_task(&mut run, "What is in shot.png?").await;
     let messages = run.messages(1);
     let tool = &messages[messages.len() - 2];
     assert_eq!(tool["role"], "tool");
@@ -185,19 +122,12 @@ async fn ollama_gets_the_image_in_a_user_message_after_the_result() {
     let with_images: Vec<&Message> = stored.iter().filter(|m| !m.images().is_empty()).collect();
     assert_eq!(with_images.len(), 1);
     assert!(matches!(with_images[0], Message::Tool(_)));
-    let provider = connect(
-        ProviderKind::Ollama,
-        ProviderConfig::new(run.server.url()).retry(RetryPolicy::none()),
-    )
-    .unwrap();
-    let mut resumed = Executor::new(
-        provider,
-        Arc::clone(&run.runner),
-        EventSink::detached(Arc::new(|_: &Event| {})),
-        ExecutorConfig::new(MODEL),
-    );
-    resumed.resume(stored);
-    let outcome = resumed.run("And now?", &CancellationToken::new()).await;
+    let mut resumed = run.again().detached().start();
+    resumed.agent.resume(stored);
+    let outcome = resumed
+        .agent
+        .run("And now?", &CancellationToken::new())
+        .await;
     assert_eq!(outcome.status, RunStatus::Finished);
     let again = run.messages(2);
     let carrying: Vec<&Value> = again.iter().filter(|m| m.get("images").is_some()).collect();
@@ -212,7 +142,7 @@ async fn an_ollama_model_without_vision_gets_a_description_and_no_image() {
         ollama_script(&["completion", "tools"]),
         None,
     );
-    run.run("What is in shot.png?").await;
+    run_task(&mut run, "What is in shot.png?").await;
     let body = run.server.chat_bodies()[1].to_string();
     assert!(!body.contains("\"images\""), "{body}");
     let messages = run.messages(1);
@@ -252,7 +182,7 @@ fn openai_script() -> Script {
 #[tokio::test]
 async fn openai_servers_get_image_parts_in_the_user_message_after_the_tool_messages() {
     let mut run = start(ProviderKind::OpenAi, openai_script(), Some(true));
-    run.run("Look at shot.png and notes.txt").await;
+    run_task(&mut run, "Look at shot.png and notes.txt").await;
     let messages = run.messages(1);
     let roles: Vec<&str> = messages
         .iter()
@@ -284,7 +214,7 @@ async fn openai_servers_get_image_parts_in_the_user_message_after_the_tool_messa
 #[tokio::test]
 async fn an_openai_server_without_the_setting_gets_no_image_and_is_told_which_setting() {
     let mut run = start(ProviderKind::OpenAi, openai_script(), None);
-    run.run("Look at shot.png and notes.txt").await;
+    run_task(&mut run, "Look at shot.png and notes.txt").await;
     let body = run.server.chat_bodies()[1].to_string();
     assert!(!body.contains("image_url"), "{body}");
     let messages = run.messages(1);

@@ -2,71 +2,28 @@
 //! agent runs it as an `apply_patch` call on the real workspace, over real HTTP from the
 //! scripted model server; a reply that ends inside the patch changes nothing.
 
-use std::sync::Arc;
-
 use tokio_util::sync::CancellationToken;
 
-use lathe_agent::approval::{ApprovalMode, Gate, NonInteractive};
 use lathe_agent::events::RunStatus;
-use lathe_agent::executor::{Executor, ExecutorConfig};
-use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
-use lathe_agent::runner::ToolRunner;
-use lathe_agent::sink::EventSink;
-use lathe_runtime::{Session, ToolConfig, Workspace};
-use lathe_store::{NewSession, Store};
-use lathe_testkit::{Script, ScriptedServer, ollama};
+use lathe_testkit::{Script, ollama};
 
-const MODEL: &str = "qwen3:8b";
+use crate::common::{Harness, MODEL};
 
 const SOURCE: &str = "def greet():\n    print(\"Hi\")\n    return 1\n";
 
 /// Runs one task against `script` with the built-in tools in `auto` mode; returns the
 /// workspace's greet.py afterwards and the server's request bodies.
 async fn run(script: Script) -> (RunStatus, String, Vec<serde_json::Value>) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("ws");
-    std::fs::create_dir(&root).unwrap();
-    std::fs::write(root.join("greet.py"), SOURCE).unwrap();
-    let server =
-        ScriptedServer::start(script.ollama_models(&[MODEL], &["completion", "tools"])).unwrap();
-    let provider = connect(
-        ProviderKind::Ollama,
-        ProviderConfig::new(server.url()).retry(RetryPolicy::none()),
-    )
-    .unwrap();
-    let session = Session::new(
-        Workspace::new(&root).unwrap(),
-        ToolConfig::default(),
-        dir.path().join("state"),
-    )
-    .unwrap();
-    let runner = Arc::new(ToolRunner::new(
-        Arc::new(lathe_tools::builtin()),
-        session,
-        Arc::new(Gate::new(ApprovalMode::Auto, &root)),
-        Arc::new(NonInteractive),
-    ));
-    let store = Store::open(dir.path().join("db/sessions.sqlite3")).unwrap();
-    let stored = store
-        .create_session(NewSession {
-            workspace: root.clone(),
-            provider: "ollama".into(),
-            model: MODEL.into(),
-            approval: "auto".into(),
-            ..NewSession::default()
-        })
-        .unwrap();
-    let sink = EventSink::new(
-        store.clone(),
-        stored,
-        Arc::new(|_: &lathe_agent::events::Event| {}),
-    );
-    let mut executor = Executor::new(provider, runner, sink, ExecutorConfig::new(MODEL));
-    let outcome = executor
+    let mut run = Harness::new()
+        .script(script)
+        .file("greet.py", SOURCE)
+        .start();
+    let outcome = run
+        .agent
         .run("say hello instead of hi", &CancellationToken::new())
         .await;
-    let text = std::fs::read_to_string(root.join("greet.py")).unwrap();
-    (outcome.status, text, server.chat_bodies())
+    let text = run.read("greet.py").unwrap();
+    (outcome.status, text, run.server.chat_bodies())
 }
 
 fn tool_results(body: &serde_json::Value) -> Vec<String> {

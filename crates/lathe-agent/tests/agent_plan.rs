@@ -5,7 +5,8 @@
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent_executor::{reply, start_with};
+use crate::agent_executor::start_with;
+use crate::common::reply;
 use lathe_agent::events::{Event, RunStatus};
 use lathe_runtime::checklist::{self, ChecklistStep, StepStatus};
 use lathe_testkit::Script;
@@ -49,7 +50,7 @@ async fn done_with_open_steps_is_questioned_once_and_the_plan_is_an_event() {
         );
     let mut run = start_with(script, |r| r.register(UpdatePlanTool), |_| {});
     let outcome = run
-        .executor
+        .agent
         .run("summarise notes.txt", &CancellationToken::new())
         .await;
     assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
@@ -96,7 +97,7 @@ async fn a_finished_plan_is_not_questioned() {
         .chat(reply().text("Done.").done());
     let mut run = start_with(script, |r| r.register(UpdatePlanTool), |_| {});
     let outcome = run
-        .executor
+        .agent
         .run("what does notes.txt say?", &CancellationToken::new())
         .await;
     assert_eq!((outcome.status, outcome.turns), (RunStatus::Finished, 2));
@@ -137,7 +138,7 @@ async fn the_plan_survives_when_old_results_are_shortened() {
         std::fs::write(run.root.join(format!("big{i}.txt")), &big).unwrap();
     }
     let outcome = run
-        .executor
+        .agent
         .run("read the big files", &CancellationToken::new())
         .await;
     assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
@@ -172,7 +173,7 @@ async fn a_resumed_session_goes_on_with_its_plan() {
         name: "update_plan".into(),
         arguments: plan(&[("Old step", "completed"), ("Open step", "in_progress")]),
     };
-    run.executor.resume(vec![
+    run.agent.resume(vec![
         Message::user("first task"),
         Message::Assistant(AssistantMessage {
             content: String::new(),
@@ -185,7 +186,7 @@ async fn a_resumed_session_goes_on_with_its_plan() {
         ),
         Message::assistant("Paused."),
     ]);
-    let session = run.executor.runner().session();
+    let session = run.runner().session();
     assert_eq!(
         checklist::current(session),
         [

@@ -2,76 +2,27 @@
 //! reading real files: polling a running command is progress, a call that keeps getting the
 //! same answer is refused, and so is a round of calls that does.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use lathe_agent::approval::{ApprovalMode, Gate, NonInteractive};
 use lathe_agent::events::RunStatus;
-use lathe_agent::executor::{Executor, ExecutorConfig, RunOutcome};
-use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
-use lathe_agent::runner::ToolRunner;
-use lathe_agent::sink::EventSink;
-use lathe_runtime::{Session, ToolConfig, Workspace};
-use lathe_store::{NewSession, Store};
-use lathe_testkit::{Part, Response, Script, ScriptedServer, ollama};
+use lathe_agent::executor::RunOutcome;
+use lathe_testkit::{Part, Response, Script, ollama};
 
-const MODEL: &str = "qwen3:8b";
+use crate::common::{Harness, MODEL, Run};
 
 /// Words every refusal of the guard uses.
 const NOT_RUN: &str = "was not run again";
 
-struct Run {
-    _dir: tempfile::TempDir,
-    server: ScriptedServer,
-    executor: Executor,
-}
-
-/// An executor with every built-in tool, in a workspace holding `a.txt` and `b.txt`.
+/// An agent with every built-in tool, in a workspace holding `a.txt` and `b.txt`.
 fn start(script: Script) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("ws");
-    std::fs::create_dir(&root).unwrap();
-    std::fs::write(root.join("a.txt"), "alpha\n").unwrap();
-    std::fs::write(root.join("b.txt"), "beta\n").unwrap();
-    let server =
-        ScriptedServer::start(script.ollama_models(&[MODEL], &["completion", "tools"])).unwrap();
-    let provider = connect(
-        ProviderKind::Ollama,
-        ProviderConfig::new(server.url()).retry(RetryPolicy::none()),
-    )
-    .unwrap();
-    let tool_session = Session::new(
-        Workspace::new(&root).unwrap(),
-        ToolConfig::default(),
-        dir.path().join("state"),
-    )
-    .unwrap();
-    let runner = Arc::new(ToolRunner::new(
-        Arc::new(lathe_tools::builtin()),
-        tool_session,
-        Arc::new(Gate::new(ApprovalMode::Auto, &root)),
-        Arc::new(NonInteractive),
-    ));
-    let store = Store::open(dir.path().join("db/sessions.sqlite3")).unwrap();
-    let session = store
-        .create_session(NewSession {
-            workspace: root.clone(),
-            provider: "ollama".into(),
-            model: MODEL.into(),
-            approval: "auto".into(),
-            ..NewSession::default()
-        })
-        .unwrap();
-    let sink = EventSink::new(store, session, Arc::new(|_: &_| {}));
-    let executor = Executor::new(provider, runner, sink, ExecutorConfig::new(MODEL));
-    Run {
-        _dir: dir,
-        server,
-        executor,
-    }
+    Harness::new()
+        .script(script)
+        .file("a.txt", "alpha\n")
+        .file("b.txt", "beta\n")
+        .start()
 }
 
 /// A turn that makes one call.
@@ -107,7 +58,7 @@ fn results(run: &Run) -> Vec<String> {
 }
 
 async fn run_task(run: &mut Run, task: &str) -> RunOutcome {
-    run.executor.run(task, &CancellationToken::new()).await
+    run.agent.run(task, &CancellationToken::new()).await
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@ use tokio::sync::Barrier;
 use tokio_util::sync::CancellationToken;
 
 use lathe_agent::approval::{
-    ApprovalDecision, ApprovalMode, ApprovalRequest, Approver, FixedAnswer, Gate, NonInteractive,
+    ApprovalDecision, ApprovalMode, ApprovalRequest, Approver, FixedAnswer, NonInteractive,
 };
 use lathe_agent::events::{Event, ToolStatus};
 use lathe_agent::message::ToolCall;
@@ -20,9 +20,10 @@ use lathe_agent::parser::{ToolNames, resolve_native};
 use lathe_agent::runner::{BatchCall, ToolRunner};
 use lathe_agent::sink::EventSink;
 use lathe_runtime::{
-    Effect, FileChange, Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput,
-    ToolProgress, Workspace,
+    Effect, FileChange, Registry, Session, Tool, ToolContext, ToolKind, ToolOutput, ToolProgress,
 };
+
+use crate::common::{Harness, Run};
 
 /// Waits until `parties` calls of it are running at once.
 #[derive(Deserialize, JsonSchema)]
@@ -144,45 +145,33 @@ impl Tool for Chatty {
 }
 
 struct Fixture {
-    _dir: tempfile::TempDir,
+    _run: Run,
     root: std::path::PathBuf,
-    runner: ToolRunner,
+    runner: Arc<ToolRunner>,
     events: Arc<Mutex<Vec<Event>>>,
     sink: EventSink,
 }
 
+/// The runner of an agent with `meet` (for `meet` parties), `append`, `forever` and `chatty`,
+/// in `mode`, asking `approver`; its events go to a sink that stores nothing.
 fn fixture(mode: ApprovalMode, approver: Arc<dyn Approver>, meet: usize) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("ws");
-    std::fs::create_dir(&root).unwrap();
-    let session = Session::new(
-        Workspace::new(&root).unwrap(),
-        ToolConfig::default(),
-        dir.path().join("state"),
-    )
-    .unwrap();
     let mut registry = Registry::new();
     registry.register(Meet(Arc::new(Barrier::new(meet))));
     registry.register(Append);
     registry.register(Forever);
     registry.register(Chatty);
-    let runner = ToolRunner::new(
-        Arc::new(registry),
-        session,
-        Arc::new(Gate::new(mode, &root)),
-        approver,
-    );
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&events);
-    let sink = EventSink::detached(Arc::new(move |e: &Event| {
-        seen.lock().unwrap().push(e.clone())
-    }));
+    let run = Harness::new()
+        .tools(registry)
+        .approval(mode)
+        .approver(approver)
+        .detached()
+        .start();
     Fixture {
-        root: root.canonicalize().unwrap(),
-        _dir: dir,
-        runner,
-        events,
-        sink,
+        root: run.root.canonicalize().unwrap(),
+        runner: Arc::clone(run.runner()),
+        events: Arc::clone(&run.events),
+        sink: run.agent.sink().clone(),
+        _run: run,
     }
 }
 

@@ -9,76 +9,18 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use lathe_agent::Agent;
 use lathe_agent::approval::{ApprovalDecision, ApprovalMode, ApprovalRequest, Approver};
 use lathe_agent::events::{Event, RunStatus, SubAgentState};
-use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, ToolProtocol, connect};
-use lathe_agent::sink::{EventSink, stored_history};
+use lathe_agent::provider::{ProviderKind, ToolProtocol};
+use lathe_agent::sink::stored_history;
 use lathe_agent::subagent::{SubAgentConfig, transcript};
-use lathe_runtime::{Dispatcher, Gate, Session, ToolConfig, ToolContext, Workspace};
-use lathe_store::{NewSession, SessionId, Store};
-use lathe_testkit::{Part, Script, ScriptedServer, ollama, openai, processes_with};
+use lathe_runtime::{Dispatcher, Gate, Session, ToolContext};
+use lathe_testkit::{Part, Script, ScriptedServer, processes_with};
 
-const MODEL: &str = "qwen3:8b";
+use crate::common::{Events, Harness, Run, call, calls, text};
 
-#[derive(Clone, Copy, Debug)]
-enum Wire {
-    Ollama,
-    OpenAi,
-}
-
-impl Wire {
-    fn call(self, id: &str, name: &str, arguments: Value) -> lathe_testkit::Response {
-        match self {
-            Wire::Ollama => ollama::turn(MODEL).tool_call(name, arguments).done(),
-            Wire::OpenAi => openai::turn(MODEL)
-                .tool_call(0, id, name, &[&arguments.to_string()])
-                .finish("tool_calls")
-                .done(),
-        }
-    }
-
-    fn calls(self, calls: &[(&str, &str, Value)]) -> lathe_testkit::Response {
-        match self {
-            Wire::Ollama => {
-                let calls: Vec<(Option<&str>, &str, Value)> = calls
-                    .iter()
-                    .map(|(_, name, args)| (None, *name, args.clone()))
-                    .collect();
-                ollama::turn(MODEL).tool_calls(&calls).done()
-            }
-            Wire::OpenAi => {
-                let mut turn = openai::turn(MODEL);
-                for (i, (id, name, args)) in calls.iter().enumerate() {
-                    turn = turn.tool_call(i, id, name, &[&args.to_string()]);
-                }
-                turn.finish("tool_calls").done()
-            }
-        }
-    }
-
-    fn text(self, text: &str) -> lathe_testkit::Response {
-        match self {
-            Wire::Ollama => ollama::turn(MODEL).text(text).done(),
-            Wire::OpenAi => openai::turn(MODEL).text(text).finish("stop").done(),
-        }
-    }
-
-    fn kind(self) -> ProviderKind {
-        match self {
-            Wire::Ollama => ProviderKind::Ollama,
-            Wire::OpenAi => ProviderKind::OpenAi,
-        }
-    }
-
-    fn serve(self, script: Script) -> ScriptedServer {
-        let script = match self {
-            Wire::Ollama => script.ollama_models(&[MODEL], &["completion", "tools"]),
-            Wire::OpenAi => script.openai_models(&[MODEL]),
-        };
-        ScriptedServer::start(script).unwrap()
-    }
-}
+/// The wire format a test's server speaks.
+type Wire = ProviderKind;
 
 /// What a child's requests hold, and its parent's never do.
 fn child(n: u32) -> String {
@@ -102,17 +44,6 @@ impl Approver for Person {
     }
 }
 
-struct Run {
-    dir: tempfile::TempDir,
-    root: std::path::PathBuf,
-    server: ScriptedServer,
-    store: Store,
-    session: SessionId,
-    events: Arc<Mutex<Vec<Event>>>,
-    agent: Agent,
-    tools: Arc<Session>,
-}
-
 fn start(
     wire: Wire,
     script: Script,
@@ -123,65 +54,33 @@ fn start(
     start_seeing(wire, script, mode, approver, config, Arc::default())
 }
 
-/// [`start`], the parent's events going to `events`.
+/// The parent, with the built-in tools and `config`'s sub-agents, in `mode` over a workspace
+/// holding `notes.txt`, its events going to `events`.
 fn start_seeing(
     wire: Wire,
     script: Script,
     mode: ApprovalMode,
     approver: Option<Arc<dyn Approver>>,
     config: SubAgentConfig,
-    events: Arc<Mutex<Vec<Event>>>,
+    events: Events,
 ) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("ws");
-    std::fs::create_dir(&root).unwrap();
-    std::fs::write(root.join("notes.txt"), "hello\n").unwrap();
-    let server = wire.serve(script);
-    let provider = connect(
-        wire.kind(),
-        ProviderConfig::new(server.url()).retry(RetryPolicy::none()),
-    )
-    .unwrap();
-    let tools = Session::new(
-        Workspace::new(&root).unwrap(),
-        ToolConfig::default(),
-        dir.path().join("state"),
-    )
-    .unwrap();
-    let store = Store::open(dir.path().join("db/sessions.sqlite3")).unwrap();
-    let session = store
-        .create_session(NewSession {
-            workspace: root.clone(),
-            provider: "ollama".into(),
-            model: MODEL.into(),
-            approval: mode.to_string(),
-            ..NewSession::default()
-        })
-        .unwrap();
-    let seen = Arc::clone(&events);
-    let sink = EventSink::new(
-        store.clone(),
-        session.clone(),
-        Arc::new(move |e: &Event| seen.lock().unwrap().push(e.clone())),
-    );
-    let mut builder = Agent::builder(provider, MODEL, Arc::clone(&tools))
+    let mut harness = harness(wire, script)
+        .file("notes.txt", "hello\n")
         .approval(mode)
-        .tool_protocol(ToolProtocol::Native)
-        .sink(sink)
-        .sub_agents(config);
+        .sub_agents(config)
+        .events(events);
     if let Some(approver) = approver {
-        builder = builder.approver(approver);
+        harness = harness.approver(approver);
     }
-    Run {
-        root,
-        server,
-        store,
-        session,
-        events,
-        agent: builder.build().unwrap(),
-        tools,
-        dir,
-    }
+    harness.start()
+}
+
+/// The harness of these tests: `wire`'s server playing `script`, native tool calls.
+fn harness(wire: Wire, script: Script) -> Harness {
+    Harness::new()
+        .kind(wire)
+        .script(script)
+        .config(|c| c.tool_protocol = ToolProtocol::Native)
 }
 
 /// Whether a request is a child's: its task opens with who it is.
@@ -283,14 +182,15 @@ fn has_pair(wire: Wire, messages: &[Value], id: &str, text: &str) -> bool {
 
 async fn a_background_result_arrives_as_a_pair(wire: Wire) {
     let script = Script::new()
-        .chat_when(&child(1), wire.text("There is one note: hello."))
-        .chat(wire.call(
+        .chat_when(&child(1), text(wire, "There is one note: hello."))
+        .chat(call(
+            wire,
             "call_spawn",
             "spawn_agent",
             json!({"task": "count the notes", "background": true}),
         ))
-        .chat(wire.text("Waiting for the helper."))
-        .chat(wire.text("The helper found one note."));
+        .chat(text(wire, "Waiting for the helper."))
+        .chat(text(wire, "The helper found one note."));
     let mut run = start(
         wire,
         script,
@@ -368,22 +268,24 @@ async fn a_background_result_arrives_as_a_pair_openai() {
 async fn a_foreground_child_answers_in_the_call_and_its_transcript_pages_like_read_file() {
     let wire = Wire::Ollama;
     let script = Script::new()
-        .chat_when("1\\thello", wire.text("notes.txt says hello (line 1)."))
+        .chat_when("1\\thello", text(wire, "notes.txt says hello (line 1)."))
         .chat_when(
             &child(1),
-            wire.call("c1", "read_file", json!({"path": "notes.txt"})),
+            call(wire, "c1", "read_file", json!({"path": "notes.txt"})),
         )
-        .chat(wire.call(
+        .chat(call(
+            wire,
             "p1",
             "spawn_agent",
             json!({"task": "what do the notes say?"}),
         ))
-        .chat(wire.call(
+        .chat(call(
+            wire,
             "p2",
             "read_sub_agent",
             json!({"id": "sub-1", "offset": 2, "limit": 3}),
         ))
-        .chat(wire.text("The notes say hello."));
+        .chat(text(wire, "The notes say hello."));
     let mut run = start(
         wire,
         script,
@@ -481,22 +383,24 @@ async fn a_childs_approval_goes_to_the_parents_approver_labelled_and_a_denial_re
     let script = Script::new()
         .chat_when(
             "the user denied this: not that file",
-            wire.text("I was not allowed to write it."),
+            text(wire, "I was not allowed to write it."),
         )
         .chat_when(
             &child(1),
-            wire.call(
+            call(
+                wire,
                 "c1",
                 "write_file",
                 json!({"path": "out.txt", "content": "x\n"}),
             ),
         )
-        .chat(wire.call(
+        .chat(call(
+            wire,
             "p1",
             "spawn_agent",
             json!({"task": "write out.txt", "profile": "general"}),
         ))
-        .chat(wire.text("The helper was not allowed."));
+        .chat(text(wire, "The helper was not allowed."));
     let person = Arc::new(Person::default());
     let mut run = start(
         wire,
@@ -536,22 +440,25 @@ async fn at_most_one_runs_at_once_and_the_others_queue() {
     let wire = Wire::Ollama;
     let script = Script::new()
         // Slow enough that sub-2 is spawned while sub-1 still runs.
-        .chat_when(&child(1), slow(wire.text("first done")))
-        .chat_when(&child(2), wire.text("second done"))
-        .chat(wire.calls(&[
-            (
-                "p1",
-                "spawn_agent",
-                json!({"task": "look at a", "background": true}),
-            ),
-            (
-                "p2",
-                "spawn_agent",
-                json!({"task": "look at b", "background": true}),
-            ),
-        ]))
-        .chat(wire.text("Waiting."))
-        .chat(wire.text("Both are done."));
+        .chat_when(&child(1), slow(text(wire, "first done")))
+        .chat_when(&child(2), text(wire, "second done"))
+        .chat(calls(
+            wire,
+            &[
+                (
+                    "p1",
+                    "spawn_agent",
+                    json!({"task": "look at a", "background": true}),
+                ),
+                (
+                    "p2",
+                    "spawn_agent",
+                    json!({"task": "look at b", "background": true}),
+                ),
+            ],
+        ))
+        .chat(text(wire, "Waiting."))
+        .chat(text(wire, "Both are done."));
     let mut run = start(
         wire,
         script,
@@ -604,9 +511,15 @@ async fn cancelling_the_parent_kills_the_childs_running_command() {
     let script = Script::new()
         .chat_when(
             &child(1),
-            wire.call("c1", "shell", json!({"command": marker, "timeout": 3600})),
+            call(
+                wire,
+                "c1",
+                "shell",
+                json!({"command": marker, "timeout": 3600}),
+            ),
         )
-        .chat(wire.call(
+        .chat(call(
+            wire,
             "p1",
             "spawn_agent",
             json!({"task": "wait a long time", "profile": "general"}),
@@ -682,22 +595,24 @@ impl Approver for Away {
 async fn a_parent_that_answers_while_a_child_runs_waits_and_reads_its_result_in_one_more_turn() {
     let wire = Wire::Ollama;
     let script = Script::new()
-        .chat_when("the user denied this", wire.text("Not allowed; one note."))
+        .chat_when("the user denied this", text(wire, "Not allowed; one note."))
         .chat_when(
             &child(1),
-            wire.call(
+            call(
+                wire,
                 "c1",
                 "write_file",
                 json!({"path": "count.txt", "content": "1\n"}),
             ),
         )
-        .chat(wire.call(
+        .chat(call(
+            wire,
             "p1",
             "spawn_agent",
             json!({"task": "count the notes", "profile": "general", "background": true}),
         ))
-        .chat(wire.text("Waiting for the helper."))
-        .chat(wire.text("The helper found one note."));
+        .chat(text(wire, "Waiting for the helper."))
+        .chat(text(wire, "The helper found one note."));
     let events: Arc<Mutex<Vec<Event>>> = Arc::default();
     // The child's question is answered only after the parent's second turn (its "final"
     // answer): the parent is certain to answer while the child still runs.
@@ -748,10 +663,15 @@ async fn a_child_at_its_turn_limit_says_it_did_not_finish() {
     let script = Script::new()
         .chat_when(
             &child(1),
-            wire.call("c1", "read_file", json!({"path": "notes.txt"})),
+            call(wire, "c1", "read_file", json!({"path": "notes.txt"})),
         )
-        .chat(wire.call("p1", "spawn_agent", json!({"task": "read the notes"})))
-        .chat(wire.text("The helper ran out of turns."));
+        .chat(call(
+            wire,
+            "p1",
+            "spawn_agent",
+            json!({"task": "read the notes"}),
+        ))
+        .chat(text(wire, "The helper ran out of turns."));
     let config = SubAgentConfig {
         max_turns: 1,
         ..SubAgentConfig::default()
@@ -776,16 +696,24 @@ async fn a_child_at_its_turn_limit_says_it_did_not_finish() {
 async fn a_resumed_session_numbers_children_on_and_reads_the_earlier_ones_from_the_store() {
     let wire = Wire::Ollama;
     let script = Script::new()
-        .chat_when(&child(1), wire.text("first helper's answer"))
-        .chat_when(&child(2), wire.text("second helper's answer"))
-        .chat(wire.call("p1", "spawn_agent", json!({"task": "first task"})))
-        .chat(wire.text("First done."))
+        .chat_when(&child(1), text(wire, "first helper's answer"))
+        .chat_when(&child(2), text(wire, "second helper's answer"))
+        .chat(call(
+            wire,
+            "p1",
+            "spawn_agent",
+            json!({"task": "first task"}),
+        ))
+        .chat(text(wire, "First done."))
         // The resumed session.
-        .chat(wire.calls(&[
-            ("p2", "spawn_agent", json!({"task": "second task"})),
-            ("p3", "read_sub_agent", json!({"id": "sub-1"})),
-        ]))
-        .chat(wire.text("Second done."));
+        .chat(calls(
+            wire,
+            &[
+                ("p2", "spawn_agent", json!({"task": "second task"})),
+                ("p3", "read_sub_agent", json!({"id": "sub-1"})),
+            ],
+        ))
+        .chat(text(wire, "Second done."));
     let mut run = start(
         wire,
         script,
@@ -795,26 +723,11 @@ async fn a_resumed_session_numbers_children_on_and_reads_the_earlier_ones_from_t
     );
     let first = run.agent.run("one", &CancellationToken::new()).await;
     assert_eq!(first.status, RunStatus::Finished, "{first:?}");
+    let again = run.again();
     drop(run.agent);
 
     // Another process goes on with the stored session.
-    let provider = connect(
-        wire.kind(),
-        ProviderConfig::new(run.server.url()).retry(RetryPolicy::none()),
-    )
-    .unwrap();
-    let sink = EventSink::new(
-        run.store.clone(),
-        run.session.clone(),
-        Arc::new(|_: &Event| {}),
-    );
-    let mut agent = Agent::builder(provider, MODEL, Arc::clone(&run.tools))
-        .approval(ApprovalMode::Auto)
-        .tool_protocol(ToolProtocol::Native)
-        .sink(sink)
-        .sub_agents(SubAgentConfig::default())
-        .build()
-        .unwrap();
+    let mut agent = again.start().agent;
     agent.resume(stored_history(&run.store, &run.session).unwrap());
     let second = agent.run("two", &CancellationToken::new()).await;
     assert_eq!(second.status, RunStatus::Finished, "{second:?}");
@@ -833,17 +746,25 @@ async fn an_explore_child_runs_commands_that_read_and_is_refused_those_that_writ
     let script = Script::new()
         .chat_when(
             "denied by Lathe's policy",
-            wire.text("I could read but not write."),
+            text(wire, "I could read but not write."),
         )
         .chat_when(
             &child(1),
-            wire.calls(&[
-                ("c1", "shell", json!({"command": "cat notes.txt"})),
-                ("c2", "shell", json!({"command": "touch made.txt"})),
-            ]),
+            calls(
+                wire,
+                &[
+                    ("c1", "shell", json!({"command": "cat notes.txt"})),
+                    ("c2", "shell", json!({"command": "touch made.txt"})),
+                ],
+            ),
         )
-        .chat(wire.call("p1", "spawn_agent", json!({"task": "look around"})))
-        .chat(wire.text("Done."));
+        .chat(call(
+            wire,
+            "p1",
+            "spawn_agent",
+            json!({"task": "look around"}),
+        ))
+        .chat(text(wire, "Done."));
     // The parent may do anything; its explore child still only reads.
     let mut run = start(
         wire,
@@ -884,15 +805,21 @@ async fn the_parents_session_ending_stops_a_background_child_and_kills_its_comma
     let script = Script::new()
         .chat_when(
             &child(1),
-            wire.call("c1", "shell", json!({"command": marker, "timeout": 3600})),
+            call(
+                wire,
+                "c1",
+                "shell",
+                json!({"command": marker, "timeout": 3600}),
+            ),
         )
-        .chat(wire.call(
+        .chat(call(
+            wire,
             "p1",
             "spawn_agent",
             json!({"task": "wait a long time", "profile": "general", "background": true}),
         ))
-        .chat(wire.text("Waiting for the helper."))
-        .chat(wire.text("The helper was stopped."));
+        .chat(text(wire, "Waiting for the helper."))
+        .chat(text(wire, "The helper was stopped."));
     let mut run = start(
         wire,
         script,
@@ -958,65 +885,42 @@ impl lathe_runtime::Hook for Audit {
 async fn a_general_childs_calls_pass_the_parents_hooks_and_its_changes_are_in_its_checkpoint() {
     let wire = Wire::Ollama;
     let script = Script::new()
-        .chat_when("\"tool_name\":\"write_file\"", wire.text("Wrote out.txt."))
+        .chat_when("\"tool_name\":\"write_file\"", text(wire, "Wrote out.txt."))
         .chat_when(
             &child(1),
-            wire.call(
+            call(
+                wire,
                 "c1",
                 "write_file",
                 json!({"path": "out.txt", "content": "from the child\n"}),
             ),
         )
-        .chat(wire.call(
+        .chat(call(
+            wire,
             "p1",
             "spawn_agent",
             json!({"task": "write out.txt", "profile": "general"}),
         ))
-        .chat(wire.text("The helper wrote it."));
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("ws");
-    std::fs::create_dir(&root).unwrap();
-    let server = wire.serve(script);
-    let provider = connect(
-        wire.kind(),
-        ProviderConfig::new(server.url()).retry(RetryPolicy::none()),
-    )
-    .unwrap();
-    let tools = Session::new(
-        Workspace::new(&root).unwrap(),
-        ToolConfig::default(),
-        dir.path().join("state"),
-    )
-    .unwrap();
-    let checkpoints = Arc::new(
-        lathe_checkpoint::Checkpoints::builder(dir.path().join("data"), &root, "s1")
-            .build()
-            .unwrap(),
-    );
-    let events: Arc<Mutex<Vec<Event>>> = Arc::default();
-    let seen = Arc::clone(&events);
+        .chat(text(wire, "The helper wrote it."));
     let audit = Arc::new(Audit::default());
-    let mut agent = Agent::builder(provider, MODEL, tools)
-        .approval(ApprovalMode::Auto)
-        .tool_protocol(ToolProtocol::Native)
-        .checkpoints(checkpoints)
+    let mut run = harness(wire, script)
+        .checkpoints()
         .hook(Arc::clone(&audit) as Arc<dyn lathe_runtime::Hook>)
-        .sink(EventSink::detached(Arc::new(move |e: &Event| {
-            seen.lock().unwrap().push(e.clone())
-        })))
         .sub_agents(SubAgentConfig::default())
-        .build()
-        .unwrap();
-    let outcome = agent.run("make out.txt", &CancellationToken::new()).await;
+        .detached()
+        .start();
+    let outcome = run
+        .agent
+        .run("make out.txt", &CancellationToken::new())
+        .await;
     assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
     assert_eq!(
-        std::fs::read_to_string(root.join("out.txt")).unwrap(),
+        std::fs::read_to_string(run.root.join("out.txt")).unwrap(),
         "from the child\n"
     );
     assert_eq!(outcome.report.checkpoints.len(), 1, "{:?}", outcome.report);
-    let created: Vec<_> = events
-        .lock()
-        .unwrap()
+    let created: Vec<_> = run
+        .events()
         .iter()
         .filter_map(|e| match e {
             Event::CheckpointCreated(c) => Some(c.clone()),

@@ -3,138 +3,42 @@
 //! ever, a reply longer than the window, Ctrl-C mid-answer; and the history's shape after each
 //! (never two user or two assistant messages in a row, never a half turn).
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use lathe_agent::approval::{ApprovalMode, Gate, NonInteractive};
 use lathe_agent::events::{Event, RunStatus};
-use lathe_agent::executor::{Executor, ExecutorConfig};
+use lathe_agent::executor::ExecutorConfig;
 use lathe_agent::message::{AssistantMessage, Message};
-use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
-use lathe_agent::runner::ToolRunner;
-use lathe_agent::sink::{EventSink, stored_history};
-use lathe_runtime::{
-    Effect, Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace,
-};
-use lathe_store::{NewSession, Store};
-use lathe_testkit::{Response, Script, ScriptedServer, ollama};
+use lathe_agent::sink::stored_history;
+use lathe_runtime::Profile;
+use lathe_testkit::{Response, Script};
 
-const MODEL: &str = "qwen3:8b";
+use crate::common::tools::cat;
+use crate::common::{Run, reply};
 
-/// Reads a file of the workspace.
-#[derive(Deserialize, JsonSchema)]
-struct CatInput {
-    /// The file.
-    path: String,
-}
-
-struct Cat;
-
-impl Tool for Cat {
-    const NAME: &'static str = "cat";
-    type Input = CatInput;
-    fn kind(&self) -> ToolKind {
-        ToolKind::Read
-    }
-    fn effects(&self, input: &Self::Input, _session: &Session) -> Vec<Effect> {
-        vec![Effect::Read {
-            path: input.path.clone(),
-        }]
-    }
-    async fn run(&self, input: CatInput, ctx: ToolContext) -> ToolOutput {
-        match std::fs::read_to_string(ctx.session.workspace().root().join(&input.path)) {
-            Ok(text) => ToolOutput::ok(text),
-            Err(err) => ToolOutput::error(format!("cannot read {}: {err}", input.path)),
-        }
-    }
-}
-
-struct Run {
-    _dir: tempfile::TempDir,
-    server: ScriptedServer,
-    store: Store,
-    session: lathe_store::SessionId,
-    events: Arc<Mutex<Vec<Event>>>,
-    executor: Executor,
-}
-
-/// An executor against `script`, retrying cut answers at once; `on_event` also sees each event
-/// as it is shown.
+/// An agent with `cat` over a workspace holding `notes.txt` (on the full profile whatever the
+/// window, as these tests were written) against `script`, retrying cut answers at once;
+/// `on_event` also sees each event as it is shown.
 fn start_with(
     script: Script,
     configure: impl FnOnce(&mut ExecutorConfig),
     on_event: impl Fn(&Event) + Send + Sync + 'static,
 ) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("ws");
-    std::fs::create_dir(&root).unwrap();
-    std::fs::write(root.join("notes.txt"), "hello\n").unwrap();
-    let server =
-        ScriptedServer::start(script.ollama_models(&[MODEL], &["completion", "tools"])).unwrap();
-    let provider = connect(
-        ProviderKind::Ollama,
-        ProviderConfig::new(server.url()).retry(RetryPolicy::none()),
-    )
-    .unwrap();
-    let tool_session = Session::new(
-        Workspace::new(&root).unwrap(),
-        ToolConfig::default(),
-        dir.path().join("state"),
-    )
-    .unwrap();
-    let mut registry = Registry::new();
-    registry.register(Cat);
-    let runner = Arc::new(ToolRunner::new(
-        Arc::new(registry),
-        tool_session,
-        Arc::new(Gate::new(ApprovalMode::Auto, &root)),
-        Arc::new(NonInteractive),
-    ));
-    let store = Store::open(dir.path().join("db/sessions.sqlite3")).unwrap();
-    let session = store
-        .create_session(NewSession {
-            workspace: root.clone(),
-            provider: "ollama".into(),
-            model: MODEL.into(),
-            approval: "auto".into(),
-            ..NewSession::default()
-        })
-        .unwrap();
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&events);
-    let sink = EventSink::new(
-        store.clone(),
-        session.clone(),
-        Arc::new(move |e: &Event| {
-            on_event(e);
-            seen.lock().unwrap().push(e.clone());
-        }),
-    );
-    let mut config = ExecutorConfig::new(MODEL);
-    config.stream_retry_delay = Duration::from_millis(1);
-    configure(&mut config);
-    let executor = Executor::new(provider, runner, sink, config);
-    Run {
-        _dir: dir,
-        server,
-        store,
-        session,
-        events,
-        executor,
-    }
+    crate::common::Harness::new()
+        .script(script)
+        .tools(cat())
+        .file("notes.txt", "hello\n")
+        .profile(Profile::Full)
+        .config(|c| c.stream_retry_delay = Duration::from_millis(1))
+        .config(configure)
+        .on_event(on_event)
+        .start()
 }
 
 fn start(script: Script, configure: impl FnOnce(&mut ExecutorConfig)) -> Run {
     start_with(script, configure, |_| {})
-}
-
-fn reply() -> ollama::OllamaTurn {
-    ollama::turn(MODEL)
 }
 
 /// A reply that shows some text, then loses its connection.
@@ -142,49 +46,33 @@ fn cut_reply(text: &str) -> Response {
     reply().text(text).unfinished().then_drop_connection()
 }
 
-impl Run {
-    fn events(&self) -> Vec<Event> {
-        self.events.lock().unwrap().clone()
-    }
-
-    fn messages(&self, request: usize) -> Vec<Value> {
-        self.server.chat_bodies()[request]["messages"]
-            .as_array()
-            .unwrap()
-            .clone()
-    }
-
-    /// No two user or two assistant messages in a row, in memory and as stored, read back.
-    fn assert_alternates(&self) {
-        let roles = |history: &[Message]| -> Vec<&'static str> {
-            history
-                .iter()
-                .map(|m| match m {
-                    Message::System { .. } => "system",
-                    Message::User { .. } => "user",
-                    Message::Assistant(_) => "assistant",
-                    Message::Tool(_) => "tool",
-                })
-                .collect()
-        };
-        let mut resumed = Executor::new(
-            connect(ProviderKind::Ollama, ProviderConfig::new(self.server.url())).unwrap(),
-            Arc::clone(self.executor.runner()),
-            EventSink::detached(Arc::new(|_: &Event| {})),
-            ExecutorConfig::new(MODEL),
-        );
-        resumed.resume(stored_history(&self.store, &self.session).unwrap());
-        for history in [self.executor.history(), resumed.history()] {
-            let roles = roles(history);
-            for pair in roles.windows(2) {
-                assert!(
-                    !(pair[0] == pair[1] && matches!(pair[0], "user" | "assistant")),
-                    "{roles:?}"
-                );
-            }
+/// No two user or two assistant messages in a row, in memory and as stored, read back.
+fn assert_alternates(run: &Run) {
+    let roles = |history: &[Message]| -> Vec<&'static str> {
+        history
+            .iter()
+            .map(|m| match m {
+                Message::System { .. } => "system",
+                Message::User { .. } => "user",
+                Message::Assistant(_) => "assistant",
+                Message::Tool(_) => "tool",
+            })
+            .collect()
+    };
+    let mut resumed = run.again().detached().start();
+    resumed
+        .agent
+        .resume(stored_history(&run.store, &run.session).unwrap());
+    for history in [run.history(), resumed.history()] {
+        let roles = roles(history);
+        for pair in roles.windows(2) {
+            assert!(
+                !(pair[0] == pair[1] && matches!(pair[0], "user" | "assistant")),
+                "{roles:?}"
+            );
         }
-        assert_eq!(resumed.history()[1..], self.executor.history()[1..]);
     }
+    assert_eq!(resumed.history()[1..], run.history()[1..]);
 }
 
 fn restarts(events: &[Event]) -> Vec<String> {
@@ -192,16 +80,6 @@ fn restarts(events: &[Event]) -> Vec<String> {
         .iter()
         .filter_map(|e| match e {
             Event::AnswerRestarted { message, .. } => Some(message.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn notices(events: &[Event]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Notice { message } => Some(message.clone()),
             _ => None,
         })
         .collect()
@@ -215,7 +93,7 @@ async fn an_answer_cut_before_any_call_is_asked_for_again_and_its_half_is_droppe
         .chat(reply().text("The notes say hello.").done());
     let mut run = start(script, |_| {});
     let outcome = run
-        .executor
+        .agent
         .run("what do the notes say?", &CancellationToken::new())
         .await;
     assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
@@ -226,10 +104,10 @@ async fn an_answer_cut_before_any_call_is_asked_for_again_and_its_half_is_droppe
     );
     // The same request again: the half answer never went into the history.
     assert_eq!(run.messages(0), run.messages(1));
-    let history = run.executor.history();
+    let history = run.history();
     assert_eq!(history.len(), 3, "{history:?}");
     assert_eq!(history[2], Message::assistant("The notes say hello."));
-    run.assert_alternates();
+    assert_alternates(&run);
 }
 
 /// Issue 14: when the retries run out the run fails plainly, the history holds no half turn,
@@ -242,10 +120,7 @@ async fn when_the_retries_run_out_the_run_fails_and_the_next_task_merges() {
         .chat(cut_reply("three"))
         .chat(reply().text("Hello.").done());
     let mut run = start(script, |_| {});
-    let outcome = run
-        .executor
-        .run("first task", &CancellationToken::new())
-        .await;
+    let outcome = run.agent.run("first task", &CancellationToken::new()).await;
     assert_eq!(outcome.status, RunStatus::Failed, "{outcome:?}");
     let message = outcome.message.unwrap();
     assert!(
@@ -260,14 +135,11 @@ async fn when_the_retries_run_out_the_run_fails_and_the_next_task_merges() {
             "connection to the model lost mid-answer; retrying (2 of 2)"
         ]
     );
-    assert_eq!(
-        run.executor.history().last(),
-        Some(&Message::user("first task"))
-    );
-    run.assert_alternates();
+    assert_eq!(run.history().last(), Some(&Message::user("first task")));
+    assert_alternates(&run);
 
     let outcome = run
-        .executor
+        .agent
         .run("second task", &CancellationToken::new())
         .await;
     assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
@@ -277,7 +149,7 @@ async fn when_the_retries_run_out_the_run_fails_and_the_next_task_merges() {
         messages[1],
         json!({"role": "user", "content": "first task\n\nsecond task"})
     );
-    run.assert_alternates();
+    assert_alternates(&run);
 }
 
 /// Issue 14: an answer cut after a complete call keeps the call (it runs, once) and drops the
@@ -296,13 +168,13 @@ async fn an_answer_cut_after_a_complete_call_runs_that_call() {
         .chat(reply().text("They say hello.").done());
     let mut run = start(script, |_| {});
     let outcome = run
-        .executor
+        .agent
         .run("what do the notes say?", &CancellationToken::new())
         .await;
     assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
     assert_eq!(run.server.chat_bodies().len(), 2);
     assert!(restarts(&run.events()).is_empty());
-    let notices = notices(&run.events());
+    let notices = run.notices();
     assert!(
         notices.iter().any(|n| n
             == "connection to the model lost mid-answer; running the 1 complete tool call it had sent (the rest of the answer is lost)"),
@@ -313,7 +185,7 @@ async fn an_answer_cut_after_a_complete_call_runs_that_call() {
     assert_eq!(second[2]["tool_calls"][0]["function"]["name"], "cat");
     assert_eq!(second[3]["role"], "tool");
     assert_eq!(second[3]["content"], "hello\n");
-    run.assert_alternates();
+    assert_alternates(&run);
 }
 
 /// Issue 14: a stalled stream was silent for 600 s, then failed. Now silence is reported while
@@ -333,10 +205,7 @@ async fn silence_is_reported_and_the_idle_timeout_asks_again() {
         config.idle_timeout = Some(Duration::from_secs(3));
         config.waiting_every = Duration::from_secs(1);
     });
-    let outcome = run
-        .executor
-        .run("say hello", &CancellationToken::new())
-        .await;
+    let outcome = run.agent.run("say hello", &CancellationToken::new()).await;
     assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
     assert_eq!(outcome.answer, "Hello.");
     let events = run.events();
@@ -353,7 +222,7 @@ async fn silence_is_reported_and_the_idle_timeout_asks_again() {
         ["the model sent nothing for 3 s, the idle timeout; retrying (1 of 2)"]
     );
     assert_eq!(run.messages(0), run.messages(1));
-    run.assert_alternates();
+    assert_alternates(&run);
 }
 
 /// Issue 14: with no retries left, the idle timeout fails the run with a message that names
@@ -369,10 +238,7 @@ async fn the_idle_timeout_before_the_first_token_names_its_setting() {
         config.idle_timeout = Some(Duration::from_secs(1));
         config.stream_retries = 0;
     });
-    let outcome = run
-        .executor
-        .run("say hello", &CancellationToken::new())
-        .await;
+    let outcome = run.agent.run("say hello", &CancellationToken::new()).await;
     assert_eq!(outcome.status, RunStatus::Failed, "{outcome:?}");
     let message = outcome.message.unwrap();
     assert!(
@@ -382,10 +248,7 @@ async fn the_idle_timeout_before_the_first_token_names_its_setting() {
         "{message}"
     );
     assert!(message.contains("gave up after 1 try"), "{message}");
-    assert_eq!(
-        run.executor.history().last(),
-        Some(&Message::user("say hello"))
-    );
+    assert_eq!(run.history().last(), Some(&Message::user("say hello")));
 }
 
 /// Issue 14: a tiny model repeated itself for nine minutes. The loop is stopped early (the
@@ -402,7 +265,7 @@ async fn a_reply_caught_in_a_loop_is_stopped_and_the_model_told() {
         .chat(reply().text("The notes say hello.").done());
     let mut run = start(script, |_| {});
     let outcome = run
-        .executor
+        .agent
         .run("what do the notes say?", &CancellationToken::new())
         .await;
     assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
@@ -423,7 +286,7 @@ async fn a_reply_caught_in_a_loop_is_stopped_and_the_model_told() {
     // At least the endless reply was hung up on; the client may also close the next, finished
     // reply's connection while the server writes its last bytes (seen under load).
     assert!(run.server.hang_ups() >= 1, "{}", run.server.hang_ups());
-    let notices = notices(&run.events());
+    let notices = run.notices();
     assert!(
         notices.iter().any(|n| n
             == "the model was repeating itself (\"I will read the file.\" over and over); its reply was stopped"),
@@ -445,7 +308,7 @@ async fn a_reply_caught_in_a_loop_is_stopped_and_the_model_told() {
         second[3],
         json!({"role": "user", "content": "Your reply was stopped: it repeated \"I will read the file.\" over and over. Say it once and continue."})
     );
-    run.assert_alternates();
+    assert_alternates(&run);
 }
 
 /// Issue 14: no output cap was sent unless configured.
@@ -455,14 +318,11 @@ async fn a_default_output_cap_is_sent_and_a_configured_one_wins() {
         .chat(reply().text("one").done())
         .chat(reply().text("two").done());
     let mut run = start(script, |config| config.context_window = Some(8_192));
-    run.executor.run("a", &CancellationToken::new()).await;
+    run.agent.run("a", &CancellationToken::new()).await;
     let mut configured = start(Script::new().chat(reply().text("x").done()), |config| {
         config.options.max_tokens = Some(100)
     });
-    configured
-        .executor
-        .run("a", &CancellationToken::new())
-        .await;
+    configured.agent.run("a", &CancellationToken::new()).await;
     assert_eq!(run.server.chat_bodies()[0]["options"]["num_predict"], 2_048);
     assert_eq!(
         configured.server.chat_bodies()[0]["options"]["num_predict"],
@@ -486,7 +346,7 @@ async fn a_reply_longer_than_the_window_is_kept_shortened() {
         config.context_window = Some(4_000);
         config.options.max_tokens = Some(1_000);
     });
-    let outcome = run.executor.run("go", &CancellationToken::new()).await;
+    let outcome = run.agent.run("go", &CancellationToken::new()).await;
     assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
     let second = run.messages(1);
     let kept = second[2]["content"].as_str().unwrap();
@@ -520,9 +380,9 @@ async fn an_answer_stopped_by_the_user_is_kept_marked_as_interrupted() {
             }
         },
     );
-    let outcome = run.executor.run("explain", &cancel).await;
+    let outcome = run.agent.run("explain", &cancel).await;
     assert_eq!(outcome.status, RunStatus::Stopped, "{outcome:?}");
-    let outcome = run.executor.run("go on", &CancellationToken::new()).await;
+    let outcome = run.agent.run("go on", &CancellationToken::new()).await;
     assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
     let messages = run.messages(1);
     assert_eq!(
@@ -530,7 +390,7 @@ async fn an_answer_stopped_by_the_user_is_kept_marked_as_interrupted() {
         json!({"role": "assistant", "content": "Half of my ans\n\n[interrupted by the user]"})
     );
     assert_eq!(messages[3], json!({"role": "user", "content": "go on"}));
-    run.assert_alternates();
+    assert_alternates(&run);
 }
 
 /// Issue 14: a session stored with two user messages in a row (a failed turn, before they were
@@ -539,7 +399,7 @@ async fn an_answer_stopped_by_the_user_is_kept_marked_as_interrupted() {
 async fn resuming_merges_messages_of_one_role_in_a_row() {
     let script = Script::new().chat(reply().text("Picking up.").done());
     let mut run = start(script, |_| {});
-    run.executor.resume(vec![
+    run.agent.resume(vec![
         Message::system("old prompt"),
         Message::user("first task"),
         Message::user("first task, again"),
@@ -550,7 +410,7 @@ async fn resuming_merges_messages_of_one_role_in_a_row() {
         }),
         Message::user("a third"),
     ]);
-    let outcome = run.executor.run("go on", &CancellationToken::new()).await;
+    let outcome = run.agent.run("go on", &CancellationToken::new()).await;
     assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
     let messages = run.messages(0);
     assert_eq!(messages.len(), 4, "{messages:?}");

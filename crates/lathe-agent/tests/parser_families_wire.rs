@@ -299,7 +299,8 @@ async fn a_list_with_an_unknown_tool_keeps_the_known_calls() {
 /// name and the closest real tool (the registry's answer).
 #[tokio::test]
 async fn the_model_is_told_which_name_in_a_list_was_unknown() {
-    use crate::agent_executor::{reply, start_with};
+    use crate::agent_executor::start_with;
+    use crate::common::reply;
     use lathe_agent::events::RunStatus;
     use tokio_util::sync::CancellationToken;
     let script = Script::new()
@@ -313,7 +314,7 @@ async fn the_model_is_told_which_name_in_a_list_was_unknown() {
         )
         .chat(reply().text("The notes say hello.").done());
     let mut run = start_with(script, |_| {}, |_| {});
-    let outcome = run.executor.run("notes?", &CancellationToken::new()).await;
+    let outcome = run.agent.run("notes?", &CancellationToken::new()).await;
     assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
     let bodies = run.server.chat_bodies();
     let messages = bodies[1]["messages"].as_array().unwrap();

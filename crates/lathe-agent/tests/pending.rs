@@ -5,29 +5,26 @@
 //! and the tests read the request bodies they recorded.
 
 use std::io::Read;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use lathe_agent::Agent;
 use lathe_agent::approval::{ApprovalDecision, ApprovalMode, Approver, FixedAnswer};
 use lathe_agent::events::{Event, RunReport, RunStatus, ToolStatus};
 use lathe_agent::message::Message;
-use lathe_agent::provider::{
-    ChatRequest, ProviderConfig, ProviderKind, RetryPolicy, ToolProtocol, connect,
-};
-use lathe_agent::sink::{EventSink, stored_history};
+use lathe_agent::provider::{ChatRequest, ProviderKind, ToolProtocol};
+use lathe_agent::sink::stored_history;
 use lathe_runtime::{
     Access, Effect, FileChange, NOTHING_PENDING, PendingAction, Plan, PlannedWrite, Session, Tool,
-    ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace, current_stamp,
+    ToolContext, ToolKind, ToolOutput, current_stamp,
 };
-use lathe_store::{NewSession, SessionId, Store};
 use lathe_testkit::{Response, Script, ScriptedServer, ollama, openai};
 
-const MODEL: &str = "qwen3:8b";
+use crate::common::{Harness, MODEL, Run, reply, text};
+
 const REMINDER: &str = "[Lathe] Pending and not applied yet";
 const FILE: &str = "notes.txt";
 const BEFORE: &str = "hello\n";
@@ -124,23 +121,9 @@ impl Tool for PreviewPut {
     }
 }
 
-struct Run {
-    _dir: tempfile::TempDir,
-    root: std::path::PathBuf,
-    server: ScriptedServer,
-    store: Store,
-    session: SessionId,
-    events: Arc<Mutex<Vec<Event>>>,
-    agent: Agent,
-}
-
 impl Run {
     fn file(&self) -> String {
         std::fs::read_to_string(self.root.join(FILE)).unwrap()
-    }
-
-    fn events(&self) -> Vec<Event> {
-        self.events.lock().unwrap().clone()
     }
 
     fn report(&self) -> RunReport {
@@ -220,16 +203,6 @@ impl Run {
             })
             .collect()
     }
-
-    fn notices(&self) -> Vec<String> {
-        self.events()
-            .into_iter()
-            .filter_map(|e| match e {
-                Event::Notice { message } => Some(message),
-                _ => None,
-            })
-            .collect()
-    }
 }
 
 fn start(
@@ -241,6 +214,8 @@ fn start(
     start_with(kind, script, mode, approver, ToolProtocol::Auto)
 }
 
+/// An agent with the built-in tools and `preview_put`, in `mode`, over a workspace holding
+/// [`FILE`]; an Ollama server lists the model, an OpenAI-compatible one lists none.
 fn start_with(
     kind: ProviderKind,
     script: Script,
@@ -248,83 +223,31 @@ fn start_with(
     approver: Option<Arc<dyn Approver>>,
     protocol: ToolProtocol,
 ) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("ws");
-    std::fs::create_dir(&root).unwrap();
-    std::fs::write(root.join(FILE), BEFORE).unwrap();
-    let script = match kind {
-        ProviderKind::Ollama => script.ollama_models(&[MODEL], &["completion", "tools"]),
-        ProviderKind::OpenAi => script,
-    };
-    let server = ScriptedServer::start(script).unwrap();
-    let provider = connect(
-        kind,
-        ProviderConfig::new(server.url())
-            .retry(RetryPolicy::none())
-            .api_key(Some("sk-test".into())),
-    )
-    .unwrap();
-    let tools = Session::new(
-        Workspace::new(&root).unwrap(),
-        ToolConfig::default(),
-        dir.path().join("state"),
-    )
-    .unwrap();
     let mut registry = lathe_tools::builtin();
     registry.register(PreviewPut);
-    let store = Store::open(dir.path().join("db/sessions.sqlite3")).unwrap();
-    let session = store
-        .create_session(NewSession {
-            workspace: root.clone(),
-            provider: "scripted".into(),
-            model: MODEL.into(),
-            approval: mode.to_string(),
-            ..NewSession::default()
-        })
-        .unwrap();
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&events);
-    let sink = EventSink::new(
-        store.clone(),
-        session.clone(),
-        Arc::new(move |e: &Event| seen.lock().unwrap().push(e.clone())),
-    );
-    let mut builder = Agent::builder(provider, MODEL, tools)
-        .registry(Arc::new(registry))
+    let harness = Harness::new().kind(kind);
+    let harness = match kind {
+        ProviderKind::Ollama => harness.script(script),
+        ProviderKind::OpenAi => harness.bare_script(script),
+    };
+    let mut harness = harness
+        .api_key("sk-test")
+        .file(FILE, BEFORE)
+        .tools(registry)
         .approval(mode)
-        .tool_protocol(protocol)
-        .sink(sink);
+        .config(|c| c.tool_protocol = protocol);
     if let Some(approver) = approver {
-        builder = builder.approver(approver);
+        harness = harness.approver(approver);
     }
-    Run {
-        _dir: dir,
-        root,
-        server,
-        store,
-        session,
-        events,
-        agent: builder.build().unwrap(),
-    }
+    harness.start()
 }
 
-/// A model turn that calls `name` with `arguments`, in the server's wire format.
+/// A model turn that calls `name` with `arguments`, in the server's wire format (with its id
+/// on both).
 fn call(kind: ProviderKind, id: &str, name: &str, arguments: Value) -> Response {
     match kind {
-        ProviderKind::Ollama => ollama::turn(MODEL)
-            .tool_call_with_id(id, name, arguments)
-            .done(),
-        ProviderKind::OpenAi => openai::turn(MODEL)
-            .tool_call(0, id, name, &[&arguments.to_string()])
-            .finish("tool_calls")
-            .done(),
-    }
-}
-
-fn text(kind: ProviderKind, text: &str) -> Response {
-    match kind {
-        ProviderKind::Ollama => ollama::turn(MODEL).text(text).done(),
-        ProviderKind::OpenAi => openai::turn(MODEL).text(text).finish("stop").done(),
+        ProviderKind::Ollama => reply().tool_call_with_id(id, name, arguments).done(),
+        ProviderKind::OpenAi => crate::common::call(kind, id, name, arguments),
     }
 }
 

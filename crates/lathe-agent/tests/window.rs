@@ -2,23 +2,18 @@
 //! profile) and the server's sign that it cut a prompt, over real HTTP to the scripted model
 //! server speaking each server family's endpoints.
 
-use std::sync::{Arc, Mutex};
-
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use lathe_agent::events::Event;
+use lathe_agent::ContextWindow;
+use lathe_agent::approval::ApprovalMode;
 use lathe_agent::message::Message;
-use lathe_agent::provider::{ChatOptions, ProviderKind};
-use lathe_agent::sink::EventSink;
+use lathe_agent::provider::{ChatOptions, ProviderKind, RetryPolicy};
 use lathe_agent::subagent::SubAgentConfig;
-use lathe_agent::{Agent, ContextWindow};
-use lathe_runtime::{Profile, Registry, Session, ToolConfig, Workspace};
+use lathe_runtime::{Profile, Registry};
 use lathe_testkit::{Script, ScriptedServer, ollama, openai};
 
-use crate::common::provider;
-
-const MODEL: &str = "qwen3:8b";
+use crate::common::{Harness, MODEL, Run, provider, tool_session};
 
 /// The fixed part of a request (system prompt and tool definitions) may take at most this
 /// many tokens in a window of 8k and less...
@@ -94,64 +89,29 @@ async fn a_server_that_says_nothing_has_no_window() {
     }
 }
 
-struct Run {
-    _dir: tempfile::TempDir,
-    server: ScriptedServer,
-    events: Arc<Mutex<Vec<Event>>>,
-}
-
-impl Run {
-    fn first_request(&self) -> Value {
-        self.server.chat_bodies().remove(0)
-    }
-
-    fn notices(&self) -> Vec<String> {
-        self.events
-            .lock()
-            .unwrap()
-            .iter()
-            .filter_map(|e| match e {
-                Event::Notice { message } => Some(message.clone()),
-                _ => None,
-            })
-            .collect()
-    }
-}
-
-/// An agent as `lathe` builds it (sub-agents on), with a window of `window` tokens, given
-/// `task` against `script`.
+/// An agent as `lathe` builds it (sub-agents on, `ask` mode, retrying as the provider tests
+/// do), with a window of `window` tokens, given `task` against `script`.
 async fn run_agent(window: u32, script: Script, task: &str) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("ws");
-    std::fs::create_dir(&root).unwrap();
-    let tools = Session::new(
-        Workspace::new(&root).unwrap(),
-        ToolConfig::default(),
-        dir.path().join("state"),
-    )
-    .unwrap();
-    let server =
-        ScriptedServer::start(script.ollama_models(&[MODEL], &["completion", "tools"])).unwrap();
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&events);
-    let sink = EventSink::detached(Arc::new(move |event: &Event| {
-        seen.lock().unwrap().push(event.clone());
-    }));
-    let mut agent = Agent::builder(provider(ProviderKind::Ollama, &server.url()), MODEL, tools)
-        .options(ChatOptions {
-            num_ctx: window,
-            ..ChatOptions::default()
+    let mut run = Harness::new()
+        .script(script)
+        .retry(RetryPolicy::immediate(3))
+        .api_key("sk-test")
+        .approval(ApprovalMode::Ask)
+        .config(|c| {
+            c.options = ChatOptions {
+                num_ctx: window,
+                ..ChatOptions::default()
+            }
         })
         .sub_agents(SubAgentConfig::default())
-        .sink(sink)
-        .build()
-        .unwrap();
-    agent.run(task, &CancellationToken::new()).await;
-    Run {
-        _dir: dir,
-        server,
-        events,
-    }
+        .detached()
+        .start();
+    run.agent.run(task, &CancellationToken::new()).await;
+    run
+}
+
+fn first_request(run: &Run) -> Value {
+    run.server.chat_bodies().remove(0)
 }
 
 /// The fixed part of a request body, in tokens, by the estimator that keeps requests inside
@@ -177,7 +137,7 @@ async fn the_fixed_part_of_a_request_fits_the_budget_of_each_window() {
     for window in [2_048, 4_096, 8_192, 16_384, 32_768] {
         let script = Script::new().chat(ollama::turn(MODEL).text("Hi.").done());
         let run = run_agent(window, script, "hi").await;
-        let body = run.first_request();
+        let body = first_request(&run);
         let fixed = fixed_part(&body, window);
         sizes.push((window, fixed));
         let tools = offered(&body);
@@ -315,12 +275,7 @@ fn sample(schema: &Value) -> Value {
 #[test]
 fn every_parameter_stays_accepted_in_the_compact_profile() {
     let dir = tempfile::tempdir().unwrap();
-    let session = Session::new(
-        Workspace::new(dir.path()).unwrap(),
-        ToolConfig::default(),
-        dir.path().join(".state"),
-    )
-    .unwrap();
+    let session = tool_session(dir.path(), &dir.path().join(".state"), Default::default());
     let full = lathe_tools::builtin();
     let mut compact = lathe_tools::builtin();
     compact.use_profile(Profile::Compact);

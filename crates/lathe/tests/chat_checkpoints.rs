@@ -2,39 +2,12 @@
 //! files, `/diff`, `/undo`, `/redo`, and `/rewind N`, which puts the code back and cuts the
 //! conversation (the next request, and a later `--resume`, lack the rewound messages).
 
-use std::time::{Duration, Instant};
-
-use serde_json::{Value, json};
+use serde_json::json;
 
 use lathe_testkit::Script;
 
 use crate::agent_harness::*;
-use crate::chat_pty::{DEADLINE, Terminal};
-
-fn user_texts(body: &Value) -> Vec<String> {
-    messages(body)
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .filter_map(|m| m["content"].as_str().map(str::to_owned))
-        .collect()
-}
-
-fn wait_for_requests(h: &Harness, term: &Terminal, count: usize) -> Vec<Value> {
-    let start = Instant::now();
-    loop {
-        let bodies = h.bodies();
-        if bodies.len() >= count {
-            return bodies;
-        }
-        assert!(
-            start.elapsed() < DEADLINE,
-            "{} of {count} requests; the screen:\n{}",
-            bodies.len(),
-            term.screen()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use crate::pty::{Terminal, wait_for_requests};
 
 fn write(path: &str, content: &str) -> lathe_testkit::ollama::OllamaTurn {
     reply().tool_call("write_file", json!({"path": path, "content": content}))

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use lathe_testkit::Script;
 
 use crate::agent_harness::*;
-use crate::chat_pty::{DEADLINE, Terminal};
+use crate::pty::{DEADLINE, Terminal};
 
 #[test]
 fn compact_replaces_the_older_turns_with_the_models_summary() {

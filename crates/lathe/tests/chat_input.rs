@@ -6,39 +6,12 @@ use std::io::Write;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use lathe_testkit::Script;
 
 use crate::agent_harness::*;
-use crate::chat_pty::{DEADLINE, Terminal, wait_for_run_end};
-
-/// The user messages of a request the server received, in order.
-fn user_texts(body: &Value) -> Vec<String> {
-    messages(body)
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .filter_map(|m| m["content"].as_str().map(str::to_owned))
-        .collect()
-}
-
-/// Waits until the server has received `count` chat requests.
-fn wait_for_requests(h: &Harness, term: &Terminal, count: usize) -> Vec<Value> {
-    let start = Instant::now();
-    loop {
-        let bodies = h.bodies();
-        if bodies.len() >= count {
-            return bodies;
-        }
-        assert!(
-            start.elapsed() < DEADLINE,
-            "{} of {count} requests; the screen:\n{}",
-            bodies.len(),
-            term.screen()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use crate::pty::{DEADLINE, Terminal, wait_for_requests, wait_for_run_end};
 
 const LEFT: &str = "\x1b[D";
 const HOME: &str = "\x1b[H";

@@ -1,11 +1,7 @@
 //! `lathe chat` in a real terminal: a pseudo-terminal whose other end the test types into, with
 //! the chat as the terminal's session leader so that Ctrl-C (`\x03`) is a real SIGINT.
 
-use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -13,174 +9,7 @@ use serde_json::json;
 use lathe_testkit::Script;
 
 use crate::agent_harness::*;
-
-/// Generous: the machine is slow and shared. Nothing here asserts a duration.
-pub(crate) const DEADLINE: Duration = Duration::from_secs(60);
-
-/// `lathe chat` in a pseudo-terminal, and what it showed.
-pub(crate) struct Terminal {
-    pub(crate) child: Child,
-    master: std::fs::File,
-    screen: Arc<Mutex<String>>,
-}
-
-impl Terminal {
-    pub(crate) fn start(h: &Harness, args: &[&str]) -> Terminal {
-        Terminal::start_with_env(h, args, &[])
-    }
-
-    /// As [`Terminal::start`], with `env` set for the chat.
-    pub(crate) fn start_with_env(h: &Harness, args: &[&str], env: &[(&str, &str)]) -> Terminal {
-        let url = h.server.url();
-        let mut all = vec!["chat", "--model", MODEL, "--base-url", &url];
-        all.extend_from_slice(args);
-        Terminal::run(h, &all, env)
-    }
-
-    /// `lathe exec PROMPT` with the model flags and `args`, in a pseudo-terminal.
-    pub(crate) fn exec(h: &Harness, prompt: &str, args: &[&str]) -> Terminal {
-        let url = h.server.url();
-        let mut all = vec!["exec", prompt, "--model", MODEL, "--base-url", &url];
-        all.extend_from_slice(args);
-        Terminal::run(h, &all, &[])
-    }
-
-    /// `lathe ARGS` in a pseudo-terminal that is its controlling terminal.
-    fn run(h: &Harness, args: &[&str], env: &[(&str, &str)]) -> Terminal {
-        let pty = nix::pty::openpty(None, None).expect("openpty");
-        let slave: OwnedFd = pty.slave;
-        let mut cmd = h.lathe();
-        cmd.args(args);
-        cmd.env("NO_COLOR", "1").env("TERM", "xterm");
-        for (name, value) in env {
-            cmd.env(name, value);
-        }
-        cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
-            .stdout(Stdio::from(slave.try_clone().unwrap()))
-            .stderr(Stdio::from(slave));
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::setsid() < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = cmd.spawn().expect("spawn lathe");
-        drop(cmd);
-        let master = std::fs::File::from(pty.master);
-        let screen = Arc::new(Mutex::new(String::new()));
-        let mut reader = master.try_clone().unwrap();
-        let shown = Arc::clone(&screen);
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => shown
-                        .lock()
-                        .unwrap()
-                        .push_str(&String::from_utf8_lossy(&buf[..n])),
-                }
-            }
-        });
-        Terminal {
-            child,
-            master,
-            screen,
-        }
-    }
-
-    pub(crate) fn screen(&self) -> String {
-        self.screen.lock().unwrap().clone()
-    }
-
-    /// Waits until `text` has appeared `count` times on the screen.
-    pub(crate) fn wait_for_n(&self, text: &str, count: usize) {
-        let start = Instant::now();
-        while self.screen().matches(text).count() < count {
-            assert!(
-                start.elapsed() < DEADLINE,
-                "waited for {text:?} x{count}; the screen:\n{}",
-                self.screen()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Waits until `text` has appeared after the last `marker` on the screen (a prompt after
-    /// an answer, say).
-    pub(crate) fn wait_for_after(&self, marker: &str, text: &str) {
-        let start = Instant::now();
-        loop {
-            let screen = self.screen();
-            if let Some(at) = screen.rfind(marker)
-                && screen[at + marker.len()..].contains(text)
-            {
-                return;
-            }
-            assert!(
-                start.elapsed() < DEADLINE,
-                "waited for {text:?} after {marker:?}; the screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    pub(crate) fn wait_for(&self, text: &str) {
-        self.wait_for_n(text, 1);
-    }
-
-    /// Types `bytes` as they are (keys, escape sequences), without Enter.
-    pub(crate) fn type_raw(&mut self, bytes: &str) {
-        self.master.write_all(bytes.as_bytes()).unwrap();
-        self.master.flush().unwrap();
-    }
-
-    pub(crate) fn type_line(&mut self, line: &str) {
-        self.master.write_all(line.as_bytes()).unwrap();
-        self.master.write_all(b"\r").unwrap();
-        self.master.flush().unwrap();
-    }
-
-    /// The terminal's line settings now (the master shares them with the chat's side).
-    pub(crate) fn local_flags(&self) -> nix::sys::termios::LocalFlags {
-        nix::sys::termios::tcgetattr(&self.master)
-            .expect("tcgetattr")
-            .local_flags
-    }
-
-    pub(crate) fn ctrl_c(&mut self) {
-        self.master.write_all(b"\x03").unwrap();
-        self.master.flush().unwrap();
-    }
-
-    pub(crate) fn wait_exit(&mut self) -> i32 {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code().unwrap_or(-1);
-            }
-            assert!(
-                start.elapsed() < DEADLINE,
-                "lathe chat did not exit; the screen:\n{}",
-                self.screen()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Terminal {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::pty::{DEADLINE, Terminal, wait_for_run_end};
 
 /// Processes whose command line contains `marker`.
 fn processes_with(marker: &str) -> Vec<i32> {
@@ -199,22 +28,6 @@ fn wait_until_gone(marker: &str) {
             processes_with(marker)
         );
         std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Waits until the newest session's events hold `runs` finished runs, and returns them.
-pub(crate) fn wait_for_run_end(h: &Harness, runs: usize) -> Vec<serde_json::Value> {
-    let start = Instant::now();
-    loop {
-        let events = h.stored_events();
-        if of_type(&events, "run_finished").len() >= runs {
-            return events;
-        }
-        assert!(
-            start.elapsed() < DEADLINE,
-            "the run did not end: {events:#?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

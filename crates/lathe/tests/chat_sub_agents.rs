@@ -6,7 +6,7 @@ use serde_json::json;
 use lathe_testkit::Script;
 
 use crate::agent_harness::*;
-use crate::chat_pty::Terminal;
+use crate::pty::Terminal;
 
 /// The child's command waits for this file, which the test creates once it has seen the
 /// child's progress line: the child is certainly still running while the line is checked.

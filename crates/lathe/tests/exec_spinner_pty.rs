@@ -1,44 +1,12 @@
 //! `lathe exec` on a real terminal while a native call is generated: the thinking line
 //! collapses at once and the spinner names the file being written.
 
-use std::io::Read;
-use std::os::fd::OwnedFd;
-use std::process::Stdio;
 use std::time::Duration;
 
 use lathe_testkit::{Script, openai};
 
 use crate::agent_harness::*;
-
-/// Runs `lathe exec` with its output on a pseudo-terminal (stdin closed: nobody to ask) and
-/// returns everything the terminal received, and the exit code.
-fn exec_on_terminal(h: &Harness, args: &[&str]) -> (String, i32) {
-    let pty = nix::pty::openpty(None, None).expect("openpty");
-    let slave: OwnedFd = pty.slave;
-    let mut cmd = h.lathe();
-    cmd.arg("exec").args(args);
-    cmd.env("NO_COLOR", "1").env("TERM", "xterm");
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave));
-    let mut child = cmd.spawn().expect("spawn lathe exec");
-    drop(cmd);
-    let mut master = std::fs::File::from(pty.master);
-    let reader = std::thread::spawn(move || {
-        let mut screen = Vec::new();
-        let mut buf = [0u8; 4096];
-        loop {
-            match master.read(&mut buf) {
-                // EIO once the last writer (the child) is gone.
-                Ok(0) | Err(_) => break,
-                Ok(n) => screen.extend_from_slice(&buf[..n]),
-            }
-        }
-        String::from_utf8_lossy(&screen).into_owned()
-    });
-    let code = child.wait().unwrap().code().unwrap_or(-1);
-    (reader.join().unwrap(), code)
-}
+use crate::pty::exec_on_terminal;
 
 #[test]
 fn the_spinner_says_which_file_is_being_written_while_the_call_streams() {

@@ -6,6 +6,7 @@ use std::time::Duration;
 use lathe_testkit::{Response, Script};
 
 use crate::agent_harness::*;
+use crate::pty::{Attach, Terminal};
 
 /// A server that first stays silent, then loses the connection mid-answer, then answers.
 fn faulty() -> Script {
@@ -59,17 +60,9 @@ fn json_output_carries_the_restarts() {
     );
 }
 
-/// `lathe exec` on a pseudo-terminal: what the screen shows, read until `done` appears.
+/// `lathe exec` on a pseudo-terminal (stdin closed, a session of its own): what the screen
+/// shows, read until `done` appears.
 fn on_a_terminal(h: &Harness, done: &str) -> String {
-    use std::io::Read;
-    use std::os::fd::OwnedFd;
-    use std::os::unix::process::CommandExt;
-    use std::process::Stdio;
-    use std::sync::{Arc, Mutex};
-    use std::time::Instant;
-
-    let pty = nix::pty::openpty(None, None).expect("openpty");
-    let slave: OwnedFd = pty.slave;
     let mut cmd = h.lathe();
     cmd.args([
         "exec",
@@ -79,49 +72,10 @@ fn on_a_terminal(h: &Harness, done: &str) -> String {
         "--base-url",
         &h.server.url(),
     ]);
-    cmd.env("NO_COLOR", "1").env("TERM", "xterm");
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave));
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().expect("spawn lathe exec");
-    drop(cmd);
-    let mut master = std::fs::File::from(pty.master);
-    let screen = Arc::new(Mutex::new(String::new()));
-    let shown = Arc::clone(&screen);
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = master.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            shown
-                .lock()
-                .unwrap()
-                .push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    });
+    let term = Terminal::spawn(cmd, Attach::OutputOnlyOwnSession);
     // Generous: the machine is slow and shared. Nothing here asserts a duration.
-    let start = Instant::now();
-    while !screen.lock().unwrap().contains(done) {
-        assert!(
-            start.elapsed() < Duration::from_secs(90),
-            "waited for {done:?}; the screen:\n{}",
-            screen.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    screen.lock().unwrap().clone()
+    term.wait_for_within(done, Duration::from_secs(90));
+    term.screen()
 }
 
 /// Issue 14: a stalled stream was silent; the spinner line now says how long it has waited.

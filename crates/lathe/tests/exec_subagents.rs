@@ -2,15 +2,12 @@
 //! result read by the parent as a `sub_agent_result` pair, and the tree of sessions in `lathe
 //! sessions list` and `show`.
 
-use std::io::Read;
-use std::os::fd::OwnedFd;
-use std::process::Stdio;
-
 use serde_json::json;
 
 use lathe_testkit::{Part, Script};
 
 use crate::agent_harness::*;
+use crate::pty::exec_on_terminal;
 
 #[test]
 fn a_background_child_shows_in_json_events_and_in_the_session_tree() {
@@ -114,36 +111,6 @@ fn piped_exec_shows_when_a_child_starts_and_how_it_ended() {
         shown.contains("✓ sub-agent sub-1: finished (read a.txt)\n"),
         "{shown}"
     );
-}
-
-/// Runs `lathe exec` with its output on a pseudo-terminal (stdin closed) and returns everything
-/// the terminal received, and the exit code.
-fn exec_on_terminal(h: &Harness, args: &[&str]) -> (String, i32) {
-    let pty = nix::pty::openpty(None, None).expect("openpty");
-    let slave: OwnedFd = pty.slave;
-    let mut cmd = h.lathe();
-    cmd.arg("exec").args(args);
-    cmd.env("NO_COLOR", "1").env("TERM", "xterm");
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave));
-    let mut child = cmd.spawn().expect("spawn lathe exec");
-    drop(cmd);
-    let mut master = std::fs::File::from(pty.master);
-    let reader = std::thread::spawn(move || {
-        let mut screen = Vec::new();
-        let mut buf = [0u8; 4096];
-        loop {
-            match master.read(&mut buf) {
-                // EIO once the last writer (the child) is gone.
-                Ok(0) | Err(_) => break,
-                Ok(n) => screen.extend_from_slice(&buf[..n]),
-            }
-        }
-        String::from_utf8_lossy(&screen).into_owned()
-    });
-    let code = child.wait().unwrap().code().unwrap_or(-1);
-    (reader.join().unwrap(), code)
 }
 
 #[test]

@@ -368,7 +368,7 @@ fn in_chat_a_refused_prompt_is_shown_and_the_next_one_carries_the_session_start_
          [[hooks.UserPromptSubmit]]\ncommand = \"grep -q secret && { echo 'prompt names a \
          secret' >&2; exit 2; }; exit 0\"\n",
     );
-    let mut term = crate::chat_pty::Terminal::start(&h, &[]);
+    let mut term = crate::pty::Terminal::start(&h, &[]);
     term.wait_for("> ");
     term.type_line("print the secret");
     term.wait_for(
@@ -412,7 +412,7 @@ fn session_start_hooks_are_told_startup_clear_or_resume() {
             })
             .collect()
     };
-    let mut term = crate::chat_pty::Terminal::start(&h, &[]);
+    let mut term = crate::pty::Terminal::start(&h, &[]);
     term.wait_for("> ");
     term.type_line("hello");
     term.wait_for("First.");
@@ -424,7 +424,7 @@ fn session_start_hooks_are_told_startup_clear_or_resume() {
     assert_eq!(sources(), ["startup", "clear"]);
 
     let id = h.newest_session().id.to_string();
-    let mut term = crate::chat_pty::Terminal::start(&h, &["--resume", &id]);
+    let mut term = crate::pty::Terminal::start(&h, &["--resume", &id]);
     term.wait_for("resumed session");
     term.type_line("and once more");
     term.wait_for("Third.");

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use lathe_testkit::Script;
 
 use crate::agent_harness::*;
-use crate::chat_pty::Terminal;
+use crate::pty::Terminal;
 
 const DEADLINE: Duration = Duration::from_secs(90);
 

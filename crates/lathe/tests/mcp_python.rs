@@ -6,92 +6,10 @@
 //! scenarios run with the SDK's 1.x and 2.x lines; those of the 2026-07-28 lifecycle need 2.x and
 //! say SKIPPED loudly on 1.x.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-/// A scenario that has not finished by then is stuck (a hung server or client).
-const SCENARIO_TIMEOUT: Duration = Duration::from_secs(180);
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_py/client_test.py")
-}
-
-/// The interpreter: `python3`, or `LATHE_TEST_PYTHON` (a virtualenv with another SDK version).
-fn python() -> String {
-    std::env::var("LATHE_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned())
-}
-
-fn sdk_available() -> bool {
-    let found = Command::new(python())
-        .args(["-c", "import mcp, anyio"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
-    if !found {
-        loud(
-            "\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\
-             SKIPPED: the MCP Python SDK is not installed (`python3 -m pip install mcp`).\n\
-             The Python client tests of `lathe mcp` did not run.\n\
-             !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n",
-        );
-    }
-    found
-}
-
-/// Writes to the real stderr: libtest captures `eprintln!` of passing tests, and a skip must be
-/// seen.
-fn loud(message: &str) {
-    use std::io::Write;
-    let _ = std::io::stderr().write_all(message.as_bytes());
-}
+use crate::mcp_support::python::PythonClient;
 
 fn scenario(name: &str) {
-    if !sdk_available() {
-        return;
-    }
-    let dir = tempfile::tempdir().expect("temp dir");
-    let workspace = dir.path().join("workspace");
-    std::fs::create_dir_all(&workspace).expect("workspace");
-    let mut child = Command::new(python())
-        .arg(script())
-        .arg(name)
-        .env("LATHE_BIN", env!("CARGO_BIN_EXE_lathe"))
-        .env("LATHE_TEST_WORKSPACE", &workspace)
-        .env("LATHE_DATA_DIR", dir.path().join("data"))
-        .env("LATHE_CONFIG_DIR", dir.path().join("config"))
-        .env("PYTHONUNBUFFERED", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3 starts");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for python3") {
-            break Some(status);
-        }
-        if started.elapsed() > SCENARIO_TIMEOUT {
-            let _ = child.kill();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let output = child.wait_with_output().expect("python3 output");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    match status {
-        Some(status) if status.success() && stdout.trim_end().ends_with("ok") => {}
-        // The installed SDK (1.x) cannot speak this scenario's protocol version.
-        Some(status) if status.success() && stdout.trim_end().ends_with("skipped") => {
-            loud(&stderr);
-        }
-        Some(status) => panic!("scenario {name} failed ({status}):\n{stdout}\n{stderr}"),
-        None => {
-            panic!("scenario {name} did not finish in {SCENARIO_TIMEOUT:?}:\n{stdout}\n{stderr}")
-        }
-    }
+    PythonClient::new("client_test.py", "Python client tests").run(name, |_| {});
 }
 
 #[test]

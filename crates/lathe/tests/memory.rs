@@ -10,7 +10,7 @@ use serde_json::json;
 use lathe_testkit::Script;
 
 use crate::agent_harness::*;
-use crate::chat_pty::Terminal;
+use crate::pty::Terminal;
 
 const MEMORY: &str = ".lathe/memory.md";
 

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use lathe_testkit::Script;
 
 use crate::agent_harness::*;
-use crate::chat_pty::Terminal;
+use crate::pty::Terminal;
 
 /// What `resolve` answers with nothing pending.
 const NOTHING_PENDING: &str = "No pending action to resolve. Nothing to apply or discard.";

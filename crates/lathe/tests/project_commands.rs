@@ -101,7 +101,7 @@ fn a_slash_name_that_is_no_command_is_refused_and_a_path_is_a_task() {
 
 #[test]
 fn a_project_command_in_chat_is_listed_run_narrowed_for_its_turn_and_then_lifted() {
-    use crate::chat_pty::Terminal;
+    use crate::pty::Terminal;
     let h = Harness::new(
         Script::new()
             .chat(reply().text("Looked at it.").done())

@@ -13,6 +13,7 @@
 
 mod agent_harness;
 mod mcp_support;
+mod pty;
 
 mod chat_checkpoints;
 mod chat_compact;

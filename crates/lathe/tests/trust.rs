@@ -425,23 +425,12 @@ fn lathe_exec_emits_a_workspace_changed_event() {
 /// `lathe trust` with a terminal on stdin: the answer decides (exit 1 declined, 0 recorded).
 #[test]
 fn lathe_trust_asks_on_a_terminal() {
-    use std::io::Write;
     let f = fixture();
     f.config("[shell]\nsandbox_network = true\n");
     for (answer, code, said) in [("n", 1, "Not trusted."), ("yes", 0, "Trusted.")] {
-        let pty = nix::pty::openpty(None, None).expect("openpty");
-        let mut master = std::fs::File::from(pty.master);
-        let child = f
-            .lathe()
-            .arg("trust")
-            .stdin(Stdio::from(pty.slave))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // The terminal keeps the line until the question reads it.
-        master.write_all(format!("{answer}\r").as_bytes()).unwrap();
-        let out = child.wait_with_output().unwrap();
+        let mut cmd = f.lathe();
+        cmd.arg("trust");
+        let out = crate::pty::with_terminal_stdin(cmd, &format!("{answer}\r"));
         assert_eq!(out.status.code(), Some(code), "{answer}: {out:?}");
         let shown = stdout(&out);
         assert!(

@@ -6,7 +6,7 @@
 use lathe_testkit::{Script, ollama};
 
 use crate::agent_harness::*;
-use crate::chat_pty::Terminal;
+use crate::pty::Terminal;
 
 const NOTE: &str = "the server's window is 4,096 tokens, smaller than the configured 32,768; \
 using 4,096 (set [model] context_window or --context-window to silence this)";

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use lathe_testkit::{PathMatch, Route, Script, ollama};
 
 use crate::agent_harness::*;
-use crate::chat_pty::Terminal;
+use crate::pty::Terminal;
 
 /// The bytes a token is estimated at (the agent's own estimate): a request fits `window`
 /// tokens when its messages and tools are under `window * 3.5` bytes.

@@ -1,5 +1,12 @@
-//! Shared by the provider tests: tool definitions, a provider per server, and a helper that
-//! runs one request to its end.
+//! Shared by the tests of lathe-agent and its benches: the agent harness ([`Harness`]: an agent
+//! put together by `Agent::builder` against the scripted model server, its events captured)
+//! with small tools of the tests' own; and for the provider tests, tool definitions, a provider
+//! per server, and a helper that runs one request to its end.
+
+mod harness;
+pub mod tools;
+
+pub use harness::*;
 
 use lathe_agent::events::Event;
 use lathe_agent::parser::ToolNames;
@@ -135,12 +142,39 @@ pub fn dead_url() -> String {
 /// same of the registry before refusing a cut-off call).
 pub fn changes(call: &lathe_agent::parser::ParsedCall) -> bool {
     let dir = tempfile::tempdir().unwrap();
-    let workspace = lathe_runtime::Workspace::new(dir.path()).unwrap();
-    let session =
-        lathe_runtime::Session::new(workspace, Default::default(), dir.path().join(".state"))
-            .unwrap();
+    let session = tool_session(dir.path(), &dir.path().join(".state"), Default::default());
     lathe_tools::builtin()
         .prepare(&call.name, call.arguments.clone(), &session)
         .map(|prepared| !prepared.only_reads())
         .unwrap_or(true)
+}
+
+/// Tokens of `text` as Lathe estimates them: 3.5 bytes a token.
+pub fn tokens(text: &str) -> u64 {
+    (text.len() as u64 * 2).div_ceil(7)
+}
+
+/// A recorded request's prompt tokens by the same estimate: its tools, and its messages (4 a
+/// message for its framing).
+pub fn prompt_tokens(body: &Value) -> u64 {
+    let text = |v: &Value| v.as_str().map_or(0, tokens);
+    let mut total: u64 = body["tools"]
+        .as_array()
+        .map_or(0, |t| t.iter().map(|t| tokens(&t.to_string())).sum());
+    for message in body["messages"].as_array().into_iter().flatten() {
+        total += 4 + text(&message["content"]) + text(&message["thinking"]);
+        for call in message["tool_calls"].as_array().into_iter().flatten() {
+            total += 3
+                + text(&call["function"]["name"])
+                + tokens(&call["function"]["arguments"].to_string());
+        }
+    }
+    total
+}
+
+/// The reply cap a recorded request was sent with (Ollama's `num_predict`, or `max_tokens`).
+pub fn reply_cap(body: &Value) -> Option<u64> {
+    body["options"]["num_predict"]
+        .as_u64()
+        .or_else(|| body["max_tokens"].as_u64())
 }

@@ -162,6 +162,15 @@ pub fn messages(body: &Value) -> &Vec<Value> {
     body["messages"].as_array().expect("messages")
 }
 
+/// The user messages of a request the server received, in order.
+pub fn user_texts(body: &Value) -> Vec<String> {
+    messages(body)
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str().map(str::to_owned))
+        .collect()
+}
+
 /// Fails with both streams shown unless the run exited with `code`.
 pub fn assert_exit(output: &Output, code: i32) {
     assert_eq!(

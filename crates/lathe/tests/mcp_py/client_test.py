@@ -606,13 +606,19 @@ SCENARIOS = {
     "streamable_http": streamable_http,
 }
 
-if __name__ == "__main__":
+def main(scenarios: dict[str, Any]) -> None:
+    """Runs the scenario named by the first argument: prints `ok`, or `skipped` (loudly, on
+    stderr) when the installed SDK cannot run it, or raises."""
     name = sys.argv[1]
     try:
-        anyio.run(SCENARIOS[name])
+        anyio.run(scenarios[name])
     except Skip as skip:
         banner = "!" * 80
         print(f"{banner}\nSKIPPED {name}: {skip}\n{banner}", file=sys.stderr)
         print("skipped")
         sys.exit(0)
     print("ok")
+
+
+if __name__ == "__main__":
+    main(SCENARIOS)

@@ -8,17 +8,16 @@ of client_test.py.
 from __future__ import annotations
 
 import os
-import sys
 
 import anyio
 
 from client_test import (
     WORKSPACE,
-    Skip,
     check,
     connect,
     elicitation,
     is_error,
+    main,
     names,
     processes_with,
     server,
@@ -123,12 +122,4 @@ SCENARIOS = {
 }
 
 if __name__ == "__main__":
-    name = sys.argv[1]
-    try:
-        anyio.run(SCENARIOS[name])
-    except Skip as skip:
-        banner = "!" * 80
-        print(f"{banner}\nSKIPPED {name}: {skip}\n{banner}", file=sys.stderr)
-        print("skipped")
-        sys.exit(0)
-    print("ok")
+    main(SCENARIOS)

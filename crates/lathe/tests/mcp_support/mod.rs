@@ -1,7 +1,9 @@
 //! What the `lathe mcp` tests share: a workspace with one file, and the command that serves it;
-//! `http` is a raw HTTP client for `lathe mcp --listen`.
+//! `http` is a raw HTTP client for `lathe mcp --listen`; `python` runs the scenarios of the
+//! official MCP Python SDK's client against it.
 
 pub mod http;
+pub mod python;
 
 use std::process::Command;
 
