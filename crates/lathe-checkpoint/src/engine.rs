@@ -138,6 +138,18 @@ pub struct Checkpoints {
 }
 
 impl Checkpoints {
+    /// The checkpoints of a stored session (in its workspace, kept under `data_dir`), with
+    /// their steps in `store`: what `lathe undo` and `lathe sessions show` open.
+    pub fn of_stored(
+        data_dir: impl Into<PathBuf>,
+        store: lathe_store::Store,
+        session: &lathe_store::Session,
+    ) -> Result<Checkpoints> {
+        Checkpoints::builder(data_dir, &session.workspace, session.id.as_str())
+            .store(store)
+            .build()
+    }
+
     /// Checkpoints of `session` in `workspace`, kept under `data_dir`.
     pub fn builder(
         data_dir: impl Into<PathBuf>,

@@ -23,29 +23,35 @@ pub struct Recorded {
     pub title: String,
 }
 
-/// The host of a session whose changing calls are each a turn: the tools, its gate, the
-/// configured `hooks`, and its checkpoints (opened when a call first changes something) as the
-/// recorder, unless `recorded` is `None` (checkpoints turned off). Built once: a session that
-/// has a host gets the same one again.
+/// The checkpoints of `session`, whose changing calls are each a turn: opened when a call
+/// first changes something, under a stored session `recorded` describes.
+pub fn session_checkpoints(
+    session: &Arc<lathe_runtime::Session>,
+    recorded: Recorded,
+) -> Arc<SessionCheckpoints> {
+    SessionCheckpoints::of(session, opener(recorded))
+}
+
+/// The host of such a session: the tools, its gate, the configured `hooks`, and its
+/// `checkpoints` as the recorder (none: checkpoints turned off). Built once: a session that has
+/// a host gets the same one again.
 pub fn per_call_host(
     session: &Arc<lathe_runtime::Session>,
     registry: Arc<lathe_runtime::Registry>,
     gate: Arc<lathe_runtime::Gate>,
     hooks: Option<Arc<dyn lathe_runtime::Hook>>,
-    recorded: Option<Recorded>,
-) -> (lathe_runtime::Host, Option<Arc<SessionCheckpoints>>) {
-    let checkpoints = recorded.map(|recorded| SessionCheckpoints::of(session, opener(recorded)));
-    let host = session.extension(|| SessionHost {
-        host: lathe_runtime::Host::builder(registry, gate)
-            .checkpoints(
-                checkpoints
-                    .clone()
-                    .map(|checkpoints| checkpoints as Arc<dyn lathe_runtime::TurnRecorder>),
-            )
-            .hooks(hooks)
-            .build(),
-    });
-    (host.host.clone(), checkpoints)
+    checkpoints: Option<&Arc<SessionCheckpoints>>,
+) -> lathe_runtime::Host {
+    let host =
+        session.extension(|| SessionHost {
+            host: lathe_runtime::Host::builder(registry, gate)
+                .checkpoints(checkpoints.map(|checkpoints| {
+                    Arc::clone(checkpoints) as Arc<dyn lathe_runtime::TurnRecorder>
+                }))
+                .hooks(hooks)
+                .build(),
+        });
+    host.host.clone()
 }
 
 /// A session's host, kept in its tool session.

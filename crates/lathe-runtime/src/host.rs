@@ -353,4 +353,103 @@ mod tests {
             ]
         );
     }
+
+    /// Where each hook call and each turn end ran: the thread's id.
+    #[derive(Default)]
+    struct Threads(Mutex<Vec<(String, std::thread::ThreadId)>>);
+
+    impl Threads {
+        fn note(&self, what: &str) {
+            self.0
+                .lock()
+                .unwrap()
+                .push((what.to_owned(), std::thread::current().id()));
+        }
+    }
+
+    impl Hook for Threads {
+        fn before_run(&self, call: &CallInfo, _: &[FileChange], _: &Session) -> Result<(), String> {
+            let what = if call.effects.iter().all(Effect::only_reads) {
+                "before a read"
+            } else {
+                "before a change"
+            };
+            self.note(what);
+            Ok(())
+        }
+    }
+
+    impl TurnRecorder for Threads {
+        fn begin_turn(&self, _turn: u32) {}
+
+        fn end_turn(&self) -> Result<Option<TurnChange>, String> {
+            self.note("end of turn");
+            Ok(None)
+        }
+    }
+
+    /// Reads nothing, says it only reads.
+    struct Look;
+
+    impl Tool for Look {
+        const NAME: &'static str = "look";
+        type Input = TouchInput;
+
+        fn kind(&self) -> ToolKind {
+            ToolKind::Read
+        }
+
+        fn effects(&self, input: &TouchInput, _session: &Session) -> Vec<Effect> {
+            vec![Effect::Read {
+                path: input.path.clone(),
+            }]
+        }
+
+        async fn run(&self, _input: TouchInput, _ctx: ToolContext) -> ToolOutput {
+            ToolOutput::ok("looked")
+        }
+    }
+
+    #[tokio::test]
+    async fn a_snapshot_before_a_change_and_the_end_of_a_turn_run_off_the_async_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = Session::new(
+            Workspace::new(dir.path()).unwrap(),
+            Default::default(),
+            dir.path().join(".state"),
+        )
+        .unwrap();
+        let threads = Arc::new(Threads::default());
+        let mut registry = Registry::new();
+        registry.register(Touch);
+        registry.register(Look);
+        let gate = Arc::new(Gate::new(ApprovalMode::Full, dir.path()));
+        let host = Host::builder(Arc::new(registry), gate)
+            .checkpoints(Some(Arc::clone(&threads) as Arc<dyn TurnRecorder>))
+            .build();
+        let approver = FixedAnswer(ApprovalDecision::AllowOnce);
+        for name in ["look", "touch"] {
+            let ctx = ToolContext::new(Arc::clone(&session));
+            let outcome = host
+                .dispatcher()
+                .call(name, json!({"path": "a"}), &approver, ctx)
+                .await;
+            assert!(!outcome.output.is_error, "{}", outcome.output.text);
+        }
+        assert_eq!(host.finish_turn().await, Ok(None));
+        // This test's runtime has one thread: the async code runs on the test's own.
+        let here = std::thread::current().id();
+        let seen = threads.0.lock().unwrap();
+        let whats: Vec<&str> = seen.iter().map(|(what, _)| what.as_str()).collect();
+        assert_eq!(whats, ["before a read", "before a change", "end of turn"]);
+        assert_eq!(seen[0].1, here, "a read's hooks run inline");
+        assert_ne!(
+            seen[1].1, here,
+            "the snapshot before a change ran on the async thread"
+        );
+        assert_ne!(
+            seen[2].1, here,
+            "the end of the turn ran on the async thread"
+        );
+    }
 }

@@ -350,9 +350,7 @@ fn open_checkpoints(
     session: &Session,
     data_dir: &std::path::Path,
 ) -> Result<lathe_checkpoint::Checkpoints, String> {
-    lathe_checkpoint::Checkpoints::builder(data_dir, &session.workspace, session.id.as_str())
-        .store(store.clone())
-        .build()
+    lathe_checkpoint::Checkpoints::of_stored(data_dir, store.clone(), session)
         .map_err(|err| err.to_string())
 }
 

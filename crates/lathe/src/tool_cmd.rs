@@ -155,24 +155,22 @@ pub async fn run(common: &CommonArgs, args: ToolArgs) -> anyhow::Result<ExitCode
         (Some(name), false) => format!("lathe tool {name}"),
     };
     // Checkpoints are opened (a stored session created) only when a call first changes something.
-    let recorded = setup
-        .config
-        .agent
-        .checkpoints
-        .unwrap_or(true)
-        .then(|| Recorded {
+    let checkpoints = setup.config.agent.checkpoints.unwrap_or(true).then(|| {
+        let recorded = Recorded {
             provider: "tool".to_owned(),
             model: "lathe tool".to_owned(),
             approval: mode,
             title,
-        });
+        };
+        lathe_config::checkpoints::session_checkpoints(&session, recorded)
+    });
     let hooks = lathe_config::hooks::load(&setup, "tool")?;
-    let (host, checkpoints) = lathe_config::checkpoints::per_call_host(
+    let host = lathe_config::checkpoints::per_call_host(
         &session,
         Arc::new(lathe_config::setup::registry()),
         Arc::new(gate),
         hooks.map(|hooks| hooks as Arc<dyn Hook>),
-        recorded,
+        checkpoints.as_ref(),
     );
     let approver = approver(args.approval);
     let calls = Calls {

@@ -1,5 +1,9 @@
 //! `lathe undo`, `lathe redo` and `lathe diff`: a session's checkpoints, taken back, put back
 //! again, and shown.
+#![expect(
+    clippy::disallowed_methods,
+    reason = "undo, redo and diff are synchronous commands"
+)]
 
 use crate::render::sanitize;
 use std::io::Write;
@@ -53,10 +57,6 @@ pub struct DiffArgs {
 }
 
 /// Runs `lathe undo`.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "lathe undo, redo and diff are synchronous commands"
-)]
 pub fn undo(common: &crate::cli::CommonArgs, args: UndoArgs) -> anyhow::Result<ExitCode> {
     let (session, checkpoints) = open(common, args.session.as_deref())?;
     let target = args.turn.map_or(UndoTarget::Last, UndoTarget::Since);
@@ -65,10 +65,6 @@ pub fn undo(common: &crate::cli::CommonArgs, args: UndoArgs) -> anyhow::Result<E
 }
 
 /// Runs `lathe redo`.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "lathe undo, redo and diff are synchronous commands"
-)]
 pub fn redo(common: &crate::cli::CommonArgs, args: RedoArgs) -> anyhow::Result<ExitCode> {
     let (session, checkpoints) = open(common, args.session.as_deref())?;
     let result = checkpoints.redo(force(args.force))?;
@@ -121,14 +117,8 @@ fn open(
         Some(id) => store.session(id)?,
         None => newest_here(common, &store)?,
     };
-    let checkpoints = Checkpoints::builder(
-        lathe_config::state::data_dir(),
-        &session.workspace,
-        session.id.as_str(),
-    )
-    .store(store)
-    .build()
-    .with_context(|| format!("cannot open the checkpoints of session {}", short(&session)))?;
+    let checkpoints = Checkpoints::of_stored(lathe_config::state::data_dir(), store, &session)
+        .with_context(|| format!("cannot open the checkpoints of session {}", short(&session)))?;
     if checkpoints.coverage() == Coverage::FileTools {
         eprintln!("lathe: {}", checkpoints.coverage().note());
     }

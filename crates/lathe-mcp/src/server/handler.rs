@@ -98,20 +98,22 @@ impl Shared {
         gate: Arc<lathe_runtime::Gate>,
         client: &str,
     ) -> (Host, Arc<SessionCheckpoints>) {
-        let (host, checkpoints) = lathe_config::checkpoints::per_call_host(
+        let checkpoints = lathe_config::checkpoints::session_checkpoints(
             session,
-            Arc::clone(&self.registry),
-            gate,
-            self.hooks.get().cloned(),
-            Some(Recorded {
+            Recorded {
                 provider: "mcp".to_owned(),
                 model: client.to_owned(),
                 approval: self.gates.mode(),
                 title: format!("MCP session of {client}"),
-            }),
+            },
         );
-        // `Some` recorded: the session always has its checkpoints.
-        let checkpoints = checkpoints.expect("checkpoints were asked for");
+        let host = lathe_config::checkpoints::per_call_host(
+            session,
+            Arc::clone(&self.registry),
+            gate,
+            self.hooks.get().cloned(),
+            Some(&checkpoints),
+        );
         (host, checkpoints)
     }
 

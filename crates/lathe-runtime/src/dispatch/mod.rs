@@ -398,7 +398,15 @@ impl Dispatcher {
             .as_ref()
             .map(|p| p.changes().cloned().collect())
             .unwrap_or_default();
-        if !self.hooks.is_empty() {
+        let reads_only = info.effects.iter().all(Effect::only_reads);
+        if reads_only {
+            // Nothing to snapshot before a call that only reads: the hooks answer at once.
+            for hook in &self.hooks {
+                if let Err(message) = hook.before_run(&info, &changes, &ctx.session) {
+                    return Outcome::ended(CallStatus::Refused, message);
+                }
+            }
+        } else if !self.hooks.is_empty() {
             // A hook may snapshot the workspace here (checkpoints): on a blocking thread, not an
             // async worker.
             let (hooks, call_info, session) =

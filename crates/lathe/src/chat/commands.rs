@@ -333,7 +333,7 @@ fn status(cx: &Context<'_>) -> String {
 /// Runs `command`.
 #[expect(
     clippy::disallowed_methods,
-    reason = "/undo and /redo restore files while the chat waits for their answer; no other task of the chat runs meanwhile"
+    reason = "the chat waits for /undo and /redo"
 )]
 pub async fn apply(command: Command, cx: Context<'_>) -> Outcome {
     let style = cx.style;
@@ -598,10 +598,7 @@ static RESOLVED_BY_USER: AtomicU64 = AtomicU64::new(1);
 /// dispatcher (the gate, the checkpoint hook, the plan's stamps). Typing `/apply` is the
 /// user's approval of that one call, as a command they run themselves is; a mode that refuses
 /// the change (`read-only`) refuses it here too. The model hears of it with the next message.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "the /apply step is recorded while the chat waits for its answer"
-)]
+#[expect(clippy::disallowed_methods, reason = "the chat waits for /apply")]
 async fn resolve(
     agent: &Agent,
     apply: bool,
@@ -764,10 +761,7 @@ fn restore(
 
 /// `/rewind N`: the files back to before turn N (as `lathe undo --turn N` does, never
 /// overwriting files changed since), then the conversation cut there.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "/rewind restores files while the chat waits for its answer"
-)]
+#[expect(clippy::disallowed_methods, reason = "the chat waits for /rewind")]
 fn rewind(agent: &mut Agent, session: &SessionId, turn: u32, style: &Style) -> String {
     if !agent.executor().can_rewind(turn) {
         let newest = agent.executor().session_turns();
