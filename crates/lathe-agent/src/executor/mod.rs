@@ -31,14 +31,14 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use lathe_checkpoint::CheckpointRecorder;
-use lathe_runtime::checklist;
+use lathe_runtime::Tool;
+use lathe_runtime::checklist::{self, ChecklistStep};
 use lathe_runtime::vision::{Vision, set_vision};
-use lathe_runtime::{Tool, ToolKind};
 use lathe_store::SessionStatus;
 use lathe_tools::resolve::ResolveTool;
 
 use crate::context::{ContextWindow, ResultNote, shorten_turn, turn_budget};
-use crate::events::{AnswerSource, Event, RunReport, RunStatus, ToolStatus};
+use crate::events::{AnswerSource, Event, RunReport, RunStatus};
 use crate::message::{INTERRUPTED_BY_USER, Message, push_merged};
 use crate::parser::{ToolNames, malformed_call_message};
 use crate::prompt::{PromptInputs, system_prompt_for};
@@ -313,16 +313,13 @@ impl Executor {
             self.history.push(Message::tool_result(&call, INTERRUPTED));
             self.stored_seqs.push(0);
         }
-        // The plan the model kept goes on with it: its newest plan, read back from the result.
-        let plan = self.history.iter().rev().find_map(|m| match m {
-            Message::Tool(t) if t.tool_name == UPDATE_PLAN => {
-                checklist::parse_checklist(&t.content)
-            }
-            _ => None,
-        });
-        if let Some(steps) = plan {
-            checklist::restore(self.runner.session(), steps);
-        }
+    }
+
+    /// Goes on with the plan a stored session had (`update_plan`'s checklist), as its stored
+    /// events say ([`last_plan`](crate::stored::last_plan)): a resumed session's model keeps
+    /// its plan, and "done" with open steps is questioned as before.
+    pub fn restore_plan(&mut self, steps: Vec<ChecklistStep>) {
+        checklist::restore(self.runner.session(), steps);
     }
 
     /// Snapshots the workspace around each turn's calls through `hook` (see
@@ -603,6 +600,7 @@ impl Executor {
             let started = Instant::now();
             self.runner.host().begin_turn(session_turn);
             self.tell_tools_vision().await;
+            let plan_revision = checklist::revision(self.runner.session());
             let results = self.runner.run_batch(&planned, &self.sink, cancel).await;
             if let Some(recorded) = checkpoint::end_turn(
                 self.runner.host(),
@@ -618,19 +616,11 @@ impl Executor {
             tally.tool_time += started.elapsed();
             repeats.answered(results.iter().map(|r| &r.output));
             for result in &results {
-                let arguments = planned
-                    .iter()
-                    .find(|p| p.call_id == result.call_id)
-                    .map(|p| &p.call.arguments)
-                    .unwrap_or(&Value::Null);
-                tally.call(result, arguments, self.changes_files(result, arguments));
+                tally.call(result);
             }
             self.fold_sub_agent_changes(&mut tally);
             self.record_results(&turn, &results);
-            if results
-                .iter()
-                .any(|r| r.name == UPDATE_PLAN && r.status == ToolStatus::Ok)
-            {
+            if checklist::revision(self.runner.session()) != plan_revision {
                 self.sink.emit(Event::PlanUpdated {
                     steps: checklist::current(self.runner.session()),
                 });
@@ -1044,22 +1034,6 @@ impl Executor {
         (planned, stop)
     }
 
-    /// Whether a call is one that changes files, whatever its status: edits, and commands that
-    /// are not plainly read-only.
-    fn changes_files(&self, result: &CallResult, arguments: &Value) -> bool {
-        match result.kind {
-            Some(ToolKind::Edit) => true,
-            Some(ToolKind::Execute) => {
-                let command = arguments
-                    .get("command")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                !self.runner.gate().command_only_reads(command)
-            }
-            _ => false,
-        }
-    }
-
     /// Tells the tools whether the model can see images (`read_file` sends them only then),
     /// from the provider's capabilities, and if not, what would let it.
     async fn tell_tools_vision(&self) {
@@ -1087,6 +1061,7 @@ impl Executor {
                 Message::tool_result(&call.to_tool_call(), result.output.text.clone());
             if let Message::Tool(t) = &mut message {
                 t.images = result.output.images.clone();
+                t.pinned = result.output.metadata.pinned;
             }
             let index = self.history.len();
             self.context.note(
@@ -1111,7 +1086,6 @@ impl Executor {
 
 /// What the user is told about a cut answer, before what happens next.
 /// The plan tool's name.
-const UPDATE_PLAN: &str = <lathe_tools::update_plan::UpdatePlanTool as lathe_runtime::Tool>::NAME;
 
 /// What the model reads when it answers while steps of its plan are open (once a run): the open
 /// steps, and what to do about them. `None` when the plan has none open.

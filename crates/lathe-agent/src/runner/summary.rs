@@ -93,13 +93,12 @@ const SUMMARISED_CALLS: usize = 6;
 
 /// What the user reads when the model ended a run that made calls without any text, and did
 /// not answer the request for a summary either: what the last calls did, in one line, built
-/// from their results. `Edited src/a.rs (+3 -1); ran `cargo test` (exit 0).` Each entry is a
-/// result with the call's arguments.
-pub fn from_results(results: &[(&CallResult, &Value)]) -> String {
+/// from their results. `Edited src/a.rs (+3 -1); ran `cargo test` (exit 0).`
+pub fn from_results(results: &[&CallResult]) -> String {
     let from = results.len().saturating_sub(SUMMARISED_CALLS);
     let mut parts: Vec<String> = Vec::new();
-    for (result, arguments) in &results[from..] {
-        for part in described(result, arguments) {
+    for result in &results[from..] {
+        for part in described(result) {
             if !parts.contains(&part) {
                 parts.push(part);
             }
@@ -121,7 +120,7 @@ pub fn from_results(results: &[(&CallResult, &Value)]) -> String {
 }
 
 /// What one call did, as parts of that line.
-fn described(result: &CallResult, arguments: &Value) -> Vec<String> {
+fn described(result: &CallResult) -> Vec<String> {
     let title = result
         .summary
         .split(" -> ")
@@ -149,8 +148,7 @@ fn described(result: &CallResult, arguments: &Value) -> Vec<String> {
             }
         })
         .collect();
-    let command = arguments.get("command").and_then(Value::as_str);
-    if let (Some(command), Some(meta)) = (command, &result.output.metadata.command) {
+    if let (Some(command), Some(meta)) = (&result.command, &result.output.metadata.command) {
         let how = match &meta.status {
             CommandState::Running => "still running".to_owned(),
             CommandState::Exited { exit_code } => format!("exit {exit_code}"),
@@ -170,8 +168,8 @@ fn described(result: &CallResult, arguments: &Value) -> Vec<String> {
 
 /// How a denied call is named in a run's report: `shell "cargo fmt"` for a command,
 /// otherwise its title (`write_file src/a.rs`).
-pub fn denied_description(result: &CallResult, arguments: &Value) -> String {
-    if let Some(command) = arguments.get("command").and_then(Value::as_str) {
+pub fn denied_description(result: &CallResult) -> String {
+    if let Some(command) = &result.command {
         return format!("{} \"{}\"", result.name, cut(command.trim(), ARG_CHARS));
     }
     result
@@ -210,8 +208,8 @@ pub(crate) struct RunTally {
     pub model_time: Duration,
     /// Time running tools.
     pub tool_time: Duration,
-    /// The last calls with their arguments, newest last.
-    recent: Vec<(CallResult, Value)>,
+    /// The last calls, newest last.
+    recent: Vec<CallResult>,
 }
 
 impl RunTally {
@@ -228,9 +226,10 @@ impl RunTally {
         }
     }
 
-    /// Counts a call's result; `changes_files` says whether the call is one that changes files
-    /// (an edit, a command that does not only read), whatever its status.
-    pub fn call(&mut self, result: &CallResult, arguments: &Value, changes_files: bool) {
+    /// Counts a call's result ([`CallResult::changes_files`]: whether the call is one that
+    /// changes files, an edit or a command that does not only read, whatever its status).
+    pub fn call(&mut self, result: &CallResult) {
+        let changes_files = result.changes_files;
         if result.status == ToolStatus::Ok && changes_files || !result.changes.is_empty() {
             self.wrote = true;
         }
@@ -239,7 +238,7 @@ impl RunTally {
             self.denied.push(DeniedCall {
                 call_id: result.call_id.clone(),
                 tool: result.name.clone(),
-                description: denied_description(result, arguments),
+                description: denied_description(result),
                 reason: denied_reason(result),
                 kind: if result.changes_memory {
                     DenialKind::Memory
@@ -267,7 +266,7 @@ impl RunTally {
                 }),
             }
         }
-        self.recent.push((result.clone(), arguments.clone()));
+        self.recent.push(result.clone());
         if self.recent.len() > SUMMARISED_CALLS {
             self.recent.remove(0);
         }
@@ -306,7 +305,7 @@ impl RunTally {
 
     /// The closing line built from the last calls' results.
     pub fn closing_line(&self) -> String {
-        let results: Vec<(&CallResult, &Value)> = self.recent.iter().map(|(r, a)| (r, a)).collect();
+        let results: Vec<&CallResult> = self.recent.iter().collect();
         from_results(&results)
     }
 
@@ -490,7 +489,16 @@ mod tests {
             output,
             summary: summary.into(),
             changes_memory: false,
+            changes_files: false,
+            command: None,
         }
+    }
+
+    /// `result` as the gate judged the call: running `command`, changing files or not.
+    fn judged(mut result: CallResult, command: Option<&str>, changes_files: bool) -> CallResult {
+        result.command = command.map(str::to_owned);
+        result.changes_files = changes_files;
+        result
     }
 
     #[test]
@@ -522,25 +530,19 @@ mod tests {
             "write_file c.rs -> denied",
             ToolOutput::error("the user denied this: no"),
         );
-        let command = json!({"command": "cargo test"});
-        let none = json!({});
+        let test = judged(test, Some("cargo test"), false);
         assert_eq!(
-            from_results(&[
-                (&read, &none),
-                (&edit, &none),
-                (&test, &command),
-                (&test, &command)
-            ]),
+            from_results(&[&read, &edit, &test, &test]),
             "read_file b.rs (lines 1-9); edited src/a.rs (+3 -1); ran `cargo test` (exit 0)."
         );
         assert_eq!(
-            from_results(&[(&edit, &none), (&denied, &none)]),
+            from_results(&[&edit, &denied]),
             "Edited src/a.rs (+3 -1); write_file c.rs was denied."
         );
         assert_eq!(from_results(&[]), "");
         // Only the last six calls count.
-        let many: Vec<(&CallResult, &Value)> = std::iter::once((&edit, &none))
-            .chain(std::iter::repeat_n((&read, &none), 6))
+        let many: Vec<&CallResult> = std::iter::once(&edit)
+            .chain(std::iter::repeat_n(&read, 6))
             .collect();
         assert!(!from_results(&many).contains("src/a.rs"));
     }
@@ -556,7 +558,7 @@ mod tests {
             ),
         );
         assert_eq!(
-            denied_description(&denied, &json!({"command": "cargo fmt"})),
+            denied_description(&judged(denied.clone(), Some("cargo fmt"), true)),
             "shell \"cargo fmt\""
         );
         assert_eq!(
@@ -569,10 +571,7 @@ mod tests {
             "write_file src/a.rs -> denied",
             ToolOutput::error("denied by Lathe's policy: read-only mode"),
         );
-        assert_eq!(
-            denied_description(&write, &json!({})),
-            "write_file src/a.rs"
-        );
+        assert_eq!(denied_description(&write), "write_file src/a.rs");
         assert_eq!(
             denied_reason(&write),
             "denied by Lathe's policy: read-only mode"
@@ -599,10 +598,10 @@ mod tests {
             "write_file a.rs -> denied",
             ToolOutput::error("no"),
         );
-        tally.call(&denied, &json!({}), true);
+        tally.call(&judged(denied.clone(), None, true));
         // A denied read is not a denied change.
         let mut reads = RunTally::default();
-        reads.call(&denied, &json!({}), false);
+        reads.call(&denied);
         assert!(!reads.report(RunReport::default()).changes_denied);
         let report = std::mem::take(&mut tally).report(RunReport::default());
         assert!(report.changes_denied);
@@ -622,9 +621,10 @@ mod tests {
             "edit_file a.rs (+1 -0)",
             ToolOutput::ok("Edited").with_change(FileChange::counted("a.rs", 1, 0)),
         );
-        tally.call(&denied, &json!({}), true);
-        tally.call(&edit, &json!({}), true);
-        tally.call(&edit, &json!({}), true);
+        let (denied, edit) = (judged(denied, None, true), judged(edit, None, true));
+        tally.call(&denied);
+        tally.call(&edit);
+        tally.call(&edit);
         let report = tally.report(RunReport::default());
         assert!(!report.changes_denied);
         assert_eq!(report.files_changed.len(), 1);
