@@ -352,8 +352,8 @@ impl Executor {
         };
         let answered = match self.attempt(&request, cancel, &mut emit).await {
             Ok(answered) => answered,
-            Err(super::Attempt::Failed(error)) => return Err(error.to_string()),
-            Err(super::Attempt::Cut(failure)) => return Err(failure.error.to_string()),
+            Err(super::turn::Attempt::Failed(error)) => return Err(error.to_string()),
+            Err(super::turn::Attempt::Cut(failure)) => return Err(failure.error.to_string()),
         };
         if let Some(actual) = answered.usage.and_then(|u| u.prompt_tokens) {
             self.context.calibrate(estimate, actual);
