@@ -12,7 +12,7 @@ use super::{Executor, Offer, RunOutcome, pending};
 use crate::events::{AnswerSource, Event, PendingLeft, RunReport, RunStatus};
 use crate::message::Message;
 use crate::provider::ToolProtocol;
-use crate::runner::summary::RunTally;
+use crate::runner::tally::RunTally;
 
 /// What the model reads when it ended a task that made calls without a word: one more turn,
 /// with no tools offered (on native calls), for the user's closing message.

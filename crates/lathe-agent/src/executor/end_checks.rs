@@ -19,7 +19,7 @@ use lathe_runtime::checklist;
 use super::{Executor, sub_agents};
 use crate::events::RunStatus;
 use crate::message::Message;
-use crate::runner::summary::RunTally;
+use crate::runner::tally::RunTally;
 use crate::stream::AssistantTurn;
 
 /// What the model reads when its answer was cut off by the output limit.

@@ -19,7 +19,7 @@ use crate::context::ResultNote;
 use crate::events::{Event, RunStatus, ToolStatus};
 use crate::message::{Image, Message};
 use crate::parser::malformed_call_message;
-use crate::runner::summary::RunTally;
+use crate::runner::tally::RunTally;
 use crate::runner::{BatchCall, CallResult, STOPPED_BEFORE_RUNNING};
 use crate::stream::AssistantTurn;
 
