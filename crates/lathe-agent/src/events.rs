@@ -509,9 +509,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn events_carry_a_type_tag_and_round_trip() {
-        let events = vec![
+    /// One event of each kind worth checking, fields filled: a table of cases.
+    fn samples() -> Vec<Event> {
+        vec![
             Event::TurnStarted {
                 turn: 1,
                 model: "m".into(),
@@ -668,18 +668,29 @@ mod tests {
                 last_message: 15,
                 summary: "[Summary ...] Task: fix the parser.".into(),
             },
-        ];
-        for event in events {
+        ]
+    }
+
+    #[test]
+    fn events_carry_a_type_tag_and_round_trip() {
+        for event in samples() {
             let value = serde_json::to_value(&event).unwrap();
             assert!(value["type"].is_string(), "{value}");
             let back: Event = serde_json::from_value(value).unwrap();
             assert_eq!(back, event);
         }
+    }
+
+    #[test]
+    fn an_event_is_one_object_with_its_tag_first() {
         assert_eq!(
             serde_json::to_string(&Event::TextDelta { text: "x".into() }).unwrap(),
             r#"{"type":"text_delta","text":"x"}"#
         );
-        // The lifecycle events are flat objects too.
+    }
+
+    #[test]
+    fn the_lifecycle_events_are_flat_objects_too() {
         let value = serde_json::to_value(Event::RunResult(RunReport::default())).unwrap();
         assert_eq!(value["type"], "run_result");
         assert_eq!(value["status"], "finished");

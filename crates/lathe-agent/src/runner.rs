@@ -10,6 +10,7 @@
 //! ran, failed, was refused or was denied: a denial is never a failed turn.
 
 pub mod summary;
+pub(crate) mod tally;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -27,6 +27,8 @@ use crate::events::Event;
 use crate::message::Message;
 use writer::{Done, Op, Report, Writer};
 
+pub use crate::stored::{stored_history, stored_history_seqs};
+
 /// What the user interface does with an event (print it, forward it, collect it). It is called
 /// on the sink's writer thread, one event at a time, each after it was stored.
 pub type EventHandler = Arc<dyn Fn(&Event) + Send + Sync>;
@@ -224,87 +226,6 @@ impl EventSink {
     pub fn unsaved(&self) -> Option<Unsaved> {
         self.shared.report.unsaved()
     }
-}
-
-/// The stored history of `session`, as messages (rows that do not read back are skipped with a
-/// warning: a newer Lathe may have written them).
-///
-/// Messages a compaction replaced ([`Event::ContextCompacted`]) are read as its summary.
-/// Messages a rewind cut ([`Event::ConversationRewound`]) are left out: a resumed session goes
-/// on from where the rewind left it.
-pub fn stored_history(store: &Store, session: &SessionId) -> lathe_store::Result<Vec<Message>> {
-    Ok(stored_history_seqs(store, session)?
-        .into_iter()
-        .map(|(message, _)| message)
-        .collect())
-}
-
-/// [`stored_history`] with the seq of the newest stored message each one stands for (a
-/// summary: the last message it replaced), for
-/// [`Executor::resume_stored`](crate::executor::Executor::resume_stored): a compaction of the
-/// resumed part is then recorded with the messages it replaced.
-pub fn stored_history_seqs(
-    store: &Store,
-    session: &SessionId,
-) -> lathe_store::Result<Vec<(Message, u64)>> {
-    let rows = store.messages(session)?;
-    let mut cut: Vec<(u64, u64)> = Vec::new();
-    // Compactions: (first, last, summary), a later one covering the earlier ones it summarised.
-    let mut compacted: Vec<(u64, u64, String)> = Vec::new();
-    for event in store.events(session)? {
-        if event.kind != "conversation_rewound" && event.kind != "context_compacted" {
-            continue;
-        }
-        match serde_json::from_value::<Event>(event.payload) {
-            Ok(Event::ConversationRewound {
-                first_message,
-                last_message,
-                ..
-            }) => cut.push((first_message, last_message)),
-            Ok(Event::ContextCompacted {
-                first_message,
-                last_message,
-                summary,
-                ..
-            }) if first_message > 0 && last_message >= first_message => {
-                compacted.retain(|(from, to, _)| !(first_message <= *from && *to <= last_message));
-                compacted.push((first_message, last_message, summary));
-            }
-            _ => {}
-        }
-    }
-    let mut history = Vec::new();
-    let mut told = vec![false; compacted.len()];
-    for row in rows {
-        if cut.iter().any(|&(from, to)| (from..=to).contains(&row.seq)) {
-            continue;
-        }
-        // A summary goes where the first message after what it replaced is.
-        for (i, (_, to, summary)) in compacted.iter().enumerate() {
-            if !told[i] && row.seq > *to {
-                told[i] = true;
-                history.push((Message::user(summary.clone()), *to));
-            }
-        }
-        if compacted
-            .iter()
-            .any(|(from, to, _)| (*from..=*to).contains(&row.seq))
-        {
-            continue;
-        }
-        match serde_json::from_value::<Message>(row.body) {
-            Ok(message) => history.push((message, row.seq)),
-            Err(err) => {
-                tracing::warn!("skipping message {} of session {session}: {err}", row.seq);
-            }
-        }
-    }
-    for (i, (_, to, summary)) in compacted.iter().enumerate() {
-        if !told[i] {
-            history.push((Message::user(summary.clone()), *to));
-        }
-    }
-    Ok(history)
 }
 
 #[cfg(test)]

@@ -1,10 +1,14 @@
-//! What a stored session's events say, read back: each turn's token counts and the newest
-//! checklist, for `lathe sessions show` and a resumed session.
+//! What a stored session says, read back: its history as the model goes on from it
+//! (compactions read as their summaries, rewound messages left out), each turn's token counts
+//! and the newest checklist, for `lathe sessions show` and a resumed session.
 
 use lathe_runtime::FileChange;
 use lathe_runtime::checklist::ChecklistStep;
 
+use lathe_store::{SessionId, Store};
+
 use crate::events::Event;
+use crate::message::Message;
 use crate::provider::Usage;
 
 /// Each model turn's token counts, as the server gave them, from the stored `turn_finished`
@@ -103,6 +107,86 @@ impl Calls {
         self.finished.remove(id)
     }
 }
+
+/// The stored history of `session`, as messages (rows that do not read back are skipped with a
+/// warning: a newer Lathe may have written them).
+///
+/// Messages a compaction replaced ([`Event::ContextCompacted`]) are read as its summary.
+/// Messages a rewind cut ([`Event::ConversationRewound`]) are left out: a resumed session goes
+/// on from where the rewind left it.
+pub fn stored_history(store: &Store, session: &SessionId) -> lathe_store::Result<Vec<Message>> {
+    Ok(stored_history_seqs(store, session)?
+        .into_iter()
+        .map(|(message, _)| message)
+        .collect())
+}
+
+/// [`stored_history`] with the seq of the newest stored message each one stands for (a
+/// summary: the last message it replaced), for
+/// [`Executor::resume_stored`](crate::executor::Executor::resume_stored): a compaction of the
+/// resumed part is then recorded with the messages it replaced.
+pub fn stored_history_seqs(
+    store: &Store,
+    session: &SessionId,
+) -> lathe_store::Result<Vec<(Message, u64)>> {
+    let rows = store.messages(session)?;
+    let mut cut: Vec<(u64, u64)> = Vec::new();
+    // Compactions: (first, last, summary), a later one covering the earlier ones it summarised.
+    let mut compacted: Vec<(u64, u64, String)> = Vec::new();
+    for event in store.events(session)? {
+        if event.kind != "conversation_rewound" && event.kind != "context_compacted" {
+            continue;
+        }
+        match serde_json::from_value::<Event>(event.payload) {
+            Ok(Event::ConversationRewound {
+                first_message,
+                last_message,
+                ..
+            }) => cut.push((first_message, last_message)),
+            Ok(Event::ContextCompacted {
+                first_message,
+                last_message,
+                summary,
+                ..
+            }) if first_message > 0 && last_message >= first_message => {
+                compacted.retain(|(from, to, _)| !(first_message <= *from && *to <= last_message));
+                compacted.push((first_message, last_message, summary));
+            }
+            _ => {}
+        }
+    }
+    let mut history = Vec::new();
+    let mut told = vec![false; compacted.len()];
+    for row in rows {
+        if cut.iter().any(|&(from, to)| (from..=to).contains(&row.seq)) {
+            continue;
+        }
+        // A summary goes where the first message after what it replaced is.
+        for (i, (_, to, summary)) in compacted.iter().enumerate() {
+            if !told[i] && row.seq > *to {
+                told[i] = true;
+                history.push((Message::user(summary.clone()), *to));
+            }
+        }
+        if compacted
+            .iter()
+            .any(|(from, to, _)| (*from..=*to).contains(&row.seq))
+        {
+            continue;
+        }
+        match serde_json::from_value::<Message>(row.body) {
+            Ok(message) => history.push((message, row.seq)),
+            Err(err) => {
+                tracing::warn!("skipping message {} of session {session}: {err}", row.seq);
+            }
+        }
+    }
+    for (i, (_, to, summary)) in compacted.iter().enumerate() {
+        if !told[i] {
+            history.push((Message::user(summary.clone()), *to));
+        }
+    }
+    Ok(history)
 
 #[cfg(test)]
 mod tests {

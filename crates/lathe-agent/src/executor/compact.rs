@@ -172,27 +172,14 @@ impl Executor {
         manual: bool,
         cancel: &CancellationToken,
     ) -> Result<Compaction, String> {
-        let window = self.context.window();
         let before = self.context.estimate(&self.history, tools);
         let sizes: Vec<u64> = self
             .history
             .iter()
             .map(|m| self.context.message_estimate(m))
             .collect();
-        // Where turns began: this process's marks, and before them (the stored turns of a
-        // resumed session, which have none) each user message and each start of a model turn.
-        let first_mark = self.marks.iter().map(|m| m.len).min().unwrap_or(usize::MAX);
-        let mut boundaries: Vec<usize> = turn_starts(&self.history)
-            .into_iter()
-            .filter(|&b| b < first_mark)
-            .collect();
-        boundaries.extend(self.marks.iter().map(|m| m.len));
-        // What the conversation has of the window once the fixed part and the reply are
-        // counted: the recent part and the summary take a third of it each at most.
-        let fixed = self.fixed_part(tools);
-        let room = self.prompt_budget(fixed).saturating_sub(fixed);
-        let keep = (window * KEEP_PERCENT / 100).min(room / 3);
-        let cap = summary_cap(window).min(room / 3).max(MIN_SUMMARY_TOKENS);
+        let boundaries = self.turn_boundaries();
+        let (keep, cap) = self.compaction_budget(tools);
         let Some(end) = split_point(&self.history, &boundaries, &sizes, keep) else {
             return Err("no earlier turns to summarise yet".to_owned());
         };
@@ -208,20 +195,7 @@ impl Executor {
         {
             return Err("the last summary request failed; waiting for more turns".to_owned());
         }
-        // The stored messages it replaces: known at a turn of this process, and inside a
-        // resumed session's stored part from the seqs its resume read (none otherwise: a later
-        // resume then reads them whole, and compacts them again if need be).
-        let last_message = self
-            .marks
-            .iter()
-            .find(|m| m.len == end)
-            .map(|m| m.stored)
-            .or_else(|| {
-                self.stored_seqs
-                    .get(1..end)
-                    .and_then(|seqs| seqs.iter().copied().max())
-            })
-            .unwrap_or(0);
+        let last_message = self.stored_before(end);
         let summary = match self.summarise(end, cap, cancel).await {
             Ok(summary) => summary,
             Err(why) => {
@@ -230,6 +204,71 @@ impl Executor {
             }
         };
         self.summary_failed_at = None;
+        let text = self.summary_message(end, &summary);
+        self.replace_with_summary(end, text.clone(), last_message);
+        let after = self.context.estimate(&self.history, tools);
+        self.sink.emit(Event::ContextCompacted {
+            manual,
+            messages: end - 1,
+            tokens_before: before,
+            tokens_after: after,
+            first_message: u64::from(last_message > 0),
+            last_message,
+            summary: text,
+        });
+        tracing::info!(messages = end - 1, before, after, "compacted the context");
+        Ok(Compaction {
+            messages: end - 1,
+            before,
+            after,
+        })
+    }
+
+    /// Where turns began: this process's marks, and before them (the stored turns of a
+    /// resumed session, which have none) each user message and each start of a model turn.
+    fn turn_boundaries(&self) -> Vec<usize> {
+        let first_mark = self.marks.iter().map(|m| m.len).min().unwrap_or(usize::MAX);
+        let mut boundaries: Vec<usize> = turn_starts(&self.history)
+            .into_iter()
+            .filter(|&b| b < first_mark)
+            .collect();
+        boundaries.extend(self.marks.iter().map(|m| m.len));
+        boundaries
+    }
+
+    /// The tokens the recent part keeps, and the summary's cap, for a request with `tools`.
+    fn compaction_budget(&self, tools: &[Value]) -> (u64, u64) {
+        let window = self.context.window();
+        // What the conversation has of the window once the fixed part and the reply are
+        // counted: the recent part and the summary take a third of it each at most.
+        let fixed = self.fixed_part(tools);
+        let room = self.prompt_budget(fixed).saturating_sub(fixed);
+        let keep = (window * KEEP_PERCENT / 100).min(room / 3);
+        let cap = summary_cap(window).min(room / 3).max(MIN_SUMMARY_TOKENS);
+        (keep, cap)
+    }
+
+    /// The seq of the newest stored message that the history's messages from 1 to before
+    /// `end` stand for (0: unknown).
+    fn stored_before(&self, end: usize) -> u64 {
+        // The stored messages it replaces: known at a turn of this process, and inside a
+        // resumed session's stored part from the seqs its resume read (none otherwise: a later
+        // resume then reads them whole, and compacts them again if need be).
+        self.marks
+            .iter()
+            .find(|m| m.len == end)
+            .map(|m| m.stored)
+            .or_else(|| {
+                self.stored_seqs
+                    .get(1..end)
+                    .and_then(|seqs| seqs.iter().copied().max())
+            })
+            .unwrap_or(0)
+    }
+
+    /// The message that stands for the history's messages from 1 to before `end`: the model's
+    /// `summary`, and the plan as it is now.
+    fn summary_message(&self, end: usize, summary: &str) -> String {
         let mut text = format!(
             "{SUMMARY_HEAD} {} messages were replaced by this summary to keep the conversation \
              inside the context window; the session keeps them all.]\n\n{}",
@@ -247,8 +286,15 @@ impl Executor {
                 steps.join("\n")
             ));
         }
+        text
+    }
+
+    /// Puts `text` in the place of the history's messages from 1 to before `end` (which stand
+    /// for the stored messages up to `last_message`), and moves the notes and the turn marks
+    /// with them.
+    fn replace_with_summary(&mut self, end: usize, text: String, last_message: u64) {
         // The summary takes the older part's place; a user message after it joins it.
-        self.history.splice(1..end, [Message::user(text.clone())]);
+        self.history.splice(1..end, [Message::user(text)]);
         if self.stored_seqs.len() >= end {
             self.stored_seqs.splice(1..end, [last_message]);
         } else {
@@ -284,22 +330,6 @@ impl Executor {
             })
             .collect();
         self.compactions.push(shift);
-        let after = self.context.estimate(&self.history, tools);
-        self.sink.emit(Event::ContextCompacted {
-            manual,
-            messages: end - 1,
-            tokens_before: before,
-            tokens_after: after,
-            first_message: u64::from(last_message > 0),
-            last_message,
-            summary: text,
-        });
-        tracing::info!(messages = end - 1, before, after, "compacted the context");
-        Ok(Compaction {
-            messages: end - 1,
-            before,
-            after,
-        })
     }
 
     /// The model's summary of the history's messages from 1 to before `end`, from a request
@@ -352,8 +382,8 @@ impl Executor {
         };
         let answered = match self.attempt(&request, cancel, &mut emit).await {
             Ok(answered) => answered,
-            Err(super::Attempt::Failed(error)) => return Err(error.to_string()),
-            Err(super::Attempt::Cut(failure)) => return Err(failure.error.to_string()),
+            Err(super::turn::Attempt::Failed(error)) => return Err(error.to_string()),
+            Err(super::turn::Attempt::Cut(failure)) => return Err(failure.error.to_string()),
         };
         if let Some(actual) = answered.usage.and_then(|u| u.prompt_tokens) {
             self.context.calibrate(estimate, actual);

@@ -26,10 +26,35 @@
 //!
 //! [`ChatRequest::tool_choice`]: crate::provider::ChatRequest::tool_choice
 
-use lathe_runtime::PendingSummary;
+use lathe_runtime::{PendingSummary, Tool};
+use lathe_tools::resolve::ResolveTool;
 
+use super::Executor;
 use crate::events::PendingLeft;
 use crate::message::Message;
+
+impl Executor {
+    /// While an action is pending: the tool the request forces (`resolve`, on the first request
+    /// since the action became the newest) and the reminder it ends with. See the module's
+    /// docs.
+    pub(super) fn steer_to_pending(&mut self) -> (Option<String>, Option<String>) {
+        let resolve = <ResolveTool as Tool>::NAME;
+        let session = self.runner.session();
+        if !self.runner.registry().is_offered(resolve, session) {
+            return (None, None);
+        }
+        let waiting = session.pending_summaries();
+        let Some(newest) = waiting.last().map(|a| a.id) else {
+            return (None, None);
+        };
+        let reminder = reminder(&waiting, resolve);
+        let choice = (self.forced_for != Some(newest)).then(|| {
+            self.forced_for = Some(newest);
+            resolve.to_owned()
+        });
+        (choice, reminder)
+    }
+}
 
 /// What the model reads at the end of a request while actions are pending (`waiting`, oldest
 /// first; the last is the one `resolve` takes).

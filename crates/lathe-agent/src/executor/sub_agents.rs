@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 use super::Executor;
 use crate::events::Event;
 use crate::message::{AssistantMessage, Message, ToolCall};
-use crate::runner::summary::RunTally;
+use crate::runner::tally::RunTally;
 use crate::subagent::{SUB_AGENT_RESULT, SubAgents};
 
 /// What waiting for background sub-agents at the model's final answer came to.

@@ -6,14 +6,14 @@ use futures::future::BoxFuture;
 use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 
-use lathe_runtime::{Session, ToolConfig, Workspace};
+use lathe_runtime::{Gate, Registry, Session, ToolConfig, Workspace};
 use lathe_store::NewSession;
 
 use super::tools::Profile;
 use super::{Inner, Record, SubAgentResult, child_title, lock, short_task};
 use crate::approval::{ApprovalDecision, ApprovalMode, ApprovalRequest, Approver};
 use crate::events::{ChangedFile, Event, RunStatus, SubAgentState};
-use crate::executor::Executor;
+use crate::executor::{Executor, RunOutcome};
 use crate::message::Message;
 use crate::runner::ToolRunner;
 use crate::sink::EventSink;
@@ -71,6 +71,48 @@ pub(super) struct Ended {
     pub(super) text: String,
 }
 
+/// How child `id` ended, from the `outcome` of its run.
+fn ended(id: &str, outcome: RunOutcome) -> Ended {
+    let turns = outcome.turns;
+    let plural = if turns == 1 { "" } else { "s" };
+    match outcome.status {
+        RunStatus::Finished => Ended {
+            state: SubAgentState::Finished,
+            text: if outcome.answer.is_empty() {
+                format!("sub-agent {id} finished in {turns} turn{plural} without an answer")
+            } else {
+                outcome.answer
+            },
+        },
+        RunStatus::MaxTurns => Ended {
+            state: SubAgentState::Failed,
+            text: format!(
+                "sub-agent {id} did not finish: it reached its limit of {turns} turns.{}",
+                last_words(&outcome.answer)
+            ),
+        },
+        RunStatus::Failed => Ended {
+            state: SubAgentState::Failed,
+            text: format!(
+                "sub-agent {id} failed: {}.{}",
+                outcome
+                    .message
+                    .as_deref()
+                    .unwrap_or("it stopped with an error"),
+                last_words(&outcome.answer)
+            ),
+        },
+        RunStatus::Stopped => Ended {
+            state: SubAgentState::Stopped,
+            text: format!(
+                "sub-agent {id} was stopped before it finished (its parent's run was \
+                 stopped).{}",
+                last_words(&outcome.answer)
+            ),
+        },
+    }
+}
+
 /// What the child reads first: who it is, then its task. The first words are what tells its
 /// requests from its parent's.
 fn opening(id: &str, task: &str) -> String {
@@ -90,8 +132,7 @@ impl Inner {
         profile: Profile,
         cancel: &CancellationToken,
     ) -> Ended {
-        let parent = &self.parent;
-        let tools = match child_session(&parent.session, id) {
+        let tools = match child_session(&self.parent.session, id) {
             Ok(tools) => tools,
             Err(err) => {
                 return Ended {
@@ -103,7 +144,18 @@ impl Inner {
                 };
             }
         };
-        let (registry, gate) = match profile {
+        let mut executor = self.child_executor(id, task, profile, &tools);
+        let outcome = executor.run(&opening(id, task), cancel).await;
+        // Its commands (background ones too) end with it.
+        tools.shutdown();
+        self.keep_what_it_left(id, &executor, &outcome);
+        ended(id, outcome)
+    }
+
+    /// The tools child `id` may use in `profile`, and the gate that judges its calls.
+    fn child_tools(&self, profile: Profile) -> (Registry, Arc<Gate>) {
+        let parent = &self.parent;
+        match profile {
             Profile::Explore => {
                 let mut registry = lathe_tools::builtin();
                 // The parent's definitions' profile (compact in a small window).
@@ -121,19 +173,32 @@ impl Inner {
                 (**parent.host.registry()).clone(),
                 Arc::clone(parent.host.gate()),
             ),
-        };
+        }
+    }
+
+    /// The executor of child `id` on `task`, with the tools of `profile` in its tool session
+    /// `tools`, its approver and its sink, on the parent's provider and window.
+    fn child_executor(
+        self: &Arc<Self>,
+        id: &str,
+        task: &str,
+        profile: Profile,
+        tools: &Arc<Session>,
+    ) -> Executor {
+        let parent = &self.parent;
+        let (registry, gate) = self.child_tools(profile);
         let approver = Arc::new(Labelled {
             inner: Arc::clone(&parent.approver),
             label: format!("[sub-agent {id}: {}]", short_task(task)),
         });
         let sink = self.child_sink(id, task, gate.mode());
         self.update(id, |r| {
-            r.tools = Some(Arc::clone(&tools));
+            r.tools = Some(Arc::clone(tools));
             r.session_id = sink.session().map(|s| s.as_str().to_owned());
         });
         let runner = Arc::new(ToolRunner::with_host(
             parent.host.child(Arc::new(registry), gate),
-            Arc::clone(&tools),
+            Arc::clone(tools),
             approver,
         ));
         let mut config = parent.config.clone();
@@ -143,10 +208,12 @@ impl Inner {
         if window > 0 {
             config.context_window = Some(window);
         }
-        let mut executor = Executor::new(Arc::clone(&parent.provider), runner, sink, config);
-        let outcome = executor.run(&opening(id, task), cancel).await;
-        // Its commands (background ones too) end with it.
-        tools.shutdown();
+        Executor::new(Arc::clone(&parent.provider), runner, sink, config)
+    }
+
+    /// Keeps what child `id` leaves when its run ended with `outcome`: its transcript, for
+    /// `read_sub_agent`, and the files it changed, for the parent's run.
+    fn keep_what_it_left(&self, id: &str, executor: &Executor, outcome: &RunOutcome) {
         let text = transcript(executor.history());
         lock(&self.records)
             .iter_mut()
@@ -167,44 +234,6 @@ impl Inner {
             })
             .collect();
         lock(&self.changes).extend(files);
-        let turns = outcome.turns;
-        let plural = if turns == 1 { "" } else { "s" };
-        match outcome.status {
-            RunStatus::Finished => Ended {
-                state: SubAgentState::Finished,
-                text: if outcome.answer.is_empty() {
-                    format!("sub-agent {id} finished in {turns} turn{plural} without an answer")
-                } else {
-                    outcome.answer
-                },
-            },
-            RunStatus::MaxTurns => Ended {
-                state: SubAgentState::Failed,
-                text: format!(
-                    "sub-agent {id} did not finish: it reached its limit of {turns} turns.{}",
-                    last_words(&outcome.answer)
-                ),
-            },
-            RunStatus::Failed => Ended {
-                state: SubAgentState::Failed,
-                text: format!(
-                    "sub-agent {id} failed: {}.{}",
-                    outcome
-                        .message
-                        .as_deref()
-                        .unwrap_or("it stopped with an error"),
-                    last_words(&outcome.answer)
-                ),
-            },
-            RunStatus::Stopped => Ended {
-                state: SubAgentState::Stopped,
-                text: format!(
-                    "sub-agent {id} was stopped before it finished (its parent's run was \
-                     stopped).{}",
-                    last_words(&outcome.answer)
-                ),
-            },
-        }
     }
 
     /// The child's sink: stored as a session whose parent is the parent's (when the parent's

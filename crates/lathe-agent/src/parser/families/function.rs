@@ -47,7 +47,7 @@ pub(super) fn function_block_at(buf: &str, i: usize) -> Block {
             Block::Invalid
         };
     };
-    let mut parts = CallParts {
+    let parts = CallParts {
         written: name,
         arguments: Value::Object(Map::new()),
         id: None,
@@ -55,48 +55,61 @@ pub(super) fn function_block_at(buf: &str, i: usize) -> Block {
     };
     let body = skip_ws(b, gt + 1);
     if b.get(body) == Some(&b'{') {
-        let Some(parsed) = parse_at(buf, body) else {
-            return Block::Invalid;
-        };
-        if !parsed.value.is_object() {
-            return Block::Invalid;
-        }
-        parts.arguments = parsed.value;
-        parts.repairs = parsed.repairs;
-        if let Some(cut) = parsed.cut_off {
-            parts.repairs.push(Repair::Truncated {
+        json_body(buf, body, parts)
+    } else {
+        parameter_body(buf, body, parts)
+    }
+}
+
+/// The JSON object of arguments at `body` and the `</function>` after it.
+fn json_body(buf: &str, body: usize, mut parts: CallParts) -> Block {
+    let b = buf.as_bytes();
+    let Some(parsed) = parse_at(buf, body) else {
+        return Block::Invalid;
+    };
+    if !parsed.value.is_object() {
+        return Block::Invalid;
+    }
+    parts.arguments = parsed.value;
+    parts.repairs = parsed.repairs;
+    if let Some(cut) = parsed.cut_off {
+        parts.repairs.push(Repair::Truncated {
+            in_string: cut.in_string,
+        });
+        return Block::Done {
+            parts,
+            end: parsed.end,
+            pending: Pending::Value {
                 in_string: cut.in_string,
-            });
-            return Block::Done {
-                parts,
-                end: parsed.end,
-                pending: Pending::Value {
-                    in_string: cut.in_string,
-                },
-            };
-        }
-        let after = skip_ws(b, parsed.end);
-        return if buf[after..].starts_with(FUNCTION_CLOSE) {
-            Block::Done {
-                parts,
-                end: after + FUNCTION_CLOSE.len(),
-                pending: Pending::Nothing,
-            }
-        } else if after == b.len() || partial_prefix(buf, after, FUNCTION_CLOSE) {
-            Block::Done {
-                parts,
-                end: parsed.end,
-                pending: Pending::CloseTag,
-            }
-        } else {
-            parts.repairs.push(Repair::MissingCloseTag);
-            Block::Done {
-                parts,
-                end: parsed.end,
-                pending: Pending::Nothing,
-            }
+            },
         };
     }
+    let after = skip_ws(b, parsed.end);
+    if buf[after..].starts_with(FUNCTION_CLOSE) {
+        Block::Done {
+            parts,
+            end: after + FUNCTION_CLOSE.len(),
+            pending: Pending::Nothing,
+        }
+    } else if after == b.len() || partial_prefix(buf, after, FUNCTION_CLOSE) {
+        Block::Done {
+            parts,
+            end: parsed.end,
+            pending: Pending::CloseTag,
+        }
+    } else {
+        parts.repairs.push(Repair::MissingCloseTag);
+        Block::Done {
+            parts,
+            end: parsed.end,
+            pending: Pending::Nothing,
+        }
+    }
+}
+
+/// `<parameter=K>V</parameter>` pairs from `body` on, to `</function>`.
+fn parameter_body(buf: &str, body: usize, mut parts: CallParts) -> Block {
+    let b = buf.as_bytes();
     let mut arguments = Map::new();
     let mut j = body;
     loop {
