@@ -17,6 +17,7 @@ pub mod lines;
 pub mod mcp;
 pub mod project_commands;
 pub mod sanitize;
+pub mod sessions;
 pub mod setup;
 pub mod signals;
 pub mod state;

@@ -24,7 +24,6 @@ no terminal to ask on, so it was not run. Do not retry it; carry on without it i
 finish and say what the user should do (they can rerun with --approval auto, or allow it with a \
 [permissions] rule in .lathe/config.toml)";
 use lathe_agent::events::{Event, RunStart, RunStatus};
-use lathe_agent::provider::ProviderKind;
 use lathe_agent::sink::EventSink;
 
 use crate::EXIT_FAILURE;
@@ -91,7 +90,8 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     let id = agent_setup::create_session(&store, &setup, &resolved, &model, Some(&task))?;
     let tools = agent_setup::tool_session(&setup, &id)?;
     // `@shot.png` in the task: checked before anything runs.
-    let attached = match crate::attach::attach(&task, provider.as_ref(), &model, &tools).await {
+    let attached = match lathe_agent::attach::attach(&task, provider.as_ref(), &model, &tools).await
+    {
         Ok(attached) => attached,
         Err(message) => {
             let _ = store.update_session_status(&id, lathe_store::SessionStatus::Failed);
@@ -131,11 +131,7 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     sink.emit(Event::RunStarted(RunStart {
         session_id: id.as_str().to_owned(),
         model: model.clone(),
-        provider: match resolved.provider {
-            ProviderKind::Ollama => "ollama",
-            ProviderKind::OpenAi => "openai",
-        }
-        .to_owned(),
+        provider: lathe_config::sessions::provider_name(resolved.provider).to_owned(),
         base_url: resolved.base_url.clone(),
         workspace: tools.workspace().root().display().to_string(),
         approval: resolved.approval.to_string(),

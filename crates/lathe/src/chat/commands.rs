@@ -9,9 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::json;
 
 use lathe_agent::approval::ApprovalMode;
-use lathe_agent::events::Event;
+use lathe_agent::provider::Provider;
 use lathe_agent::provider::window::thousands;
-use lathe_agent::provider::{Provider, ProviderKind};
 use lathe_agent::{Agent, ContextWindow};
 use lathe_store::{SessionFilter, SessionId, Store};
 
@@ -171,29 +170,6 @@ Ctrl-R search the history.
 Ctrl-C stops the current turn and kills its running commands, clears what you typed, and on an
 empty prompt, pressed twice within a few seconds, exits.";
 
-/// The task `/init` runs when the workspace has no AGENTS.md.
-pub const INIT_PROMPT: &str = "\
-Write AGENTS.md at the workspace root: the instructions a coding agent needs to work on this \
-project. First look at the project: its build files (Cargo.toml, package.json, pyproject.toml, \
-go.mod, Makefile and the like), the README, the CI configuration, and the layout of the source \
-and test directories. Then write AGENTS.md with write_file, covering: what the project is (a \
-line or two), how to build it, how to run the tests (the exact commands, and how to run a single \
-test), the layout (what lives where), and the conventions to follow (formatting, lints, style, \
-commit rules) as the project states them. Keep it short and concrete: commands that work here, \
-paths that exist; no generic advice.";
-
-/// The task `/init` runs when AGENTS.md is already there.
-pub const INIT_IMPROVE_PROMPT: &str = "\
-AGENTS.md already exists at the workspace root: read it first, then improve it rather than start \
-over. Look at the project: its build files (Cargo.toml, package.json, pyproject.toml, go.mod, \
-Makefile and the like), the README, the CI configuration, and the layout of the source and test \
-directories. Then fix what AGENTS.md gets wrong or out of date and add what it lacks (how to \
-build, how to run the tests and a single test, the layout, the conventions), with edit_file; \
-keep what is still right. Keep it short and concrete: commands that work here, paths that exist.";
-
-/// The file `/init` writes.
-pub const AGENTS_FILE: &str = "AGENTS.md";
-
 /// What a slash command works with.
 pub struct Context<'a> {
     /// The agent of the current session.
@@ -228,44 +204,6 @@ pub fn closest(name: &str) -> Option<&'static str> {
         .map(|(_, known)| known)
 }
 
-/// Token counts of a session, from its stored turns.
-#[derive(Debug, Default, Clone, Copy, PartialEq)]
-pub struct Tokens {
-    /// Prompt tokens, summed over the turns.
-    pub input: u64,
-    /// Generated tokens, summed over the turns.
-    pub output: u64,
-    /// The last turn's prompt and output, when the server counted them: what the window holds.
-    pub last: Option<u64>,
-    /// The last turn's generated tokens per second, when the server timed it.
-    pub speed: Option<f64>,
-}
-
-impl Tokens {
-    /// Adds up the turns among `events` (events that do not read back are skipped).
-    pub fn from_events(events: &[lathe_store::Event]) -> Tokens {
-        let mut tokens = Tokens::default();
-        for stored in events {
-            if let Ok(Event::TurnFinished {
-                usage: Some(usage), ..
-            }) = serde_json::from_value::<Event>(stored.payload.clone())
-            {
-                let input = usage.prompt_tokens.unwrap_or(0);
-                let output = usage.completion_tokens.unwrap_or(0);
-                tokens.input += input;
-                tokens.output += output;
-                if usage.prompt_tokens.is_some() {
-                    tokens.last = Some(input + output);
-                }
-                if let Some(speed) = usage.tokens_per_second() {
-                    tokens.speed = Some(speed);
-                }
-            }
-        }
-        tokens
-    }
-}
-
 /// `used/total tokens (N%)`.
 pub fn window_fill(used: u64, total: u64) -> String {
     let percent = used.saturating_mul(100) / total.max(1);
@@ -280,7 +218,7 @@ fn status(cx: &Context<'_>) -> String {
     let tokens = cx
         .store
         .events(cx.session)
-        .map(|events| Tokens::from_events(&events))
+        .map(|events| lathe_config::sessions::Tokens::from_events(&events))
         .unwrap_or_default();
     let fill = match tokens.last {
         Some(used) => window_fill(used, window),
@@ -289,10 +227,7 @@ fn status(cx: &Context<'_>) -> String {
             format!("{} (estimated)", window_fill(estimated, window))
         }
     };
-    let provider = match cx.resolved.provider {
-        ProviderKind::Ollama => "ollama",
-        ProviderKind::OpenAi => "openai",
-    };
+    let provider = lathe_config::sessions::provider_name(cx.resolved.provider);
     let served = match cx.resolved.served_window {
         Some(served) => format!("the server's {}", thousands(u64::from(served))),
         None => "the server did not say its own".to_owned(),
@@ -358,17 +293,15 @@ pub async fn apply(command: Command, cx: Context<'_>) -> Outcome {
         }
         Command::Clear => return Outcome::Clear,
         Command::Init => {
-            let task = if setup.root.join(AGENTS_FILE).exists() {
+            let task = lathe_agent::init::InitTask::for_workspace(&setup.root);
+            if task == lathe_agent::init::InitTask::Improve {
                 let _ = writeln!(
                     out,
                     "{}",
                     style.dim("AGENTS.md exists: asking the model to improve it, not overwrite it")
                 );
-                INIT_IMPROVE_PROMPT
-            } else {
-                INIT_PROMPT
-            };
-            return Outcome::Run(task.to_owned());
+            }
+            return Outcome::Run(task.prompt().to_owned());
         }
         Command::Model(None) => {
             let _ = writeln!(out, "model: {}", cx.agent.model());

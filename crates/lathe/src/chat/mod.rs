@@ -49,22 +49,6 @@ pub struct ChatArgs {
 /// Lines of the earlier transcript shown when a session is resumed.
 const RESUME_TAIL_LINES: usize = 12;
 
-/// What a resumed session was started with, where no flag says otherwise: the model, the
-/// provider, its server and the approval mode (the configuration and environment apply only
-/// to what the session did not record).
-fn restore(args: &mut ModelArgs, session: &lathe_store::Session) {
-    args.model = args.model.take().or_else(|| Some(session.model.clone()));
-    if args.provider.is_none() {
-        args.provider = agent_setup::parse_provider(&session.provider).ok();
-    }
-    if args.base_url.is_none() {
-        args.base_url = session.extra["base_url"].as_str().map(str::to_owned);
-    }
-    if args.approval.is_none() {
-        args.approval = session.approval.parse().ok();
-    }
-}
-
 /// One stored session of the chat and what runs in it: `/clear` ends it and opens another.
 struct Live {
     id: SessionId,
@@ -230,7 +214,7 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
     let setup = trust_or_not(&common)?;
     let mut model_args = args.model.clone();
     if let Some(session) = &resumed {
-        restore(&mut model_args, session);
+        lathe_config::sessions::restore_model_args(&mut model_args, session);
     }
     let mut resolved = agent_setup::resolve(&setup, &model_args, agent_setup::process_env)?;
     if let Some(max_turns) = args.max_turns {
@@ -393,17 +377,21 @@ pub async fn run(common: &CommonArgs, args: ChatArgs) -> anyhow::Result<ExitCode
         let cancel = terminate.child_token();
         *turn.lock().unwrap_or_else(|e| e.into_inner()) = Some(cancel.clone());
         // `@shot.png`: a name that cannot be sent stops the message here, to be fixed.
-        let attached =
-            match crate::attach::attach(&task, provider.as_ref(), live.agent.model(), &live.tools)
-                .await
-            {
-                Ok(attached) => attached,
-                Err(message) => {
-                    *turn.lock().unwrap_or_else(|e| e.into_inner()) = None;
-                    say(&style.yellow(&message));
-                    continue;
-                }
-            };
+        let attached = match lathe_agent::attach::attach(
+            &task,
+            provider.as_ref(),
+            live.agent.model(),
+            &live.tools,
+        )
+        .await
+        {
+            Ok(attached) => attached,
+            Err(message) => {
+                *turn.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                say(&style.yellow(&message));
+                continue;
+            }
+        };
         for notice in &attached.notices {
             say(&style.dim(notice));
         }
