@@ -21,6 +21,7 @@ pub mod sessions;
 pub mod setup;
 pub mod signals;
 pub mod state;
+pub mod tool_calls;
 pub mod trust;
 
 pub use args::CommonArgs;
