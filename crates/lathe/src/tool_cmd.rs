@@ -4,7 +4,7 @@
 //! arguments, the gate, the plan, the budget, the configured `[hooks]`), so a call gives the same
 //! answer here. A call that changes the workspace is a checkpointed turn of its own in a stored
 //! session of this run, which `lathe undo` takes back. What differs is who approves: see
-//! [`approver`](lathe_config::tool_calls::approver).
+//! [`approver`].
 
 use std::io::Write;
 use std::process::ExitCode;

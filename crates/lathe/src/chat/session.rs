@@ -30,15 +30,15 @@ pub(super) struct Live {
     pub(super) sink: EventSink,
     pub(super) agent: Agent,
     /// Ends the session on SIGTERM or SIGHUP.
-    pub(super) terminating: tokio::task::JoinHandle<()>,
+    terminating: tokio::task::JoinHandle<()>,
     /// `[hooks]` around each prompt (SessionStart, UserPromptSubmit, Stop).
-    pub(super) prompt_hooks: lathe_config::hooks::PromptHooks,
+    prompt_hooks: lathe_config::hooks::PromptHooks,
     /// Whether the session has its title (from the first message).
     pub(super) titled: bool,
     /// What the user did between messages that the model should hear of (`/apply`).
     pub(super) notes: Vec<String>,
     // Held until the session ends, however it ends: `lathe sessions` sees whether it runs.
-    pub(super) _owner: agent_setup::SessionOwner,
+    _owner: agent_setup::SessionOwner,
 }
 
 /// What a session is opened with.
