@@ -59,9 +59,11 @@
 
 mod agent;
 pub mod approval;
+pub mod attach;
 mod context;
 pub mod events;
 pub mod executor;
+pub mod init;
 pub mod message;
 pub mod parser;
 mod prompt;

@@ -17,9 +17,11 @@ pub mod lines;
 pub mod mcp;
 pub mod project_commands;
 pub mod sanitize;
+pub mod sessions;
 pub mod setup;
 pub mod signals;
 pub mod state;
+pub mod tool_calls;
 pub mod trust;
 
 pub use args::CommonArgs;

@@ -24,7 +24,6 @@ no terminal to ask on, so it was not run. Do not retry it; carry on without it i
 finish and say what the user should do (they can rerun with --approval auto, or allow it with a \
 [permissions] rule in .lathe/config.toml)";
 use lathe_agent::events::{Event, RunStart, RunStatus};
-use lathe_agent::provider::ProviderKind;
 use lathe_agent::sink::EventSink;
 
 use crate::EXIT_FAILURE;
@@ -62,18 +61,7 @@ pub struct ExecArgs {
 /// Runs `lathe exec`.
 pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode> {
     let from_stdin = args.prompt == "-";
-    let task = if from_stdin {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .context("cannot read the task from stdin")?;
-        text
-    } else {
-        args.prompt.clone()
-    };
-    if task.trim().is_empty() {
-        anyhow::bail!("the task is empty: give it as an argument, or pipe it in with `-`");
-    }
+    let task = read_task(&args.prompt)?;
     let setup = Setup::load(common)?;
     let commands = lathe_config::project_commands::Commands::load(&setup.root);
     let (task, project_run) = lathe_config::project_commands::exec_task(&commands, task)?;
@@ -91,7 +79,8 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     let id = agent_setup::create_session(&store, &setup, &resolved, &model, Some(&task))?;
     let tools = agent_setup::tool_session(&setup, &id)?;
     // `@shot.png` in the task: checked before anything runs.
-    let attached = match crate::attach::attach(&task, provider.as_ref(), &model, &tools).await {
+    let attached = match lathe_agent::attach::attach(&task, provider.as_ref(), &model, &tools).await
+    {
         Ok(attached) => attached,
         Err(message) => {
             let _ = store.update_session_status(&id, lathe_store::SessionStatus::Failed);
@@ -107,57 +96,19 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     };
     let renderer = Renderer::new(mode);
     renderer.set_undo_hints(UndoHints::Exec);
-    for notice in &attached.notices {
-        eprintln!("{}", renderer.style().dim(notice));
-    }
-    if mode == OutputMode::Human {
-        let style = renderer.style();
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(
-            err,
-            "{}",
-            style.dim(&format!(
-                "session {id} · {model} · approval {}",
-                resolved.approval
-            ))
-        );
-    }
+    announce(&renderer, mode, &attached.notices, &id, &model, &resolved);
     // Asking needs a person at a terminal; a piped task or JSON output means nobody is there.
     let interactive = !from_stdin
         && !args.json
         && std::io::stdin().is_terminal()
         && std::io::stdout().is_terminal();
     let sink = EventSink::new(store, id.clone(), renderer.handler());
-    sink.emit(Event::RunStarted(RunStart {
-        session_id: id.as_str().to_owned(),
-        model: model.clone(),
-        provider: match resolved.provider {
-            ProviderKind::Ollama => "ollama",
-            ProviderKind::OpenAi => "openai",
-        }
-        .to_owned(),
-        base_url: resolved.base_url.clone(),
-        workspace: tools.workspace().root().display().to_string(),
-        approval: resolved.approval.to_string(),
-        max_turns: resolved.max_turns,
-    }));
+    sink.emit(Event::RunStarted(run_start(&id, &model, &resolved, &tools)));
     if let Some(message) = window_note {
         sink.emit(Event::Notice { message });
     }
     let cancel = CancellationToken::new();
-    let approver: Arc<dyn Approver> = if interactive {
-        // Ctrl-C at an approval question stops the run there: the model is asked nothing more.
-        Arc::new(
-            TerminalApprover::new(
-                Arc::new(Input::start()),
-                Arc::clone(&renderer),
-                sink.clone(),
-            )
-            .stopping(Arc::new(std::sync::Mutex::new(Some(cancel.clone())))),
-        )
-    } else {
-        Arc::new(Refuse(NON_INTERACTIVE_DENIAL.to_owned()))
-    };
+    let approver = approver(interactive, &renderer, &sink, &cancel);
     let hooks = lathe_config::hooks::load(&setup, id.as_str())?;
     let (registry, servers) =
         lathe_mcp::client::with_servers(&setup, lathe_config::setup::registry(), None).await;
@@ -203,6 +154,93 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
     tools.shutdown();
     drop(agent);
     lathe_mcp::client::stop(&servers).await;
+    Ok(exit_code(outcome))
+}
+
+/// The task: the argument, or stdin for `-`; never empty.
+fn read_task(prompt: &str) -> anyhow::Result<String> {
+    let task = if prompt == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("cannot read the task from stdin")?;
+        text
+    } else {
+        prompt.to_owned()
+    };
+    if task.trim().is_empty() {
+        anyhow::bail!("the task is empty: give it as an argument, or pipe it in with `-`");
+    }
+    Ok(task)
+}
+
+/// On stderr, before the run: what was said of the images, and (for people) the session, the
+/// model and the approval mode.
+fn announce(
+    renderer: &Renderer,
+    mode: OutputMode,
+    notices: &[String],
+    id: &lathe_store::SessionId,
+    model: &str,
+    resolved: &agent_setup::Resolved,
+) {
+    let style = renderer.style();
+    for notice in notices {
+        eprintln!("{}", style.dim(notice));
+    }
+    if mode == OutputMode::Human {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "{}",
+            style.dim(&format!(
+                "session {id} · {model} · approval {}",
+                resolved.approval
+            ))
+        );
+    }
+}
+
+/// The first event of the run: the session and how the run is set up.
+fn run_start(
+    id: &lathe_store::SessionId,
+    model: &str,
+    resolved: &agent_setup::Resolved,
+    tools: &lathe_runtime::Session,
+) -> RunStart {
+    RunStart {
+        session_id: id.as_str().to_owned(),
+        model: model.to_owned(),
+        provider: lathe_config::sessions::provider_name(resolved.provider).to_owned(),
+        base_url: resolved.base_url.clone(),
+        workspace: tools.workspace().root().display().to_string(),
+        approval: resolved.approval.to_string(),
+        max_turns: resolved.max_turns,
+    }
+}
+
+/// Who answers the calls that ask: the user at the terminal, where there is one (a Ctrl-C at
+/// the question stops the run there: the model is asked nothing more), else nobody
+/// ([`NON_INTERACTIVE_DENIAL`]).
+fn approver(
+    interactive: bool,
+    renderer: &Arc<Renderer>,
+    sink: &EventSink,
+    cancel: &CancellationToken,
+) -> Arc<dyn Approver> {
+    if interactive {
+        Arc::new(
+            TerminalApprover::new(Arc::new(Input::start()), Arc::clone(renderer), sink.clone())
+                .stopping(Arc::new(std::sync::Mutex::new(Some(cancel.clone())))),
+        )
+    } else {
+        Arc::new(Refuse(NON_INTERACTIVE_DENIAL.to_owned()))
+    }
+}
+
+/// The exit status of the run (see the module's documentation); a prompt a hook refused is
+/// said here and fails.
+fn exit_code(outcome: Result<lathe_agent::executor::RunOutcome, String>) -> ExitCode {
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(reason) => {
@@ -210,14 +248,14 @@ pub async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<ExitCode
                 "lathe: a UserPromptSubmit hook refused the prompt; the model did not see it: \
                  {reason}"
             );
-            return Ok(ExitCode::from(EXIT_FAILURE));
+            return ExitCode::from(EXIT_FAILURE);
         }
     };
-    Ok(match outcome.status {
+    match outcome.status {
         RunStatus::Finished if outcome.report.changes_denied => ExitCode::from(EXIT_CHANGES_DENIED),
         RunStatus::Finished => ExitCode::SUCCESS,
         // Only the first Ctrl-C cancels the run (SIGTERM and SIGHUP exit on their own).
         RunStatus::Stopped => ExitCode::from(EXIT_INTERRUPTED as u8),
         RunStatus::MaxTurns | RunStatus::Failed => ExitCode::from(EXIT_FAILURE),
-    })
+    }
 }

@@ -1,6 +1,5 @@
 //! `lathe`: the binary. Thin: parses flags, loads configuration, and hands off to the crates.
 
-mod attach;
 mod chat;
 mod cli;
 mod exec_cmd;

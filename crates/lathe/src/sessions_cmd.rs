@@ -4,8 +4,6 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use serde_json::{Value, json};
-
 use lathe_agent::message::Message;
 use lathe_agent::sink::stored_history;
 use lathe_agent::text::{cut, first_line};
@@ -55,11 +53,7 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
     match args.action {
         SessionsAction::List { json, limit, here } => {
             let workspace = if here {
-                let root = match &common.workspace {
-                    Some(dir) => dir.clone(),
-                    None => lathe_config::setup::default_workspace()?,
-                };
-                Some(root.canonicalize().unwrap_or(root))
+                Some(lathe_config::sessions::workspace_root(common)?)
             } else {
                 None
             };
@@ -80,7 +74,7 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
                 )?;
             } else {
                 let style = Style::for_stdout();
-                for (depth, session) in as_tree(&sessions) {
+                for (depth, session) in lathe_config::sessions::as_tree(&sessions) {
                     let indent = if depth == 0 { "" } else { "  └ " };
                     writeln!(out, "{indent}{}", list_line(session, &style))?;
                 }
@@ -91,36 +85,7 @@ pub fn run(common: &crate::cli::CommonArgs, args: SessionsArgs) -> anyhow::Resul
             settle(&store, &mut session);
             let data_dir = lathe_config::state::data_dir();
             if json {
-                let messages = store.messages(&session.id)?;
-                let events = store.events(&session.id)?;
-                let checkpoints = checkpoints_json(&store, &session, &data_dir);
-                let plan = lathe_agent::stored::last_plan(&events);
-                let tokens: Vec<Value> = lathe_agent::stored::turn_tokens(&events)
-                    .into_iter()
-                    .map(|(turn, usage)| {
-                        let mut row = json!({"turn": turn});
-                        if let (Some(row), Value::Object(counts)) =
-                            (row.as_object_mut(), json!(usage))
-                        {
-                            row.extend(counts);
-                        }
-                        row
-                    })
-                    .collect();
-                let children: Vec<String> = store
-                    .children(&session.id)?
-                    .into_iter()
-                    .map(|c| c.id.as_str().to_owned())
-                    .collect();
-                let value = json!({
-                    "session": session,
-                    "sub_agents": children,
-                    "messages": messages,
-                    "events": events,
-                    "checkpoints": checkpoints,
-                    "plan": plan,
-                    "tokens": tokens,
-                });
+                let value = lathe_config::sessions::show_json(&store, &session, &data_dir)?;
                 serde_json::to_writer_pretty(&mut out, &value)?;
                 writeln!(out)?;
             } else {
@@ -205,26 +170,6 @@ fn list_line(session: &Session, style: &Style) -> String {
         cut(&session.model, 20),
         cut(title, 60)
     )
-}
-
-/// `sessions` in their order, each followed by those of its sub-agents that are listed too
-/// (depth 1); a sub-agent whose parent is not listed stands on its own (depth 0).
-fn as_tree(sessions: &[Session]) -> Vec<(usize, &Session)> {
-    let listed = |id: &lathe_store::SessionId| sessions.iter().any(|s| &s.id == id);
-    let mut rows = Vec::new();
-    for session in sessions {
-        if session.parent.as_ref().is_some_and(listed) {
-            continue;
-        }
-        rows.push((0, session));
-        let mut children: Vec<&Session> = sessions
-            .iter()
-            .filter(|s| s.parent.as_ref() == Some(&session.id))
-            .collect();
-        children.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
-        rows.extend(children.into_iter().map(|c| (1, c)));
-    }
-    rows
 }
 
 fn short_id(session: &Session) -> String {
@@ -426,12 +371,6 @@ pub fn checkpoints_section(
     out
 }
 
-fn checkpoints_json(store: &Store, session: &Session, data_dir: &std::path::Path) -> Value {
-    open_checkpoints(store, session, data_dir).map_or(Value::Null, |checkpoints| {
-        lathe_checkpoint::report::steps_json(&checkpoints)
-    })
-}
-
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -442,6 +381,7 @@ mod tests {
     use lathe_agent::events::{Event, FileChange};
     use lathe_agent::message::{AssistantMessage, ToolCall};
     use lathe_store::{NewSession, SessionId};
+    use serde_json::json;
 
     /// A store with one session, in `/w` with qwen3 in auto mode.
     fn store_with_session(title: Option<&str>) -> (Store, SessionId) {
@@ -457,39 +397,6 @@ mod tests {
             })
             .unwrap();
         (store, id)
-    }
-
-    #[test]
-    fn list_puts_sub_agents_under_their_parent() {
-        let (store, parent) = store_with_session(Some("parent"));
-        let child = |title: &str| {
-            store
-                .create_session(NewSession {
-                    workspace: "/w".into(),
-                    title: Some(title.into()),
-                    parent: Some(parent.clone()),
-                    ..NewSession::default()
-                })
-                .unwrap()
-        };
-        let (first, second) = (child("first"), child("second"));
-        // Newest first, as `list` gives them.
-        let sessions = store.list_sessions(&SessionFilter::default()).unwrap();
-        let rows: Vec<(usize, String)> = as_tree(&sessions)
-            .into_iter()
-            .map(|(depth, s)| (depth, s.id.as_str().to_owned()))
-            .collect();
-        assert_eq!(
-            rows,
-            [
-                (0, parent.as_str().to_owned()),
-                (1, first.as_str().to_owned()),
-                (1, second.as_str().to_owned()),
-            ]
-        );
-        // A sub-agent whose parent is not listed stands on its own.
-        let only_child: Vec<Session> = sessions.into_iter().filter(|s| s.id == second).collect();
-        assert_eq!(as_tree(&only_child)[0].0, 0);
     }
 
     #[test]
@@ -534,9 +441,6 @@ mod tests {
             text.contains(&format!("lathe undo --session {}", busy.id)),
             "{text}"
         );
-        let json = checkpoints_json(&store, &busy, &data);
-        assert_eq!(json[0]["files"][0]["path"], "a.txt", "{json}");
-        assert_eq!(json[0]["turn"], 1, "{json}");
     }
 
     #[test]

@@ -11,19 +11,16 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use futures::future::BoxFuture;
 use lathe_config::lines::{Line, read_bounded_line};
-use serde::{Deserialize, Serialize};
+use lathe_config::tool_calls::{Answer, BatchLine, MAX_INPUT_BYTES, approver, too_long};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use lathe_checkpoint::session::SessionCheckpoints;
 use lathe_config::checkpoints::Recorded;
 use lathe_policy::ApprovalMode;
-use lathe_runtime::dispatch::{
-    ApprovalDecision, ApprovalRequest, Approver, CallStatus, FixedAnswer, Gate, Outcome,
-};
-use lathe_runtime::{Hook, Host, Metadata, ToolContext, ToolOutput};
+use lathe_runtime::dispatch::{Approver, Gate, Outcome};
+use lathe_runtime::{Hook, Host, ToolContext, ToolOutput};
 
 use crate::cli::{CommonArgs, ToolArgs, ToolsArgs};
 use crate::{EXIT_FAILURE, EXIT_USAGE};
@@ -125,12 +122,6 @@ fn summary(description: &str) -> String {
         None => paragraph,
     }
 }
-
-/// The longest input accepted: one `--batch` line, or the arguments of a one-shot call read
-/// from stdin. Whole files travel in `write_file` arguments, so this is generous (the same as
-/// one MCP message); longer input is discarded as it is read and answered with an error that
-/// names the limit, so memory stays bounded whatever arrives.
-pub const MAX_INPUT_BYTES: usize = 64 * 1024 * 1024;
 
 /// What a one-shot `lathe tool` says after a call that left a change pending.
 pub const ONE_SHOT_PENDING: &str = "the previewed change was not kept: nothing was written, and \
@@ -268,45 +259,6 @@ fn read_arguments(given: Option<&str>) -> Result<Value, String> {
     })
 }
 
-/// Who approves a call the gate asks about.
-///
-/// Without `--approval`, the person who ran `lathe tool` did: a call typed by hand (or written
-/// into a `--batch` file) is its own approval, as a command typed into a shell is. The gate
-/// still judges it in `full` mode, so a deny rule of `[permissions]` refuses it as it would
-/// the agent's; what would ask (a critical command, a sensitive path, `sandbox: false`, an
-/// `ask` rule) runs.
-///
-/// With `--approval MODE`, the calls come from somewhere else (a program relaying a model's
-/// calls): the gate decides in that mode, and what would ask is refused, because nobody is
-/// there to answer.
-fn approver(mode: Option<ApprovalMode>) -> Box<dyn Approver> {
-    match mode {
-        None => Box::new(FixedAnswer(ApprovalDecision::AllowOnce)),
-        Some(mode) => Box::new(Unattended(mode)),
-    }
-}
-
-/// Refuses every request: `lathe tool --approval MODE` has nobody to ask.
-struct Unattended(ApprovalMode);
-
-impl Approver for Unattended {
-    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
-        let message = format!(
-            "this call needs the user's approval ({}), and `lathe tool --approval {}` asks \
-             nobody, so it was not run. Do not retry it; carry on without it if you can, or say \
-             what the user should allow (an allow rule under [permissions] in \
-             .lathe/config.toml, or another --approval mode)",
-            request.reasons.join("; "),
-            self.0
-        );
-        Box::pin(async move {
-            ApprovalDecision::Deny {
-                message: Some(message),
-            }
-        })
-    }
-}
-
 /// What the calls of one `lathe tool` run share.
 struct Calls<'a> {
     host: &'a Host,
@@ -346,46 +298,6 @@ impl Calls<'_> {
     }
 }
 
-/// One result as `--json` and `--batch` print it.
-#[derive(Serialize)]
-struct Answer<'a> {
-    /// What the model would read.
-    text: &'a str,
-    is_error: bool,
-    /// How the call ended: `ok`, `error`, `denied`, `refused` or `cancelled`.
-    status: CallStatus,
-    metadata: &'a Metadata,
-}
-
-impl<'a> Answer<'a> {
-    fn of(outcome: &'a Outcome) -> Self {
-        Answer {
-            text: &outcome.output.text,
-            is_error: outcome.output.is_error,
-            status: outcome.status,
-            metadata: &outcome.output.metadata,
-        }
-    }
-
-    /// A line that was not a call: refused before anything ran.
-    fn unread(output: &'a ToolOutput) -> Self {
-        Answer {
-            text: &output.text,
-            is_error: true,
-            status: CallStatus::Refused,
-            metadata: &output.metadata,
-        }
-    }
-}
-
-#[derive(Deserialize)]
-struct BatchLine {
-    #[serde(alias = "tool")]
-    name: String,
-    #[serde(default, alias = "args", alias = "input")]
-    arguments: Value,
-}
-
 /// Runs JSON lines from stdin in order in one session, answering each line before reading the
 /// next so that a driving program can use one result in its next call.
 async fn batch(calls: &Calls<'_>) -> anyhow::Result<u8> {
@@ -422,10 +334,8 @@ async fn batch(calls: &Calls<'_>) -> anyhow::Result<u8> {
                 continue;
             }
         };
-        let parsed = match std::str::from_utf8(&line) {
-            Ok(text) if text.trim().is_empty() => continue,
-            Ok(text) => serde_json::from_str::<BatchLine>(text).map_err(|err| err.to_string()),
-            Err(err) => Err(format!("the line is not valid UTF-8: {err}")),
+        let Some(parsed) = BatchLine::parse(&line) else {
+            continue;
         };
         match parsed {
             Ok(call) => {
@@ -453,8 +363,4 @@ fn write_result(answer: &Answer<'_>) -> anyhow::Result<()> {
     writeln!(out)?;
     out.flush()?;
     Ok(())
-}
-
-fn too_long(what: &str, size: usize) -> String {
-    format!("{what} is {size} bytes long, over the limit of {MAX_INPUT_BYTES} bytes (64 MiB)")
 }

@@ -15,7 +15,7 @@ use clap::Args;
 use lathe_checkpoint::report::short_id;
 pub use lathe_checkpoint::report::{Review, review};
 use lathe_checkpoint::{Checkpoints, Coverage, Force, Nothing, Restored, UndoTarget};
-use lathe_store::{Session, SessionFilter, Store};
+use lathe_store::Session;
 
 /// `lathe undo`.
 #[derive(Debug, Args)]
@@ -115,7 +115,10 @@ fn open(
     let store = crate::sessions_cmd::open_store()?;
     let session = match session {
         Some(id) => store.session(id)?,
-        None => newest_here(common, &store)?,
+        None => lathe_config::sessions::newest_in(
+            &store,
+            &lathe_config::sessions::workspace_root(common)?,
+        )?,
     };
     let checkpoints = Checkpoints::of_stored(lathe_config::state::data_dir(), store, &session)
         .with_context(|| format!("cannot open the checkpoints of session {}", short(&session)))?;
@@ -123,27 +126,6 @@ fn open(
         eprintln!("lathe: {}", checkpoints.coverage().note());
     }
     Ok((session, checkpoints))
-}
-
-fn newest_here(common: &crate::cli::CommonArgs, store: &Store) -> anyhow::Result<Session> {
-    let root = match &common.workspace {
-        Some(dir) => dir.clone(),
-        None => lathe_config::setup::default_workspace()?,
-    };
-    let root = root.canonicalize().unwrap_or(root);
-    store
-        .list_sessions(&SessionFilter {
-            workspace: Some(root.clone()),
-            limit: Some(1),
-        })?
-        .into_iter()
-        .next()
-        .with_context(|| {
-            format!(
-                "no session has run in {}: name one with --session ID (see `lathe sessions list`)",
-                root.display()
-            )
-        })
 }
 
 fn short(session: &Session) -> String {

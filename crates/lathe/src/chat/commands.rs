@@ -2,27 +2,22 @@
 //! `/sessions`, `/diff [N] [--stat]`, `/undo [--force]`, `/redo [--force]`, `/rewind N`,
 //! `/pending`, `/apply [REASON]`, `/discard [REASON]`, `/compact`, `/exit`.
 
-use std::io::Write;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+mod checkpoints;
+mod pending;
 
-use serde_json::json;
+use std::io::Write;
 
 use lathe_agent::approval::ApprovalMode;
-use lathe_agent::events::Event;
+use lathe_agent::init::InitTask;
+use lathe_agent::provider::Provider;
 use lathe_agent::provider::window::thousands;
-use lathe_agent::provider::{Provider, ProviderKind};
 use lathe_agent::{Agent, ContextWindow};
 use lathe_store::{SessionFilter, SessionId, Store};
 
-use lathe_checkpoint::{Checkpoints, Force, UndoTarget};
-use lathe_runtime::{ApprovalDecision, CallStatus, FixedAnswer, Session, Tool, ToolContext};
-use lathe_tools::resolve::ResolveTool;
-
-use crate::render::{Style, sanitize};
-use crate::undo_cmd::Review;
+use crate::render::Style;
 use lathe_config::agent_setup::Resolved;
 use lathe_config::setup::Setup;
+pub use pending::pending_hint;
 
 /// How many sessions `/sessions` lists.
 const SESSIONS_SHOWN: usize = 10;
@@ -171,29 +166,6 @@ Ctrl-R search the history.
 Ctrl-C stops the current turn and kills its running commands, clears what you typed, and on an
 empty prompt, pressed twice within a few seconds, exits.";
 
-/// The task `/init` runs when the workspace has no AGENTS.md.
-pub const INIT_PROMPT: &str = "\
-Write AGENTS.md at the workspace root: the instructions a coding agent needs to work on this \
-project. First look at the project: its build files (Cargo.toml, package.json, pyproject.toml, \
-go.mod, Makefile and the like), the README, the CI configuration, and the layout of the source \
-and test directories. Then write AGENTS.md with write_file, covering: what the project is (a \
-line or two), how to build it, how to run the tests (the exact commands, and how to run a single \
-test), the layout (what lives where), and the conventions to follow (formatting, lints, style, \
-commit rules) as the project states them. Keep it short and concrete: commands that work here, \
-paths that exist; no generic advice.";
-
-/// The task `/init` runs when AGENTS.md is already there.
-pub const INIT_IMPROVE_PROMPT: &str = "\
-AGENTS.md already exists at the workspace root: read it first, then improve it rather than start \
-over. Look at the project: its build files (Cargo.toml, package.json, pyproject.toml, go.mod, \
-Makefile and the like), the README, the CI configuration, and the layout of the source and test \
-directories. Then fix what AGENTS.md gets wrong or out of date and add what it lacks (how to \
-build, how to run the tests and a single test, the layout, the conventions), with edit_file; \
-keep what is still right. Keep it short and concrete: commands that work here, paths that exist.";
-
-/// The file `/init` writes.
-pub const AGENTS_FILE: &str = "AGENTS.md";
-
 /// What a slash command works with.
 pub struct Context<'a> {
     /// The agent of the current session.
@@ -228,50 +200,13 @@ pub fn closest(name: &str) -> Option<&'static str> {
         .map(|(_, known)| known)
 }
 
-/// Token counts of a session, from its stored turns.
-#[derive(Debug, Default, Clone, Copy, PartialEq)]
-pub struct Tokens {
-    /// Prompt tokens, summed over the turns.
-    pub input: u64,
-    /// Generated tokens, summed over the turns.
-    pub output: u64,
-    /// The last turn's prompt and output, when the server counted them: what the window holds.
-    pub last: Option<u64>,
-    /// The last turn's generated tokens per second, when the server timed it.
-    pub speed: Option<f64>,
-}
-
-impl Tokens {
-    /// Adds up the turns among `events` (events that do not read back are skipped).
-    pub fn from_events(events: &[lathe_store::Event]) -> Tokens {
-        let mut tokens = Tokens::default();
-        for stored in events {
-            if let Ok(Event::TurnFinished {
-                usage: Some(usage), ..
-            }) = serde_json::from_value::<Event>(stored.payload.clone())
-            {
-                let input = usage.prompt_tokens.unwrap_or(0);
-                let output = usage.completion_tokens.unwrap_or(0);
-                tokens.input += input;
-                tokens.output += output;
-                if usage.prompt_tokens.is_some() {
-                    tokens.last = Some(input + output);
-                }
-                if let Some(speed) = usage.tokens_per_second() {
-                    tokens.speed = Some(speed);
-                }
-            }
-        }
-        tokens
-    }
-}
-
 /// `used/total tokens (N%)`.
 pub fn window_fill(used: u64, total: u64) -> String {
     let percent = used.saturating_mul(100) / total.max(1);
     format!("{used}/{total} tokens ({percent}%)")
 }
 
+/// `/status`: the model, its server and window, the session, its tokens, the mode.
 fn status(cx: &Context<'_>) -> String {
     let executor = cx.agent.executor();
     // What the requests are fitted to now: the server's when smaller, or what an overflow
@@ -280,7 +215,7 @@ fn status(cx: &Context<'_>) -> String {
     let tokens = cx
         .store
         .events(cx.session)
-        .map(|events| Tokens::from_events(&events))
+        .map(|events| lathe_config::sessions::Tokens::from_events(&events))
         .unwrap_or_default();
     let fill = match tokens.last {
         Some(used) => window_fill(used, window),
@@ -289,10 +224,7 @@ fn status(cx: &Context<'_>) -> String {
             format!("{} (estimated)", window_fill(estimated, window))
         }
     };
-    let provider = match cx.resolved.provider {
-        ProviderKind::Ollama => "ollama",
-        ProviderKind::OpenAi => "openai",
-    };
+    let provider = lathe_config::sessions::provider_name(cx.resolved.provider);
     let served = match cx.resolved.served_window {
         Some(served) => format!("the server's {}", thousands(u64::from(served))),
         None => "the server did not say its own".to_owned(),
@@ -330,359 +262,169 @@ fn status(cx: &Context<'_>) -> String {
     )
 }
 
-/// Runs `command`.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "the chat waits for /undo and /redo"
-)]
-pub async fn apply(command: Command, cx: Context<'_>) -> Outcome {
-    let style = cx.style;
-    let apply = matches!(command, Command::Apply(_));
-    let setup = cx.setup;
-    let mut out = std::io::stdout().lock();
-    match command {
-        Command::Help => {
-            let _ = writeln!(out, "{HELP}");
-            let project = lathe_config::project_commands::Commands::load(&cx.setup.root);
-            if !project.is_empty() {
-                let _ = write!(
-                    out,
-                    "Project commands (.lathe/commands/, and commands/ in your config \
-                     directory; a built-in name wins):\n{}",
-                    project.help()
-                );
-            }
-        }
-        Command::Status => {
-            let _ = writeln!(out, "{}", status(&cx));
-        }
+/// Runs `command`: one function per command, which says what it did.
+pub async fn apply(command: Command, mut cx: Context<'_>) -> Outcome {
+    let said = match command {
         Command::Clear => return Outcome::Clear,
-        Command::Init => {
-            let task = if setup.root.join(AGENTS_FILE).exists() {
-                let _ = writeln!(
-                    out,
-                    "{}",
-                    style.dim("AGENTS.md exists: asking the model to improve it, not overwrite it")
-                );
-                INIT_IMPROVE_PROMPT
-            } else {
-                INIT_PROMPT
-            };
-            return Outcome::Run(task.to_owned());
-        }
-        Command::Model(None) => {
-            let _ = writeln!(out, "model: {}", cx.agent.model());
-        }
-        Command::Model(Some(name)) => {
-            // The server's list decides; a server that cannot list its models is taken at its
-            // word (the next turn says if the name is wrong).
-            let listed = cx.provider.list_models().await;
-            match listed {
-                Ok(models) if !models.is_empty() && !models.contains(&name) => {
-                    let _ = writeln!(
-                        out,
-                        "{}",
-                        style.red(&format!(
-                            "{name} is not on the model server; it has: {}. The model stays {}.",
-                            models.join(", "),
-                            cx.agent.model()
-                        ))
-                    );
-                }
-                listed => {
-                    cx.agent.set_model(name.clone());
-                    let mut said = format!("model is now {name}");
-                    if let Err(err) = listed {
-                        said.push_str(&format!(
-                            " (the server's models could not be listed: {err})"
-                        ));
-                    }
-                    let _ = writeln!(out, "{}", style.dim(&said));
-                    // Its window may differ: the next request is fitted to it.
-                    if let Some(line) = cx.resolved.refit(cx.provider, cx.agent, &name).await {
-                        let _ = writeln!(out, "{}", style.dim(&line));
-                    }
-                }
-            }
-        }
-        Command::Approval(None) => {
-            let _ = writeln!(out, "approval: {}", cx.agent.gate().mode());
-        }
-        Command::Approval(Some(mode)) => match mode.parse::<ApprovalMode>() {
-            Ok(mode) => {
-                cx.agent.gate().set_mode(mode);
-                let _ = writeln!(out, "{}", style.dim(&format!("approval is now {mode}")));
-            }
-            Err(err) => {
-                let _ = writeln!(out, "{}", style.red(&err.to_string()));
-            }
-        },
-        Command::Sessions => {
-            let workspace = setup
-                .root
-                .canonicalize()
-                .unwrap_or_else(|_| setup.root.clone());
-            match cx.store.list_sessions(&SessionFilter {
-                workspace: Some(workspace),
-                limit: Some(SESSIONS_SHOWN),
-            }) {
-                Ok(sessions) if sessions.is_empty() => {
-                    let _ = writeln!(out, "no sessions in this workspace yet");
-                }
-                Ok(sessions) => {
-                    for session in sessions {
-                        let _ = writeln!(
-                            out,
-                            "{}  {:<11}  {}",
-                            style.bold(session.id.as_str()),
-                            session.status.as_str(),
-                            session.title.as_deref().unwrap_or("(untitled)")
-                        );
-                    }
-                }
-                Err(err) => {
-                    let _ = writeln!(
-                        out,
-                        "{}",
-                        style.red(&format!("cannot list sessions: {err}"))
-                    );
-                }
-            }
-        }
-        Command::Diff { turn, stat } => {
-            let said = match parse_turn(turn.as_deref()) {
-                Ok(turn) => diff(&cx, turn, stat),
-                Err(said) => said,
-            };
-            let _ = write!(out, "{said}");
-        }
-        Command::Undo { force } => {
-            let said = restore(&cx, force, ("undo", "undid"), |c, f| {
-                c.undo(UndoTarget::Last, f)
-            });
-            let _ = write!(out, "{said}");
-        }
-        Command::Redo { force } => {
-            let said = restore(&cx, force, ("redo", "redid"), |c, f| c.redo(f));
-            let _ = write!(out, "{said}");
-        }
-        Command::Rewind(turn) => {
-            let said = match parse_turn(turn.as_deref()) {
-                Ok(Some(turn)) => rewind(cx.agent, cx.session, turn, style),
-                Ok(None) => format!(
-                    "{}\n",
-                    style.red("/rewind needs a turn: /rewind N (the line after a turn that changed files names it)")
-                ),
-                Err(said) => said,
-            };
-            let _ = write!(out, "{said}");
-        }
-        Command::Compact => {
-            // The summary takes a model request: nothing is held meanwhile. What it did is
-            // said by its event, as when it happens by itself.
-            drop(out);
-            let compacted = cx
-                .agent
-                .compact(&tokio_util::sync::CancellationToken::new())
-                .await;
-            let mut out = std::io::stdout().lock();
-            if let Err(why) = compacted {
-                let _ = writeln!(
-                    out,
-                    "{}",
-                    style.dim(&format!("/compact did nothing: {why}"))
-                );
-            }
-            let _ = out.flush();
-            return Outcome::Continue;
-        }
-        Command::Pending => {
-            let _ = write!(
-                out,
-                "{}",
-                pending_list(cx.agent.executor().runner().session(), style)
-            );
-        }
-        Command::Apply(reason) | Command::Discard(reason) => {
-            // The answer may take a moment (a large change): nothing is held meanwhile.
-            drop(out);
-            let said = resolve(cx.agent, apply, reason, style, cx.notes).await;
-            let mut out = std::io::stdout().lock();
-            let _ = write!(out, "{said}");
-            let _ = out.flush();
-            return Outcome::Continue;
-        }
         Command::Exit => return Outcome::Exit,
-        Command::Unknown(name) => {
-            let name = crate::render::sanitize(&name);
-            let mut said = format!("unknown command /{name}; /help lists them");
-            if let Some(known) = closest(&name) {
-                said.push_str(&format!(" (did you mean /{known}?)"));
-            }
-            let _ = writeln!(out, "{said}");
+        Command::Init => return init(&cx),
+        Command::Help => help(cx.setup),
+        Command::Status => format!("{}\n", status(&cx)),
+        Command::Model(None) => format!("model: {}\n", cx.agent.model()),
+        Command::Model(Some(name)) => switch_model(&mut cx, name).await,
+        Command::Approval(None) => format!("approval: {}\n", cx.agent.gate().mode()),
+        Command::Approval(Some(mode)) => set_approval(&cx, &mode),
+        Command::Sessions => sessions(&cx),
+        Command::Diff { turn, stat } => checkpoints::diff(&cx, turn.as_deref(), stat),
+        Command::Undo { force } => checkpoints::undo(&cx, force),
+        Command::Redo { force } => checkpoints::redo(&cx, force),
+        Command::Rewind(turn) => checkpoints::rewind(&mut cx, turn.as_deref()),
+        Command::Compact => compact(&mut cx).await,
+        Command::Pending => pending::pending_list(cx.agent.executor().runner().session(), cx.style),
+        // The answer may take a moment (a large change): nothing is held meanwhile.
+        Command::Apply(reason) => {
+            pending::resolve(cx.agent, true, reason, cx.style, cx.notes).await
         }
-    }
-    let _ = out.flush();
+        Command::Discard(reason) => {
+            pending::resolve(cx.agent, false, reason, cx.style, cx.notes).await
+        }
+        Command::Unknown(name) => unknown(&name),
+    };
+    show(&said);
     Outcome::Continue
 }
 
-/// `/pending`: each pending action, oldest first, with its source, files and details.
-pub fn pending_list(session: &Session, style: &Style) -> String {
-    let waiting = session.pending_summaries();
-    if waiting.is_empty() {
-        return "nothing pending: no tool has a previewed change waiting for /apply or /discard\n"
-            .to_owned();
-    }
-    let mut said = format!(
-        "{}\n",
-        style.dim(&format!(
-            "{} pending, newest last (/apply and /discard take the newest):",
-            plural(waiting.len(), "change")
-        ))
-    );
-    for (n, action) in waiting.iter().enumerate() {
+/// Writes what a command said (its lines end with their newlines).
+fn show(said: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = write!(out, "{said}");
+    let _ = out.flush();
+}
+
+/// `/help`: the commands and keys, then the project's own commands.
+fn help(setup: &Setup) -> String {
+    let mut said = format!("{HELP}\n");
+    let project = lathe_config::project_commands::Commands::load(&setup.root);
+    if !project.is_empty() {
         said.push_str(&format!(
-            "{}. {} {}\n",
-            n + 1,
-            style.bold(&format!("\"{}\"", sanitize(&action.label))),
-            style.dim(&format!("from {}", sanitize(&action.source)))
+            "Project commands (.lathe/commands/, and commands/ in your config \
+             directory; a built-in name wins):\n{}",
+            project.help()
         ));
-        for change in &action.changes {
-            let what = if change.created {
-                " (new)"
-            } else if change.deleted {
-                " (removed)"
-            } else {
-                ""
-            };
-            said.push_str(&format!(
-                "   {}{what} +{} -{}\n",
-                sanitize(&change.path),
-                change.added,
-                change.removed
-            ));
-        }
-        if let Some(details) = &action.details {
-            for line in sanitize(details).lines() {
-                said.push_str(&format!("   {}\n", style.dim(line)));
-            }
-        }
     }
     said
 }
 
-/// The line after a model turn that left changes pending; `None` when nothing waits.
-pub fn pending_hint(session: &Session) -> Option<String> {
-    let waiting = session.pending_summaries();
-    let newest = waiting.last()?;
-    let label = sanitize(&newest.label);
-    let what = match waiting.len() {
-        1 => format!("1 change pending: \"{label}\""),
-        n => format!("{n} changes pending, newest \"{label}\""),
-    };
-    Some(format!("{what} · /pending · /apply · /discard"))
-}
-
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
-}
-
-/// How many pending actions the user resolved in this process (their calls' ids).
-static RESOLVED_BY_USER: AtomicU64 = AtomicU64::new(1);
-
-/// `/apply` and `/discard`: the model's `resolve`, called by the user through the same
-/// dispatcher (the gate, the checkpoint hook, the plan's stamps). Typing `/apply` is the
-/// user's approval of that one call, as a command they run themselves is; a mode that refuses
-/// the change (`read-only`) refuses it here too. The model hears of it with the next message.
-#[expect(clippy::disallowed_methods, reason = "the chat waits for /apply")]
-async fn resolve(
-    agent: &Agent,
-    apply: bool,
-    reason: Option<String>,
-    style: &Style,
-    notes: &mut Vec<String>,
-) -> String {
-    let (verb, done) = if apply {
-        ("apply", "applied")
-    } else {
-        ("discard", "discarded")
-    };
-    let runner = agent.executor().runner();
-    let session = runner.session();
-    let Some(newest) = session.pending_summaries().pop() else {
-        return format!(
-            "nothing pending: there is nothing to {verb} (a tool that previews a change, such as apply_patch with preview, leaves one)\n"
-        );
-    };
-    let mut arguments = json!({ "action": verb });
-    if let Some(reason) = &reason {
-        arguments["reason"] = json!(reason);
-    }
-    let mut ctx = ToolContext::new(Arc::clone(session));
-    ctx.call_id = Some(format!(
-        "user-{verb}-{}",
-        RESOLVED_BY_USER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let outcome = runner
-        .dispatcher()
-        .call(
-            ResolveTool::NAME,
-            arguments,
-            &FixedAnswer(ApprovalDecision::AllowOnce),
-            ctx,
-        )
-        .await;
-    let label = sanitize(&newest.label).into_owned();
-    let text = sanitize(outcome.output.text.trim_end()).into_owned();
-    let mut said = match outcome.status {
-        CallStatus::Ok => format!("{}\n", style.green(&text)),
-        CallStatus::Denied => format!(
-            "{}\n{}\n",
-            style.red(&format!("not {done}: {text}")),
-            style.dim(&format!(
-                "the approval mode is {}; /approval ask lets /apply make the change, /discard drops it",
-                agent.gate().mode()
-            ))
-        ),
-        _ => format!("{}\n", style.red(&format!("cannot {verb} \"{label}\": {text}"))),
-    };
-    // The change is a checkpoint step of its own, for /undo.
-    if let Some(hook) = agent.executor().checkpoints() {
-        match hook.end_turn() {
-            Ok(Some(stat)) => said.push_str(&format!(
-                "{}\n",
-                style.dim(&format!(
-                    "{} changed (+{} -{}) · /undo takes it back",
-                    plural(stat.files, "file"),
-                    stat.added,
-                    stat.removed
-                ))
-            )),
-            Ok(None) => {}
-            Err(err) => said.push_str(&format!(
-                "{}\n",
-                style.yellow(&format!(
-                    "could not record the change ({err}): /undo will not cover it"
-                ))
-            )),
-        }
-    }
-    if matches!(outcome.status, CallStatus::Ok | CallStatus::Error) {
-        let why = reason.map(|r| format!(" (\"{r}\")")).unwrap_or_default();
-        notes.push(format!(
-            "The user ran /{verb}{why} on the pending change \"{}\" (from {}) themselves: {}",
-            newest.label,
-            newest.source,
-            outcome.output.text.trim_end()
+/// `/init`: the model writes AGENTS.md, or improves the one there.
+fn init(cx: &Context<'_>) -> Outcome {
+    let task = InitTask::for_workspace(&cx.setup.root);
+    if task == InitTask::Improve {
+        show(&format!(
+            "{}\n",
+            cx.style
+                .dim("AGENTS.md exists: asking the model to improve it, not overwrite it")
         ));
     }
-    if let Some(next) = pending_hint(session) {
-        said.push_str(&format!("{}\n", style.dim(&next)));
+    Outcome::Run(task.prompt().to_owned())
+}
+
+/// `/model NAME`. The server's list decides; a server that cannot list its models is taken at
+/// its word (the next turn says if the name is wrong).
+async fn switch_model(cx: &mut Context<'_>, name: String) -> String {
+    let style = cx.style;
+    let listed = match cx.provider.list_models().await {
+        Ok(models) if !models.is_empty() && !models.contains(&name) => {
+            return format!(
+                "{}\n",
+                style.red(&format!(
+                    "{name} is not on the model server; it has: {}. The model stays {}.",
+                    models.join(", "),
+                    cx.agent.model()
+                ))
+            );
+        }
+        listed => listed,
+    };
+    cx.agent.set_model(name.clone());
+    let mut said = format!("model is now {name}");
+    if let Err(err) = listed {
+        said.push_str(&format!(
+            " (the server's models could not be listed: {err})"
+        ));
     }
+    show(&format!("{}\n", style.dim(&said)));
+    // Its window may differ: the next request is fitted to it.
+    match cx.resolved.refit(cx.provider, cx.agent, &name).await {
+        Some(line) => format!("{}\n", style.dim(&line)),
+        None => String::new(),
+    }
+}
+
+/// `/approval MODE`.
+fn set_approval(cx: &Context<'_>, mode: &str) -> String {
+    match mode.parse::<ApprovalMode>() {
+        Ok(mode) => {
+            cx.agent.gate().set_mode(mode);
+            format!("{}\n", cx.style.dim(&format!("approval is now {mode}")))
+        }
+        Err(err) => format!("{}\n", cx.style.red(&err.to_string())),
+    }
+}
+
+/// `/sessions`: the newest sessions of this workspace.
+fn sessions(cx: &Context<'_>) -> String {
+    let setup = cx.setup;
+    let workspace = setup
+        .root
+        .canonicalize()
+        .unwrap_or_else(|_| setup.root.clone());
+    match cx.store.list_sessions(&SessionFilter {
+        workspace: Some(workspace),
+        limit: Some(SESSIONS_SHOWN),
+    }) {
+        Ok(sessions) if sessions.is_empty() => "no sessions in this workspace yet\n".to_owned(),
+        Ok(sessions) => sessions
+            .iter()
+            .map(|session| {
+                format!(
+                    "{}  {:<11}  {}\n",
+                    cx.style.bold(session.id.as_str()),
+                    session.status.as_str(),
+                    session.title.as_deref().unwrap_or("(untitled)")
+                )
+            })
+            .collect(),
+        Err(err) => format!(
+            "{}\n",
+            cx.style.red(&format!("cannot list sessions: {err}"))
+        ),
+    }
+}
+
+/// `/compact`. The summary takes a model request: nothing is held meanwhile. What it did is
+/// said by its event, as when it happens by itself.
+async fn compact(cx: &mut Context<'_>) -> String {
+    let compacted = cx
+        .agent
+        .compact(&tokio_util::sync::CancellationToken::new())
+        .await;
+    match compacted {
+        Err(why) => format!(
+            "{}\n",
+            cx.style.dim(&format!("/compact did nothing: {why}"))
+        ),
+        Ok(_) => String::new(),
+    }
+}
+
+/// Anything else starting with `/`, and the command it may have meant.
+fn unknown(name: &str) -> String {
+    let name = crate::render::sanitize(name);
+    let mut said = format!("unknown command /{name}; /help lists them");
+    if let Some(known) = closest(&name) {
+        said.push_str(&format!(" (did you mean /{known}?)"));
+    }
+    said.push('\n');
     said
 }
 
@@ -699,125 +441,6 @@ fn parse_turn(arg: Option<&str>) -> Result<Option<u32>, String> {
             )),
         },
     }
-}
-
-const NO_CHECKPOINTS: &str = "this session keeps no checkpoints ([agent] checkpoints = false, or they could not be opened: see the note when the chat started)\n";
-
-fn diff(cx: &Context<'_>, turn: Option<u32>, stat: bool) -> String {
-    let Some(checkpoints) = cx.agent.checkpoints() else {
-        return NO_CHECKPOINTS.to_owned();
-    };
-    match crate::undo_cmd::review(cx.session.as_str(), checkpoints, turn, stat) {
-        Ok(Review::Diff(text)) => {
-            let mut text = crate::render::sanitize(&text).into_owned();
-            if !text.ends_with('\n') {
-                text.push('\n');
-            }
-            text
-        }
-        Ok(Review::Nothing(line) | Review::Net(line)) => format!("{line}\n"),
-        Err(err) => format!(
-            "{}\n",
-            cx.style.red(&format!("cannot show the diff: {err:#}"))
-        ),
-    }
-}
-
-/// `/undo` and `/redo`, said the way `lathe undo` says it.
-fn restore(
-    cx: &Context<'_>,
-    force: bool,
-    (name, verb): (&str, &str),
-    act: impl FnOnce(
-        &Checkpoints,
-        Force,
-    ) -> lathe_checkpoint::Result<
-        Result<lathe_checkpoint::Restored, lathe_checkpoint::Nothing>,
-    >,
-) -> String {
-    let Some(checkpoints) = cx.agent.checkpoints() else {
-        return NO_CHECKPOINTS.to_owned();
-    };
-    let force = if force { Force::Yes } else { Force::No };
-    let hint = format!("/{name} --force overwrites them");
-    let mut said = Vec::new();
-    match act(checkpoints, force) {
-        Ok(result) => {
-            let _ = crate::undo_cmd::write_restored(
-                &mut said,
-                cx.session.as_str(),
-                checkpoints,
-                verb,
-                result,
-                &hint,
-            );
-        }
-        Err(err) => {
-            said = format!("{}\n", cx.style.red(&format!("cannot {name}: {err}"))).into_bytes()
-        }
-    }
-    String::from_utf8_lossy(&said).into_owned()
-}
-
-/// `/rewind N`: the files back to before turn N (as `lathe undo --turn N` does, never
-/// overwriting files changed since), then the conversation cut there.
-#[expect(clippy::disallowed_methods, reason = "the chat waits for /rewind")]
-fn rewind(agent: &mut Agent, session: &SessionId, turn: u32, style: &Style) -> String {
-    if !agent.executor().can_rewind(turn) {
-        let newest = agent.executor().session_turns();
-        return format!(
-            "{}\n",
-            style.red(&format!(
-                "turn {turn} is not in this conversation (it has turns up to {newest}, and /rewind reaches only turns this chat ran since it started)"
-            ))
-        );
-    }
-    let mut said = Vec::new();
-    if let Some(checkpoints) = agent.checkpoints() {
-        match checkpoints.undo(UndoTarget::Since(turn), Force::No) {
-            Ok(Err(lathe_checkpoint::Nothing::ToUndo)) => {
-                said.extend_from_slice(b"no file changes since that turn to take back\n");
-            }
-            Ok(result) => {
-                let hint = format!(
-                    "they stay as they are; lathe undo --session {session} --turn {turn} --force overwrites them"
-                );
-                let _ = crate::undo_cmd::write_restored(
-                    &mut said,
-                    session.as_str(),
-                    checkpoints,
-                    "undid",
-                    result,
-                    &hint,
-                );
-            }
-            Err(err) => {
-                said.extend_from_slice(
-                    format!(
-                        "{}\n",
-                        style.red(&format!(
-                            "cannot put the files back: {err}; the conversation is cut all the same"
-                        ))
-                    )
-                    .as_bytes(),
-                );
-            }
-        }
-    } else {
-        said.extend_from_slice(NO_CHECKPOINTS.as_bytes());
-    }
-    let cut = agent.rewind(turn).map_or(0, |cut| cut.len());
-    said.extend_from_slice(
-        format!(
-            "{}\n",
-            style.dim(&format!(
-                "rewound the conversation to before turn {turn}: {cut} message{} dropped; your next message goes on from there",
-                if cut == 1 { "" } else { "s" }
-            ))
-        )
-        .as_bytes(),
-    );
-    String::from_utf8_lossy(&said).into_owned()
 }
 
 #[cfg(test)]
@@ -887,109 +510,6 @@ mod tests {
         );
         assert!(parse_turn(Some("0")).unwrap_err().contains("not a turn"));
         assert_eq!(parse_turn(Some("4")), Ok(Some(4)));
-    }
-
-    /// An agent (never asked: nothing listens at its server) whose session has a real
-    /// pending action: write_file's own plan for `a.txt`, kept as a preview.
-    fn agent_with_pending(mode: ApprovalMode) -> (tempfile::TempDir, Agent) {
-        use lathe_agent::provider::{ProviderConfig, ProviderKind, RetryPolicy, connect};
-        use lathe_runtime::{PendingAction, ToolConfig, Workspace};
-        use lathe_tools::write_file::WriteFileTool;
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("ws");
-        std::fs::create_dir(&root).unwrap();
-        let tools = Session::new(
-            Workspace::new(&root).unwrap(),
-            ToolConfig::default(),
-            dir.path().join("state"),
-        )
-        .unwrap();
-        let input = serde_json::from_value(json!({"path": "a.txt", "content": "hi\n"})).unwrap();
-        let plan = WriteFileTool.plan(&input, &tools).unwrap().unwrap();
-        let action = PendingAction::from_plan("create a.txt", "write_file", plan)
-            .with_details("one greeting");
-        tools.push_pending(action).unwrap();
-        let provider = connect(
-            ProviderKind::Ollama,
-            ProviderConfig::new("http://127.0.0.1:9").retry(RetryPolicy::none()),
-        )
-        .unwrap();
-        let agent = Agent::builder(provider, "m", tools)
-            .approval(mode)
-            .build()
-            .unwrap();
-        (dir, agent)
-    }
-
-    #[test]
-    fn pending_changes_are_listed_with_their_files_and_said_after_a_turn() {
-        let (_dir, agent) = agent_with_pending(ApprovalMode::Ask);
-        let session = agent.executor().runner().session();
-        let listed = pending_list(session, &Style::plain());
-        assert!(listed.contains("1 change pending, newest last"), "{listed}");
-        assert!(
-            listed.contains("1. \"create a.txt\" from write_file"),
-            "{listed}"
-        );
-        assert!(listed.contains("a.txt (new) +1 -0"), "{listed}");
-        assert!(listed.contains("one greeting"), "{listed}");
-        assert_eq!(
-            pending_hint(session).unwrap(),
-            "1 change pending: \"create a.txt\" · /pending · /apply · /discard"
-        );
-    }
-
-    #[tokio::test]
-    async fn apply_in_ask_mode_is_the_users_approval_and_writes_the_file() {
-        let (dir, agent) = agent_with_pending(ApprovalMode::Ask);
-        let mut notes = Vec::new();
-        let said = resolve(
-            &agent,
-            true,
-            Some("looks right".into()),
-            &Style::plain(),
-            &mut notes,
-        )
-        .await;
-        assert_eq!(
-            std::fs::read_to_string(dir.path().join("ws/a.txt")).unwrap(),
-            "hi\n",
-            "{said}"
-        );
-        let session = agent.executor().runner().session();
-        assert!(!session.has_pending(), "{said}");
-        assert_eq!(notes.len(), 1);
-        assert!(
-            notes[0].starts_with(
-                "The user ran /apply (\"looks right\") on the pending change \"create a.txt\""
-            ),
-            "{notes:?}"
-        );
-        assert!(pending_list(session, &Style::plain()).starts_with("nothing pending"));
-        let again = resolve(&agent, true, None, &Style::plain(), &mut notes).await;
-        assert!(
-            again.starts_with("nothing pending: there is nothing to apply"),
-            "{again}"
-        );
-        assert_eq!(notes.len(), 1, "nothing done, nothing to tell the model");
-    }
-
-    #[tokio::test]
-    async fn read_only_refuses_apply_and_the_change_stays_pending() {
-        let (dir, agent) = agent_with_pending(ApprovalMode::ReadOnly);
-        let mut notes = Vec::new();
-        let said = resolve(&agent, true, None, &Style::plain(), &mut notes).await;
-        assert!(said.starts_with("not applied: "), "{said}");
-        assert!(said.contains("/approval ask"), "{said}");
-        assert!(!dir.path().join("ws/a.txt").exists());
-        assert!(agent.executor().runner().session().has_pending());
-        assert!(notes.is_empty());
-        // Discarding writes nothing, so read-only allows it.
-        let said = resolve(&agent, false, None, &Style::plain(), &mut notes).await;
-        assert!(said.contains("Discarded: create a.txt"), "{said}");
-        assert!(!dir.path().join("ws/a.txt").exists());
-        assert!(!agent.executor().runner().session().has_pending());
-        assert_eq!(notes.len(), 1, "{notes:?}");
     }
 
     #[test]

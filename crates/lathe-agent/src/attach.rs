@@ -1,8 +1,9 @@
 //! `@path/to/shot.png` in a prompt (`lathe chat`, `lathe exec`): the image goes with the
-//! message to a model that can see, with `read_file`'s limits and downscaling.
+//! message to a model that can see, with `read_file`'s limits and downscaling. What is said
+//! about it comes back as notices, for the front end to show.
 
-use lathe_agent::message::Image;
-use lathe_agent::provider::{Provider, no_vision_hint};
+use crate::message::Image;
+use crate::provider::{Provider, no_vision_hint};
 use lathe_runtime::Session;
 use lathe_tools::read_file::image_for_model;
 
