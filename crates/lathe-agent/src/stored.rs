@@ -187,6 +187,7 @@ pub fn stored_history_seqs(
         }
     }
     Ok(history)
+}
 
 #[cfg(test)]
 mod tests {

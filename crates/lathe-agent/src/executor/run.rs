@@ -4,10 +4,8 @@
 
 use std::time::Instant;
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use lathe_runtime::ToolKind;
 use lathe_runtime::checklist;
 use lathe_store::SessionStatus;
 
@@ -16,7 +14,7 @@ use super::guard::{Repeat, RepeatGuard};
 use super::rewind::TurnStart;
 use super::{Executor, Offer, RunOutcome, checkpoint};
 use crate::context::ResultNote;
-use crate::events::{Event, RunStatus, ToolStatus};
+use crate::events::{Event, RunStatus};
 use crate::message::{Image, Message};
 use crate::parser::malformed_call_message;
 use crate::runner::tally::RunTally;

@@ -431,10 +431,7 @@ mod tests {
             "write_file src/a.rs -> denied",
             ToolOutput::error("denied by Lathe's policy: read-only mode"),
         );
-        assert_eq!(
-            denied_description(&write),
-            "write_file src/a.rs"
-        );
+        assert_eq!(denied_description(&write), "write_file src/a.rs");
         assert_eq!(
             denied_reason(&write),
             "denied by Lathe's policy: read-only mode"

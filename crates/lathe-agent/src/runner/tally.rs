@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::CallResult;
 use super::summary::{SUMMARISED_CALLS, denied_description, denied_reason, from_results};
 use crate::events::{
@@ -155,7 +153,6 @@ fn millis(duration: Duration) -> u64 {
 mod tests {
     use super::*;
     use lathe_runtime::{FileChange, ToolOutput};
-    use serde_json::json;
 
     fn result(name: &str, status: ToolStatus, summary: &str, output: ToolOutput) -> CallResult {
         CallResult {
