@@ -112,6 +112,12 @@ impl Agent {
         self.executor.resume_stored(history);
     }
 
+    /// Goes on with a stored session's plan: [`stored::last_plan`](crate::stored::last_plan)
+    /// of its events (see [`Executor::restore_plan`]).
+    pub fn restore_plan(&mut self, steps: Vec<lathe_runtime::checklist::ChecklistStep>) {
+        self.executor.restore_plan(steps);
+    }
+
     /// The model in use.
     pub fn model(&self) -> &str {
         self.executor.model()

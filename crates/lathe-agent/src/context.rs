@@ -20,8 +20,6 @@ const TRIGGER_PERCENT: u64 = 75;
 /// ...and goes on until it is under this share, so that the next requests share a long,
 /// unchanged prefix (servers cache it) instead of shortening one result per turn.
 pub(crate) const TARGET_PERCENT: u64 = 50;
-/// The tool whose newest result is the model's plan.
-const PLAN_TOOL: &str = <lathe_tools::update_plan::UpdatePlanTool as lathe_runtime::Tool>::NAME;
 /// Tokens counted for each message's framing (role, separators).
 const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
 /// Tokens of one image, estimated: a vision encoder makes about one token per 28x28 patch, and
@@ -202,11 +200,12 @@ impl ContextWindow {
         let protected_from = if unseen { messages.len() } else { unseen_from };
         let mut results = 0;
         let mut others = 0;
-        // The model's current plan (the newest `update_plan` result) is kept whole: it is short,
-        // and it is what keeps a long task on track once the turns around it are shortened.
+        // The model's current plan (the newest pinned result: `update_plan`'s) is kept whole:
+        // it is short, and it is what keeps a long task on track once the turns around it are
+        // shortened.
         let plan = messages
             .iter()
-            .rposition(|m| matches!(m, Message::Tool(t) if t.tool_name == PLAN_TOOL));
+            .rposition(|m| matches!(m, Message::Tool(t) if t.pinned));
 
         // First: old tool results, oldest first; every one the model has seen, even past the
         // target, so that passes are few: each rewrites the history from the oldest result it

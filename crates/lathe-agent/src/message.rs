@@ -60,6 +60,12 @@ pub struct ToolResult {
     /// every API: each provider sends them in a user message after the results.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<Image>,
+    /// The result is state the model keeps (its checklist: the tool said so,
+    /// [`Metadata::pinned`](lathe_runtime::Metadata::pinned)): the newest pinned result is
+    /// kept whole when older results are shortened. Stored with the message, so a resumed
+    /// session keeps it too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
 }
 
 /// One tool call.
@@ -113,6 +119,7 @@ impl Message {
             tool_name: call.name.clone(),
             content: content.into(),
             images: Vec::new(),
+            pinned: false,
         })
     }
 

@@ -21,7 +21,7 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use tokio_util::sync::CancellationToken;
 
-use lathe_runtime::dispatch::{Authorized, Outcome};
+use lathe_runtime::dispatch::{Authorized, Judgement, Outcome};
 use lathe_runtime::{
     Dispatcher, Effect, FileChange, Host, PreparedCall, Registry, Session, ToolContext, ToolKind,
     ToolOutput, ToolProgress,
@@ -68,8 +68,14 @@ pub struct CallResult {
     pub summary: String,
     /// The files it changed, each with its diff.
     pub changes: Vec<FileChange>,
-    /// It would change the project's memory ([`Effect::Memory`]), which asks in every mode.
+    /// It would change the project's memory ([`Effect::Memory`], or a write of the memory
+    /// file), which asks in every mode.
     pub changes_memory: bool,
+    /// It is a call that changes files, whatever its status: a write, an edit, a command the
+    /// gate did not find read-only ([`Judgement::changes_files`]).
+    pub changes_files: bool,
+    /// The command line it runs, when it runs one (as the gate read it from the call).
+    pub command: Option<String>,
 }
 
 enum Stage {
@@ -188,14 +194,18 @@ impl ToolRunner {
             } else {
                 index + 1
             };
-            let slots: Vec<Slot> = (index..end)
+            let mut slots: Vec<Slot> = (index..end)
                 .map(|i| announce(&calls[i], stages[i].as_ref(), sink))
                 .collect();
             let mut running = FuturesUnordered::new();
             for i in index..end {
-                let slot = &slots[i - index];
                 let decided = match stages[i].take() {
-                    Some(Stage::Ready(call)) => {
+                    Some(Stage::Ready(mut call)) => {
+                        // Judged now, after the calls before it ran, and read by the report.
+                        self.host.dispatcher().judge(&mut call, &self.session);
+                        if let Some(judgement) = call.judgement() {
+                            slots[i - index].judged(judgement);
+                        }
                         let approver = Eventing {
                             inner: self.approver.as_ref(),
                             sink,
@@ -216,7 +226,7 @@ impl ToolRunner {
                         let handle = self.spawn(authorized, &calls[i].call_id, sink, cancel);
                         running.push(async move { (i, handle.await) });
                     }
-                    Err(outcome) => results[i] = Some(finish(sink, slot, outcome)),
+                    Err(outcome) => results[i] = Some(finish(sink, &slots[i - index], outcome)),
                 }
             }
             while let Some((i, joined)) = running.next().await {
@@ -342,7 +352,18 @@ struct Slot {
     kind: Option<ToolKind>,
     runs_command: bool,
     changes_memory: bool,
+    changes_files: bool,
+    command: Option<String>,
     began: Instant,
+}
+
+impl Slot {
+    /// Takes what the gate worked out about the call.
+    fn judged(&mut self, judgement: &Judgement) {
+        self.changes_memory = judgement.changes_memory;
+        self.changes_files = judgement.changes_files;
+        self.command = judgement.commands.first().cloned();
+    }
 }
 
 /// Emits a call's started event.
@@ -382,6 +403,8 @@ fn announce(planned: &BatchCall, stage: Option<&Stage>, sink: &EventSink) -> Slo
         kind,
         runs_command,
         changes_memory,
+        changes_files: false,
+        command: None,
         began: Instant::now(),
     }
 }
@@ -425,5 +448,7 @@ fn finish(sink: &EventSink, slot: &Slot, outcome: Outcome) -> CallResult {
         summary,
         changes,
         changes_memory: slot.changes_memory,
+        changes_files: slot.changes_files,
+        command: slot.command.clone(),
     }
 }

@@ -32,14 +32,29 @@ pub fn turn_tokens(events: &[lathe_store::Event]) -> Vec<(u32, Usage)> {
     turns
 }
 
-/// The session's newest plan, from its stored `plan_updated` events (`None`: it never had one).
+/// The session's newest plan, from its stored `plan_updated` events (`None`: it never had one),
+/// leaving out the plans of turns a rewind cut (`conversation_rewound`): a resumed session goes
+/// on with the plan its remaining conversation made.
 pub fn last_plan(events: &[lathe_store::Event]) -> Option<Vec<ChecklistStep>> {
-    events.iter().rev().find_map(|stored| {
-        match serde_json::from_value::<Event>(stored.payload.clone()) {
-            Ok(Event::PlanUpdated { steps }) => Some(steps),
-            _ => None,
+    // Turns are numbered across the session, as the rewind event numbers them.
+    let mut turn = 0;
+    let mut plans: Vec<(u32, Vec<ChecklistStep>)> = Vec::new();
+    for stored in events {
+        match stored.kind.as_str() {
+            "turn_started" => turn += 1,
+            "plan_updated" | "conversation_rewound" => {
+                match serde_json::from_value::<Event>(stored.payload.clone()) {
+                    Ok(Event::PlanUpdated { steps }) => plans.push((turn, steps)),
+                    Ok(Event::ConversationRewound { turn: to, .. }) => {
+                        plans.retain(|(made_in, _)| *made_in < to);
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
         }
-    })
+    }
+    plans.pop().map(|(_, steps)| steps)
 }
 
 /// The tool calls of a session as its events recorded them, in order: the line shown for each
@@ -172,4 +187,74 @@ pub fn stored_history_seqs(
         }
     }
     Ok(history)
+}
+
+#[cfg(test)]
+mod tests {
+    use lathe_runtime::checklist::StepStatus;
+    use lathe_store::{NewSession, Store};
+
+    use super::*;
+
+    fn steps(text: &str) -> Vec<ChecklistStep> {
+        vec![ChecklistStep {
+            step: text.into(),
+            status: StepStatus::InProgress,
+        }]
+    }
+
+    #[test]
+    fn the_newest_plan_is_read_back_and_a_rewind_takes_its_turns_plans_with_it() {
+        let store = Store::open_in_memory().unwrap();
+        let session = store
+            .create_session(NewSession {
+                workspace: "/w".into(),
+                provider: "ollama".into(),
+                model: "m".into(),
+                approval: "ask".into(),
+                title: None,
+                parent: None,
+                extra: serde_json::Value::Null,
+            })
+            .unwrap();
+        let append = |event: Event| {
+            let payload = serde_json::to_value(&event).unwrap();
+            let kind = payload["type"].as_str().unwrap().to_owned();
+            store.append_event(&session, &kind, &payload).unwrap();
+        };
+        let turn = |turn| Event::TurnStarted {
+            turn,
+            model: "m".into(),
+        };
+        assert_eq!(last_plan(&store.events(&session).unwrap()), None);
+        append(turn(1));
+        append(Event::PlanUpdated {
+            steps: steps("first"),
+        });
+        append(turn(2));
+        append(Event::PlanUpdated {
+            steps: steps("second"),
+        });
+        let events = store.events(&session).unwrap();
+        assert_eq!(last_plan(&events), Some(steps("second")));
+        // `/rewind 2`: the second turn is cut, and the plan it made with it.
+        append(Event::ConversationRewound {
+            turn: 2,
+            first_message: 3,
+            last_message: 4,
+        });
+        assert_eq!(
+            last_plan(&store.events(&session).unwrap()),
+            Some(steps("first"))
+        );
+        // Turns go on being numbered across the session: the third turn's plan counts.
+        append(turn(1));
+        append(Event::PlanUpdated {
+            steps: steps("third"),
+        });
+        assert_eq!(
+            last_plan(&store.events(&session).unwrap()),
+            Some(steps("third"))
+        );
+    }
 }

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent_executor::start_with;
 use crate::common::reply;
 use lathe_agent::events::{Event, RunStatus};
+use lathe_agent::sink::stored_history_seqs;
 use lathe_runtime::checklist::{self, ChecklistStep, StepStatus};
 use lathe_testkit::Script;
 use lathe_tools::update_plan::UpdatePlanTool;
@@ -165,27 +166,33 @@ async fn the_plan_survives_when_old_results_are_shortened() {
 
 #[tokio::test]
 async fn a_resumed_session_goes_on_with_its_plan() {
-    use lathe_agent::message::{AssistantMessage, Message, ToolCall};
-    let script = Script::new().chat(reply().text("Nothing left.").done());
-    let mut run = start_with(script, |r| r.register(UpdatePlanTool), |_| {});
-    let call = ToolCall {
-        id: Some("p1".into()),
-        name: "update_plan".into(),
-        arguments: plan(&[("Old step", "completed"), ("Open step", "in_progress")]),
-    };
-    run.agent.resume(vec![
-        Message::user("first task"),
-        Message::Assistant(AssistantMessage {
-            content: String::new(),
-            thinking: None,
-            tool_calls: vec![call.clone()],
-        }),
-        Message::tool_result(
-            &call,
-            "Plan updated (1/2 done):\n[x] Old step\n[>] Open step",
-        ),
-        Message::assistant("Paused."),
-    ]);
+    let script = Script::new()
+        .chat(
+            reply()
+                .tool_call(
+                    "update_plan",
+                    plan(&[("Old step", "completed"), ("Open step", "in_progress")]),
+                )
+                .done(),
+        )
+        .chat(reply().text("Paused.").done())
+        .chat(reply().text("Nothing left.").done());
+    let mut first = start_with(script, |r| r.register(UpdatePlanTool), |_| {});
+    // "Paused." with a step open is questioned once; "Nothing left." ends the run.
+    let outcome = first
+        .agent
+        .run("first task", &CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, RunStatus::Finished, "{outcome:?}");
+    // Another process: a new tool session, the conversation and the plan read back from the
+    // store (the plan from its stored event, not from the result's text).
+    let mut run = first.again().new_tool_session("resumed").start();
+    run.agent
+        .resume_stored(stored_history_seqs(&run.store, &run.session).unwrap());
+    assert!(checklist::current(run.runner().session()).is_empty());
+    let events = run.store.events(&run.session).unwrap();
+    run.agent
+        .restore_plan(lathe_agent::stored::last_plan(&events).unwrap());
     let session = run.runner().session();
     assert_eq!(
         checklist::current(session),

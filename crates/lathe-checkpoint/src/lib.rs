@@ -60,7 +60,7 @@ mod walk;
 use std::path::PathBuf;
 
 pub use engine::{Builder, Checkpoints, Coverage, DEFAULT_MAX_FILE_SIZE};
-pub use recorder::{CheckpointRecorder, changes_workspace};
+pub use recorder::CheckpointRecorder;
 
 /// A fault of the checkpoint machinery (not of the user's request).
 #[derive(Debug, thiserror::Error)]

@@ -1,20 +1,19 @@
 //! The dispatcher's seam: a [`Hook`] that records the workspace before the first call of a turn
 //! that may change it.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use lathe_policy::AnalysisContext;
-use lathe_runtime::{
-    CallInfo, Effect, FileChange, Hook, Outcome, Session, TurnChange, TurnRecorder,
-};
+use lathe_runtime::{CallInfo, FileChange, Hook, Outcome, Session, TurnChange, TurnRecorder};
 
 use crate::{Checkpoints, DiffStat, Result};
 
 /// Checkpoints around the calls of each turn. The agent loop (or any front end) says when a
-/// turn begins and ends; the hook snapshots before the first call of the turn whose effects are
-/// not read-only (a write, an edit, a shell command that is not read-only, anything unknown).
+/// turn begins and ends; the hook snapshots before the first call of the turn that the gate
+/// judged may change the workspace ([`Judgement::may_change_workspace`]: a write, an edit, a
+/// shell command that is not read-only, anything unknown).
+///
+/// [`Judgement::may_change_workspace`]: lathe_runtime::Judgement::may_change_workspace
 ///
 /// A snapshot that fails does not stop the call: the call's result says that it is not
 /// covered by undo.
@@ -22,7 +21,6 @@ use crate::{Checkpoints, DiffStat, Result};
 pub struct CheckpointRecorder {
     checkpoints: Arc<Checkpoints>,
     turn: AtomicU32,
-    home: PathBuf,
     /// Why the snapshot of a call failed, by call id, for its result.
     failures: Mutex<Vec<(String, String)>>,
 }
@@ -33,9 +31,6 @@ impl CheckpointRecorder {
         CheckpointRecorder {
             checkpoints,
             turn: AtomicU32::new(1),
-            home: std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_default(),
             failures: Mutex::new(Vec::new()),
         }
     }
@@ -60,34 +55,6 @@ impl CheckpointRecorder {
         self.checkpoints
             .after_turn(self.turn.load(Ordering::SeqCst))
     }
-
-    /// Whether a call with these effects may change the workspace: see [`changes_workspace`].
-    pub fn may_change(&self, effects: &[Effect], session: &Session) -> bool {
-        may_change(effects, session, &self.home)
-    }
-}
-
-/// Whether a call with these effects may change the workspace (and so is snapshotted before
-/// it runs): a write, an edit, a shell command that is not read-only, anything unknown.
-pub fn changes_workspace(effects: &[Effect], session: &Session) -> bool {
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default();
-    may_change(effects, session, &home)
-}
-
-fn may_change(effects: &[Effect], session: &Session, home: &std::path::Path) -> bool {
-    effects.iter().any(|effect| match effect {
-        Effect::Command { command, cwd, .. } => {
-            let root = session.workspace().root();
-            let mut ctx = AnalysisContext::new(root, home);
-            if let Some(cwd) = cwd {
-                ctx = ctx.with_cwd(root.join(cwd));
-            }
-            !lathe_policy::analyze(command, &ctx).is_safe()
-        }
-        other => !other.only_reads(),
-    })
 }
 
 impl Hook for CheckpointRecorder {
@@ -99,9 +66,9 @@ impl Hook for CheckpointRecorder {
         &self,
         call: &CallInfo,
         changes: &[FileChange],
-        session: &Session,
+        _session: &Session,
     ) -> std::result::Result<(), String> {
-        if !self.may_change(&call.effects, session) {
+        if !call.judgement.may_change_workspace {
             return Ok(());
         }
         let turn = self.turn.load(Ordering::SeqCst);

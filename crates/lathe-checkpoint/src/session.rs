@@ -21,9 +21,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::report::uncovered_line;
-use crate::{
-    CheckpointRecorder, Checkpoints, Coverage, Force, Step, StepKind, UndoTarget, changes_workspace,
-};
+use crate::{CheckpointRecorder, Checkpoints, Coverage, Force, Step, StepKind, UndoTarget};
 
 /// Adds `checkpoint_list` and `checkpoint_restore` to `registry`.
 pub fn register(registry: &mut Registry) {
@@ -171,9 +169,8 @@ impl SessionCheckpoints {
             Err(outcome) => return outcome,
         };
         let own = is_checkpoint_tool(&authorized.info().name);
-        let changes = !own
-            && changes_workspace(&authorized.info().effects, &ctx.session)
-            && self.keeps(&ctx.session);
+        let changes =
+            !own && authorized.info().judgement.may_change_workspace && self.keeps(&ctx.session);
         self.around(host, changes, own, dispatcher.run(authorized, ctx))
             .await
     }
@@ -188,7 +185,7 @@ impl Hook for SessionCheckpoints {
         changes: &[FileChange],
         session: &Session,
     ) -> Result<(), String> {
-        if is_checkpoint_tool(&call.name) || !changes_workspace(&call.effects, session) {
+        if is_checkpoint_tool(&call.name) || !call.judgement.may_change_workspace {
             return Ok(());
         }
         match &self.opened(session).hook {

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use lathe_agent::events::Event;
 use lathe_agent::sink::EventSink;
-use lathe_runtime::{CallInfo, Effect, FileChange, Hook, Session};
+use lathe_runtime::{CallInfo, FileChange, Hook, Session};
 
 /// The hook that makes the branch before the first call that may change the workspace.
 pub struct BranchGuard {
@@ -30,21 +30,6 @@ impl BranchGuard {
             done: AtomicBool::new(false),
         }
     }
-
-    fn may_change(effects: &[Effect], session: &Session) -> bool {
-        effects.iter().any(|effect| match effect {
-            Effect::Command { command, cwd, .. } => {
-                let root = session.workspace().root();
-                let home = lathe_runtime::dispatch::analysis_home();
-                let mut ctx = lathe_policy::AnalysisContext::new(root, &home);
-                if let Some(cwd) = cwd {
-                    ctx = ctx.with_cwd(root.join(cwd));
-                }
-                !lathe_policy::analyze(command, &ctx).is_safe()
-            }
-            other => !other.only_reads(),
-        })
-    }
 }
 
 impl Hook for BranchGuard {
@@ -52,9 +37,9 @@ impl Hook for BranchGuard {
         &self,
         call: &CallInfo,
         _changes: &[FileChange],
-        session: &Session,
+        _session: &Session,
     ) -> Result<(), String> {
-        if self.done.load(Ordering::SeqCst) || !Self::may_change(&call.effects, session) {
+        if self.done.load(Ordering::SeqCst) || !call.judgement.may_change_workspace {
             return Ok(());
         }
         if self.done.swap(true, Ordering::SeqCst) {

@@ -3,6 +3,7 @@
 //! prompt can carry it through compaction, and a resumed session can restore it ([`restore`]).
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -68,7 +69,7 @@ pub fn open_steps(session: &Session) -> Vec<ChecklistStep> {
 pub fn restore(session: &Session, steps: Vec<ChecklistStep>) -> bool {
     match checked(steps) {
         Ok(plan) => {
-            *lock(&session.extension(PlanState::default).steps) = plan;
+            session.extension(PlanState::default).replace(plan);
             true
         }
         Err(_) => false,
@@ -107,6 +108,23 @@ pub fn parse_checklist(text: &str) -> Option<Vec<ChecklistStep>> {
 #[derive(Default)]
 struct PlanState {
     steps: Mutex<Vec<ChecklistStep>>,
+    /// How many times the plan was set: front ends compare it to see that it changed.
+    revision: AtomicU64,
+}
+
+impl PlanState {
+    fn replace(&self, plan: Vec<ChecklistStep>) {
+        *lock(&self.steps) = plan;
+        self.revision.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// How many times the session's plan was set (by `update_plan`, or [`restore`]): the agent
+/// compares it before and after a turn's calls to tell front ends the plan changed.
+pub fn revision(session: &Session) -> u64 {
+    session
+        .existing_extension::<PlanState>()
+        .map_or(0, |state| state.revision.load(Ordering::SeqCst))
 }
 
 /// How many steps of `plan` are completed.
@@ -194,6 +212,6 @@ pub fn render(plan: &[ChecklistStep]) -> String {
 /// the model reads it, or what the model should fix (the old checklist is kept).
 pub fn set(session: &Session, steps: Vec<ChecklistStep>) -> Result<Vec<ChecklistStep>, String> {
     let plan = checked(steps)?;
-    *lock(&session.extension(PlanState::default).steps) = plan.clone();
+    session.extension(PlanState::default).replace(plan.clone());
     Ok(plan)
 }

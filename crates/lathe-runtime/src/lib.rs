@@ -134,7 +134,7 @@ pub mod workspace;
 
 pub use dispatch::{
     ApprovalDecision, ApprovalRequest, Approver, Authorized, CallInfo, CallStatus, Dispatcher,
-    FixedAnswer, Gate, Hook, NonInteractive, Outcome, PreToolAnswer, Refuse, Verdict,
+    FixedAnswer, Gate, Hook, Judgement, NonInteractive, Outcome, PreToolAnswer, Refuse, Verdict,
 };
 pub use host::{Host, HostBuilder, TurnChange, TurnRecorder};
 pub use lathe_policy::{ApprovalMode, PermissionsConfig};

@@ -143,6 +143,11 @@ pub struct Metadata {
     pub found: Option<String>,
     /// Everything else a tool reports (counts, flags), by key.
     pub extra: Map<String, Value>,
+    /// The result is state the model keeps and steers by (the session's checklist, from
+    /// `update_plan`): the agent keeps its newest pinned result whole when it shortens older
+    /// results to fit the window. Set with [`ToolOutput::pinned`](crate::ToolOutput::pinned);
+    /// not part of the JSON form.
+    pub pinned: bool,
 }
 
 /// The keys the typed fields take in the JSON form; [`Metadata::extra`] keys of these names
@@ -366,6 +371,7 @@ mod tests {
             full_result: Some("/tmp/x/result-1.txt".into()),
             found: Some("3 matches".into()),
             extra: Map::new(),
+            pinned: false,
         };
         let json = serde_json::to_value(&meta).unwrap();
         assert_eq!(json["command_id"], 3);

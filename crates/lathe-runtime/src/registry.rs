@@ -16,7 +16,7 @@ pub use names::{MAX_TOOL_NAME_BYTES, closest, names_are_unique, shown_name};
 
 use crate::args::{self, fold_name};
 use crate::budget;
-use crate::dispatch::{CallStatus, Outcome};
+use crate::dispatch::{CallStatus, Judgement, Outcome};
 use crate::meta::Metadata;
 use crate::profile::{Profile, compact_schema};
 use crate::schema::tool_schema;
@@ -202,6 +202,7 @@ pub struct PreparedCall {
     pub effects: Vec<Effect>,
     /// One line for people.
     pub title: String,
+    judgement: Option<Judgement>,
     bound: Box<dyn BoundCall>,
 }
 
@@ -213,6 +214,7 @@ impl std::fmt::Debug for PreparedCall {
             .field("kind", &self.kind)
             .field("effects", &self.effects)
             .field("title", &self.title)
+            .field("judgement", &self.judgement)
             .finish_non_exhaustive()
     }
 }
@@ -226,6 +228,16 @@ impl PreparedCall {
     /// Works out what the call would change (blocking; see [`Tool::plan`]).
     pub fn plan(&self, session: &Session) -> Option<Result<Plan, ToolOutput>> {
         self.bound.plan(session)
+    }
+
+    /// What the gate worked out about the call, once it has
+    /// ([`Dispatcher::judge`](crate::Dispatcher::judge)).
+    pub fn judgement(&self) -> Option<&Judgement> {
+        self.judgement.as_ref()
+    }
+
+    pub(crate) fn set_judgement(&mut self, judgement: Judgement) {
+        self.judgement = Some(judgement);
     }
 }
 
@@ -713,6 +725,7 @@ impl Registry {
             kind: definition.kind,
             effects,
             title,
+            judgement: None,
             bound,
         })
     }

@@ -147,6 +147,12 @@ impl ToolOutput {
         self.metadata.command = Some(command);
         self
     }
+
+    /// Marks the result as state the model keeps ([`Metadata::pinned`]).
+    pub fn pinned(mut self) -> Self {
+        self.metadata.pinned = true;
+        self
+    }
 }
 
 /// One thing a call would do, as the approval policy judges it. A tool lists these for each

@@ -73,7 +73,7 @@ impl Tool for UpdatePlanTool {
         };
         let text = render(&plan);
         let rows = serde_json::to_value(&plan).unwrap_or_default();
-        ToolOutput::ok(text).with_meta("plan", rows)
+        ToolOutput::ok(text).with_meta("plan", rows).pinned()
     }
 }
 

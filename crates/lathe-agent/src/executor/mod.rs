@@ -386,9 +386,6 @@ impl Executor {
     }
 }
 
-/// The plan tool's name.
-const UPDATE_PLAN: &str = <lathe_tools::update_plan::UpdatePlanTool as lathe_runtime::Tool>::NAME;
-
 /// The names calls are parsed against: every tool, offered now or not (a call to one that is
 /// hidden, `resolve` with nothing pending, still parses, and its result says why it did
 /// nothing), with its parameter names, so positional Python-style calls can be mapped, and the

@@ -5,9 +5,9 @@
 
 use std::collections::VecDeque;
 
-use lathe_runtime::checklist;
+use lathe_runtime::checklist::{self, ChecklistStep};
 
-use super::{Executor, UPDATE_PLAN};
+use super::Executor;
 use crate::message::{Message, ToolCall, push_merged};
 
 /// The result of a call that a stopped Lathe never answered, on resume.
@@ -32,7 +32,6 @@ impl Executor {
     pub fn resume_stored(&mut self, history: Vec<(Message, u64)>) {
         let (messages, seqs) = merged_runs(history);
         self.append_resumed(messages, seqs);
-        self.restore_plan();
     }
 
     /// Appends the resumed `messages` (with their `seqs`) to the history, each call that has no
@@ -68,18 +67,11 @@ impl Executor {
         }
     }
 
-    /// The plan the model kept goes on with it.
-    fn restore_plan(&self) {
-        // The plan the model kept goes on with it: its newest plan, read back from the result.
-        let plan = self.history.iter().rev().find_map(|m| match m {
-            Message::Tool(t) if t.tool_name == UPDATE_PLAN => {
-                checklist::parse_checklist(&t.content)
-            }
-            _ => None,
-        });
-        if let Some(steps) = plan {
-            checklist::restore(self.runner.session(), steps);
-        }
+    /// Goes on with the plan a stored session had (`update_plan`'s checklist), as its stored
+    /// events say ([`last_plan`](crate::stored::last_plan)): a resumed session's model keeps
+    /// its plan, and "done" with open steps is questioned as before.
+    pub fn restore_plan(&mut self, steps: Vec<ChecklistStep>) {
+        checklist::restore(self.runner.session(), steps);
     }
 }
 

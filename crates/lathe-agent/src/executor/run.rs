@@ -4,19 +4,17 @@
 
 use std::time::Instant;
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use lathe_runtime::ToolKind;
 use lathe_runtime::checklist;
 use lathe_store::SessionStatus;
 
 use super::end_checks::{EndChecks, Ending};
 use super::guard::{Repeat, RepeatGuard};
 use super::rewind::TurnStart;
-use super::{Executor, Offer, RunOutcome, UPDATE_PLAN, checkpoint};
+use super::{Executor, Offer, RunOutcome, checkpoint};
 use crate::context::ResultNote;
-use crate::events::{Event, RunStatus, ToolStatus};
+use crate::events::{Event, RunStatus};
 use crate::message::{Image, Message};
 use crate::parser::malformed_call_message;
 use crate::runner::tally::RunTally;
@@ -171,17 +169,15 @@ impl Executor {
     ) -> Option<End> {
         let (planned, stop) = self.schedule(turn, &mut run.repeats);
         let started = Instant::now();
+        let plan_revision = checklist::revision(self.runner.session());
         let results = self
             .run_between_checkpoints(&planned, session_turn, &mut run.checkpoints, cancel)
             .await;
         run.tally.tool_time += started.elapsed();
         run.repeats.answered(results.iter().map(|r| &r.output));
-        self.tally_calls(&planned, &results, &mut run.tally);
+        self.tally_calls(&results, &mut run.tally);
         self.record_results(turn, &results);
-        if results
-            .iter()
-            .any(|r| r.name == UPDATE_PLAN && r.status == ToolStatus::Ok)
-        {
+        if checklist::revision(self.runner.session()) != plan_revision {
             self.sink.emit(Event::PlanUpdated {
                 steps: checklist::current(self.runner.session()),
             });
@@ -255,34 +251,13 @@ impl Executor {
         (planned, stop)
     }
 
-    /// Counts each of `results` in `tally`, with the arguments of its call in `planned`, and
-    /// then the files the sub-agents changed.
-    fn tally_calls(&self, planned: &[BatchCall], results: &[CallResult], tally: &mut RunTally) {
+    /// Counts each of `results` in `tally` (as the gate judged its call), and then the files
+    /// the sub-agents changed.
+    fn tally_calls(&self, results: &[CallResult], tally: &mut RunTally) {
         for result in results {
-            let arguments = planned
-                .iter()
-                .find(|p| p.call_id == result.call_id)
-                .map(|p| &p.call.arguments)
-                .unwrap_or(&Value::Null);
-            tally.call(result, arguments, self.changes_files(result, arguments));
+            tally.call(result);
         }
         self.fold_sub_agent_changes(tally);
-    }
-
-    /// Whether a call is one that changes files, whatever its status: edits, and commands that
-    /// are not plainly read-only.
-    fn changes_files(&self, result: &CallResult, arguments: &Value) -> bool {
-        match result.kind {
-            Some(ToolKind::Edit) => true,
-            Some(ToolKind::Execute) => {
-                let command = arguments
-                    .get("command")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                !self.runner.gate().command_only_reads(command)
-            }
-            _ => false,
-        }
     }
 
     /// One result per call, in call order, each matched to its call by id and name, with the
@@ -293,6 +268,7 @@ impl Executor {
                 Message::tool_result(&call.to_tool_call(), result.output.text.clone());
             if let Message::Tool(t) = &mut message {
                 t.images = result.output.images.clone();
+                t.pinned = result.output.metadata.pinned;
             }
             let index = self.history.len();
             self.context.note(

@@ -92,12 +92,12 @@ pub(crate) const SUMMARISED_CALLS: usize = 6;
 /// What the user reads when the model ended a run that made calls without any text, and did
 /// not answer the request for a summary either: what the last calls did, in one line, built
 /// from their results. `Edited src/a.rs (+3 -1); ran `cargo test` (exit 0).` Each entry is a
-/// result with the call's arguments.
-pub fn from_results(results: &[(&CallResult, &Value)]) -> String {
+/// result with what the gate worked out about its call.
+pub fn from_results(results: &[&CallResult]) -> String {
     let from = results.len().saturating_sub(SUMMARISED_CALLS);
     let mut parts: Vec<String> = Vec::new();
-    for (result, arguments) in &results[from..] {
-        for part in described(result, arguments) {
+    for result in &results[from..] {
+        for part in described(result) {
             if !parts.contains(&part) {
                 parts.push(part);
             }
@@ -119,7 +119,7 @@ pub fn from_results(results: &[(&CallResult, &Value)]) -> String {
 }
 
 /// What one call did, as parts of that line.
-fn described(result: &CallResult, arguments: &Value) -> Vec<String> {
+fn described(result: &CallResult) -> Vec<String> {
     let title = result
         .summary
         .split(" -> ")
@@ -147,8 +147,7 @@ fn described(result: &CallResult, arguments: &Value) -> Vec<String> {
             }
         })
         .collect();
-    let command = arguments.get("command").and_then(Value::as_str);
-    if let (Some(command), Some(meta)) = (command, &result.output.metadata.command) {
+    if let (Some(command), Some(meta)) = (&result.command, &result.output.metadata.command) {
         let how = match &meta.status {
             CommandState::Running => "still running".to_owned(),
             CommandState::Exited { exit_code } => format!("exit {exit_code}"),
@@ -168,8 +167,8 @@ fn described(result: &CallResult, arguments: &Value) -> Vec<String> {
 
 /// How a denied call is named in a run's report: `shell "cargo fmt"` for a command,
 /// otherwise its title (`write_file src/a.rs`).
-pub fn denied_description(result: &CallResult, arguments: &Value) -> String {
-    if let Some(command) = arguments.get("command").and_then(Value::as_str) {
+pub fn denied_description(result: &CallResult) -> String {
+    if let Some(command) = &result.command {
         return format!("{} \"{}\"", result.name, cut(command.trim(), ARG_CHARS));
     }
     result
@@ -350,7 +349,16 @@ mod tests {
             output,
             summary: summary.into(),
             changes_memory: false,
+            changes_files: false,
+            command: None,
         }
+    }
+
+    /// `result` as the gate judged the call: running `command`, changing files or not.
+    fn judged(mut result: CallResult, command: Option<&str>, changes_files: bool) -> CallResult {
+        result.command = command.map(str::to_owned);
+        result.changes_files = changes_files;
+        result
     }
 
     #[test]
@@ -382,25 +390,19 @@ mod tests {
             "write_file c.rs -> denied",
             ToolOutput::error("the user denied this: no"),
         );
-        let command = json!({"command": "cargo test"});
-        let none = json!({});
+        let test = judged(test, Some("cargo test"), false);
         assert_eq!(
-            from_results(&[
-                (&read, &none),
-                (&edit, &none),
-                (&test, &command),
-                (&test, &command)
-            ]),
+            from_results(&[&read, &edit, &test, &test]),
             "read_file b.rs (lines 1-9); edited src/a.rs (+3 -1); ran `cargo test` (exit 0)."
         );
         assert_eq!(
-            from_results(&[(&edit, &none), (&denied, &none)]),
+            from_results(&[&edit, &denied]),
             "Edited src/a.rs (+3 -1); write_file c.rs was denied."
         );
         assert_eq!(from_results(&[]), "");
         // Only the last six calls count.
-        let many: Vec<(&CallResult, &Value)> = std::iter::once((&edit, &none))
-            .chain(std::iter::repeat_n((&read, &none), 6))
+        let many: Vec<&CallResult> = std::iter::once(&edit)
+            .chain(std::iter::repeat_n(&read, 6))
             .collect();
         assert!(!from_results(&many).contains("src/a.rs"));
     }
@@ -416,7 +418,7 @@ mod tests {
             ),
         );
         assert_eq!(
-            denied_description(&denied, &json!({"command": "cargo fmt"})),
+            denied_description(&judged(denied.clone(), Some("cargo fmt"), true)),
             "shell \"cargo fmt\""
         );
         assert_eq!(
@@ -429,10 +431,7 @@ mod tests {
             "write_file src/a.rs -> denied",
             ToolOutput::error("denied by Lathe's policy: read-only mode"),
         );
-        assert_eq!(
-            denied_description(&write, &json!({})),
-            "write_file src/a.rs"
-        );
+        assert_eq!(denied_description(&write), "write_file src/a.rs");
         assert_eq!(
             denied_reason(&write),
             "denied by Lathe's policy: read-only mode"

@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::CallResult;
 use super::summary::{SUMMARISED_CALLS, denied_description, denied_reason, from_results};
 use crate::events::{
@@ -31,8 +29,8 @@ pub(crate) struct RunTally {
     pub model_time: Duration,
     /// Time running tools.
     pub tool_time: Duration,
-    /// The last calls with their arguments, newest last.
-    recent: Vec<(CallResult, Value)>,
+    /// The last calls, newest last.
+    recent: Vec<CallResult>,
 }
 
 impl RunTally {
@@ -49,9 +47,10 @@ impl RunTally {
         }
     }
 
-    /// Counts a call's result; `changes_files` says whether the call is one that changes files
-    /// (an edit, a command that does not only read), whatever its status.
-    pub fn call(&mut self, result: &CallResult, arguments: &Value, changes_files: bool) {
+    /// Counts a call's result ([`CallResult::changes_files`]: whether the call is one that
+    /// changes files, an edit or a command that does not only read, whatever its status).
+    pub fn call(&mut self, result: &CallResult) {
+        let changes_files = result.changes_files;
         if result.status == ToolStatus::Ok && changes_files || !result.changes.is_empty() {
             self.wrote = true;
         }
@@ -60,7 +59,7 @@ impl RunTally {
             self.denied.push(DeniedCall {
                 call_id: result.call_id.clone(),
                 tool: result.name.clone(),
-                description: denied_description(result, arguments),
+                description: denied_description(result),
                 reason: denied_reason(result),
                 kind: if result.changes_memory {
                     DenialKind::Memory
@@ -88,7 +87,7 @@ impl RunTally {
                 }),
             }
         }
-        self.recent.push((result.clone(), arguments.clone()));
+        self.recent.push(result.clone());
         if self.recent.len() > SUMMARISED_CALLS {
             self.recent.remove(0);
         }
@@ -127,7 +126,7 @@ impl RunTally {
 
     /// The closing line built from the last calls' results.
     pub fn closing_line(&self) -> String {
-        let results: Vec<(&CallResult, &Value)> = self.recent.iter().map(|(r, a)| (r, a)).collect();
+        let results: Vec<&CallResult> = self.recent.iter().collect();
         from_results(&results)
     }
 
@@ -154,7 +153,6 @@ fn millis(duration: Duration) -> u64 {
 mod tests {
     use super::*;
     use lathe_runtime::{FileChange, ToolOutput};
-    use serde_json::json;
 
     fn result(name: &str, status: ToolStatus, summary: &str, output: ToolOutput) -> CallResult {
         CallResult {
@@ -166,7 +164,16 @@ mod tests {
             output,
             summary: summary.into(),
             changes_memory: false,
+            changes_files: false,
+            command: None,
         }
+    }
+
+    /// `result` as the gate judged the call: running `command`, changing files or not.
+    fn judged(mut result: CallResult, command: Option<&str>, changes_files: bool) -> CallResult {
+        result.command = command.map(str::to_owned);
+        result.changes_files = changes_files;
+        result
     }
 
     #[test]
@@ -189,10 +196,10 @@ mod tests {
             "write_file a.rs -> denied",
             ToolOutput::error("no"),
         );
-        tally.call(&denied, &json!({}), true);
+        tally.call(&judged(denied.clone(), None, true));
         // A denied read is not a denied change.
         let mut reads = RunTally::default();
-        reads.call(&denied, &json!({}), false);
+        reads.call(&denied);
         assert!(!reads.report(RunReport::default()).changes_denied);
         let report = std::mem::take(&mut tally).report(RunReport::default());
         assert!(report.changes_denied);
@@ -212,9 +219,10 @@ mod tests {
             "edit_file a.rs (+1 -0)",
             ToolOutput::ok("Edited").with_change(FileChange::counted("a.rs", 1, 0)),
         );
-        tally.call(&denied, &json!({}), true);
-        tally.call(&edit, &json!({}), true);
-        tally.call(&edit, &json!({}), true);
+        let (denied, edit) = (judged(denied, None, true), judged(edit, None, true));
+        tally.call(&denied);
+        tally.call(&edit);
+        tally.call(&edit);
         let report = tally.report(RunReport::default());
         assert!(!report.changes_denied);
         assert_eq!(report.files_changed.len(), 1);

@@ -23,7 +23,6 @@ use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use lathe_checkpoint::changes_workspace;
 use lathe_checkpoint::session::{SessionCheckpoints, is_checkpoint_tool};
 use lathe_config::checkpoints::Recorded;
 use lathe_runtime::Host;
@@ -451,7 +450,7 @@ impl LatheServer {
         // checkpoint tools record their own steps.
         let own = is_checkpoint_tool(&name);
         let changes = !own
-            && changes_workspace(&authorized.info().effects, &ctx.session)
+            && authorized.info().judgement.may_change_workspace
             && checkpoints.keeps(&ctx.session);
         let outcome = checkpoints
             .around(&host, changes, own, dispatcher.run(authorized, ctx))

@@ -4,7 +4,7 @@
 //! for this input ([`Tool::effects`](crate::Tool::effects)); it knows no tool by name.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use lathe_policy::{
     Action, AnalysisContext, ApprovalMode, Decision, DecisionReport, FileTarget, PermissionsConfig,
@@ -35,6 +35,36 @@ pub enum Verdict {
         /// What to tell the model, including how the user could allow it.
         reason: String,
     },
+}
+
+/// What the gate worked out about one call, once, right before deciding it
+/// ([`Gate::judge`]): carried with the call to the hooks ([`CallInfo`](crate::CallInfo)), the
+/// checkpoints, the runner and the run's report, so that none of them analyses the call again.
+#[derive(Debug, Clone)]
+pub struct Judgement {
+    /// The call writes or edits a file (the memory file too), or runs a command the analysis
+    /// does not find read-only.
+    pub changes_files: bool,
+    /// The call may change the workspace: it changes files, or an effect of it is not plainly a
+    /// read (an unknown effect, another server's tool, a change of the session's state). A
+    /// checkpoint is taken before such a call.
+    pub may_change_workspace: bool,
+    /// The call changes the project's memory ([`Effect::Memory`], or a write of the memory
+    /// file): when nobody can be asked, the model reads how the user can change the memory.
+    pub changes_memory: bool,
+    /// The command lines the call runs ([`Effect::Command`]), in order.
+    pub commands: Vec<String>,
+    /// Each effect as the policy judges it: a command's analysis, a path as it resolved.
+    actions: Arc<Vec<Action>>,
+}
+
+impl PartialEq for Judgement {
+    fn eq(&self, other: &Self) -> bool {
+        self.changes_files == other.changes_files
+            && self.may_change_workspace == other.may_change_workspace
+            && self.changes_memory == other.changes_memory
+            && self.commands == other.commands
+    }
 }
 
 struct State {
@@ -184,6 +214,18 @@ impl Gate {
     /// runs something, since that rule would allow all of the tool's reads, writes and commands
     /// from then on, sensitive paths included.
     pub fn check(&self, call: &PreparedCall, session: &Session) -> Verdict {
+        match call.judgement() {
+            Some(judgement) => self.decide(&call.name, judgement),
+            None => self.decide(&call.name, &self.judge(call, session)),
+        }
+    }
+
+    /// Works out what `call` does, once: each effect as the policy sees it (a command's
+    /// analysis, a path as it resolves now) and what follows from that. Done right before the
+    /// call is decided ([`Dispatcher::authorize`](crate::Dispatcher::authorize) does it when the
+    /// front end has not): a path is judged as it resolves when the call is decided, after the
+    /// calls before it ran.
+    pub fn judge(&self, call: &PreparedCall, session: &Session) -> Judgement {
         let state = self.lock();
         let unknown = [Effect::Unknown {
             what: format!("`{}` named no effect", call.name),
@@ -193,21 +235,57 @@ impl Gate {
         } else {
             &call.effects[..]
         };
-        let concrete = effects.iter().any(|e| {
+        let actions: Vec<Action> = effects
+            .iter()
+            .map(|effect| action(&call.name, effect, session, &state.ctx))
+            .collect();
+        let changes_files = actions.iter().any(|action| match action {
+            Action::Write { .. } | Action::Edit { .. } | Action::Memory { .. } => true,
+            Action::Shell { analysis, .. } => !analysis.is_safe(),
+            _ => false,
+        });
+        // Anything that is not plainly a read may change the workspace: an unknown effect, a
+        // tool of another server that reaches the network, a change of the session's state.
+        let may_change_workspace = changes_files
+            || effects.iter().zip(&actions).any(|(effect, action)| {
+                !matches!(action, Action::Shell { .. }) && !effect.only_reads()
+            });
+        let changes_memory = actions
+            .iter()
+            .any(|action| matches!(action, Action::Memory { .. }));
+        let commands = effects
+            .iter()
+            .filter_map(|effect| match effect {
+                Effect::Command { command, .. } => Some(command.clone()),
+                _ => None,
+            })
+            .collect();
+        Judgement {
+            changes_files,
+            may_change_workspace,
+            changes_memory,
+            commands,
+            actions: Arc::new(actions),
+        }
+    }
+
+    /// The verdict on a call by `tool` from what was worked out about it.
+    fn decide(&self, tool: &str, judgement: &Judgement) -> Verdict {
+        let state = self.lock();
+        let concrete = judgement.actions.iter().any(|action| {
             matches!(
-                e,
-                Effect::Read { .. }
-                    | Effect::Write { .. }
-                    | Effect::Edit { .. }
-                    | Effect::Command { .. }
+                action,
+                Action::Read { .. }
+                    | Action::Write { .. }
+                    | Action::Edit { .. }
+                    | Action::Shell { .. }
             )
         });
         let mut asks: Vec<String> = Vec::new();
         let mut rules: Vec<String> = Vec::new();
         let mut rememberable = true;
-        for effect in effects {
-            let action = action(&call.name, effect, session, &state.ctx);
-            let report = state.policy.decide_for_tool(&call.name, &action);
+        for action in judgement.actions.iter() {
+            let report = state.policy.decide_for_tool(tool, action);
             match report.decision {
                 Decision::Allow => {}
                 Decision::Deny => {
@@ -224,7 +302,7 @@ impl Gate {
                     if report.severity == Severity::Critical {
                         rememberable = false;
                     }
-                    for rule in session_rules(&call.name, &action, &state.ctx) {
+                    for rule in session_rules(tool, action, &state.ctx) {
                         if !rules.contains(&rule) {
                             rules.push(rule);
                         }
@@ -261,17 +339,10 @@ impl Gate {
     /// Whether `call` changes the project's memory (`update_memory`, or a write of the memory
     /// file): when nobody can be asked, the model reads how the user can change the memory.
     pub fn changes_memory(&self, call: &PreparedCall, session: &Session) -> bool {
-        call.effects.iter().any(|effect| match effect {
-            Effect::Memory { .. } => true,
-            Effect::Write { path } | Effect::Edit { path } => is_memory_file(path, session),
-            _ => false,
-        })
-    }
-
-    /// Whether a command only reads (is `safe`), as the analysis judges it in this workspace.
-    pub fn command_only_reads(&self, command: &str) -> bool {
-        let state = self.lock();
-        lathe_policy::analyze(command, &state.ctx).severity == Severity::Safe
+        match call.judgement() {
+            Some(judgement) => judgement.changes_memory,
+            None => self.judge(call, session).changes_memory,
+        }
     }
 }
 

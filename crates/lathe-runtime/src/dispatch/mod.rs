@@ -20,7 +20,7 @@ pub use approve::{
     ApprovalDecision, ApprovalRequest, Approver, FixedAnswer, NonInteractive, Refuse, denial_text,
     policy_denial_text,
 };
-pub use gate::{Gate, Verdict, analysis_home};
+pub use gate::{Gate, Judgement, Verdict, analysis_home};
 
 use crate::meta::FileChange;
 use crate::registry::{PreparedCall, Registry, plan_off_thread};
@@ -90,6 +90,9 @@ pub struct CallInfo {
     pub title: String,
     /// What it does, as the tool said.
     pub effects: Vec<Effect>,
+    /// What the gate worked out about it (whether it may change the workspace, the commands it
+    /// runs): hooks read this instead of judging the call again.
+    pub judgement: Judgement,
 }
 
 /// Code that runs around every call, in every front end: checkpoints before a change, project
@@ -255,11 +258,21 @@ impl Dispatcher {
             })
     }
 
+    /// Between steps one and two, for a front end that wants to know before the call is
+    /// decided what the gate makes of it ([`PreparedCall::judgement`]): whether it changes
+    /// files, the commands it runs. Call it right before [`Dispatcher::authorize`], after the
+    /// calls before this one ran (paths are judged as they resolve now); `authorize` judges a
+    /// call that was not judged.
+    pub fn judge(&self, call: &mut PreparedCall, session: &Session) {
+        let judgement = self.gate.judge(call, session);
+        call.set_judgement(judgement);
+    }
+
     /// Step two: hooks, the gate, the plan, and the approver where the gate asks. `Err` is how
     /// the call ends without running.
     pub async fn authorize(
         &self,
-        call: PreparedCall,
+        mut call: PreparedCall,
         call_id: &str,
         approver: &dyn Approver,
         session: &Arc<Session>,
@@ -271,12 +284,21 @@ impl Dispatcher {
                 STOPPED_BEFORE_RUNNING,
             ));
         }
+        let judgement = match call.judgement() {
+            Some(judgement) => judgement.clone(),
+            None => {
+                let judgement = self.gate.judge(&call, session);
+                call.set_judgement(judgement.clone());
+                judgement
+            }
+        };
         let info = CallInfo {
             call_id: call_id.to_owned(),
             name: call.name.clone(),
             arguments: call.arguments.clone(),
             title: call.title.clone(),
             effects: call.effects.clone(),
+            judgement,
         };
         for hook in &self.hooks {
             hook.before(&info, session)
@@ -302,7 +324,7 @@ impl Dispatcher {
         // remember); never a denial, a critical or unsandboxed command, or a memory change.
         if hook_allow
             && matches!(&verdict, Verdict::Ask { rules, .. } if !rules.is_empty())
-            && !self.gate.changes_memory(&call, session)
+            && !info.judgement.changes_memory
         {
             verdict = Verdict::Allow;
         }
@@ -358,7 +380,7 @@ impl Dispatcher {
                 ApprovalDecision::Refused { message } => {
                     // The front end's advice (another mode, an allow rule) cannot let a memory
                     // change run unasked.
-                    let message = if self.gate.changes_memory(&call, session) {
+                    let message = if info.judgement.changes_memory {
                         crate::memory::NOBODY_TO_ASK.to_owned()
                     } else {
                         message

@@ -198,13 +198,17 @@ fn show_resumed(
         .iter()
         .filter(|m| matches!(m, lathe_agent::message::Message::User { .. }))
         .count();
+    let events = store.events(&session.id)?;
     let tail = crate::sessions_cmd::tail(
         &history,
-        crate::sessions_cmd::Calls::from_events(&store.events(&session.id)?),
+        crate::sessions_cmd::Calls::from_events(&events),
         style,
         RESUME_TAIL_LINES,
     );
     live.agent.resume_stored(stored);
+    if let Some(steps) = lathe_agent::stored::last_plan(&events) {
+        live.agent.restore_plan(steps);
+    }
     say(&style.dim(&format!(
         "resumed session {} ({turns} earlier messages from you)",
         session.id
