@@ -16,9 +16,9 @@ use crate::tool::{Effect, Plan, Tool, ToolContext, ToolKind, ToolOutput};
 
 /// A tool behind a trait object, as the registry holds it.
 ///
-/// Typed tools get this from [`Registry::register`]. Tools known only at run time (from another
+/// Typed tools get this from [`Registry::register`](super::Registry::register). Tools known only at run time (from another
 /// MCP server, an embedder's own) implement it directly and are added with
-/// [`Registry::add`]; their calls answer the same questions as a typed tool's ([`BoundCall`]).
+/// [`Registry::add`](super::Registry::add); their calls answer the same questions as a typed tool's ([`BoundCall`]).
 pub trait DynTool: Send + Sync {
     /// The definition: name, schema, kind, hints.
     fn definition(&self) -> &ToolDefinition;

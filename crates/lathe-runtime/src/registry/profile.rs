@@ -70,7 +70,7 @@ impl Registry {
 
     /// Offers the tool `name` on demand only: [`Registry::offered`] leaves it out until the
     /// model enables it through the `more_tools` tool (registered with the first deferred tool,
-    /// removed with the last) or the embedder calls [`Session::enable_tool`]. It stays callable
+    /// removed with the last) or the embedder calls [`Session::enable_tool`](crate::Session::enable_tool). It stays callable
     /// by name. For small windows and many tools: those of MCP servers, the web, documents.
     /// False when no tool is registered as `name` (exactly, or an exact alias).
     pub fn defer(&mut self, name: &str) -> bool {
