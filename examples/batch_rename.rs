@@ -14,9 +14,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use lathe_runtime::tool::ResultExt;
 use lathe_runtime::{
     ApprovalMode, Dispatcher, Effect, Gate, NonInteractive, PendingAction, Session, Tool,
-    ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace,
+    ToolConfig, ToolContext, ToolError, ToolKind, ToolOutput, ToolResult, Workspace,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -68,30 +69,26 @@ impl Tool for BatchRename {
         )
     }
 
-    async fn run(&self, input: BatchRenameInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: BatchRenameInput, ctx: ToolContext) -> ToolResult {
         if input.find.is_empty() || input.replace.contains('/') {
-            return ToolOutput::error(
+            return Err(ToolError::new(
                 "`find` must not be empty and `replace` must not contain `/`",
-            );
+            ));
         }
         let root = ctx.session.workspace().root().to_path_buf();
-        let dir = match ctx
+        // A mistake the model can fix is an `Err(ToolError)`: `or_model` words it, `?` returns it.
+        let dir = ctx
             .session
             .workspace()
             .resolve(&input.dir, lathe_runtime::Access::Write)
-        {
-            Ok(dir) => dir,
-            Err(err) => return ToolOutput::error(err.to_string()),
-        };
+            .or_model(|err| err.to_string())?;
         let mut renames = Vec::new();
-        let mut names: Vec<String> = match std::fs::read_dir(dir.abs()) {
-            Ok(entries) => entries
-                .flatten()
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-                .filter_map(|e| e.file_name().into_string().ok())
-                .collect(),
-            Err(err) => return ToolOutput::error(format!("cannot list {}: {err}", input.dir)),
-        };
+        let mut names: Vec<String> = std::fs::read_dir(dir.abs())
+            .or_model(|err| format!("cannot list {}: {err}", input.dir))?
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
         names.sort();
         for name in names {
             if !name.contains(&input.find) {
@@ -100,11 +97,11 @@ impl Tool for BatchRename {
             let to = name.replace(&input.find, &input.replace);
             let shown = |n: &str| relative(&root, &dir.abs().join(n));
             if dir.abs().join(&to).exists() {
-                return ToolOutput::error(format!(
+                return Err(ToolError::new(format!(
                     "{} would replace the existing {}; choose another `replace`",
                     shown(&name),
                     shown(&to)
-                ));
+                )));
             }
             renames.push(Rename {
                 from: shown(&name),
@@ -112,10 +109,10 @@ impl Tool for BatchRename {
             });
         }
         if renames.is_empty() {
-            return ToolOutput::ok(format!(
+            return Ok(ToolOutput::ok(format!(
                 "No file name in {} contains {:?}.",
                 input.dir, input.find
-            ));
+            )));
         }
         let preview: Vec<String> = renames
             .iter()
@@ -142,10 +139,8 @@ impl Tool for BatchRename {
             .with_reject(|reason| {
                 ToolOutput::ok(format!("Discarded the batch rename. Reason: {reason}"))
             });
-        match ctx.session.push_pending(action) {
-            Ok(notice) => ToolOutput::ok(format!("{}\n{notice}", preview.join("\n"))),
-            Err(message) => ToolOutput::error(message),
-        }
+        let notice = ctx.session.push_pending(action).map_err(ToolError::new)?;
+        Ok(ToolOutput::ok(format!("{}\n{notice}", preview.join("\n"))))
     }
 }
 

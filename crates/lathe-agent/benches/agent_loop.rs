@@ -31,6 +31,7 @@ use lathe_agent::provider::{
 };
 use lathe_runtime::{
     CommandMeta, CommandState, Effect, Registry, Session, Tool, ToolContext, ToolKind, ToolOutput,
+    ToolResult,
 };
 use lathe_testkit::{Script, ollama};
 
@@ -67,8 +68,8 @@ impl Tool for Peek {
             path: input.path.clone(),
         }]
     }
-    async fn run(&self, input: PeekInput, _ctx: ToolContext) -> ToolOutput {
-        ToolOutput::ok(format!("1\tcontents of {}\n", input.path)).with_path(input.path)
+    async fn run(&self, input: PeekInput, _ctx: ToolContext) -> ToolResult {
+        Ok(ToolOutput::ok(format!("1\tcontents of {}\n", input.path)).with_path(input.path))
     }
 }
 
@@ -95,11 +96,13 @@ impl Tool for Run {
             outside_sandbox: false,
         }]
     }
-    async fn run(&self, input: RunInput, _ctx: ToolContext) -> ToolOutput {
-        ToolOutput::ok(format!("exit 0\n{}\n", input.command)).with_command(CommandMeta {
-            id: 1,
-            status: CommandState::Exited { exit_code: 0 },
-        })
+    async fn run(&self, input: RunInput, _ctx: ToolContext) -> ToolResult {
+        Ok(
+            ToolOutput::ok(format!("exit 0\n{}\n", input.command)).with_command(CommandMeta {
+                id: 1,
+                status: CommandState::Exited { exit_code: 0 },
+            }),
+        )
     }
 }
 

@@ -19,8 +19,10 @@ use lathe_agent::message::ToolCall;
 use lathe_agent::parser::{ToolNames, resolve_native};
 use lathe_agent::runner::{BatchCall, ToolRunner};
 use lathe_agent::sink::EventSink;
+use lathe_runtime::tool::ResultExt;
 use lathe_runtime::{
-    Effect, FileChange, Registry, Session, Tool, ToolContext, ToolKind, ToolOutput, ToolProgress,
+    Effect, FileChange, Registry, Session, Tool, ToolContext, ToolError, ToolKind, ToolOutput,
+    ToolProgress, ToolResult,
 };
 
 use crate::common::{Harness, Run};
@@ -44,12 +46,12 @@ impl Tool for Meet {
         let _ = input;
         vec![Effect::OwnState { changes: false }]
     }
-    async fn run(&self, input: MeetInput, _ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: MeetInput, _ctx: ToolContext) -> ToolResult {
         // Sequential execution would wait here forever; the deadline turns that into a failure.
-        match tokio::time::timeout(Duration::from_secs(30), self.0.wait()).await {
-            Ok(_) => ToolOutput::ok(format!("met {}", input.label)),
-            Err(_) => ToolOutput::error("nobody came"),
-        }
+        tokio::time::timeout(Duration::from_secs(30), self.0.wait())
+            .await
+            .or_model(|_| "nobody came")?;
+        Ok(ToolOutput::ok(format!("met {}", input.label)))
     }
 }
 
@@ -76,13 +78,13 @@ impl Tool for Append {
             path: input.path.clone(),
         }]
     }
-    async fn run(&self, input: AppendInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: AppendInput, ctx: ToolContext) -> ToolResult {
         let path = ctx.session.workspace().root().join(&input.path);
         let mut text = std::fs::read_to_string(&path).unwrap_or_default();
         text.push_str(&input.line);
         text.push('\n');
         std::fs::write(&path, text).unwrap();
-        ToolOutput::ok("appended").with_change(FileChange::counted(input.path, 1, 0))
+        Ok(ToolOutput::ok("appended").with_change(FileChange::counted(input.path, 1, 0)))
     }
 }
 
@@ -106,12 +108,12 @@ impl Tool for Forever {
             outside_sandbox: false,
         }]
     }
-    async fn run(&self, _input: ForeverInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, _input: ForeverInput, ctx: ToolContext) -> ToolResult {
         ctx.report(ToolProgress::Output {
             text: "started\n".into(),
         });
         ctx.cancel.cancelled().await;
-        ToolOutput::error("killed: the call was cancelled")
+        Err(ToolError::new("killed: the call was cancelled"))
     }
 }
 
@@ -131,7 +133,7 @@ impl Tool for Chatty {
         let _ = input;
         vec![Effect::OwnState { changes: false }]
     }
-    async fn run(&self, _input: ChattyInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, _input: ChattyInput, ctx: ToolContext) -> ToolResult {
         for _ in 0..400 {
             ctx.report(ToolProgress::Output {
                 text: "x".repeat(1023) + "\n",
@@ -140,7 +142,7 @@ impl Tool for Chatty {
         ctx.report(ToolProgress::Status {
             message: "done printing".into(),
         });
-        ToolOutput::ok("printed")
+        Ok(ToolOutput::ok("printed"))
     }
 }
 

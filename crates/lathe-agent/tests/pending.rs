@@ -19,7 +19,7 @@ use lathe_agent::provider::{ChatRequest, ProviderKind, ToolProtocol};
 use lathe_agent::sink::stored_history;
 use lathe_runtime::{
     Access, Effect, FileChange, NOTHING_PENDING, PendingAction, Plan, PlannedWrite, Session, Tool,
-    ToolContext, ToolKind, ToolOutput, current_stamp,
+    ToolContext, ToolError, ToolKind, ToolOutput, ToolResult, current_stamp,
 };
 use lathe_testkit::{Response, Script, ScriptedServer, ollama, openai};
 
@@ -104,20 +104,15 @@ impl Tool for PreviewPut {
         format!("preview_put {}", input.path)
     }
 
-    async fn run(&self, input: PreviewPutInput, ctx: ToolContext) -> ToolOutput {
-        let plan = match PreviewPut::plan(&input, &ctx.session) {
-            Ok(plan) => plan,
-            Err(error) => return ToolOutput::error(error),
-        };
+    async fn run(&self, input: PreviewPutInput, ctx: ToolContext) -> ToolResult {
+        let plan = PreviewPut::plan(&input, &ctx.session).map_err(ToolError::new)?;
         let diff = plan.writes[0].change.diff.clone();
         let label = format!("write {}", input.path);
-        match ctx
+        let notice = ctx
             .session
             .push_pending(PendingAction::from_plan(label, Self::NAME, plan))
-        {
-            Ok(notice) => ToolOutput::ok(format!("{diff}\n{notice}")),
-            Err(error) => ToolOutput::error(error),
-        }
+            .map_err(ToolError::new)?;
+        Ok(ToolOutput::ok(format!("{diff}\n{notice}")))
     }
 }
 

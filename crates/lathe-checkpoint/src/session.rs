@@ -12,9 +12,11 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
+use lathe_runtime::tool::ResultExt;
 use lathe_runtime::{
     Approver, CallInfo, Effect, FileChange, Hook, Host, Outcome, Registry, Session, Tool,
-    ToolContext, ToolHints, ToolKind, ToolOutput, TurnChange, TurnRecorder, hints_for,
+    ToolContext, ToolError, ToolHints, ToolKind, ToolOutput, ToolResult, TurnChange, TurnRecorder,
+    hints_for,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -254,26 +256,22 @@ impl Tool for CheckpointListTool {
         Self::NAME.to_owned()
     }
 
-    async fn run(&self, _input: Self::Input, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, _input: Self::Input, ctx: ToolContext) -> ToolResult {
         let Some(state) = ctx.session.existing_extension::<SessionCheckpoints>() else {
-            return ToolOutput::error("this session keeps no checkpoints");
+            return Err(ToolError::new("this session keeps no checkpoints"));
         };
-        let checkpoints = match state.checkpoints(&ctx.session) {
-            Ok(checkpoints) => checkpoints,
-            Err(why) => return ToolOutput::error(why),
-        };
+        let checkpoints = state.checkpoints(&ctx.session).map_err(ToolError::new)?;
         let id = state.opened(&ctx.session).id.clone();
         tokio::task::spawn_blocking(move || list(&checkpoints, &id))
             .await
-            .unwrap_or_else(|err| ToolOutput::error(format!("checkpoint_list stopped: {err}")))
+            .or_model(|err| format!("checkpoint_list stopped: {err}"))?
     }
 }
 
-fn list(checkpoints: &Checkpoints, id: &str) -> ToolOutput {
-    let steps = match checkpoints.steps() {
-        Ok(steps) => steps,
-        Err(err) => return ToolOutput::error(format!("cannot read the checkpoints: {err}")),
-    };
+fn list(checkpoints: &Checkpoints, id: &str) -> ToolResult {
+    let steps = checkpoints
+        .steps()
+        .or_model(|err| format!("cannot read the checkpoints: {err}"))?;
     let mut text = String::new();
     let mut listed = Vec::new();
     if steps.is_empty() {
@@ -332,9 +330,9 @@ fn list(checkpoints: &Checkpoints, id: &str) -> ToolOutput {
         text.push_str(checkpoints.coverage().note());
         text.push('\n');
     }
-    ToolOutput::ok(text.trim_end().to_owned())
+    Ok(ToolOutput::ok(text.trim_end().to_owned())
         .with_meta("session", id.to_owned())
-        .with_meta("steps", serde_json::Value::Array(listed))
+        .with_meta("steps", serde_json::Value::Array(listed)))
 }
 
 fn kind(step: &Step) -> &'static str {
@@ -476,18 +474,17 @@ impl Tool for CheckpointRestoreTool {
         format!("{} {what}{force}", Self::NAME)
     }
 
-    async fn run(&self, input: Self::Input, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: Self::Input, ctx: ToolContext) -> ToolResult {
         let Some(state) = ctx.session.existing_extension::<SessionCheckpoints>() else {
-            return ToolOutput::error("this session keeps no checkpoints: nothing to restore");
+            return Err(ToolError::new(
+                "this session keeps no checkpoints: nothing to restore",
+            ));
         };
-        let checkpoints = match state.checkpoints(&ctx.session) {
-            Ok(checkpoints) => checkpoints,
-            Err(why) => return ToolOutput::error(why),
-        };
+        let checkpoints = state.checkpoints(&ctx.session).map_err(ToolError::new)?;
         let (target, force) = (input.target(), input.force());
         tokio::task::spawn_blocking(move || restore(&checkpoints, target, force))
             .await
-            .unwrap_or_else(|err| ToolOutput::error(format!("checkpoint_restore stopped: {err}")))
+            .or_model(|err| format!("checkpoint_restore stopped: {err}"))?
     }
 }
 
@@ -495,11 +492,11 @@ impl Tool for CheckpointRestoreTool {
     clippy::disallowed_methods,
     reason = "runs on a blocking thread (spawn_blocking in CheckpointRestoreTool::run)"
 )]
-fn restore(checkpoints: &Checkpoints, target: UndoTarget, force: Force) -> ToolOutput {
+fn restore(checkpoints: &Checkpoints, target: UndoTarget, force: Force) -> ToolResult {
     let restored = match checkpoints.undo(target, force) {
         Ok(Ok(restored)) => restored,
-        Ok(Err(nothing)) => return ToolOutput::error(nothing.to_string()),
-        Err(err) => return ToolOutput::error(format!("the restore failed: {err}")),
+        Ok(Err(nothing)) => return Err(ToolError::new(nothing.to_string())),
+        Err(err) => return Err(ToolError::new(format!("the restore failed: {err}"))),
     };
     let turns = restored
         .turns
@@ -560,6 +557,8 @@ fn restore(checkpoints: &Checkpoints, target: UndoTarget, force: Force) -> ToolO
         .with_meta("conflicts", paths(&restored.conflicts))
         .with_meta("failed", paths(&failed))
         .with_meta("step", restored.step.clone())
+        // Files left alone or not put back: an error the model reads, with what was restored.
+        .into_result()
 }
 
 #[cfg(test)]

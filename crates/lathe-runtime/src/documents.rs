@@ -9,11 +9,11 @@ use std::sync::OnceLock;
 use tokio_util::sync::CancellationToken;
 
 use crate::session::Session;
-use crate::tool::ToolOutput;
+use crate::tool::ToolResult;
 
 /// Reads the document at a path (as a tool call would name it) in a session: the first part of
-/// its text as Markdown, paged like `read_document`.
-pub type Reader = fn(&Session, &str, &CancellationToken) -> ToolOutput;
+/// its text as Markdown, paged like `read_document`, or why it cannot be read.
+pub type Reader = fn(&Session, &str, &CancellationToken) -> ToolResult;
 
 static READER: OnceLock<Reader> = OnceLock::new();
 

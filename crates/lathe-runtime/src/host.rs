@@ -218,6 +218,7 @@ mod tests {
 
     use super::*;
     use crate::dispatch::{CallInfo, FixedAnswer, Outcome};
+    use crate::tool::{ResultExt, ToolResult};
     use crate::{
         ApprovalDecision, ApprovalMode, Effect, FileChange, Session, Tool, ToolContext, ToolKind,
         ToolOutput, Workspace,
@@ -246,12 +247,10 @@ mod tests {
             }]
         }
 
-        async fn run(&self, input: TouchInput, ctx: ToolContext) -> ToolOutput {
+        async fn run(&self, input: TouchInput, ctx: ToolContext) -> ToolResult {
             let root = ctx.session.workspace().root().to_path_buf();
-            match std::fs::write(root.join(&input.path), "") {
-                Ok(()) => ToolOutput::ok("touched"),
-                Err(err) => ToolOutput::error(err.to_string()),
-            }
+            std::fs::write(root.join(&input.path), "").or_model(|err| err.to_string())?;
+            Ok(ToolOutput::ok("touched"))
         }
     }
 
@@ -405,8 +404,8 @@ mod tests {
             }]
         }
 
-        async fn run(&self, _input: TouchInput, _ctx: ToolContext) -> ToolOutput {
-            ToolOutput::ok("looked")
+        async fn run(&self, _input: TouchInput, _ctx: ToolContext) -> ToolResult {
+            Ok(ToolOutput::ok("looked"))
         }
     }
 

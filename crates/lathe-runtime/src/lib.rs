@@ -145,8 +145,8 @@ pub use registry::{BoundCall, DynTool, PreparedCall, Registry, RegistryError, To
 pub use schema::portable_schema;
 pub use session::{DEFAULT_RESULT_BUDGET, FileStamp, Session, StampBuilder, ToolConfig};
 pub use tool::{
-    Effect, Plan, PlannedWrite, ProgressSink, Tool, ToolContext, ToolHints, ToolImage, ToolKind,
-    ToolOutput, ToolProgress, current_stamp, hints_for, run_planned,
+    Effect, Plan, PlannedWrite, ProgressSink, Tool, ToolContext, ToolError, ToolHints, ToolImage,
+    ToolKind, ToolOutput, ToolProgress, ToolResult, current_stamp, hints_for, run_planned,
 };
 pub use workspace::{
     Access, Beneath, PathError, ResolvedPath, TEMP_FILE_PATTERN, Workspace, changed_under_walk,

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::meta::LineRange;
 use crate::text::{group, human_size, shell_quote};
-use crate::tool::ToolOutput;
+use crate::tool::{ResultExt, ToolError, ToolOutput, ToolResult};
 
 /// Lines shown when the call gives no `limit`.
 pub const DEFAULT_LIMIT: u64 = 2000;
@@ -22,11 +22,11 @@ pub const MAX_KEPT_BYTES: usize = 4 * 1024 * 1024;
 /// The first line and the most lines to show, from a call's `offset` and `limit` (1 and
 /// [`DEFAULT_LIMIT`] when absent; an offset of 0 is 1), or the result that says which one is
 /// wrong.
-pub fn line_range(offset: Option<i64>, limit: Option<i64>) -> Result<(u64, u64), ToolOutput> {
+pub fn line_range(offset: Option<i64>, limit: Option<i64>) -> Result<(u64, u64), ToolError> {
     let offset = match offset {
         None | Some(0) => 1,
         Some(n) if n < 0 => {
-            return Err(ToolOutput::error(format!(
+            return Err(ToolError::new(format!(
                 "offset must be a line number of 1 or more (the first line is 1), got {n}"
             )));
         }
@@ -35,7 +35,7 @@ pub fn line_range(offset: Option<i64>, limit: Option<i64>) -> Result<(u64, u64),
     let limit = match limit {
         None => DEFAULT_LIMIT,
         Some(n) if n < 1 => {
-            return Err(ToolOutput::error(format!(
+            return Err(ToolError::new(format!(
                 "limit must be 1 or more (the most lines to show; default {DEFAULT_LIMIT}), got {n}"
             )));
         }
@@ -55,11 +55,8 @@ pub fn page_text(
     pager: Pager<'_>,
     offset: Option<i64>,
     limit: Option<i64>,
-) -> ToolOutput {
-    let (offset, limit) = match line_range(offset, limit) {
-        Ok(range) => range,
-        Err(output) => return output,
-    };
+) -> ToolResult {
+    let (offset, limit) = line_range(offset, limit)?;
     let request = scan::Request {
         offset,
         limit,
@@ -67,16 +64,14 @@ pub fn page_text(
         max_kept_bytes: MAX_KEPT_BYTES,
     };
     let bytes = text.as_bytes();
-    let scan = match scan::scan(
+    let scan = scan::scan(
         &mut &bytes[..],
         &[],
         bytes.len() as u64,
         request,
         &CancellationToken::new(),
-    ) {
-        Ok(scan) => scan,
-        Err(err) => return ToolOutput::error(format!("cannot read {shown}: {err}")),
-    };
+    )
+    .or_model(|err| format!("cannot read {shown}: {err}"))?;
     render(shown, offset, &scan, pager)
 }
 
@@ -90,22 +85,24 @@ pub struct Pager<'a> {
 }
 
 /// The result of a scan: numbered lines and the notes that say how to read on.
-pub fn render(shown: &str, offset: u64, scan: &scan::Scan, pager: Pager<'_>) -> ToolOutput {
+pub fn render(shown: &str, offset: u64, scan: &scan::Scan, pager: Pager<'_>) -> ToolResult {
     let total = scan.total_lines;
     if total == 0 {
-        return ToolOutput::ok(format!("{shown} is empty ({}).", human_size(scan.bytes)))
-            .with_path(shown)
-            .with_meta("total_lines", 0)
-            .with_meta("bytes", scan.bytes);
+        return Ok(
+            ToolOutput::ok(format!("{shown} is empty ({}).", human_size(scan.bytes)))
+                .with_path(shown)
+                .with_meta("total_lines", 0)
+                .with_meta("bytes", scan.bytes),
+        );
     }
     let (Some(first), Some(last)) = (scan.lines.first(), scan.lines.last()) else {
-        return ToolOutput::error(format!(
+        return Err(ToolError::new(format!(
             "offset {offset} is past the end of {shown}, which has {total} line{}; \
              use an offset from 1 to {total}",
             if total == 1 { "" } else { "s" }
         ))
         .with_path(shown)
-        .with_meta("total_lines", total);
+        .with_meta("total_lines", total));
     };
     let mut text = String::with_capacity(scan.lines.iter().map(|l| l.text.len() + 10).sum());
     let mut cut_lines = 0u64;
@@ -174,7 +171,7 @@ pub fn render(shown: &str, offset: u64, scan: &scan::Scan, pager: Pager<'_>) -> 
             text.push_str(&format!("({note})\n"));
         }
     }
-    ToolOutput::ok(text)
+    Ok(ToolOutput::ok(text)
         .with_path(shown)
         .with_lines(LineRange {
             first: a,
@@ -190,7 +187,7 @@ pub fn render(shown: &str, offset: u64, scan: &scan::Scan, pager: Pager<'_>) -> 
         .with_meta(
             "encoding",
             json!(if scan.invalid_utf8 { "lossy" } else { "utf-8" }),
-        )
+        ))
 }
 
 #[cfg(test)]
@@ -201,6 +198,11 @@ mod tests {
         tool: "read_file",
         what: "the file",
     };
+
+    /// [`render`]'s result as the model reads it, an error result included.
+    fn rendered(shown: &str, offset: u64, scan: &scan::Scan, pager: Pager<'_>) -> ToolOutput {
+        render(shown, offset, scan, pager).unwrap_or_else(ToolOutput::from)
+    }
 
     fn scan_of(lines: &[(u64, &str)], total: u64) -> scan::Scan {
         scan::Scan {
@@ -224,15 +226,15 @@ mod tests {
 
     #[test]
     fn numbering_is_cat_n_style_and_notes_give_the_next_offset() {
-        let out = render("a.txt", 9, &scan_of(&[(9, "nine"), (10, "ten")], 12), PAGER);
+        let out = rendered("a.txt", 9, &scan_of(&[(9, "nine"), (10, "ten")], 12), PAGER);
         assert!(!out.is_error);
         assert_eq!(
             out.text,
             "     9\tnine\n    10\tten\n\n(showing lines 9-10 of 12; to read on, call read_file with offset=11)\n"
         );
-        let whole = render("a.txt", 1, &scan_of(&[(1, "x")], 1), PAGER);
+        let whole = rendered("a.txt", 1, &scan_of(&[(1, "x")], 1), PAGER);
         assert_eq!(whole.text, "     1\tx\n");
-        let end = render("a.txt", 2, &scan_of(&[(2, "y")], 2), PAGER);
+        let end = rendered("a.txt", 2, &scan_of(&[(2, "y")], 2), PAGER);
         assert!(
             end.text
                 .contains("(showing lines 2-2 of 2; this is the end of the file)"),
@@ -243,7 +245,7 @@ mod tests {
 
     #[test]
     fn past_the_end_and_empty() {
-        let out = render("a.txt", 50, &scan_of(&[], 12), PAGER);
+        let out = rendered("a.txt", 50, &scan_of(&[], 12), PAGER);
         assert!(out.is_error);
         assert!(
             out.text
@@ -251,7 +253,7 @@ mod tests {
             "{}",
             out.text
         );
-        let empty = render("e.txt", 1, &scan_of(&[], 0), PAGER);
+        let empty = rendered("e.txt", 1, &scan_of(&[], 0), PAGER);
         assert!(!empty.is_error);
         assert!(empty.text.starts_with("e.txt is empty"), "{}", empty.text);
     }

@@ -29,7 +29,8 @@ use lathe_runtime::meta::MAX_CHANGE_DIFF_LINES;
 use lathe_runtime::session::{FileStamp, Session};
 use lathe_runtime::text::{self, UnifiedDiff, binary_kind, human_size, line_count};
 use lathe_runtime::tool::{
-    Effect, FileChange, Plan, PlannedWrite, Tool, ToolContext, ToolKind, ToolOutput, run_planned,
+    Effect, FileChange, Plan, PlannedWrite, ResultExt, Tool, ToolContext, ToolError, ToolKind,
+    ToolOutput, ToolResult, run_planned,
 };
 use lathe_runtime::workspace::{Access, ResolvedPath};
 use lathe_runtime::{PendingAction, ToolProgress};
@@ -154,14 +155,14 @@ impl Tool for ApplyPatchTool {
         text::title(Self::NAME, &subject)
     }
 
-    fn plan(&self, input: &Self::Input, session: &Session) -> Option<Result<Plan, ToolOutput>> {
+    fn plan(&self, input: &Self::Input, session: &Session) -> Option<Result<Plan, ToolError>> {
         if input.preview.unwrap_or(false) {
             return None;
         }
         Some(plan_patch(session, &input.patch, Mode::Apply))
     }
 
-    async fn run(&self, input: ApplyPatchInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: ApplyPatchInput, ctx: ToolContext) -> ToolResult {
         if !input.preview.unwrap_or(false) {
             return run_planned(self, input, ctx).await;
         }
@@ -170,15 +171,10 @@ impl Tool for ApplyPatchTool {
             plan_patch(&session, &input.patch, Mode::Preview).map(|plan| (plan, session))
         })
         .await;
-        let (plan, session) = match planned {
-            Ok(Ok(planned)) => planned,
-            Ok(Err(output)) => return output,
-            Err(err) => {
-                return ToolOutput::error(format!("{} stopped unexpectedly: {err}", Self::NAME));
-            }
-        };
+        let (plan, session) =
+            planned.or_model(|err| format!("{} stopped unexpectedly: {err}", Self::NAME))??;
         if plan.writes.is_empty() {
-            return plan.output;
+            return Ok(plan.output);
         }
         ctx.report(ToolProgress::Status {
             message: "patch previewed; nothing written".to_owned(),
@@ -192,14 +188,10 @@ impl Tool for ApplyPatchTool {
         let details = preview.text.clone();
         let action =
             PendingAction::from_plan(label, Self::NAME, applied(plan)).with_details(details);
-        match session.push_pending(action) {
-            Ok(notice) => {
-                preview.text.push_str("\n\n");
-                preview.text.push_str(&notice);
-                preview
-            }
-            Err(message) => ToolOutput::error(message),
-        }
+        let notice = session.push_pending(action).map_err(ToolError::new)?;
+        preview.text.push_str("\n\n");
+        preview.text.push_str(&notice);
+        Ok(preview)
     }
 }
 
@@ -274,8 +266,8 @@ impl<'a> Files<'a> {
     }
 
     /// The entry of `path` (as the patch wrote it), read from disk the first time.
-    fn get(&mut self, path: &str, header: usize) -> Result<PathBuf, ToolOutput> {
-        let refuse = |message: String| ToolOutput::error(message);
+    fn get(&mut self, path: &str, header: usize) -> Result<PathBuf, ToolError> {
+        let refuse = |message: String| ToolError::new(message);
         if let Some(message) = text::names_a_directory(path) {
             return Err(refuse(format!("line {header} of the patch: {message}")));
         }
@@ -288,7 +280,7 @@ impl<'a> Files<'a> {
             return Ok(key);
         }
         let shown = target.shown().to_owned();
-        let fail = |message: String| ToolOutput::error(message).with_path(shown.clone());
+        let fail = |message: String| ToolError::new(message).with_path(shown.clone());
         let (disk, now, mode) =
             match workspace.open(&target, OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0) {
                 Ok(mut file) => {
@@ -328,7 +320,7 @@ impl<'a> Files<'a> {
     }
 
     /// The refusal for a file the operation needs but that does not exist (now).
-    fn missing(&self, key: &PathBuf, what: &str, header: usize) -> ToolOutput {
+    fn missing(&self, key: &PathBuf, what: &str, header: usize) -> ToolError {
         let entry = &self.entries[key];
         let shown = &entry.shown;
         let similar = suggest::similar_paths(self.session.workspace(), entry.target.abs(), 3);
@@ -337,7 +329,7 @@ impl<'a> Files<'a> {
         } else {
             ""
         };
-        ToolOutput::error(format!(
+        ToolError::new(format!(
             "line {header} of the patch: cannot {what} {shown}: it does not exist{earlier}.{} \
              To create it, use `*** Add File: {shown}` with its lines each starting with '+'. \
              Nothing was written.",
@@ -395,9 +387,9 @@ fn view(text: Option<&Text>) -> String {
 }
 
 /// Works out everything the patch does, writing nothing.
-fn plan_patch(session: &Session, patch_text: &str, mode: Mode) -> Result<Plan, ToolOutput> {
+fn plan_patch(session: &Session, patch_text: &str, mode: Mode) -> Result<Plan, ToolError> {
     let patch: Patch = parse::parse(patch_text).map_err(|err| {
-        ToolOutput::error(format!(
+        ToolError::new(format!(
             "the patch could not be read: {err}. Nothing was written."
         ))
     })?;
@@ -421,7 +413,7 @@ fn plan_patch(session: &Session, patch_text: &str, mode: Mode) -> Result<Plan, T
                 let entry = files.entry(&key);
                 if entry.now.is_some() {
                     let shown = entry.shown.clone();
-                    return Err(ToolOutput::error(format!(
+                    return Err(ToolError::new(format!(
                         "line {line} of the patch: cannot add {shown}: it already exists. To \
                          change it, use `*** Update File: {shown}` with hunks; to replace it \
                          whole, put `*** Delete File: {shown}` before the `*** Add File:`. \
@@ -492,7 +484,7 @@ fn plan_patch(session: &Session, patch_text: &str, mode: Mode) -> Result<Plan, T
                         let dest = files.get(to, *line + 1)?;
                         if dest != key && files.entries[&dest].now.is_some() {
                             let shown = files.entries[&dest].shown.clone();
-                            return Err(ToolOutput::error(format!(
+                            return Err(ToolError::new(format!(
                                 "line {} of the patch: cannot move {from_shown} to {shown}: \
                                  {shown} already exists. To replace it, put `*** Delete File: \
                                  {shown}` before this update. Nothing was written.",
@@ -558,13 +550,13 @@ fn plan_patch(session: &Session, patch_text: &str, mode: Mode) -> Result<Plan, T
 
 /// The file's text after `chunks`, and the loosest strategy its hunks needed (`None` for a
 /// pure rename).
-fn update(entry: &Entry, chunks: &[Chunk]) -> Result<(Text, Option<Strategy>), ToolOutput> {
+fn update(entry: &Entry, chunks: &[Chunk]) -> Result<(Text, Option<Strategy>), ToolError> {
     let now = entry.now.as_ref().expect("checked by the caller");
     if chunks.is_empty() {
         return Ok((now.clone(), None));
     }
     let updated = hunks::apply(&now.document.text, chunks).map_err(|err| {
-        ToolOutput::error(format!(
+        ToolError::new(format!(
             "{}\nNothing was written: a patch applies whole or not at all.",
             err.message(&entry.shown, chunks)
         ))

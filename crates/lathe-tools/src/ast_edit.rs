@@ -23,7 +23,9 @@ use crate::grep::StringList;
 use crate::search_walk::{self, plural};
 use lathe_runtime::session::Session;
 use lathe_runtime::text;
-use lathe_runtime::tool::{Effect, Plan, Tool, ToolContext, ToolHints, ToolKind, ToolOutput};
+use lathe_runtime::tool::{
+    Effect, Plan, Tool, ToolContext, ToolError, ToolHints, ToolKind, ToolOutput, ToolResult,
+};
 use lathe_runtime::{PendingAction, Workspace};
 
 use lang::Lang;
@@ -112,7 +114,7 @@ impl Tool for AstEditTool {
         text::title(Self::NAME, &text::in_path(&what, &input.path))
     }
 
-    async fn run(&self, input: AstEditInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: AstEditInput, ctx: ToolContext) -> ToolResult {
         let cancel = ctx.cancel.clone();
         search_walk::run_blocking(Self::NAME, &cancel, move |stop| execute(&input, &ctx, stop))
             .await
@@ -120,30 +122,27 @@ impl Tool for AstEditTool {
 }
 
 /// The whole call, on a blocking thread.
-fn execute(input: &AstEditInput, ctx: &ToolContext, stop: &search_walk::Stop) -> ToolOutput {
+fn execute(input: &AstEditInput, ctx: &ToolContext, stop: &search_walk::Stop) -> ToolResult {
     let forced = match input.language.as_deref().map(str::trim) {
         None | Some("") => None,
         Some(name) => match Lang::parse(name) {
             Some(lang) => Some(lang),
             None => {
-                return ToolOutput::error(format!(
+                return Err(ToolError::new(format!(
                     "parameter `language`: {name:?} is not a language ast_edit knows; it knows {}. \
                      Leave `language` out to take each file's language from its extension",
                     Lang::list()
-                ));
+                )));
             }
         },
     };
-    let root = match search_walk::resolve_root(ctx, input.path.as_deref()) {
-        Ok(root) => root,
-        Err(output) => return output,
-    };
+    let root = search_walk::resolve_root(ctx, input.path.as_deref())?;
     if !root.is_dir && forced.is_none() && Lang::of_path(&root.abs).is_none() {
-        return ToolOutput::error(format!(
+        return Err(ToolError::new(format!(
             "cannot tell the language of {} from its name; give `language` (one of {})",
             root.shown,
             Lang::list()
-        ));
+        )));
     }
     let scope = Scope {
         pattern: &input.pattern,
@@ -152,27 +151,22 @@ fn execute(input: &AstEditInput, ctx: &ToolContext, stop: &search_walk::Stop) ->
     };
     if let Some(lang) = forced {
         // A broken pattern is reported before any file is read.
-        if let Err(message) = engine::Compiled::new(lang, scope.pattern, scope.rewrite) {
-            return ToolOutput::error(message);
-        }
+        engine::Compiled::new(lang, scope.pattern, scope.rewrite).map_err(ToolError::new)?;
     }
-    let census = match walk::census(input, ctx, &root, &scope, stop) {
-        Ok(census) => census,
-        Err(output) => return output,
-    };
+    let census = walk::census(input, ctx, &root, &scope, stop)?;
     if census.cancelled {
-        return ToolOutput::error(format!(
+        return Err(ToolError::new(format!(
             "ast_edit was cancelled after reading {}; nothing is shown and nothing changed",
             plural(census.searched, "file", "files")
         ))
         .with_meta("files_searched", census.searched)
-        .with_meta("cancelled", true);
+        .with_meta("cancelled", true));
     }
     if let Some(message) = census.pattern_fails_everywhere() {
-        return ToolOutput::error(message).with_meta("files_searched", census.searched);
+        return Err(ToolError::new(message).with_meta("files_searched", census.searched));
     }
     if census.files.is_empty() {
-        return nothing_found(input, &root.shown, census);
+        return Ok(nothing_found(input, &root.shown, census));
     }
     report(input, ctx, census)
 }
@@ -230,34 +224,87 @@ fn nothing_found(input: &AstEditInput, shown_root: &str, mut census: Census) -> 
         .with_meta("files_searched", census.searched)
 }
 
+/// What a search or a preview with matches found, counted once for its text and metadata.
+struct Counts {
+    matches: usize,
+    files: usize,
+    replacements: usize,
+    /// Files the rewrite changes.
+    changed: usize,
+    searched: usize,
+}
+
+impl Counts {
+    fn of(census: &Census) -> Counts {
+        Counts {
+            matches: census.files.iter().map(|f| f.hits.len()).sum(),
+            files: census.files.len(),
+            replacements: census.files.iter().map(|f| f.replacements).sum(),
+            changed: census.files.iter().filter(|f| f.rewrite.is_some()).count(),
+            searched: census.searched,
+        }
+    }
+
+    /// The metadata every result with matches carries.
+    fn meta(&self, output: ToolOutput) -> ToolOutput {
+        output
+            .with_found(format!(
+                "{} in {}",
+                plural(self.matches, "match", "matches"),
+                plural(self.files, "file", "files")
+            ))
+            .with_meta("matches", self.matches)
+            .with_meta("files", self.files)
+            .with_meta("files_searched", self.searched)
+    }
+}
+
 /// The model-facing result of a search or a preview with matches.
-fn report(input: &AstEditInput, ctx: &ToolContext, mut census: Census) -> ToolOutput {
+fn report(input: &AstEditInput, ctx: &ToolContext, mut census: Census) -> ToolResult {
     let notes = census.notes();
-    let matches: usize = census.files.iter().map(|f| f.hits.len()).sum();
-    let files = census.files.len();
+    let counts = Counts::of(&census);
     let rewriting = input.rewrite.is_some();
-    let replacements: usize = census.files.iter().map(|f| f.replacements).sum();
-    let changed: Vec<&FileResult> = census
-        .files
-        .iter()
-        .filter(|f| f.rewrite.is_some())
-        .collect();
+    let mut text = summary(&census, &counts, rewriting);
+    push_details(&mut text, &census, rewriting);
+    if !notes.is_empty() {
+        text.push('\n');
+        for note in &notes {
+            text.push_str(note);
+            text.push('\n');
+        }
+    }
+    if !rewriting {
+        return Ok(counts.meta(ToolOutput::ok(text)));
+    }
+    if counts.changed == 0 {
+        text.push_str("\nThe rewrite leaves every match as it is, so nothing is pending.\n");
+        return Ok(counts
+            .meta(ToolOutput::ok(text))
+            .with_meta("replacements", 0)
+            .with_meta("files_changed", 0));
+    }
+    propose(input, ctx, census, text, &counts)
+}
+
+/// The first line(s) of a report: how many matches in how many files, and for a preview what
+/// the rewrite would change.
+fn summary(census: &Census, counts: &Counts, rewriting: bool) -> String {
     let mut text = String::new();
     let searched = format!(
         "{} searched: {}",
         plural(census.searched, "file", "files"),
-        languages(&census)
+        languages(census)
     );
     if rewriting {
         let _ = writeln!(
             text,
             "Preview (nothing is changed yet): {} of {} in {} would change {} ({searched}).",
-            plural(replacements, "replacement", "replacements"),
-            plural(matches, "match", "matches"),
-            plural(files, "file", "files"),
-            plural(changed.len(), "file", "files"),
+            plural(counts.replacements, "replacement", "replacements"),
+            plural(counts.matches, "match", "matches"),
+            plural(counts.files, "file", "files"),
+            plural(counts.changed, "file", "files"),
         );
-        if matches > replacements && replacements > 0 {
+        if counts.matches > counts.replacements && counts.replacements > 0 {
             text.push_str(
                 "A match inside another match is rewritten only as part of the outer one.\n",
             );
@@ -266,10 +313,15 @@ fn report(input: &AstEditInput, ctx: &ToolContext, mut census: Census) -> ToolOu
         let _ = writeln!(
             text,
             "{} in {} ({searched}).",
-            plural(matches, "match", "matches"),
-            plural(files, "file", "files"),
+            plural(counts.matches, "match", "matches"),
+            plural(counts.files, "file", "files"),
         );
     }
+    text
+}
+
+/// Appends each file's counts, every match, and the diffs of the files the rewrite changes.
+fn push_details(text: &mut String, census: &Census, rewriting: bool) {
     for file in &census.files {
         let _ = write!(
             text,
@@ -300,6 +352,11 @@ fn report(input: &AstEditInput, ctx: &ToolContext, mut census: Census) -> ToolOu
             );
         }
     }
+    let changed: Vec<&FileResult> = census
+        .files
+        .iter()
+        .filter(|f| f.rewrite.is_some())
+        .collect();
     if !changed.is_empty() {
         text.push_str("\nDiffs:\n");
         for file in &changed {
@@ -308,45 +365,24 @@ fn report(input: &AstEditInput, ctx: &ToolContext, mut census: Census) -> ToolOu
             }
         }
     }
-    if !notes.is_empty() {
-        text.push('\n');
-        for note in &notes {
-            text.push_str(note);
-            text.push('\n');
-        }
-    }
-    let searched_count = census.searched;
-    let output_meta = |output: ToolOutput| {
-        output
-            .with_found(format!(
-                "{} in {}",
-                plural(matches, "match", "matches"),
-                plural(files, "file", "files")
-            ))
-            .with_meta("matches", matches)
-            .with_meta("files", files)
-            .with_meta("files_searched", searched_count)
-    };
-    if !rewriting {
-        return output_meta(ToolOutput::ok(text));
-    }
-    if changed.is_empty() {
-        text.push_str("\nThe rewrite leaves every match as it is, so nothing is pending.\n");
-        return output_meta(ToolOutput::ok(text))
-            .with_meta("replacements", 0)
-            .with_meta("files_changed", 0);
-    }
-    let changed_count = changed.len();
-    let plan = match plan(ctx.session.workspace(), census, replacements, input) {
-        Ok(plan) => plan,
-        Err(output) => return output,
-    };
+}
+
+/// Keeps a preview's plan as the session's pending action, and says so after the report
+/// `text`; when it cannot be kept, the model reads why, with the preview.
+fn propose(
+    input: &AstEditInput,
+    ctx: &ToolContext,
+    census: Census,
+    mut text: String,
+    counts: &Counts,
+) -> ToolResult {
+    let plan = plan(ctx.session.workspace(), census, counts.replacements, input)?;
     let label = format!(
         "ast_edit {} -> {}: {} in {}",
         text::one_line(&input.pattern, 60),
         text::one_line(input.rewrite.as_deref().unwrap_or(""), 60),
-        plural(replacements, "replacement", "replacements"),
-        plural(changed_count, "file", "files"),
+        plural(counts.replacements, "replacement", "replacements"),
+        plural(counts.changed, "file", "files"),
     );
     let action = PendingAction::from_plan(label, AstEditTool::NAME, plan);
     let output = match ctx.session.push_pending(action) {
@@ -361,9 +397,12 @@ fn report(input: &AstEditInput, ctx: &ToolContext, mut census: Census) -> ToolOu
              instead.\n\n{text}"
         )),
     };
-    output_meta(output)
-        .with_meta("replacements", replacements)
-        .with_meta("files_changed", changed_count)
+    // A preview that cannot be kept is an error that still carries its counts.
+    counts
+        .meta(output)
+        .with_meta("replacements", counts.replacements)
+        .with_meta("files_changed", counts.changed)
+        .into_result()
 }
 
 /// The plan the pending action applies: each changed file's new content, against the stamp
@@ -373,7 +412,7 @@ fn plan(
     census: Census,
     replacements: usize,
     input: &AstEditInput,
-) -> Result<Plan, ToolOutput> {
+) -> Result<Plan, ToolError> {
     let mut writes = Vec::new();
     let mut changed = 0;
     for file in census.files {
@@ -386,7 +425,7 @@ fn plan(
                 lathe_runtime::workspace::Access::Write,
             )
             .map_err(|err| {
-                ToolOutput::error(format!(
+                ToolError::new(format!(
                     "{} cannot be rewritten: {err}. Give a `path` inside the workspace",
                     file.shown
                 ))

@@ -8,7 +8,7 @@ use crate::shell::{IdArg, command_meta, exec_error, parse_id, text};
 use lathe_runtime::commands::commands;
 use lathe_runtime::session::Session;
 use lathe_runtime::text::title;
-use lathe_runtime::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
+use lathe_runtime::tool::{Effect, Tool, ToolContext, ToolError, ToolKind, ToolOutput, ToolResult};
 
 /// Characters of a result kept for the header and the notes around the bytes of a page.
 const PAGE_MARGIN: usize = 600;
@@ -67,16 +67,10 @@ impl Tool for CommandOutputTool {
         title(Self::NAME, &input.id.as_written())
     }
 
-    async fn run(&self, input: CommandOutputInput, ctx: ToolContext) -> ToolOutput {
-        let id = match parse_id(&input.id) {
-            Ok(id) => id,
-            Err(message) => return ToolOutput::error(message),
-        };
+    async fn run(&self, input: CommandOutputInput, ctx: ToolContext) -> ToolResult {
+        let id = parse_id(&input.id)?;
         let commands = commands(&ctx.session);
-        let supervisor = match commands.supervisor() {
-            Ok(supervisor) => supervisor,
-            Err(message) => return ToolOutput::error(message),
-        };
+        let supervisor = commands.supervisor().map_err(ToolError::new)?;
         if input.limit == Some(0) {
             let what = if input.search.as_deref().is_some_and(|p| !p.is_empty()) {
                 format!(
@@ -89,19 +83,18 @@ impl Tool for CommandOutputTool {
                     lathe_exec::DEFAULT_READ_LIMIT
                 )
             };
-            return ToolOutput::error(format!("limit must be 1 or more ({what}), got 0"));
+            return Err(ToolError::new(format!(
+                "limit must be 1 or more ({what}), got 0"
+            )));
         }
         let budget = ctx.session.result_budget();
         let offset = input.offset.unwrap_or(0);
         let pattern = input.search.filter(|p| !p.is_empty());
         if let Some(pattern) = pattern {
-            let mut result = match supervisor
+            let mut result = supervisor
                 .search_output(id, &pattern, offset, input.limit)
                 .await
-            {
-                Ok(result) => result,
-                Err(error) => return exec_error(error),
-            };
+                .map_err(exec_error)?;
             text::fit_search(&mut result, budget.saturating_sub(100).max(MIN_PAGE));
             let lines: Vec<u64> = result.matches.iter().map(|m| m.line).collect();
             let mut output = ToolOutput::ok(text::search(&result))
@@ -111,17 +104,14 @@ impl Tool for CommandOutputTool {
             if let Some(next) = result.next_offset {
                 output = output.with_meta("next_offset", next);
             }
-            return output;
+            return Ok(output);
         }
         let wanted = input.limit.unwrap_or(lathe_exec::DEFAULT_READ_LIMIT);
         let fits = budget.saturating_sub(PAGE_MARGIN).max(MIN_PAGE);
-        let page = match supervisor
+        let page = supervisor
             .read_output(id, offset, Some(wanted.min(fits)))
             .await
-        {
-            Ok(page) => page,
-            Err(error) => return exec_error(error),
-        };
+            .map_err(exec_error)?;
         let mut shown = text::page(&page);
         if wanted > fits && page.more() {
             shown.push_str(&text::page_limited(fits));
@@ -137,6 +127,6 @@ impl Tool for CommandOutputTool {
         if page.more() {
             output = output.with_meta("next_offset", page.end());
         }
-        output
+        Ok(output)
     }
 }

@@ -26,7 +26,8 @@ use lathe_runtime::meta::MAX_CHANGE_DIFF_LINES;
 use lathe_runtime::session::{FileStamp, Session};
 use lathe_runtime::text::{self, binary_kind, human_size};
 use lathe_runtime::tool::{
-    Effect, FileChange, Plan, PlannedWrite, Tool, ToolContext, ToolKind, ToolOutput, run_planned,
+    Effect, FileChange, Plan, PlannedWrite, Tool, ToolContext, ToolError, ToolKind, ToolOutput,
+    ToolResult, run_planned,
 };
 use lathe_runtime::workspace::Access;
 
@@ -118,11 +119,11 @@ impl Tool for EditFileTool {
         text::title(Self::NAME, &input.path)
     }
 
-    fn plan(&self, input: &Self::Input, session: &Session) -> Option<Result<Plan, ToolOutput>> {
+    fn plan(&self, input: &Self::Input, session: &Session) -> Option<Result<Plan, ToolError>> {
         Some(plan_edit(session, input))
     }
 
-    async fn run(&self, input: EditFileInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: EditFileInput, ctx: ToolContext) -> ToolResult {
         run_planned(self, input, ctx).await
     }
 }
@@ -156,17 +157,17 @@ fn collect_edits(input: &EditFileInput) -> Result<Vec<EditInput>, String> {
 
 /// Everything `edit_file` does up to the write: resolve, read, check for staleness, match,
 /// encode, diff. The plan writes the file only when the edits change its bytes.
-fn plan_edit(session: &Session, input: &EditFileInput) -> Result<Plan, ToolOutput> {
-    let edits = collect_edits(input).map_err(ToolOutput::error)?;
+fn plan_edit(session: &Session, input: &EditFileInput) -> Result<Plan, ToolError> {
+    let edits = collect_edits(input).map_err(ToolError::new)?;
     if let Some(message) = text::names_a_directory(&input.path) {
-        return Err(ToolOutput::error(message));
+        return Err(ToolError::new(message));
     }
     let workspace = session.workspace();
     let resolved = workspace
         .resolve(&input.path, Access::Write)
-        .map_err(|err| ToolOutput::error(err.to_string()))?;
+        .map_err(|err| ToolError::new(err.to_string()))?;
     let shown = resolved.shown().to_owned();
-    let refuse = |message: String| ToolOutput::error(message).with_path(shown.clone());
+    let refuse = |message: String| ToolError::new(message).with_path(shown.clone());
     let existing = match workspace.open(&resolved, OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0) {
         Ok(mut file) => Some(read_editable(&mut file, &shown).map_err(refuse)?),
         Err(err)

@@ -16,10 +16,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::search_walk::{self, Problems, SearchRoot, WalkSpec, plural};
+use lathe_runtime::Workspace;
 use lathe_runtime::budget::group;
 use lathe_runtime::session::Session;
 use lathe_runtime::text::{self, in_path};
-use lathe_runtime::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
+use lathe_runtime::tool::{Effect, Tool, ToolContext, ToolError, ToolKind, ToolOutput, ToolResult};
 use lathe_runtime::workspace::changed_under_walk;
 
 /// Paths listed unless `limit` says otherwise.
@@ -100,7 +101,7 @@ impl Tool for GlobTool {
         text::title(Self::NAME, &in_path(&input.pattern, &input.path))
     }
 
-    async fn run(&self, input: GlobInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: GlobInput, ctx: ToolContext) -> ToolResult {
         let cancel = ctx.cancel.clone();
         search_walk::run_blocking(Self::NAME, &cancel, move |stop| execute(&input, &ctx, stop))
             .await
@@ -197,22 +198,17 @@ struct Local {
     problems: Problems,
 }
 
-fn execute(input: &GlobInput, ctx: &ToolContext, stop: &search_walk::Stop) -> ToolOutput {
-    let root = match search_walk::resolve_root(ctx, input.path.as_deref()) {
-        Ok(root) => root,
-        Err(output) => return output,
-    };
+/// The whole call, on a blocking thread.
+fn execute(input: &GlobInput, ctx: &ToolContext, stop: &search_walk::Stop) -> ToolResult {
+    let root = search_walk::resolve_root(ctx, input.path.as_deref())?;
     if !root.is_dir {
-        return ToolOutput::error(format!(
+        return Err(ToolError::new(format!(
             "'{}' is a file; glob lists files under a directory: give a directory as path \
              (or read the file with read_file)",
             root.shown
-        ));
+        )));
     }
-    let patterns = match Patterns::new(&input.pattern, &root) {
-        Ok(patterns) => patterns,
-        Err(message) => return ToolOutput::error(message),
-    };
+    let patterns = Patterns::new(&input.pattern, &root).map_err(ToolError::new)?;
     let walk = WalkSpec {
         root: root.abs.clone(),
         hidden: input.hidden || search_walk::names_hidden(&input.pattern),
@@ -276,8 +272,9 @@ fn execute(input: &GlobInput, ctx: &ToolContext, stop: &search_walk::Stop) -> To
         WalkState::Continue
     });
     if stop.is_set() {
-        return ToolOutput::error("glob was cancelled; nothing is shown")
-            .with_meta("cancelled", true);
+        return Err(
+            ToolError::new("glob was cancelled; nothing is shown").with_meta("cancelled", true)
+        );
     }
     let mut found = Vec::new();
     let mut any_case = Vec::new();
@@ -287,15 +284,27 @@ fn execute(input: &GlobInput, ctx: &ToolContext, stop: &search_walk::Stop) -> To
         any_case.extend(local.any_case);
         problems.merge(local.problems);
     }
-    let total = found.len();
     if found.is_empty() {
         any_case.sort_unstable_by(|a, b| search_walk::path_order(a, b));
         any_case.truncate(EXAMPLES);
         let text = nothing_found(input, &root, &walk, &patterns, &any_case, ctx, stop);
-        return with_notes(text, None, problems)
+        return Ok(with_notes(text, None, problems)
             .with_meta("files", 0)
-            .with_found("0 files");
+            .with_found("0 files"));
     }
+    Ok(listing(input, found, problems, workspace))
+}
+
+/// The result for the files `found`: the first `limit` of them in the order asked for, and how
+/// many more there are.
+fn listing(
+    input: &GlobInput,
+    mut found: Vec<Found>,
+    problems: Problems,
+    workspace: &Workspace,
+) -> ToolOutput {
+    let total = found.len();
+    let by_time = input.sort == GlobSort::Modified;
     let limit = match input.limit {
         None => DEFAULT_LIMIT,
         Some(0) => usize::MAX,

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use crate::search_walk::{self, WalkSpec, plural};
 use lathe_runtime::session::Session;
 use lathe_runtime::text::{self, in_path};
-use lathe_runtime::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
+use lathe_runtime::tool::{Effect, Tool, ToolContext, ToolError, ToolKind, ToolResult};
 
 use pattern::PatternFlags;
 use report::Report;
@@ -185,7 +185,7 @@ impl Tool for GrepTool {
         )
     }
 
-    async fn run(&self, input: GrepInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: GrepInput, ctx: ToolContext) -> ToolResult {
         let cancel = ctx.cancel.clone();
         search_walk::run_blocking(Self::NAME, &cancel, move |stop| execute(&input, &ctx, stop))
             .await
@@ -193,11 +193,8 @@ impl Tool for GrepTool {
 }
 
 /// The whole search, on a blocking thread.
-fn execute(input: &GrepInput, ctx: &ToolContext, stop: &search_walk::Stop) -> ToolOutput {
-    let root = match search_walk::resolve_root(ctx, input.path.as_deref()) {
-        Ok(root) => root,
-        Err(output) => return output,
-    };
+fn execute(input: &GrepInput, ctx: &ToolContext, stop: &search_walk::Stop) -> ToolResult {
+    let root = search_walk::resolve_root(ctx, input.path.as_deref())?;
     let globs = input.glob.clone().unwrap_or_default().0;
     let type_names = input.file_type.clone().unwrap_or_default().0;
     let glob_root = if root.is_dir {
@@ -207,23 +204,14 @@ fn execute(input: &GrepInput, ctx: &ToolContext, stop: &search_walk::Stop) -> To
             .parent()
             .map_or_else(|| root.abs.clone(), std::path::Path::to_path_buf)
     };
-    let overrides = match search_walk::overrides(&glob_root, &globs) {
-        Ok(overrides) => overrides,
-        Err(message) => return ToolOutput::error(message),
-    };
-    let types = match search_walk::types(&type_names) {
-        Ok(types) => types,
-        Err(message) => return ToolOutput::error(message),
-    };
+    let overrides = search_walk::overrides(&glob_root, &globs).map_err(ToolError::new)?;
+    let types = search_walk::types(&type_names).map_err(ToolError::new)?;
     let flags = PatternFlags {
         case_insensitive: input.case_insensitive,
         fixed_strings: input.fixed_strings,
         multiline: input.multiline,
     };
-    let matcher = match pattern::build(&input.pattern, flags) {
-        Ok(matcher) => matcher,
-        Err(message) => return ToolOutput::error(message),
-    };
+    let matcher = pattern::build(&input.pattern, flags).map_err(ToolError::new)?;
     let walk = WalkSpec {
         root: root.abs.clone(),
         hidden: input.hidden
@@ -245,12 +233,12 @@ fn execute(input: &GrepInput, ctx: &ToolContext, stop: &search_walk::Stop) -> To
         workspace,
     });
     if census.cancelled {
-        return ToolOutput::error(format!(
+        return Err(ToolError::new(format!(
             "grep was cancelled after searching {}; nothing is shown",
             plural(census.searched as usize, "file", "files")
         ))
         .with_meta("files_searched", census.searched)
-        .with_meta("cancelled", true);
+        .with_meta("cancelled", true));
     }
     let report = Report {
         input,

@@ -9,7 +9,7 @@ use crate::shell::{IdArg, command_meta, exec_error, parse_id, text};
 use lathe_runtime::commands::commands;
 use lathe_runtime::session::Session;
 use lathe_runtime::text::title;
-use lathe_runtime::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
+use lathe_runtime::tool::{Effect, Tool, ToolContext, ToolError, ToolKind, ToolOutput, ToolResult};
 
 /// The `kill_command` tool.
 #[derive(Debug, Default, Clone, Copy)]
@@ -46,27 +46,17 @@ impl Tool for KillCommandTool {
         title(Self::NAME, &input.id.as_written())
     }
 
-    async fn run(&self, input: KillCommandInput, ctx: ToolContext) -> ToolOutput {
-        let id = match parse_id(&input.id) {
-            Ok(id) => id,
-            Err(message) => return ToolOutput::error(message),
-        };
+    async fn run(&self, input: KillCommandInput, ctx: ToolContext) -> ToolResult {
+        let id = parse_id(&input.id)?;
         let commands = commands(&ctx.session);
-        let supervisor = match commands.supervisor() {
-            Ok(supervisor) => supervisor,
-            Err(message) => return ToolOutput::error(message),
+        let supervisor = commands.supervisor().map_err(ToolError::new)?;
+        let outcome = supervisor.kill(id).await.map_err(exec_error)?;
+        let (status, was_running) = match &outcome {
+            KillOutcome::Killed { status, .. } => (*status, true),
+            KillOutcome::AlreadyFinished { status, .. } => (*status, false),
         };
-        match supervisor.kill(id).await {
-            Ok(outcome) => {
-                let (status, was_running) = match &outcome {
-                    KillOutcome::Killed { status, .. } => (*status, true),
-                    KillOutcome::AlreadyFinished { status, .. } => (*status, false),
-                };
-                ToolOutput::ok(text::kill(&outcome))
-                    .with_command(command_meta(id, status))
-                    .with_meta("was_running", was_running)
-            }
-            Err(error) => exec_error(error),
-        }
+        Ok(ToolOutput::ok(text::kill(&outcome))
+            .with_command(command_meta(id, status))
+            .with_meta("was_running", was_running))
     }
 }

@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::shell::{command_state, text};
 use lathe_runtime::commands::commands;
 use lathe_runtime::session::Session;
-use lathe_runtime::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
+use lathe_runtime::tool::{Effect, Tool, ToolContext, ToolError, ToolKind, ToolOutput, ToolResult};
 
 /// The `list_commands` tool.
 #[derive(Debug, Default, Clone, Copy)]
@@ -35,12 +35,9 @@ impl Tool for ListCommandsTool {
         vec![Effect::OwnState { changes: false }]
     }
 
-    async fn run(&self, _input: ListCommandsInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, _input: ListCommandsInput, ctx: ToolContext) -> ToolResult {
         let commands = commands(&ctx.session);
-        let supervisor = match commands.supervisor() {
-            Ok(supervisor) => supervisor,
-            Err(message) => return ToolOutput::error(message),
-        };
+        let supervisor = commands.supervisor().map_err(ToolError::new)?;
         let list = supervisor.list();
         let rows: Vec<serde_json::Value> = list
             .iter()
@@ -56,6 +53,6 @@ impl Tool for ListCommandsTool {
                 })
             })
             .collect();
-        ToolOutput::ok(text::list(&list)).with_meta("commands", rows)
+        Ok(ToolOutput::ok(text::list(&list)).with_meta("commands", rows))
     }
 }

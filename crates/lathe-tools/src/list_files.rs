@@ -12,7 +12,9 @@ use tokio_util::sync::CancellationToken;
 use crate::suggest;
 use lathe_runtime::session::Session;
 use lathe_runtime::text::{self, group};
-use lathe_runtime::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
+use lathe_runtime::tool::{
+    Effect, ResultExt, Tool, ToolContext, ToolError, ToolKind, ToolOutput, ToolResult,
+};
 use lathe_runtime::workspace::{Access, Beneath};
 
 /// Levels listed when the call gives no `depth`.
@@ -66,14 +68,12 @@ impl Tool for ListFilesTool {
         text::title(Self::NAME, input.path.as_deref().unwrap_or(""))
     }
 
-    async fn run(&self, input: ListFilesInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: ListFilesInput, ctx: ToolContext) -> ToolResult {
         let session = Arc::clone(&ctx.session);
         let cancel = ctx.cancel.clone();
         tokio::task::spawn_blocking(move || list(&session, &input, &cancel))
             .await
-            .unwrap_or_else(|err| {
-                ToolOutput::error(format!("list_files stopped unexpectedly: {err}"))
-            })
+            .or_model(|err| format!("list_files stopped unexpectedly: {err}"))?
     }
 }
 
@@ -97,65 +97,58 @@ fn positive(value: Option<i64>, default: usize, name: &str, what: &str) -> Resul
     }
 }
 
-fn list(session: &Session, input: &ListFilesInput, cancel: &CancellationToken) -> ToolOutput {
-    let depth = match positive(
+fn list(session: &Session, input: &ListFilesInput, cancel: &CancellationToken) -> ToolResult {
+    let depth = positive(
         input.depth,
         DEFAULT_DEPTH,
         "depth",
         "how many levels down to list",
-    ) {
-        Ok(depth) => depth,
-        Err(message) => return ToolOutput::error(message),
-    };
-    let limit = match positive(
+    )
+    .map_err(ToolError::new)?;
+    let limit = positive(
         input.limit,
         DEFAULT_LIMIT,
         "limit",
         "the most entries to show",
-    ) {
-        Ok(limit) => limit,
-        Err(message) => return ToolOutput::error(message),
-    };
+    )
+    .map_err(ToolError::new)?;
     let workspace = session.workspace();
     let path = input
         .path
         .as_deref()
         .filter(|p| !p.trim().is_empty())
         .unwrap_or(".");
-    let resolved = match workspace.resolve(path, Access::Read) {
-        Ok(resolved) => resolved,
-        Err(err) => return ToolOutput::error(err.to_string()),
-    };
+    let resolved = workspace
+        .resolve(path, Access::Read)
+        .or_model(|err| err.to_string())?;
     let shown = resolved.shown().to_owned();
     match workspace.open_read(&resolved).and_then(|f| f.metadata()) {
         Ok(meta) if meta.is_dir() => {}
         Ok(_) => {
-            return ToolOutput::error(format!(
+            return Err(ToolError::new(format!(
                 "{shown} is a file, not a directory; use read_file with path=\"{shown}\" to read it"
             ))
-            .with_path(shown);
+            .with_path(shown));
         }
         Err(err)
             if err.kind() == io::ErrorKind::NotFound
                 || err.raw_os_error() == Some(libc::ENOTDIR) =>
         {
             let similar = suggest::similar_paths(workspace, resolved.abs(), 3);
-            return ToolOutput::error(format!(
+            return Err(ToolError::new(format!(
                 "{shown} does not exist.{} Use list_files on a parent directory to see what is there.",
                 suggest::did_you_mean(&similar)
             ))
             .with_path(shown)
-            .with_meta("suggestions", similar);
+            .with_meta("suggestions", similar));
         }
         Err(err) => {
-            return ToolOutput::error(format!("cannot list {shown}: {err}")).with_path(shown);
+            return Err(ToolError::new(format!("cannot list {shown}: {err}")).with_path(shown));
         }
     }
-    let walk = match walk(resolved.abs(), &workspace.beneath(), depth, cancel) {
-        Ok(walk) => walk,
-        Err(()) => return ToolOutput::error(format!("listing {shown} was cancelled")),
-    };
-    render(&shown, &walk, limit)
+    let walk = walk(resolved.abs(), &workspace.beneath(), depth, cancel)
+        .or_model(|()| format!("listing {shown} was cancelled"))?;
+    Ok(render(&shown, &walk, limit))
 }
 
 struct Walk {

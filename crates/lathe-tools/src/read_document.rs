@@ -15,7 +15,9 @@ use tokio_util::sync::CancellationToken;
 use lathe_runtime::paging::{Pager, page_text};
 use lathe_runtime::session::Session;
 use lathe_runtime::text::{self, human_size};
-use lathe_runtime::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
+use lathe_runtime::tool::{
+    Effect, ResultExt, Tool, ToolContext, ToolError, ToolKind, ToolOutput, ToolResult,
+};
 use lathe_runtime::workspace::Access;
 
 /// Read a document as Markdown: PDF, DOCX, DOC, ODT, RTF, EPUB, PPTX, PPT, ODP, XLSX, XLS, ODS
@@ -69,21 +71,19 @@ impl Tool for ReadDocumentTool {
         }
     }
 
-    async fn run(&self, input: ReadDocumentInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: ReadDocumentInput, ctx: ToolContext) -> ToolResult {
         let session = Arc::clone(&ctx.session);
         let cancel = ctx.cancel.clone();
         tokio::task::spawn_blocking(move || read(&session, &input, &cancel))
             .await
-            .unwrap_or_else(|err| {
-                ToolOutput::error(format!("read_document stopped unexpectedly: {err}"))
-            })
+            .or_model(|err| format!("read_document stopped unexpectedly: {err}"))?
     }
 }
 
 /// What `read_document` answers for the whole document at `path` (in the workspace or a read
 /// root, such as the session's state directory): for a tool that holds a document of its own
 /// (`web_fetch` on a PDF). Blocking.
-pub fn read_path(session: &Session, path: &str, cancel: &CancellationToken) -> ToolOutput {
+pub fn read_path(session: &Session, path: &str, cancel: &CancellationToken) -> ToolResult {
     let input = ReadDocumentInput {
         path: path.to_owned(),
         pages: None,
@@ -93,45 +93,46 @@ pub fn read_path(session: &Session, path: &str, cancel: &CancellationToken) -> T
     read(session, &input, cancel)
 }
 
-fn read(session: &Session, input: &ReadDocumentInput, cancel: &CancellationToken) -> ToolOutput {
-    let selection: Selection = match input.pages.as_deref().unwrap_or("").parse() {
-        Ok(selection) => selection,
-        Err(err) => return ToolOutput::error(err.0),
-    };
+fn read(session: &Session, input: &ReadDocumentInput, cancel: &CancellationToken) -> ToolResult {
+    let selection: Selection = input
+        .pages
+        .as_deref()
+        .unwrap_or("")
+        .parse()
+        .or_model(|err: lathe_documents::SelectionError| err.0)?;
     let workspace = session.workspace();
-    let resolved = match workspace.resolve(&input.path, Access::Read) {
-        Ok(resolved) => resolved,
-        Err(err) => return ToolOutput::error(err.to_string()),
-    };
+    let resolved = workspace
+        .resolve(&input.path, Access::Read)
+        .or_model(|err| err.to_string())?;
     let shown = resolved.shown().to_owned();
     let failed = |err: Error| {
-        ToolOutput::error(format!("could not read {shown}: {err}")).with_path(shown.clone())
+        ToolError::new(format!("could not read {shown}: {err}")).with_path(shown.clone())
     };
     let mut file = match workspace.open(&resolved, OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0) {
         Ok(file) => file,
         Err(err) => {
-            return ToolOutput::error(format!("cannot open {shown}: {err}")).with_path(shown);
+            return Err(ToolError::new(format!("cannot open {shown}: {err}")).with_path(shown));
         }
     };
     let len = match file.metadata() {
         Ok(meta) if meta.is_file() => meta.len(),
         Ok(meta) if meta.is_dir() => {
-            return ToolOutput::error(format!(
+            return Err(ToolError::new(format!(
                 "{shown} is a directory, not a document; use list_files with path=\"{shown}\""
             ))
-            .with_path(shown);
+            .with_path(shown));
         }
         Ok(_) => {
-            return ToolOutput::error(format!("{shown} is not a regular file")).with_path(shown);
+            return Err(ToolError::new(format!("{shown} is not a regular file")).with_path(shown));
         }
-        Err(err) => return ToolOutput::error(format!("cannot read {shown}: {err}")),
+        Err(err) => return Err(ToolError::new(format!("cannot read {shown}: {err}"))),
     };
     // Refused before reading: a huge file is never pulled into memory.
     if len > DEFAULT_MAX_INPUT {
-        return failed(Error::TooLarge {
+        return Err(failed(Error::TooLarge {
             bytes: len,
             limit: DEFAULT_MAX_INPUT,
-        });
+        }));
     }
     let mut bytes = Vec::with_capacity(len as usize);
     if let Err(err) = file
@@ -139,10 +140,10 @@ fn read(session: &Session, input: &ReadDocumentInput, cancel: &CancellationToken
         .take(DEFAULT_MAX_INPUT + 1)
         .read_to_end(&mut bytes)
     {
-        return ToolOutput::error(format!("cannot read {shown}: {err}")).with_path(shown);
+        return Err(ToolError::new(format!("cannot read {shown}: {err}")).with_path(shown));
     }
     if Format::detect(&shown, &bytes).is_none() {
-        return failed(Error::UnknownFormat);
+        return Err(failed(Error::UnknownFormat));
     }
     let cache = Cache::new(session.state_dir().join("documents"));
     let (document, cached) = match cache.get(&bytes, &selection) {
@@ -157,7 +158,7 @@ fn read(session: &Session, input: &ReadDocumentInput, cancel: &CancellationToken
                     }
                     (document, false)
                 }
-                Err(err) => return failed(err),
+                Err(err) => return Err(failed(err)),
             }
         }
     };
@@ -170,7 +171,7 @@ fn render(
     selection: &Selection,
     input: &ReadDocumentInput,
     cached: bool,
-) -> ToolOutput {
+) -> ToolResult {
     let noun = document.kind.noun();
     let part = if selection.is_all() {
         "the document".to_owned()
@@ -188,10 +189,8 @@ fn render(
         pager,
         input.offset,
         input.limit,
-    );
-    if paged.is_error {
-        return paged.with_path(shown);
-    }
+    )
+    .map_err(|err| err.with_path(shown))?;
     // read_file's note, told which part it pages and that the same `pages` reads on.
     let read_on = "; to read on, call read_document with offset=";
     let body = if selection.is_all() {
@@ -210,14 +209,14 @@ fn render(
         )
     };
     let text = format!("{shown}: {}\n\n{body}", document.summary());
-    ToolOutput::ok(text)
+    Ok(ToolOutput::ok(text)
         .with_path(shown)
         .with_meta("format", document.format.name())
         .with_meta("unit", noun)
         .with_meta("units_total", document.total)
         .with_meta("units_shown", document.units.len())
         .with_meta("units_with_text", document.units_with_text())
-        .with_meta("cached", cached)
+        .with_meta("cached", cached))
 }
 
 /// For `read_file` on a document: the result that points at this tool, or `None` when the file

@@ -17,7 +17,9 @@ use crate::suggest;
 use lathe_runtime::paging::{self, Pager, line_range, scan};
 use lathe_runtime::session::Session;
 use lathe_runtime::text::{self, binary_kind, human_size};
-use lathe_runtime::tool::{Effect, Tool, ToolContext, ToolKind, ToolOutput};
+use lathe_runtime::tool::{
+    Effect, ResultExt, Tool, ToolContext, ToolError, ToolKind, ToolOutput, ToolResult,
+};
 use lathe_runtime::vision::{Vision, vision};
 use lathe_runtime::workspace::{Access, ResolvedPath};
 
@@ -81,69 +83,59 @@ impl Tool for ReadFileTool {
         }
     }
 
-    async fn run(&self, input: ReadFileInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: ReadFileInput, ctx: ToolContext) -> ToolResult {
         let session = Arc::clone(&ctx.session);
         let cancel = ctx.cancel.clone();
         tokio::task::spawn_blocking(move || read(&session, &input, &cancel))
             .await
-            .unwrap_or_else(|err| {
-                ToolOutput::error(format!("read_file stopped unexpectedly: {err}"))
-            })
+            .or_model(|err| format!("read_file stopped unexpectedly: {err}"))?
     }
 }
 
-fn read(session: &Session, input: &ReadFileInput, cancel: &CancellationToken) -> ToolOutput {
-    let (offset, limit) = match line_range(input.offset, input.limit) {
-        Ok(range) => range,
-        Err(output) => return output,
-    };
+fn read(session: &Session, input: &ReadFileInput, cancel: &CancellationToken) -> ToolResult {
+    let (offset, limit) = line_range(input.offset, input.limit)?;
     let workspace = session.workspace();
-    let resolved = match workspace.resolve(&input.path, Access::Read) {
-        Ok(resolved) => resolved,
-        Err(err) => return ToolOutput::error(err.to_string()),
-    };
+    let resolved = workspace
+        .resolve(&input.path, Access::Read)
+        .or_model(|err| err.to_string())?;
     let shown = resolved.shown().to_owned();
     // O_NONBLOCK: opening a FIFO must not wait for a writer; regular files ignore the flag.
-    let mut file = match workspace.open(&resolved, OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0) {
-        Ok(file) => file,
-        Err(err) => return open_error(session, &resolved, &err),
-    };
-    let meta = match file.metadata() {
-        Ok(meta) => meta,
-        Err(err) => return ToolOutput::error(format!("cannot read {shown}: {err}")),
-    };
+    let mut file = workspace
+        .open(&resolved, OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0)
+        .map_err(|err| open_error(session, &resolved, &err))?;
+    let meta = file
+        .metadata()
+        .or_model(|err| format!("cannot read {shown}: {err}"))?;
     if meta.is_dir() {
-        return ToolOutput::error(format!(
+        return Err(ToolError::new(format!(
             "{shown} is a directory, not a file; use list_files with path=\"{shown}\" to see what it holds"
         ))
-        .with_path(shown);
+        .with_path(shown));
     }
     if !meta.is_file() {
-        return ToolOutput::error(format!(
+        return Err(ToolError::new(format!(
             "{shown} is not a regular file (a device, FIFO or socket); read_file reads regular files only"
         ))
-        .with_path(shown);
+        .with_path(shown));
     }
-    let prefix = match read_prefix(&mut file, SNIFF_BYTES) {
-        Ok(prefix) => prefix,
-        Err(err) => return ToolOutput::error(format!("cannot read {shown}: {err}")),
-    };
+    let prefix = read_prefix(&mut file, SNIFF_BYTES)
+        .or_model(|err| format!("cannot read {shown}: {err}"))?;
     if let Some(format) = images::format_of(&prefix) {
         return images::read(session, file, &shown, meta.len(), format, vision(session));
     }
     #[cfg(feature = "documents")]
     if let Some(pointer) = crate::read_document::pointer(&shown, &prefix, meta.len()) {
-        return pointer;
+        return Ok(pointer);
     }
     if let Some(kind) = binary_kind(&prefix) {
-        return ToolOutput::ok(format!(
+        return Ok(ToolOutput::ok(format!(
             "{shown} is a binary file ({kind}, {}); read_file shows text only. \
              Use the shell (e.g. `file` or `xxd | head`) to inspect it.",
             human_size(meta.len())
         ))
         .with_path(shown)
         .with_meta("binary", true)
-        .with_meta("bytes", meta.len());
+        .with_meta("bytes", meta.len()));
     }
     let request = scan::Request {
         offset,
@@ -154,9 +146,9 @@ fn read(session: &Session, input: &ReadFileInput, cancel: &CancellationToken) ->
     let scan = match scan::scan(&mut file, &prefix, meta.len(), request, cancel) {
         Ok(scan) => scan,
         Err(err) if err.kind() == io::ErrorKind::Interrupted => {
-            return ToolOutput::error(format!("reading {shown} was cancelled"));
+            return Err(ToolError::new(format!("reading {shown} was cancelled")));
         }
-        Err(err) => return ToolOutput::error(format!("cannot read {shown}: {err}")),
+        Err(err) => return Err(ToolError::new(format!("cannot read {shown}: {err}"))),
     };
     match scan.stamp {
         Some(stamp) => session.record_stamp(resolved.abs(), stamp),
@@ -182,7 +174,7 @@ pub fn image_for_model(
     let shown = resolved.shown().to_owned();
     let mut file = workspace
         .open(&resolved, OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0)
-        .map_err(|err| open_error(session, &resolved, &err).text)?;
+        .map_err(|err| open_error(session, &resolved, &err).text().to_owned())?;
     let meta = file
         .metadata()
         .map_err(|err| format!("cannot read {shown}: {err}"))?;
@@ -196,10 +188,11 @@ pub fn image_for_model(
             "{shown} is not a PNG, JPEG, GIF or WebP image; only those can be attached"
         ));
     };
-    let mut out = images::read(session, file, &shown, meta.len(), format, Vision::Sees);
+    let mut out = images::read(session, file, &shown, meta.len(), format, Vision::Sees)
+        .map_err(|err| err.text().to_owned())?;
     match out.images.pop() {
-        Some(image) if !out.is_error => Ok((image, out.text)),
-        _ => Err(out.text),
+        Some(image) => Ok((image, out.text)),
+        None => Err(out.text),
     }
 }
 
@@ -209,20 +202,20 @@ const FILE_PAGER: Pager<'static> = Pager {
     what: "the file",
 };
 
-fn open_error(session: &Session, resolved: &ResolvedPath, err: &io::Error) -> ToolOutput {
+fn open_error(session: &Session, resolved: &ResolvedPath, err: &io::Error) -> ToolError {
     let shown = resolved.shown();
     let missing =
         err.kind() == io::ErrorKind::NotFound || err.raw_os_error() == Some(libc::ENOTDIR);
     if missing {
         let similar = suggest::similar_paths(session.workspace(), resolved.abs(), 3);
-        return ToolOutput::error(format!(
+        return ToolError::new(format!(
             "{shown} does not exist.{} Use list_files to see which files there are.",
             suggest::did_you_mean(&similar)
         ))
         .with_path(shown)
         .with_meta("suggestions", similar);
     }
-    ToolOutput::error(format!("cannot read {shown}: {err}")).with_path(shown)
+    ToolError::new(format!("cannot read {shown}: {err}")).with_path(shown)
 }
 
 /// Reads up to `max` bytes (fewer only at end of file).

@@ -12,7 +12,9 @@ use serde::Deserialize;
 
 use lathe_runtime::pending::{NOTHING_PENDING, add_still_pending};
 use lathe_runtime::session::Session;
-use lathe_runtime::tool::{Effect, Plan, Tool, ToolContext, ToolHints, ToolKind, ToolOutput};
+use lathe_runtime::tool::{
+    Effect, Plan, Tool, ToolContext, ToolError, ToolHints, ToolKind, ToolResult,
+};
 
 /// Apply or discard the newest pending action: a change a tool previewed (`ast_edit`,
 /// `apply_patch` with `preview: true`, ...) that waits for this decision. Nothing of it is
@@ -108,7 +110,7 @@ impl Tool for ResolveTool {
         }
     }
 
-    fn plan(&self, input: &Self::Input, session: &Session) -> Option<Result<Plan, ToolOutput>> {
+    fn plan(&self, input: &Self::Input, session: &Session) -> Option<Result<Plan, ToolError>> {
         if input.action != ResolveAction::Apply {
             return None;
         }
@@ -116,15 +118,15 @@ impl Tool for ResolveTool {
         session.pending_plan(id).map(Ok)
     }
 
-    async fn run(&self, input: ResolveInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: ResolveInput, ctx: ToolContext) -> ToolResult {
         let Some(id) = input.judged(&ctx.session) else {
-            return ToolOutput::error(NOTHING_PENDING);
+            return Err(ToolError::new(NOTHING_PENDING));
         };
         let Some(action) = ctx.session.take_pending(id) else {
-            return ToolOutput::error(
+            return Err(ToolError::new(
                 "the pending action this call was meant for was resolved meanwhile; nothing was \
                  done. Call `resolve` again for the one pending now, if any",
-            );
+            ));
         };
         let reason = input.reason.unwrap_or_default();
         let mut output = match input.action {
@@ -132,6 +134,6 @@ impl Tool for ResolveTool {
             ResolveAction::Discard => action.run_reject(reason),
         };
         add_still_pending(&mut output, &ctx.session);
-        output
+        output.into_result()
     }
 }

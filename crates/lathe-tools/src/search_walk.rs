@@ -29,7 +29,7 @@ use ignore::overrides::{Override, OverrideBuilder};
 use ignore::types::{Types, TypesBuilder};
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
 
-use lathe_runtime::tool::{ToolContext, ToolOutput};
+use lathe_runtime::tool::{ToolContext, ToolError};
 use lathe_runtime::workspace::{Access, Beneath, Workspace};
 
 mod call;
@@ -270,15 +270,12 @@ pub(crate) struct SearchRoot {
 
 /// Resolves the `path` argument (default: the workspace root) through workspace containment, or
 /// returns the result that tells the model what to fix.
-pub(crate) fn resolve_root(
-    ctx: &ToolContext,
-    path: Option<&str>,
-) -> Result<SearchRoot, ToolOutput> {
+pub(crate) fn resolve_root(ctx: &ToolContext, path: Option<&str>) -> Result<SearchRoot, ToolError> {
     let workspace = ctx.session.workspace();
     let given = path.map(str::trim).filter(|p| !p.is_empty()).unwrap_or(".");
     let resolved = workspace
         .resolve(given, Access::Read)
-        .map_err(|err| ToolOutput::error(err.to_string()))?;
+        .map_err(|err| ToolError::new(err.to_string()))?;
     let abs = resolved.abs().to_path_buf();
     match std::fs::metadata(&abs) {
         Ok(meta) if meta.is_dir() || meta.is_file() => Ok(SearchRoot {
@@ -286,16 +283,16 @@ pub(crate) fn resolve_root(
             is_dir: meta.is_dir(),
             abs,
         }),
-        Ok(_) => Err(ToolOutput::error(format!(
+        Ok(_) => Err(ToolError::new(format!(
             "'{}' is not a regular file or directory; give a file or directory inside the workspace",
             resolved.shown()
         ))),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Err(ToolOutput::error(format!(
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Err(ToolError::new(format!(
             "'{}' does not exist{}; give a file or directory relative to the workspace root (\".\" is the root)",
             resolved.shown(),
             suggest_sibling(&abs, workspace)
         ))),
-        Err(err) => Err(ToolOutput::error(format!(
+        Err(err) => Err(ToolError::new(format!(
             "cannot read '{}': {err}",
             resolved.shown()
         ))),

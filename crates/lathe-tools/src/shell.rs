@@ -14,9 +14,10 @@ use serde::Deserialize;
 
 use lathe_runtime::session::Session;
 use lathe_runtime::text::title;
+use lathe_runtime::tool::ResultExt;
 use lathe_runtime::tool::{
-    CommandMeta, CommandState, Effect, ProgressSink, Tool, ToolContext, ToolKind, ToolOutput,
-    ToolProgress,
+    CommandMeta, CommandState, Effect, ProgressSink, Tool, ToolContext, ToolError, ToolKind,
+    ToolOutput, ToolProgress, ToolResult,
 };
 use lathe_runtime::workspace::Access;
 
@@ -33,11 +34,13 @@ const LIVE_BYTES_PER_WINDOW: usize = 64 * 1024;
 const LIVE_WINDOW: Duration = Duration::from_millis(250);
 
 /// Parses a command id as the model wrote it (`3`, `"3"`, `"cmd-3"`).
-pub(crate) fn parse_id(id: &IdArg) -> Result<CommandId, String> {
+pub(crate) fn parse_id(id: &IdArg) -> Result<CommandId, ToolError> {
     match id {
         IdArg::Number(n) => Ok(CommandId(*n)),
         // The schema says string, so a negative number arrives as text.
-        IdArg::Text(given) if given.trim().starts_with('-') => Err(text::negative_id(given.trim())),
+        IdArg::Text(given) if given.trim().starts_with('-') => {
+            Err(ToolError::new(text::negative_id(given.trim())))
+        }
         // A whole float (`1.0`) as text: the id it names.
         IdArg::Text(given)
             if given
@@ -49,7 +52,7 @@ pub(crate) fn parse_id(id: &IdArg) -> Result<CommandId, String> {
                 given.trim().parse::<f64>().unwrap_or_default() as u64
             ))
         }
-        IdArg::Text(given) => given.parse::<CommandId>().map_err(|e| text::error(&e)),
+        IdArg::Text(given) => given.parse::<CommandId>().or_model(|e| text::error(&e)),
     }
 }
 
@@ -109,10 +112,10 @@ pub(crate) fn command_meta(id: CommandId, status: CommandStatus) -> CommandMeta 
     }
 }
 
-/// An `ExecError` as a tool result: the ones the model can fix say what to do; the others are
+/// An `ExecError` as a tool error: the ones the model can fix say what to do; the others are
 /// faults, reported as errors too (the model cannot fix them but must know the call failed).
-pub(crate) fn exec_error(error: ExecError) -> ToolOutput {
-    ToolOutput::error(text::error(&error))
+pub(crate) fn exec_error(error: ExecError) -> ToolError {
+    ToolError::new(text::error(&error))
 }
 
 /// The `shell` tool.
@@ -211,20 +214,20 @@ impl Tool for ShellTool {
         title(Self::NAME, &input.command)
     }
 
-    async fn run(&self, input: ShellInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: ShellInput, ctx: ToolContext) -> ToolResult {
         if input.command.len() > MAX_COMMAND_BYTES {
-            return ToolOutput::error(format!(
+            return Err(ToolError::new(format!(
                 "the command is {} bytes long; the kernel refuses a command line over {} bytes. \
                  Write the script to a file with write_file, then run it (e.g. `bash script.sh`)",
                 input.command.len(),
                 MAX_COMMAND_BYTES
-            ));
+            )));
         }
         if input.command.contains('\0') {
-            return ToolOutput::error(
+            return Err(ToolError::new(
                 "the command contains a NUL character, which a command line cannot hold; \
                  remove it (to print one, use printf '\\0')",
-            );
+            ));
         }
         let session = Arc::clone(&ctx.session);
         let workspace = session.workspace();
@@ -233,18 +236,18 @@ impl Tool for ShellTool {
             Some(dir) => match workspace.resolve(dir, Access::Write) {
                 Ok(resolved) if resolved.abs().is_dir() => resolved.abs().to_path_buf(),
                 Ok(resolved) if resolved.abs().exists() => {
-                    return ToolOutput::error(format!(
+                    return Err(ToolError::new(format!(
                         "cwd '{}' is not a directory: give a directory relative to the workspace root",
                         resolved.shown()
-                    ));
+                    )));
                 }
                 Ok(resolved) => {
-                    return ToolOutput::error(format!(
+                    return Err(ToolError::new(format!(
                         "cwd '{}' does not exist: create it first (mkdir -p) or give an existing directory",
                         resolved.shown()
-                    ));
+                    )));
                 }
-                Err(error) => return ToolOutput::error(format!("cwd refused: {error}")),
+                Err(error) => return Err(ToolError::new(format!("cwd refused: {error}"))),
             },
         };
         let mut spec = CommandSpec::new(input.command, cwd);
@@ -252,19 +255,16 @@ impl Tool for ShellTool {
             spec = spec.background();
         } else if let Some(seconds) = input.timeout {
             if !(seconds.is_finite() && seconds > 0.0) {
-                return ToolOutput::error(format!(
+                return Err(ToolError::new(format!(
                     "timeout must be a positive number of seconds, got {seconds}; leave it out to wait until the command ends"
-                ));
+                )));
             }
             // Past what a Duration holds (1e308) is as much "wait" as a day.
             let timeout = Duration::try_from_secs_f64(seconds).unwrap_or(MAX_SOFT_TIMEOUT);
             spec = spec.soft_timeout(timeout.min(MAX_SOFT_TIMEOUT));
         }
         let commands = commands(&session);
-        let supervisor = match commands.supervisor() {
-            Ok(supervisor) => supervisor,
-            Err(message) => return ToolOutput::error(message),
-        };
+        let supervisor = commands.supervisor().map_err(ToolError::new)?;
         let sandbox = session_sandbox(&session);
         let unsandboxed = match (&sandbox.status, input.sandbox) {
             (SandboxStatus::Active(prepared), true) => {
@@ -272,10 +272,10 @@ impl Tool for ShellTool {
                 None
             }
             (SandboxStatus::Failed(error), true) => {
-                return ToolOutput::error(format!(
+                return Err(ToolError::new(format!(
                     "the sandbox is configured but cannot be set up ({error}); commands are not \
                      run unsandboxed unless you pass `sandbox: false`, which needs the user's approval"
-                ));
+                )));
             }
             (SandboxStatus::Active(_) | SandboxStatus::Failed(_), false) => {
                 Some("not sandboxed (sandbox: false)")
@@ -289,17 +289,18 @@ impl Tool for ShellTool {
                 live.push(delta.bytes)
             }));
         }
-        let mut output = match supervisor.run(spec, &ctx.cancel).await {
-            Ok(report) => report_output(&report, unsandboxed),
-            Err(error) => return exec_error(error),
-        };
+        let report = supervisor
+            .run(spec, &ctx.cancel)
+            .await
+            .map_err(exec_error)?;
+        let mut output = report_output(&report, unsandboxed);
         if let Some(notice) = sandbox.take_notice() {
             if !output.text.ends_with('\n') {
                 output.text.push('\n');
             }
             output.text.push_str(&format!("[note: {notice}]"));
         }
-        output
+        Ok(output)
     }
 }
 

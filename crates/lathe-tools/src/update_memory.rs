@@ -14,7 +14,8 @@ use lathe_runtime::memory::{self, MAX_MEMORY_BYTES, MemoryText, clean_entry, mem
 use lathe_runtime::session::Session;
 use lathe_runtime::text::{self, UnifiedDiff};
 use lathe_runtime::tool::{
-    Effect, FileChange, Plan, PlannedWrite, Tool, ToolContext, ToolKind, ToolOutput, run_planned,
+    Effect, FileChange, Plan, PlannedWrite, Tool, ToolContext, ToolError, ToolKind, ToolOutput,
+    ToolResult, run_planned,
 };
 
 /// Add a note to the project's memory, or replace or remove one. The memory is a short list
@@ -81,22 +82,22 @@ impl Tool for UpdateMemoryTool {
         text::title(Self::NAME, subject.trim_end())
     }
 
-    fn plan(&self, input: &Self::Input, session: &Session) -> Option<Result<Plan, ToolOutput>> {
+    fn plan(&self, input: &Self::Input, session: &Session) -> Option<Result<Plan, ToolError>> {
         Some(plan_update(input, session))
     }
 
-    async fn run(&self, input: UpdateMemoryInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: UpdateMemoryInput, ctx: ToolContext) -> ToolResult {
         run_planned(self, input, ctx).await
     }
 }
 
 /// Everything up to the write: read the memory, make the change, check the caps, diff.
-fn plan_update(input: &UpdateMemoryInput, session: &Session) -> Result<Plan, ToolOutput> {
+fn plan_update(input: &UpdateMemoryInput, session: &Session) -> Result<Plan, ToolError> {
     let path = memory_path(session);
     let workspace = session.workspace();
-    let target = memory::resolve(workspace, &path).map_err(ToolOutput::error)?;
+    let target = memory::resolve(workspace, &path).map_err(ToolError::new)?;
     let shown = target.shown().to_owned();
-    let refuse = |message: String| ToolOutput::error(message).with_path(shown.clone());
+    let refuse = |message: String| ToolError::new(message).with_path(shown.clone());
     let before = lathe_runtime::tool::current_stamp(workspace, &target)
         .map_err(|err| refuse(format!("cannot read the memory file {shown}: {err}")))?;
     // Read past the cap, to say how large a hand-edited file is; the whole file is needed to
@@ -124,7 +125,7 @@ fn plan_update(input: &UpdateMemoryInput, session: &Session) -> Result<Plan, Too
             .ok_or_else(|| refuse(format!("{what}: give the text in `entry`")))
             .and_then(|e| clean_entry(e).map_err(&refuse))
     };
-    let which = |what: &str| -> Result<usize, ToolOutput> {
+    let which = |what: &str| -> Result<usize, ToolError> {
         if memory.entries().is_empty() {
             return Err(refuse(format!(
                 "the project memory ({shown}) has no entries yet, so there is nothing to {what}; \

@@ -7,7 +7,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use lathe_runtime::session::Session;
-use lathe_runtime::tool::{Effect, Tool, ToolContext, ToolHints, ToolKind, ToolOutput, hints_for};
+use lathe_runtime::tool::{
+    Effect, Tool, ToolContext, ToolError, ToolHints, ToolKind, ToolOutput, ToolResult, hints_for,
+};
 
 /// Keep a short plan of the steps of the task, and update it as you go: send the whole plan
 /// each time, every step with its status.
@@ -66,14 +68,11 @@ impl Tool for UpdatePlanTool {
         )
     }
 
-    async fn run(&self, input: UpdatePlanInput, ctx: ToolContext) -> ToolOutput {
-        let plan = match checklist::set(&ctx.session, input.plan) {
-            Ok(plan) => plan,
-            Err(message) => return ToolOutput::error(message),
-        };
+    async fn run(&self, input: UpdatePlanInput, ctx: ToolContext) -> ToolResult {
+        let plan = checklist::set(&ctx.session, input.plan).map_err(ToolError::new)?;
         let text = render(&plan);
         let rows = serde_json::to_value(&plan).unwrap_or_default();
-        ToolOutput::ok(text).with_meta("plan", rows).pinned()
+        Ok(ToolOutput::ok(text).with_meta("plan", rows).pinned())
     }
 }
 

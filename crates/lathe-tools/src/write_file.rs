@@ -16,7 +16,8 @@ use lathe_runtime::meta::MAX_CHANGE_DIFF_LINES;
 use lathe_runtime::session::{FileStamp, Session, StampBuilder};
 use lathe_runtime::text::{self, UnifiedDiff, binary_kind, count_newlines, line_count};
 use lathe_runtime::tool::{
-    Effect, FileChange, Plan, PlannedWrite, Tool, ToolContext, ToolKind, ToolOutput, run_planned,
+    Effect, FileChange, Plan, PlannedWrite, Tool, ToolContext, ToolError, ToolKind, ToolOutput,
+    ToolResult, run_planned,
 };
 use lathe_runtime::workspace::Access;
 
@@ -78,11 +79,11 @@ impl Tool for WriteFileTool {
         text::title(Self::NAME, &input.path)
     }
 
-    fn plan(&self, input: &Self::Input, session: &Session) -> Option<Result<Plan, ToolOutput>> {
+    fn plan(&self, input: &Self::Input, session: &Session) -> Option<Result<Plan, ToolError>> {
         Some(plan_write(session, input))
     }
 
-    async fn run(&self, input: WriteFileInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: WriteFileInput, ctx: ToolContext) -> ToolResult {
         run_planned(self, input, ctx).await
     }
 }
@@ -105,16 +106,16 @@ enum Previous {
 
 /// Everything `write_file` does up to the write: resolve, read what is there (streamed when it
 /// is large), check for staleness, count and diff.
-fn plan_write(session: &Session, input: &WriteFileInput) -> Result<Plan, ToolOutput> {
+fn plan_write(session: &Session, input: &WriteFileInput) -> Result<Plan, ToolError> {
     if let Some(message) = text::names_a_directory(&input.path) {
-        return Err(ToolOutput::error(message));
+        return Err(ToolError::new(message));
     }
     let workspace = session.workspace();
     let resolved = workspace
         .resolve(&input.path, Access::Write)
-        .map_err(|err| ToolOutput::error(err.to_string()))?;
+        .map_err(|err| ToolError::new(err.to_string()))?;
     let shown = resolved.shown().to_owned();
-    let refuse = |message: String| ToolOutput::error(message).with_path(shown.clone());
+    let refuse = |message: String| ToolError::new(message).with_path(shown.clone());
     let (previous, before) = match workspace.open(&resolved, OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0)
     {
         Ok(mut file) => {

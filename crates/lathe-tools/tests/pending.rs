@@ -12,10 +12,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::dispatch_support::{Fixture, Probe, Recording};
+use lathe_runtime::tool::ResultExt;
 use lathe_runtime::{
     Access, ApprovalDecision, CallStatus, Effect, FileChange, FixedAnswer, NOTHING_PENDING,
     NonInteractive, PENDING_UNAVAILABLE, PendingAction, Plan, PlannedWrite, Registry, Session,
-    Tool, ToolContext, ToolKind, ToolOutput, current_stamp,
+    Tool, ToolContext, ToolError, ToolKind, ToolOutput, ToolResult, current_stamp,
 };
 
 async fn soon<F: std::future::Future>(future: F) -> F::Output {
@@ -56,31 +57,25 @@ impl Tool for PreviewWrites {
         effects
     }
 
-    async fn run(&self, input: PreviewWritesInput, ctx: ToolContext) -> ToolOutput {
-        let plan = match plan_writes(&ctx.session, &input.paths, &input.content) {
-            Ok(plan) => plan,
-            Err(output) => return output,
-        };
+    async fn run(&self, input: PreviewWritesInput, ctx: ToolContext) -> ToolResult {
+        let plan = plan_writes(&ctx.session, &input.paths, &input.content)?;
         let preview: String = plan.changes().map(|c| c.diff.clone()).collect();
-        match ctx
+        let notice = ctx
             .session
             .push_pending(PendingAction::from_plan(&input.label, Self::NAME, plan))
-        {
-            Ok(notice) => ToolOutput::ok(format!("{preview}\n{notice}")),
-            Err(message) => ToolOutput::error(message),
-        }
+            .map_err(ToolError::new)?;
+        Ok(ToolOutput::ok(format!("{preview}\n{notice}")))
     }
 }
 
-fn plan_writes(session: &Session, paths: &[String], content: &str) -> Result<Plan, ToolOutput> {
+fn plan_writes(session: &Session, paths: &[String], content: &str) -> Result<Plan, ToolError> {
     let workspace = session.workspace();
     let mut writes = Vec::new();
     for path in paths {
         let target = workspace
             .resolve(path, Access::Write)
-            .map_err(|e| ToolOutput::error(e.to_string()))?;
-        let before =
-            current_stamp(workspace, &target).map_err(|e| ToolOutput::error(e.to_string()))?;
+            .or_model(|e| e.to_string())?;
+        let before = current_stamp(workspace, &target).or_model(|e| e.to_string())?;
         let shown = target.shown().to_owned();
         writes.push(PlannedWrite {
             target,
@@ -128,7 +123,7 @@ impl Tool for PreviewCustom {
         vec![Effect::OwnState { changes: true }]
     }
 
-    async fn run(&self, input: PreviewCustomInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: PreviewCustomInput, ctx: ToolContext) -> ToolResult {
         let applied = Arc::clone(&self.applied);
         let reasons = Arc::clone(&self.reasons);
         let label = input.label.clone();
@@ -152,10 +147,8 @@ impl Tool for PreviewCustom {
                 ToolOutput::ok(format!("Discarded the custom action. Reason: {reason}"))
             });
         }
-        match ctx.session.push_pending(action) {
-            Ok(notice) => ToolOutput::ok(format!("previewed\n{notice}")),
-            Err(message) => ToolOutput::error(message),
-        }
+        let notice = ctx.session.push_pending(action).map_err(ToolError::new)?;
+        Ok(ToolOutput::ok(format!("previewed\n{notice}")))
     }
 }
 

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use lathe_runtime::{
-    Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput, Workspace,
+    Registry, Session, Tool, ToolConfig, ToolContext, ToolKind, ToolOutput, ToolResult, Workspace,
 };
 
 /// Repeats a word.
@@ -37,14 +37,16 @@ impl Tool for Echo {
         ToolKind::Read
     }
 
-    async fn run(&self, input: EchoInput, _ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: EchoInput, _ctx: ToolContext) -> ToolResult {
         assert!(!input.explode, "the tool exploded");
         let word = if input.loud {
             input.path.to_uppercase()
         } else {
             input.path
         };
-        ToolOutput::ok(vec![word; input.times.unwrap_or(1) as usize].join("\n"))
+        Ok(ToolOutput::ok(
+            vec![word; input.times.unwrap_or(1) as usize].join("\n"),
+        ))
     }
 }
 

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use lathe_runtime::paging::{Pager, page_text};
+use lathe_runtime::tool::{ResultExt, ToolError, ToolResult};
 use lathe_runtime::{Effect, Session, Tool, ToolContext, ToolHints, ToolKind, ToolOutput};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -88,37 +89,23 @@ impl Tool for WebFetchTool {
         format!("web_fetch {}", input.url.trim())
     }
 
-    async fn run(&self, input: Self::Input, ctx: ToolContext) -> ToolOutput {
-        let url = match parse_url(&input.url) {
-            Ok(url) => url,
-            Err(message) => return ToolOutput::error(message),
-        };
-        // Wrong paging arguments are said before anything is fetched.
-        if let Some(n) = input.offset.filter(|n| *n < 0) {
-            return ToolOutput::error(format!(
-                "offset must be a line number of 1 or more (the first line is 1), got {n}"
-            ));
-        }
-        if let Some(n) = input.limit.filter(|n| *n < 1) {
-            return ToolOutput::error(format!(
-                "limit must be 1 or more (the most lines to show), got {n}"
-            ));
-        }
+    async fn run(&self, input: Self::Input, ctx: ToolContext) -> ToolResult {
+        let url = checked(&input)?;
         let session = &ctx.session;
         let cache = cache_path(session, &url);
         let reading_on = input.offset.is_some_and(|o| o > 1);
         if reading_on && let Ok(saved) = std::fs::read_to_string(&cache) {
             let (header, page) = saved.split_once("\n\n").unwrap_or(("", &saved));
-            return paged(session, &url, header, page, &input, true);
+            return paged(session, &url, header, page, &input, true).into_result();
         }
         let web = state(session);
         let fetched = tokio::select! {
             fetched = get(&web, url.clone()) => fetched,
-            () = ctx.cancel.cancelled() => return ToolOutput::error("the fetch was stopped"),
+            () = ctx.cancel.cancelled() => return Err(ToolError::new("the fetch was stopped")),
         };
-        let page = match fetched {
-            Ok(page) => page,
-            Err(output) => return output,
+        let page = match fetched? {
+            Fetched::Page(page) => page,
+            Fetched::Elsewhere(output) => return Ok(output),
         };
         let Page {
             url: final_url,
@@ -132,28 +119,14 @@ impl Tool for WebFetchTool {
         let media = convert::media_type(content_type.as_deref())
             .unwrap_or_else(|| "no content type".into());
         let size = human(body.len() as u64);
-        let mut notes = Vec::new();
-        if cut {
-            notes.push(format!(
-                "the page is larger than the limit of {}: only its first {} were read ([web] \
-                 max_bytes raises the limit)",
-                human(web.config.max_bytes),
-                human(web.config.max_bytes)
-            ));
-        }
-        if redirects > 0 {
-            notes.push(format!(
-                "redirected {redirects} time{} from {url}",
-                if redirects == 1 { "" } else { "s" }
-            ));
-        }
+        let mut notes = notes(&web, &url, cut, redirects);
         let (text, how) = match kind {
             Kind::Binary => {
-                return ToolOutput::error(format!(
+                return Err(ToolError::new(format!(
                     "{final_url} is {size} of {media}, which web_fetch does not show as text"
                 ))
                 .with_meta("url", final_url.as_str())
-                .with_meta("content_type", media);
+                .with_meta("content_type", media));
             }
             Kind::Pdf => return pdf(&ctx, &final_url, &body, cut).await,
             Kind::Json | Kind::Text | Kind::Html => {
@@ -161,35 +134,7 @@ impl Tool for WebFetchTool {
                 if charset != "UTF-8" {
                     notes.push(format!("decoded from {charset}"));
                 }
-                match kind {
-                    Kind::Html => {
-                        let base = final_url.to_string();
-                        let converted =
-                            tokio::task::spawn_blocking(move || convert::html(&decoded, &base))
-                                .await;
-                        match converted {
-                            Ok(c) => {
-                                let text = match c.title {
-                                    Some(title) if !c.text.starts_with("# ") => {
-                                        format!("# {title}\n\n{}", c.text)
-                                    }
-                                    _ => c.text,
-                                };
-                                (text, c.how)
-                            }
-                            Err(_) => {
-                                return ToolOutput::error(format!(
-                                    "the HTML of {final_url} could not be converted"
-                                ));
-                            }
-                        }
-                    }
-                    Kind::Json => match convert::json(&decoded) {
-                        Some(pretty) => (pretty, "JSON, pretty-printed"),
-                        None => (decoded, "JSON that does not parse, as it came"),
-                    },
-                    _ => (decoded, "text"),
-                }
+                readable(kind, decoded, &final_url).await?
             }
         };
         let mut header = format!("{final_url} ({media}, {size}; {how})");
@@ -213,6 +158,8 @@ impl Tool for WebFetchTool {
             let _ = std::fs::write(&cache, format!("{header}\n\n{page}"));
         }
         let mut output = paged(session, &final_url, &header, &page, &input, false);
+        // A page that is not a success is an error the model reads, with the page and its
+        // metadata.
         if !status.is_success() {
             output.is_error = true;
         }
@@ -220,7 +167,73 @@ impl Tool for WebFetchTool {
             .with_meta("http_status", status.as_u16())
             .with_meta("content_type", media)
             .with_meta("cut", cut)
+            .into_result()
     }
+}
+
+/// The URL of a call whose arguments are right; wrong paging arguments are said before
+/// anything is fetched.
+fn checked(input: &WebFetchInput) -> Result<Url, ToolError> {
+    let url = parse_url(&input.url).map_err(ToolError::new)?;
+    if let Some(n) = input.offset.filter(|n| *n < 0) {
+        return Err(ToolError::new(format!(
+            "offset must be a line number of 1 or more (the first line is 1), got {n}"
+        )));
+    }
+    if let Some(n) = input.limit.filter(|n| *n < 1) {
+        return Err(ToolError::new(format!(
+            "limit must be 1 or more (the most lines to show), got {n}"
+        )));
+    }
+    Ok(url)
+}
+
+/// What the header says about how the page of `url` was read: cut at the size limit,
+/// redirected.
+fn notes(web: &WebState, url: &Url, cut: bool, redirects: u32) -> Vec<String> {
+    let mut notes = Vec::new();
+    if cut {
+        notes.push(format!(
+            "the page is larger than the limit of {}: only its first {} were read ([web] \
+             max_bytes raises the limit)",
+            human(web.config.max_bytes),
+            human(web.config.max_bytes)
+        ));
+    }
+    if redirects > 0 {
+        notes.push(format!(
+            "redirected {redirects} time{} from {url}",
+            if redirects == 1 { "" } else { "s" }
+        ));
+    }
+    notes
+}
+
+/// The text of a page of `kind` (HTML, JSON or text), `decoded`, as the model reads it, and how
+/// it was made: HTML as Markdown (on a blocking thread), JSON pretty-printed.
+async fn readable(
+    kind: Kind,
+    decoded: String,
+    final_url: &Url,
+) -> Result<(String, &'static str), ToolError> {
+    Ok(match kind {
+        Kind::Html => {
+            let base = final_url.to_string();
+            let c = tokio::task::spawn_blocking(move || convert::html(&decoded, &base))
+                .await
+                .or_model(|_| format!("the HTML of {final_url} could not be converted"))?;
+            let text = match c.title {
+                Some(title) if !c.text.starts_with("# ") => format!("# {title}\n\n{}", c.text),
+                _ => c.text,
+            };
+            (text, c.how)
+        }
+        Kind::Json => match convert::json(&decoded) {
+            Some(pretty) => (pretty, "JSON, pretty-printed"),
+            None => (decoded, "JSON that does not parse, as it came"),
+        },
+        _ => (decoded, "text"),
+    })
 }
 
 /// The lines of `page` the call asks for (by default, as many as fit in one result) after the
@@ -253,7 +266,7 @@ fn paged(
         Some(lines.max(1))
     });
     let shown = url.to_string();
-    let body = page_text(page, &shown, PAGER, input.offset, limit);
+    let body = page_text(page, &shown, PAGER, input.offset, limit).unwrap_or_else(ToolOutput::from);
     let mut text = String::from(header);
     if saved {
         text.push_str(
@@ -282,20 +295,19 @@ fn cache_path(session: &Session, url: &Url) -> PathBuf {
 /// A PDF is saved in the session's state directory and read as `read_document` reads it (its
 /// pages, the gaps of pages without text, the paging note); the saved copy is where
 /// `read_document` reads on.
-async fn pdf(ctx: &ToolContext, url: &Url, body: &[u8], cut: bool) -> ToolOutput {
+async fn pdf(ctx: &ToolContext, url: &Url, body: &[u8], cut: bool) -> ToolResult {
     let path = cache_path(&ctx.session, url).with_extension("pdf");
     if let Some(dir) = path.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
     if cut {
-        return ToolOutput::error(format!(
+        return Err(ToolError::new(format!(
             "{url} is a PDF larger than the size limit ([web] max_bytes): a PDF cut short \
              cannot be read, so nothing was kept"
-        ));
+        )));
     }
-    if let Err(err) = std::fs::write(&path, body) {
-        return ToolOutput::error(format!("{url} is a PDF, but it cannot be saved: {err}"));
-    }
+    std::fs::write(&path, body)
+        .or_model(|err| format!("{url} is a PDF, but it cannot be saved: {err}"))?;
     let shown = path.display().to_string();
     let head = format!(
         "{url} is a PDF ({}), saved as {shown}; read_document reads it again (pages, offset):",
@@ -303,11 +315,11 @@ async fn pdf(ctx: &ToolContext, url: &Url, body: &[u8], cut: bool) -> ToolOutput
     );
     let Some(reader) = lathe_runtime::documents::reader() else {
         // This runtime has no document converter: the model reads the saved file itself.
-        return ToolOutput::ok(format!(
+        return Ok(ToolOutput::ok(format!(
             "{head} no document reader is built into this runtime"
         ))
         .with_path(shown)
-        .with_meta("url", url.as_str());
+        .with_meta("url", url.as_str()));
     };
     let (session, cancel, saved) = (
         std::sync::Arc::clone(&ctx.session),
@@ -315,12 +327,17 @@ async fn pdf(ctx: &ToolContext, url: &Url, body: &[u8], cut: bool) -> ToolOutput
         shown.clone(),
     );
     let read = tokio::task::spawn_blocking(move || reader(&session, &saved, &cancel)).await;
+    // Read or not, the result says where the PDF was saved.
     let mut output = match read {
-        Ok(output) => output,
+        Ok(Ok(output)) => output,
+        Ok(Err(error)) => ToolOutput::from(error),
         Err(err) => ToolOutput::error(format!("reading the PDF stopped unexpectedly: {err}")),
     };
     output.text = format!("{head}\n\n{}", output.text);
-    output.with_path(shown).with_meta("url", url.as_str())
+    output
+        .with_path(shown)
+        .with_meta("url", url.as_str())
+        .into_result()
 }
 
 /// A response, read up to the size limit.
@@ -333,10 +350,19 @@ struct Page {
     redirects: u32,
 }
 
+/// Where a fetch ended.
+enum Fetched {
+    /// The page.
+    Page(Page),
+    /// A redirect to another host, which the call does not follow: the result says where it
+    /// leads.
+    Elsewhere(ToolOutput),
+}
+
 /// Fetches `url`, following redirects on the same host one hop at a time (each hop checked by
 /// the guard); a redirect to another host ends the call with where it leads.
-async fn get(web: &WebState, mut url: Url) -> Result<Page, ToolOutput> {
-    let client = web.client().map_err(ToolOutput::error)?;
+async fn get(web: &WebState, mut url: Url) -> Result<Fetched, ToolError> {
+    let client = web.client().map_err(ToolError::new)?;
     let host = url.host_str().unwrap_or_default().to_owned();
     let mut redirects = 0;
     loop {
@@ -350,7 +376,7 @@ async fn get(web: &WebState, mut url: Url) -> Result<Page, ToolOutput> {
             .await
             .map_err(|e| match refusal_in(&e) {
                 Some(refusal) => refused(&refusal.to_string(), &url),
-                None => ToolOutput::error(format!("cannot fetch {url}: {}", describe(&e))),
+                None => ToolError::new(format!("cannot fetch {url}: {}", describe(&e))),
             })?;
         let status = response.status();
         if status.is_redirection()
@@ -360,18 +386,18 @@ async fn get(web: &WebState, mut url: Url) -> Result<Page, ToolOutput> {
                 .and_then(|l| l.to_str().ok())
         {
             let next = url.join(location).map_err(|e| {
-                ToolOutput::error(format!(
+                ToolError::new(format!(
                     "{url} redirects to `{location}`, which is not a URL ({e})"
                 ))
             })?;
             if !matches!(next.scheme(), "http" | "https") {
-                return Err(ToolOutput::error(format!(
+                return Err(ToolError::new(format!(
                     "{url} redirects to {next}, which web_fetch does not follow (only http and \
                      https)"
                 )));
             }
             if redirects >= web.config.max_redirects {
-                return Err(ToolOutput::error(format!(
+                return Err(ToolError::new(format!(
                     "{url} redirected more than {} times (the last one to {next}); stopped \
                      there ([web] max_redirects raises the limit)",
                     web.config.max_redirects
@@ -386,13 +412,15 @@ async fn get(web: &WebState, mut url: Url) -> Result<Page, ToolOutput> {
                         &next,
                     ));
                 }
-                return Err(ToolOutput::ok(format!(
-                    "{url} redirects to {next}, on another host ({next_host}), which this call \
-                     does not follow: to read it, call web_fetch with that URL (fetching from \
-                     {next_host} is a permission of its own)"
-                ))
-                .with_meta("url", url.as_str())
-                .with_meta("redirect", next.as_str()));
+                return Ok(Fetched::Elsewhere(
+                    ToolOutput::ok(format!(
+                        "{url} redirects to {next}, on another host ({next_host}), which this \
+                         call does not follow: to read it, call web_fetch with that URL \
+                         (fetching from {next_host} is a permission of its own)"
+                    ))
+                    .with_meta("url", url.as_str())
+                    .with_meta("redirect", next.as_str()),
+                ));
             }
             redirects += 1;
             url = next;
@@ -404,14 +432,14 @@ async fn get(web: &WebState, mut url: Url) -> Result<Page, ToolOutput> {
             .and_then(|c| c.to_str().ok())
             .map(str::to_owned);
         let (body, cut) = read_body(response, web.config.max_bytes, &url).await?;
-        return Ok(Page {
+        return Ok(Fetched::Page(Page {
             url,
             status,
             content_type,
             body,
             cut,
             redirects,
-        });
+        }));
     }
 }
 
@@ -420,7 +448,7 @@ async fn read_body(
     mut response: reqwest::Response,
     max: u64,
     url: &Url,
-) -> Result<(Vec<u8>, bool), ToolOutput> {
+) -> Result<(Vec<u8>, bool), ToolError> {
     let max = usize::try_from(max).unwrap_or(usize::MAX);
     let mut body = Vec::new();
     loop {
@@ -435,7 +463,7 @@ async fn read_body(
             }
             Ok(None) => return Ok((body, false)),
             Err(e) => {
-                return Err(ToolOutput::error(format!(
+                return Err(ToolError::new(format!(
                     "the body of {url} broke off after {}: {}",
                     human(body.len() as u64),
                     describe(&e)
@@ -445,8 +473,8 @@ async fn read_body(
     }
 }
 
-fn refused(text: &str, url: &Url) -> ToolOutput {
-    ToolOutput::error(format!("not fetched: {text}"))
+fn refused(text: &str, url: &Url) -> ToolError {
+    ToolError::new(format!("not fetched: {text}"))
         .with_meta("url", url.as_str())
         .with_meta("refused", true)
 }

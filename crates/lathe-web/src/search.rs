@@ -1,6 +1,7 @@
 //! `web_search`: a query to the configured SearXNG-compatible backend, answered with titles,
 //! URLs and snippets.
 
+use lathe_runtime::tool::{ToolError, ToolResult};
 use lathe_runtime::{Effect, Session, Tool, ToolContext, ToolHints, ToolKind, ToolOutput};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -77,7 +78,7 @@ impl Tool for WebSearchTool {
         format!("web_search {}", input.query.trim())
     }
 
-    async fn run(&self, input: Self::Input, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: Self::Input, ctx: ToolContext) -> ToolResult {
         let web = state(&ctx.session);
         let Some(mut url) = web
             .config
@@ -85,7 +86,7 @@ impl Tool for WebSearchTool {
             .as_deref()
             .and_then(|u| Url::parse(u).ok())
         else {
-            return ToolOutput::error(match &web.config.search_url {
+            return Err(ToolError::new(match &web.config.search_url {
                 Some(bad) => format!(
                     "[web] search_url `{bad}` is not a URL; the user can set it to a \
                      SearXNG instance such as http://127.0.0.1:8888/search"
@@ -94,20 +95,17 @@ impl Tool for WebSearchTool {
                          to a SearXNG instance (such as http://127.0.0.1:8888/search); until \
                          then, fetch pages you know with web_fetch"
                     .to_owned(),
-            });
+            }));
         };
         let query = input.query.trim();
         if query.is_empty() {
-            return ToolOutput::error("the query is empty: say what to search for");
+            return Err(ToolError::new("the query is empty: say what to search for"));
         }
         let limit = input.limit.unwrap_or(8).clamp(1, MAX_RESULTS) as usize;
         url.query_pairs_mut()
             .append_pair("q", query)
             .append_pair("format", "json");
-        let client = match web.client() {
-            Ok(client) => client,
-            Err(message) => return ToolOutput::error(message),
-        };
+        let client = web.client().map_err(ToolError::new)?;
         let request = async {
             let response = client.get(url.clone()).send().await?;
             let status = response.status();
@@ -119,16 +117,16 @@ impl Tool for WebSearchTool {
                 Ok(r) => r,
                 Err(e) => {
                     let why = refusal_in(&e).map_or_else(|| e.to_string(), |r| r.to_string());
-                    return ToolOutput::error(format!(
+                    return Err(ToolError::new(format!(
                         "the search backend {} did not answer: {why}",
                         url.host_str().unwrap_or_default()
-                    ));
+                    )));
                 }
             },
-            () = ctx.cancel.cancelled() => return ToolOutput::error("the search was stopped"),
+            () = ctx.cancel.cancelled() => return Err(ToolError::new("the search was stopped")),
         };
         if !status.is_success() {
-            return ToolOutput::error(format!(
+            return Err(ToolError::new(format!(
                 "the search backend answered HTTP {}{}",
                 status.as_u16(),
                 if status.as_u16() == 403 {
@@ -136,13 +134,13 @@ impl Tool for WebSearchTool {
                 } else {
                     ""
                 }
-            ));
+            )));
         }
         let Ok(value) = serde_json::from_slice::<Value>(&body) else {
-            return ToolOutput::error(
+            return Err(ToolError::new(
                 "the search backend did not answer with JSON: is [web] search_url a \
                  SearXNG-compatible endpoint (`/search`, answering `format=json`)?",
-            );
+            ));
         };
         let results: Vec<(String, String, String)> = value["results"]
             .as_array()
@@ -159,7 +157,9 @@ impl Tool for WebSearchTool {
             })
             .unwrap_or_default();
         if results.is_empty() {
-            return ToolOutput::ok(format!("no results for \"{query}\"")).with_meta("results", 0);
+            return Ok(
+                ToolOutput::ok(format!("no results for \"{query}\"")).with_meta("results", 0)
+            );
         }
         let mut text = format!("results for \"{query}\":\n");
         for (i, (title, url, snippet)) in results.iter().enumerate() {
@@ -169,13 +169,13 @@ impl Tool for WebSearchTool {
             }
         }
         text.push_str("\nread a page with web_fetch");
-        ToolOutput::ok(text)
+        Ok(ToolOutput::ok(text)
             .with_found(format!(
                 "{} result{}",
                 results.len(),
                 if results.len() == 1 { "" } else { "s" }
             ))
-            .with_meta("results", results.len())
+            .with_meta("results", results.len()))
     }
 }
 

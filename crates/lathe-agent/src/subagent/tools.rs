@@ -6,7 +6,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use lathe_runtime::paging::{Pager, page_text};
-use lathe_runtime::{Effect, Session, Tool, ToolContext, ToolKind, ToolOutput};
+use lathe_runtime::{
+    Effect, Session, Tool, ToolContext, ToolError, ToolKind, ToolOutput, ToolResult,
+};
 
 use super::{Inner, SubAgents, lock, short_task, stored_transcript};
 use crate::events::SubAgentState;
@@ -55,11 +57,11 @@ enum Agents {
 
 impl Agents {
     /// The sub-agents for a call in `session`, or the error the caller reads.
-    fn find(&self, session: &Session) -> Result<SubAgents, ToolOutput> {
+    fn find(&self, session: &Session) -> Result<SubAgents, ToolError> {
         match self {
             Agents::Of(agents) => Ok(agents.clone()),
             Agents::OfSession => SubAgents::of_session(session).ok_or_else(|| {
-                ToolOutput::error(
+                ToolError::new(
                     "sub-agents are not available in this session: no model is configured for                      them; do the task with the other tools",
                 )
             }),
@@ -123,21 +125,18 @@ impl Tool for SpawnAgentTool {
         )
     }
 
-    async fn run(&self, input: SpawnAgentInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: SpawnAgentInput, ctx: ToolContext) -> ToolResult {
         let task = input.task.trim().to_owned();
         if task.is_empty() {
-            return ToolOutput::error(
+            return Err(ToolError::new(
                 "task is empty: say what the sub-agent should find or do, and what to answer with",
-            );
+            ));
         }
         let profile = input.profile.unwrap_or_default();
-        let agents = match self.agents.find(&ctx.session) {
-            Ok(agents) => agents,
-            Err(output) => return output,
-        };
+        let agents = self.agents.find(&ctx.session)?;
         let inner = Arc::clone(&agents.inner);
         if input.background.unwrap_or(false) {
-            spawn_background(&inner, task, profile, &ctx)
+            Ok(spawn_background(&inner, task, profile, &ctx))
         } else {
             run_foreground(&inner, &task, profile, &ctx).await
         }
@@ -177,7 +176,7 @@ async fn run_foreground(
     task: &str,
     profile: Profile,
     ctx: &ToolContext,
-) -> ToolOutput {
+) -> ToolResult {
     let id = inner.add_record(task, false);
     // The call's listener hears the child's steps (MCP progress notifications).
     inner.update(&id, |r| r.progress = ctx.progress.clone());
@@ -198,9 +197,9 @@ async fn run_foreground(
                 () = cancel.cancelled() => {
                     inner.finish(&id, SubAgentState::Stopped);
                     inner.forget_progress(&id);
-                    return ToolOutput::error(format!(
+                    return Err(ToolError::new(format!(
                         "sub-agent {id} was stopped while it waited for its turn"
-                    ));
+                    )));
                 }
             }
         }
@@ -231,7 +230,8 @@ async fn run_foreground(
     } else {
         ToolOutput::error(text)
     };
-    output.with_meta("sub_agent", id)
+    // A child that did not finish is an error the model reads, with what it said.
+    output.with_meta("sub_agent", id).into_result()
 }
 
 fn spawn_background(
@@ -351,12 +351,9 @@ impl Tool for ReadSubAgentTool {
         format!("{} {}", Self::NAME, input.id)
     }
 
-    async fn run(&self, input: ReadSubAgentInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: ReadSubAgentInput, ctx: ToolContext) -> ToolResult {
         let id = input.id.trim();
-        let agents = match self.agents.find(&ctx.session) {
-            Ok(agents) => agents,
-            Err(output) => return output,
-        };
+        let agents = self.agents.find(&ctx.session)?;
         let records = lock(&agents.inner.records);
         let Some(record) = records.iter().find(|r| r.id == id) else {
             // A child of an earlier process of this (resumed) session is read from the store.
@@ -364,17 +361,17 @@ impl Tool for ReadSubAgentTool {
                 return page(id, &text, input.offset, input.limit);
             }
             let known: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
-            return ToolOutput::error(if known.is_empty() {
+            return Err(ToolError::new(if known.is_empty() {
                 format!("there is no sub-agent {id}: none was started in this session")
             } else {
                 format!(
                     "there is no sub-agent {id}; the sub-agents of this session are {}",
                     known.join(", ")
                 )
-            });
+            }));
         };
         let Some(transcript) = &record.transcript else {
-            return ToolOutput::ok(format!(
+            return Ok(ToolOutput::ok(format!(
                 "sub-agent {id} is still {} ({}); its transcript can be read once it ends, and \
                  its result arrives as a sub_agent_result call",
                 if record.state == SubAgentState::Queued {
@@ -383,21 +380,22 @@ impl Tool for ReadSubAgentTool {
                     "running"
                 },
                 record.line
-            ));
+            )));
         };
         page(id, transcript, input.offset, input.limit)
     }
 }
 
 /// `transcript` of child `id`, paged with `read_file`'s rules.
-fn page(id: &str, transcript: &str, offset: Option<i64>, limit: Option<i64>) -> ToolOutput {
+fn page(id: &str, transcript: &str, offset: Option<i64>, limit: Option<i64>) -> ToolResult {
     let shown = format!("the transcript of sub-agent {id}");
     let pager = Pager {
         tool: ReadSubAgentTool::NAME,
         what: "the transcript",
     };
-    let mut output = page_text(transcript, &shown, pager, offset, limit);
-    // Lines of a transcript, not of a file in the workspace.
+    let mut output =
+        page_text(transcript, &shown, pager, offset, limit).unwrap_or_else(ToolOutput::from);
+    // Lines of a transcript, not of a file in the workspace (in an error too).
     output.metadata.path = None;
-    output
+    output.into_result()
 }

@@ -4,8 +4,9 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use lathe_runtime::tool::ResultExt;
 use lathe_runtime::{
-    Effect, FileChange, Registry, Session, Tool, ToolContext, ToolKind, ToolOutput,
+    Effect, FileChange, Registry, Session, Tool, ToolContext, ToolKind, ToolOutput, ToolResult,
 };
 
 /// Reads a file of the workspace.
@@ -29,11 +30,10 @@ impl Tool for Cat {
             path: input.path.clone(),
         }]
     }
-    async fn run(&self, input: CatInput, ctx: ToolContext) -> ToolOutput {
-        match std::fs::read_to_string(ctx.session.workspace().root().join(&input.path)) {
-            Ok(text) => ToolOutput::ok(text),
-            Err(err) => ToolOutput::error(format!("cannot read {}: {err}", input.path)),
-        }
+    async fn run(&self, input: CatInput, ctx: ToolContext) -> ToolResult {
+        let text = std::fs::read_to_string(ctx.session.workspace().root().join(&input.path))
+            .or_model(|err| format!("cannot read {}: {err}", input.path))?;
+        Ok(ToolOutput::ok(text))
     }
 }
 
@@ -60,14 +60,14 @@ impl Tool for Put {
             path: input.path.clone(),
         }]
     }
-    async fn run(&self, input: PutInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: PutInput, ctx: ToolContext) -> ToolResult {
         std::fs::write(
             ctx.session.workspace().root().join(&input.path),
             &input.content,
         )
         .unwrap();
-        ToolOutput::ok(format!("wrote {}", input.path))
-            .with_change(FileChange::counted(input.path, 1, 0))
+        Ok(ToolOutput::ok(format!("wrote {}", input.path))
+            .with_change(FileChange::counted(input.path, 1, 0)))
     }
 }
 

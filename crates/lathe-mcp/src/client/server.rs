@@ -15,7 +15,9 @@ use rmcp::{ClientHandler, ServiceExt};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
-use lathe_runtime::{ProgressSink, ToolContext, ToolImage, ToolOutput, ToolProgress};
+use lathe_runtime::{
+    ProgressSink, ToolContext, ToolError, ToolImage, ToolOutput, ToolProgress, ToolResult,
+};
 
 use lathe_config::mcp::{ServerConfig, Transport};
 
@@ -311,24 +313,19 @@ impl Server {
     }
 
     /// Calls the server's tool `tool`: progress goes to `ctx`'s listener, and when `ctx` is
-    /// cancelled the server gets `notifications/cancelled`.
-    pub async fn call(&self, tool: &str, arguments: Value, ctx: &ToolContext) -> ToolOutput {
-        let peer = match self.peer().await {
-            Ok(peer) => peer,
-            Err(message) => return ToolOutput::error(message),
-        };
+    /// cancelled the server gets `notifications/cancelled`. A result the server marks an error
+    /// is an `Err`, with its content.
+    pub async fn call(&self, tool: &str, arguments: Value, ctx: &ToolContext) -> ToolResult {
+        let peer = self.peer().await.map_err(ToolError::new)?;
         let mut params = CallToolRequestParams::new(tool.to_owned());
         if let Value::Object(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let mut handle = match peer
+        let mut handle = peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
-        {
-            Ok(handle) => handle,
-            Err(err) => return self.stopped(&err.to_string()),
-        };
+            .map_err(|err| self.stopped(&err.to_string()))?;
         let key = serde_json::to_string(&handle.progress_token).unwrap_or_default();
         if let Some(sink) = &ctx.progress {
             self.listeners
@@ -347,28 +344,31 @@ impl Server {
         match answer {
             None => {
                 let _ = handle.cancel(Some("stopped by the user".to_owned())).await;
-                ToolOutput::error(format!(
+                Err(ToolError::new(format!(
                     "stopped: the call was cancelled, and the MCP server `{}` was told so",
                     self.name
-                ))
+                )))
             }
-            Some(Err(_)) => self.stopped("the connection closed"),
+            Some(Err(_)) => Err(self.stopped("the connection closed")),
             Some(Ok(Err(err))) => match err {
-                rmcp::ServiceError::McpError(error) => ToolOutput::error(format!(
+                rmcp::ServiceError::McpError(error) => Err(ToolError::new(format!(
                     "the MCP server `{}` refused the call: {}",
                     self.name, error.message
-                )),
-                other => self.stopped(&other.to_string()),
+                ))),
+                other => Err(self.stopped(&other.to_string())),
             },
             Some(Ok(Ok(ServerResult::CallToolResult(result)))) => {
-                output(serde_json::to_value(&result).unwrap_or_default())
+                output(serde_json::to_value(&result).unwrap_or_default()).into_result()
             }
-            Some(Ok(Ok(other))) => output(serde_json::to_value(&other).unwrap_or_default()),
+            Some(Ok(Ok(other))) => {
+                output(serde_json::to_value(&other).unwrap_or_default()).into_result()
+            }
         }
     }
 
-    fn stopped(&self, why: &str) -> ToolOutput {
-        ToolOutput::error(format!(
+    /// The error for a call the server stopped during (`why`).
+    fn stopped(&self, why: &str) -> ToolError {
+        ToolError::new(format!(
             "the MCP server `{}` stopped during the call ({why}); the call may or may not have taken effect. It is started again on the next call of one of its tools",
             self.name
         ))

@@ -137,7 +137,13 @@ impl BoundCall for McpCall {
     }
 
     fn run(self: Box<Self>, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
-        Box::pin(async move { self.server.call(&self.remote, self.arguments, &ctx).await })
+        Box::pin(async move {
+            // The erased contract: an error result, not an `Err`, above the registry.
+            self.server
+                .call(&self.remote, self.arguments, &ctx)
+                .await
+                .unwrap_or_else(ToolOutput::from)
+        })
     }
 }
 

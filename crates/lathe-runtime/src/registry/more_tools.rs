@@ -16,7 +16,9 @@ use crate::args::fold_name;
 use crate::registry::ToolDefinition;
 use crate::session::Session;
 use crate::text::one_line;
-use crate::tool::{Effect, Tool, ToolContext, ToolHints, ToolKind, ToolOutput, hints_for};
+use crate::tool::{
+    Effect, Tool, ToolContext, ToolError, ToolHints, ToolKind, ToolOutput, ToolResult, hints_for,
+};
 
 /// At most this many tools are listed per call; a query narrows the list.
 const MAX_LISTED: usize = 40;
@@ -66,7 +68,7 @@ impl MoreToolsTool {
             .join(", ")
     }
 
-    fn enable(&self, names: &[String], session: &Session) -> ToolOutput {
+    fn enable(&self, names: &[String], session: &Session) -> ToolResult {
         let mut text = String::new();
         let mut enabled = Vec::new();
         let mut unknown = Vec::new();
@@ -105,9 +107,9 @@ impl MoreToolsTool {
         let output = head + &text;
         let output = output.trim_end().to_owned();
         if enabled.is_empty() {
-            ToolOutput::error(output)
+            Err(ToolError::new(output))
         } else {
-            ToolOutput::ok(output).with_meta("enabled", enabled)
+            Ok(ToolOutput::ok(output).with_meta("enabled", enabled))
         }
     }
 
@@ -201,9 +203,9 @@ impl Tool for MoreToolsTool {
         }
     }
 
-    async fn run(&self, input: MoreToolsInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: MoreToolsInput, ctx: ToolContext) -> ToolResult {
         if input.enable.is_empty() {
-            self.list(input.query.as_deref(), &ctx.session)
+            Ok(self.list(input.query.as_deref(), &ctx.session))
         } else {
             self.enable(&input.enable, &ctx.session)
         }

@@ -20,7 +20,7 @@ use crate::search_walk::{self, Problems, SearchRoot, Stop, WalkSpec, plural};
 use lathe_runtime::meta::MAX_CHANGE_DIFF_LINES;
 use lathe_runtime::session::FileStamp;
 use lathe_runtime::text::{UTF8_BOM, UnifiedDiff, human_size};
-use lathe_runtime::tool::{FileChange, PlannedWrite, ToolContext, ToolOutput, ToolProgress};
+use lathe_runtime::tool::{FileChange, PlannedWrite, ToolContext, ToolError, ToolProgress};
 use lathe_runtime::workspace::{ResolvedPath, changed_under_walk};
 
 /// Files larger than this are skipped (and counted in a note): parsing them would hold the
@@ -187,7 +187,7 @@ pub(super) fn census(
     root: &SearchRoot,
     scope: &Scope<'_>,
     stop: &Stop,
-) -> Result<Census, ToolOutput> {
+) -> Result<Census, ToolError> {
     let workspace = ctx.session.workspace();
     let globs = input.glob.clone().unwrap_or_default().0;
     let glob_root = if root.is_dir {
@@ -197,7 +197,7 @@ pub(super) fn census(
             .parent()
             .map_or_else(|| root.abs.clone(), std::path::Path::to_path_buf)
     };
-    let overrides = search_walk::overrides(&glob_root, &globs).map_err(ToolOutput::error)?;
+    let overrides = search_walk::overrides(&glob_root, &globs).map_err(ToolError::new)?;
     let langs: Vec<Lang> = match scope.forced {
         Some(lang) => vec![lang],
         None => Lang::ALL.to_vec(),
@@ -207,13 +207,13 @@ pub(super) fn census(
         for ext in lang.extensions() {
             types
                 .add("astedit", &format!("*.{ext}"))
-                .map_err(|err| ToolOutput::error(format!("internal error: {err}")))?;
+                .map_err(|err| ToolError::new(format!("internal error: {err}")))?;
         }
     }
     types.select("astedit");
     let types = types
         .build()
-        .map_err(|err| ToolOutput::error(format!("internal error: {err}")))?;
+        .map_err(|err| ToolError::new(format!("internal error: {err}")))?;
     let walk = WalkSpec {
         root: root.abs.clone(),
         hidden: input.hidden

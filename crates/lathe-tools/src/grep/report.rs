@@ -7,7 +7,7 @@ use super::search::{self, Census, PageSpec};
 use super::{DEFAULT_LIMIT, GrepInput, OutputMode, render};
 use crate::search_walk::{self, SearchRoot, WalkSpec, plural};
 use lathe_runtime::budget::group;
-use lathe_runtime::tool::{ToolContext, ToolOutput};
+use lathe_runtime::tool::{ToolContext, ToolError, ToolOutput, ToolResult};
 
 /// Binary files named in the note before it only counts.
 const BINARY_EXAMPLES: usize = 3;
@@ -35,14 +35,14 @@ impl Report<'_> {
         self.census.files.iter().map(|f| f.lines).sum()
     }
 
-    pub fn content(self, matcher: &grep_regex::RegexMatcher) -> ToolOutput {
+    pub fn content(self, matcher: &grep_regex::RegexMatcher) -> ToolResult {
         let total = self.total_lines();
         if total == 0 {
-            return self.nothing_found();
+            return Ok(self.nothing_found());
         }
         let offset = self.input.offset as u64;
         if offset >= total {
-            return self.past_the_end(&format!("{} matching lines", group(total as usize)));
+            return Err(self.past_the_end(&format!("{} matching lines", group(total as usize))));
         }
         let end = offset.saturating_add(self.limit() as u64).min(total);
         let before = self.input.before.or(self.input.context).unwrap_or(0);
@@ -85,9 +85,9 @@ impl Report<'_> {
             first_of_file = file_end;
         }
         if self.stop.is_set() {
-            return ToolOutput::error(
+            return Err(ToolError::new(
                 "grep was cancelled while reading the page; nothing is shown",
-            );
+            ));
         }
         let files = self.census.files.len();
         let summary = (offset > 0 || end < total).then(|| {
@@ -112,20 +112,25 @@ impl Report<'_> {
             )
         });
         let (lines_total, shown) = (total, end - offset);
-        self.finish(text, summary, problems)
+        Ok(self
+            .finish(text, summary, problems)
             .with_meta("matches", lines_total)
             .with_meta("shown", shown)
-            .with_found(plural(lines_total as usize, "match", "matches"))
+            .with_found(plural(lines_total as usize, "match", "matches")))
     }
 
-    pub fn files(self) -> ToolOutput {
+    pub fn files(self) -> ToolResult {
         let total = self.census.files.len();
         if total == 0 {
-            return self.nothing_found();
+            return Ok(self.nothing_found());
         }
         let offset = self.input.offset;
         if offset >= total {
-            return self.past_the_end(&plural(total, "file with matches", "files with matches"));
+            return Err(self.past_the_end(&plural(
+                total,
+                "file with matches",
+                "files with matches",
+            )));
         }
         let end = offset.saturating_add(self.limit()).min(total);
         let workspace = self.ctx.session.workspace();
@@ -169,7 +174,7 @@ impl Report<'_> {
                 "matches",
             ));
         }
-        output.with_meta("shown", end - offset)
+        Ok(output.with_meta("shown", end - offset))
     }
 
     /// Appends the summary and notes, and the metadata every result carries.
@@ -227,8 +232,8 @@ impl Report<'_> {
         ))
     }
 
-    fn past_the_end(&self, what: &str) -> ToolOutput {
-        ToolOutput::error(format!(
+    fn past_the_end(&self, what: &str) -> ToolError {
+        ToolError::new(format!(
             "offset={} is past the end: there are {what}; use an offset below that, or 0 for the first page",
             self.input.offset
         ))

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use lathe_runtime::session::Session;
 use lathe_runtime::text::human_size;
-use lathe_runtime::tool::{ToolImage, ToolOutput};
+use lathe_runtime::tool::{ResultExt, ToolError, ToolImage, ToolOutput, ToolResult};
 use lathe_runtime::vision::Vision;
 
 /// The most pixels an image may have to be decoded (50 megapixels: an 8000x6000 photo fits).
@@ -59,6 +59,41 @@ fn name(format: ImageFormat) -> &'static str {
     }
 }
 
+/// The image file being read, as its results describe it.
+struct Image<'a> {
+    shown: &'a str,
+    /// The format's name (`PNG`).
+    kind: &'static str,
+    format: ImageFormat,
+    /// Its size in bytes.
+    len: u64,
+}
+
+impl Image<'_> {
+    /// The error for an image that starts like its format but cannot be decoded.
+    fn damaged(&self, err: &dyn std::fmt::Display) -> ToolError {
+        let Image {
+            shown, kind, len, ..
+        } = *self;
+        ToolError::new(format!(
+            "{shown} starts like a {kind} image but cannot be decoded ({err}); the file is \
+             damaged or truncated. Check it with the shell (`file {shown}`), or regenerate it."
+        ))
+        .with_path(shown)
+        .with_meta(
+            "image",
+            json!({"format": kind, "bytes": len, "corrupt": true}),
+        )
+    }
+
+    /// An error about the image `described`, with its metadata `meta`.
+    fn refused(&self, text: String, meta: &Value) -> ToolError {
+        ToolError::new(text)
+            .with_path(self.shown)
+            .with_meta("image", meta.clone())
+    }
+}
+
 /// What `read_file` answers for the image `file` (`len` bytes, in `format`), shown as `shown`,
 /// to a model with `vision`.
 pub(super) fn read(
@@ -68,27 +103,20 @@ pub(super) fn read(
     len: u64,
     format: ImageFormat,
     vision: Vision,
-) -> ToolOutput {
-    let kind = name(format);
-    let corrupt = |err: &dyn std::fmt::Display| {
-        ToolOutput::error(format!(
-            "{shown} starts like a {kind} image but cannot be decoded ({err}); the file is \
-             damaged or truncated. Check it with the shell (`file {shown}`), or regenerate it."
-        ))
-        .with_path(shown)
-        .with_meta(
-            "image",
-            json!({"format": kind, "bytes": len, "corrupt": true}),
-        )
+) -> ToolResult {
+    let image = Image {
+        shown,
+        kind: name(format),
+        format,
+        len,
     };
+    let kind = image.kind;
     let mut file = file;
-    if let Err(err) = file.seek(SeekFrom::Start(0)) {
-        return ToolOutput::error(format!("cannot read {shown}: {err}"));
-    }
-    let decoder = match ImageReader::with_format(BufReader::new(&file), format).into_decoder() {
-        Ok(decoder) => decoder,
-        Err(err) => return corrupt(&err),
-    };
+    file.seek(SeekFrom::Start(0))
+        .or_model(|err| format!("cannot read {shown}: {err}"))?;
+    let decoder = ImageReader::with_format(BufReader::new(&file), format)
+        .into_decoder()
+        .map_err(|err| image.damaged(&err))?;
     let (width, height) = decoder.dimensions();
     let described = format!(
         "{shown}: {kind} image, {width}x{height} pixels, {}",
@@ -97,95 +125,42 @@ pub(super) fn read(
     let mut meta = json!({"format": kind, "width": width, "height": height, "bytes": len});
     let pixels = u64::from(width) * u64::from(height);
     if pixels > MAX_PIXELS {
-        return ToolOutput::error(format!(
-            "{described}: too large to open ({} megapixels; the limit is {}). It was not \
-             decoded. To look at it, make a smaller copy with the shell (for example \
-             `convert {shown} -resize 4000x4000 small.png` with ImageMagick) and read that.",
-            pixels / 1_000_000,
-            MAX_PIXELS / 1_000_000
-        ))
-        .with_path(shown)
-        .with_meta("image", meta);
+        return Err(image.refused(
+            format!(
+                "{described}: too large to open ({} megapixels; the limit is {}). It was not \
+                 decoded. To look at it, make a smaller copy with the shell (for example \
+                 `convert {shown} -resize 4000x4000 small.png` with ImageMagick) and read that.",
+                pixels / 1_000_000,
+                MAX_PIXELS / 1_000_000
+            ),
+            &meta,
+        ));
     }
-    let hint = match vision {
-        Vision::Sees => None,
-        Vision::Blind { hint } => Some(hint),
-    };
-    if let Some(hint) = hint {
+    if let Vision::Blind { hint } = vision {
         drop(decoder);
         let hint = if hint.is_empty() {
             String::new()
         } else {
             format!(" {hint}")
         };
-        return ToolOutput::ok(format!(
+        return Ok(ToolOutput::ok(format!(
             "{described}. The model in use cannot view images, so it was not sent.{hint}"
         ))
         .with_path(shown)
-        .with_meta("image", meta);
+        .with_meta("image", meta));
     }
-    let mut decoder = decoder;
-    let mut limits = Limits::default();
-    limits.max_alloc = Some(MAX_DECODE_BYTES);
-    if let Err(err) = decoder.set_limits(limits) {
-        return corrupt(&err);
-    }
-    let picture = match DynamicImage::from_decoder(decoder) {
-        Ok(picture) => picture,
-        Err(ImageError::Limits(err)) => {
-            return ToolOutput::error(format!(
-                "{described}: too large to decode in memory ({err}). Make a smaller copy with \
-                 the shell and read that."
-            ))
-            .with_path(shown)
-            .with_meta("image", meta);
-        }
-        Err(err) => return corrupt(&err),
-    };
-    let animated = match animated(&mut file, format) {
-        Ok(animated) => animated,
-        Err(err) => return corrupt(&err),
-    };
+    let picture = decode(&image, decoder, &described, &meta)?;
+    let animated = animated(&mut file, format).map_err(|err| image.damaged(&err))?;
     let max_px = session.config().image_max_px.max(1);
-    let (sent_w, sent_h) = fit(width, height, max_px);
-    let resized = (sent_w, sent_h) != (width, height);
-    let sent = if !resized
-        && matches!(format, ImageFormat::Png | ImageFormat::Jpeg)
-        && len <= MAX_SENT_AS_IS
-    {
-        let mut bytes = Vec::with_capacity(len as usize);
-        match file
-            .seek(SeekFrom::Start(0))
-            .and_then(|_| (&file).read_to_end(&mut bytes))
-        {
-            Ok(_) => Encoded {
-                media_type: format.to_mime_type(),
-                kind,
-                bytes,
-            },
-            Err(err) => return ToolOutput::error(format!("cannot read {shown}: {err}")),
-        }
-    } else {
-        let picture = if resized {
-            picture.resize_exact(sent_w, sent_h, FilterType::Triangle)
-        } else {
-            picture
-        };
-        match encode(&picture, format) {
-            Ok(encoded) => encoded,
-            Err(err) => {
-                return ToolOutput::error(format!(
-                    "{described}: could not be prepared for the model ({err})"
-                ))
-                .with_path(shown)
-                .with_meta("image", meta);
-            }
-        }
-    };
+    let size = fit(width, height, max_px);
+    let resized = size != (width, height);
+    let sent = to_send(&image, &file, picture, size, &described, &meta)?;
     let how = if resized {
         format!(
-            "sent to the model downscaled to {sent_w}x{sent_h} ({}, {}; the longest side is \
+            "sent to the model downscaled to {}x{} ({}, {}; the longest side is \
              capped at {max_px} pixels by [tools] image_max_px)",
+            size.0,
+            size.1,
             sent.kind,
             human_size(sent.bytes.len() as u64)
         )
@@ -205,20 +180,83 @@ pub(super) fn read(
     };
     meta["sent"] = json!({
         "media_type": sent.media_type,
-        "width": sent_w,
-        "height": sent_h,
+        "width": size.0,
+        "height": size.1,
         "bytes": sent.bytes.len(),
     });
     if animated {
         meta["animated"] = Value::Bool(true);
     }
-    ToolOutput::ok(format!("{described}; {how}.{frames}"))
+    Ok(ToolOutput::ok(format!("{described}; {how}.{frames}"))
         .with_path(shown)
         .with_meta("image", meta)
         .with_image(ToolImage {
             media_type: sent.media_type.to_owned(),
             data: STANDARD.encode(&sent.bytes),
-        })
+        }))
+}
+
+/// Decodes the picture, within [`MAX_DECODE_BYTES`].
+fn decode(
+    image: &Image<'_>,
+    mut decoder: impl ImageDecoder,
+    described: &str,
+    meta: &Value,
+) -> Result<DynamicImage, ToolError> {
+    let mut limits = Limits::default();
+    limits.max_alloc = Some(MAX_DECODE_BYTES);
+    decoder
+        .set_limits(limits)
+        .map_err(|err| image.damaged(&err))?;
+    DynamicImage::from_decoder(decoder).map_err(|err| match err {
+        ImageError::Limits(err) => image.refused(
+            format!(
+                "{described}: too large to decode in memory ({err}). Make a smaller copy with \
+                 the shell and read that."
+            ),
+            meta,
+        ),
+        err => image.damaged(&err),
+    })
+}
+
+/// The bytes sent to the model: the file as it is when it is a PNG or JPEG that fits and is
+/// small enough, the picture scaled to `size` and re-encoded otherwise.
+fn to_send(
+    image: &Image<'_>,
+    mut file: &File,
+    picture: DynamicImage,
+    size: (u32, u32),
+    described: &str,
+    meta: &Value,
+) -> Result<Encoded, ToolError> {
+    let resized = size != (picture.width(), picture.height());
+    let format = image.format;
+    if !resized
+        && matches!(format, ImageFormat::Png | ImageFormat::Jpeg)
+        && image.len <= MAX_SENT_AS_IS
+    {
+        let mut bytes = Vec::with_capacity(image.len as usize);
+        file.seek(SeekFrom::Start(0))
+            .and_then(|_| file.read_to_end(&mut bytes))
+            .or_model(|err| format!("cannot read {}: {err}", image.shown))?;
+        return Ok(Encoded {
+            media_type: format.to_mime_type(),
+            kind: image.kind,
+            bytes,
+        });
+    }
+    let picture = if resized {
+        picture.resize_exact(size.0, size.1, FilterType::Triangle)
+    } else {
+        picture
+    };
+    encode(&picture, format).map_err(|err| {
+        image.refused(
+            format!("{described}: could not be prepared for the model ({err})"),
+            meta,
+        )
+    })
 }
 
 /// The size of a `width`x`height` image whose longest side is at most `max_px`, keeping the

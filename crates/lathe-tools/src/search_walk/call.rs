@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio_util::sync::CancellationToken;
 
-use lathe_runtime::tool::ToolOutput;
+use lathe_runtime::tool::{ToolError, ToolResult};
 
 /// The stop signal a search checks between files and between reads. A plain atomic: checking
 /// a [`CancellationToken`] takes a lock, which the search threads would contend for on every
@@ -35,9 +35,9 @@ pub(crate) async fn run_blocking<F>(
     tool: &'static str,
     cancel: &CancellationToken,
     job: F,
-) -> ToolOutput
+) -> ToolResult
 where
-    F: FnOnce(&Stop) -> ToolOutput + Send + 'static,
+    F: FnOnce(&Stop) -> ToolResult + Send + 'static,
 {
     let stop = Stop::default();
     if cancel.is_cancelled() {
@@ -51,7 +51,7 @@ where
             stop.set();
             match tokio::time::timeout(CANCEL_GRACE, &mut handle).await {
                 Ok(joined) => joined,
-                Err(_) => return ToolOutput::error(format!("{tool} was cancelled")),
+                Err(_) => return Err(ToolError::new(format!("{tool} was cancelled"))),
             }
         }
     };
@@ -66,9 +66,9 @@ where
                     .unwrap_or_else(|| "unknown panic".to_owned()),
                 Err(err) => err.to_string(),
             };
-            ToolOutput::error(format!(
+            Err(ToolError::new(format!(
                 "internal error in `{tool}`: {what}. This is a bug in Lathe, not in the call; try another way"
-            ))
+            )))
         }
     }
 }

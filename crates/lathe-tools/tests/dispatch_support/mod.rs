@@ -15,12 +15,13 @@ use serde_json::{Value, json};
 
 use lathe_runtime::Access;
 use lathe_runtime::dispatch::CallInfo;
+use lathe_runtime::tool::ResultExt;
 use lathe_runtime::{
     ApprovalDecision, ApprovalRequest, Approver, BoundCall, Dispatcher, DynTool, Effect,
     FileChange, Gate, Hook, Outcome, Plan, PlannedWrite, Registry, Session, Tool, ToolConfig,
     ToolContext, ToolDefinition, ToolKind, ToolOutput, Workspace, hints_for,
 };
-use lathe_runtime::{current_stamp, run_planned};
+use lathe_runtime::{ToolError, ToolResult, current_stamp, run_planned};
 
 /// A workspace with a few files, and a session over it.
 pub struct Fixture {
@@ -204,27 +205,27 @@ impl Tool for AppendLine {
         format!("append_line {}", input.path)
     }
 
-    fn plan(&self, input: &Self::Input, session: &Session) -> Option<Result<Plan, ToolOutput>> {
+    fn plan(&self, input: &Self::Input, session: &Session) -> Option<Result<Plan, ToolError>> {
         Some(plan_append(input, session))
     }
 
-    async fn run(&self, input: AppendLineInput, ctx: ToolContext) -> ToolOutput {
+    async fn run(&self, input: AppendLineInput, ctx: ToolContext) -> ToolResult {
         run_planned(self, input, ctx).await
     }
 }
 
-fn plan_append(input: &AppendLineInput, session: &Session) -> Result<Plan, ToolOutput> {
+fn plan_append(input: &AppendLineInput, session: &Session) -> Result<Plan, ToolError> {
     let workspace = session.workspace();
     let target = workspace
         .resolve(&input.path, Access::Write)
-        .map_err(|err| ToolOutput::error(err.to_string()))?;
-    let before = current_stamp(workspace, &target).map_err(|e| ToolOutput::error(e.to_string()))?;
+        .or_model(|err| err.to_string())?;
+    let before = current_stamp(workspace, &target).or_model(|e| e.to_string())?;
     let mut old = String::new();
     if before.is_some() {
         workspace
             .open_read(&target)
             .and_then(|mut f| f.read_to_string(&mut old))
-            .map_err(|e| ToolOutput::error(e.to_string()))?;
+            .or_model(|e| e.to_string())?;
     }
     let shown = target.shown().to_owned();
     let old_lines = old.lines().count();
@@ -273,8 +274,8 @@ impl Tool for Bare {
         ToolKind::Session
     }
 
-    async fn run(&self, _input: NothingInput, _ctx: ToolContext) -> ToolOutput {
-        ToolOutput::ok("bare ran")
+    async fn run(&self, _input: NothingInput, _ctx: ToolContext) -> ToolResult {
+        Ok(ToolOutput::ok("bare ran"))
     }
 }
 
@@ -289,8 +290,8 @@ impl Tool for Peek {
         ToolKind::Read
     }
 
-    async fn run(&self, _input: NothingInput, _ctx: ToolContext) -> ToolOutput {
-        ToolOutput::ok("peek ran")
+    async fn run(&self, _input: NothingInput, _ctx: ToolContext) -> ToolResult {
+        Ok(ToolOutput::ok("peek ran"))
     }
 }
 
