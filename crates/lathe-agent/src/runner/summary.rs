@@ -189,7 +189,7 @@ pub fn denied_reason(result: &CallResult) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use lathe_runtime::{CommandMeta, FileChange, LineRange};
     use serde_json::json;
@@ -339,7 +339,13 @@ mod tests {
         );
     }
 
-    fn result(name: &str, status: ToolStatus, summary: &str, output: ToolOutput) -> CallResult {
+    /// A call's result, as the runner makes it, for the tests of the report.
+    pub(in crate::runner) fn result(
+        name: &str,
+        status: ToolStatus,
+        summary: &str,
+        output: ToolOutput,
+    ) -> CallResult {
         CallResult {
             call_id: "c".into(),
             name: name.into(),
@@ -355,7 +361,11 @@ mod tests {
     }
 
     /// `result` as the gate judged the call: running `command`, changing files or not.
-    fn judged(mut result: CallResult, command: Option<&str>, changes_files: bool) -> CallResult {
+    pub(in crate::runner) fn judged(
+        mut result: CallResult,
+        command: Option<&str>,
+        changes_files: bool,
+    ) -> CallResult {
         result.command = command.map(str::to_owned);
         result.changes_files = changes_files;
         result

@@ -152,29 +152,8 @@ fn millis(duration: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runner::summary::tests::{judged, result};
     use lathe_runtime::{FileChange, ToolOutput};
-
-    fn result(name: &str, status: ToolStatus, summary: &str, output: ToolOutput) -> CallResult {
-        CallResult {
-            call_id: "c".into(),
-            name: name.into(),
-            kind: None,
-            status,
-            changes: output.metadata.changes.clone(),
-            output,
-            summary: summary.into(),
-            changes_memory: false,
-            changes_files: false,
-            command: None,
-        }
-    }
-
-    /// `result` as the gate judged the call: running `command`, changing files or not.
-    fn judged(mut result: CallResult, command: Option<&str>, changes_files: bool) -> CallResult {
-        result.command = command.map(str::to_owned);
-        result.changes_files = changes_files;
-        result
-    }
 
     #[test]
     fn the_tally_sums_files_and_tokens_and_sees_denied_changes() {
